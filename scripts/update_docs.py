@@ -36,7 +36,7 @@ from sw.learner import schedule  # noqa: E402
 from sw.learner.numerics import LearnerNumerics, TensorUnitConfig  # noqa: E402
 from sw.learner.spec import LearnerConfig  # noqa: E402
 from sw.replay import spec as replay  # noqa: E402
-from sw.shell.spec import DmaParams, copy_cycles  # noqa: E402
+from sw.shell.spec import HOST_READ_LATENCY, DmaParams, copy_cycles  # noqa: E402
 
 OUT = ROOT / "docs" / "generated"
 
@@ -333,12 +333,13 @@ def gae_cycles_page() -> str:
         wb = c.axi_data_width // 8
         out += ["", f"## Kernel `{module}`: one batch of {T} x {M}", "",
                 "The host commands each copy through the window shell "
-                "(`sw.gae.spec.copy_plan`); a copy of N words takes N + L + 7 cycles "
-                "(`sw.shell.spec.copy_cycles`, device memory answering after L cycles, never "
-                "stalling), shown at L = 0. The host's register accesses between them are not "
-                "counted.", ""]
+                "(`sw.gae.spec.copy_plan`); a copy of N words takes N + L + 7 cycles in and "
+                "N + L + 6 + R out (`sw.shell.spec.copy_cycles`, device memory answering after "
+                "L cycles, never stalling, the accelerator's memory read with latency R = "
+                f"{HOST_READ_LATENCY}), shown at L = 0. The host's register accesses between "
+                "them are not counted.", ""]
         rows = [[d, f"`{region}`", f"0x{off:x}", n(nbytes), n(nbytes // wb),
-                 n(copy_cycles(nbytes, wb, latency=0))]
+                 n(copy_cycles(nbytes, wb, latency=0, to_device=d == "out"))]
                 for d, blocks in (("in", plan["in"]), ("out", plan["out"]))
                 for region, off, nbytes in blocks]
         rows.append(["run", "", "", "", "", n(gae.run_cycles(c.accel, T, M))])

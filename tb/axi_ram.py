@@ -10,7 +10,7 @@ checking the master side of the protocol every cycle.
 
 import random
 
-from amaranth.hdl import Module, unsigned
+from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -25,7 +25,8 @@ P = "m_axi_gmem"
 class AxiRamHarness(wiring.Component):
     """An :class:`AxiMemorySlave` in front of a ``Memory``: an AXI-attached RAM.
 
-    Ports: the slave's AXI ports, ``enable`` (``In(1, init=1)``, the slave's ``mem.enable``),
+    The memory's read data passes ``mem_read_latency - 1`` registers (a parameter of the
+    slave). Ports: the slave's AXI ports, ``enable`` (``In(1, init=1)``, the slave's ``mem.enable``),
     plus ``dbg_mem_re``, ``dbg_mem_we`` and ``dbg_mem_addr`` mirroring its memory port so
     tests can watch the accesses.
     """
@@ -50,9 +51,15 @@ class AxiRamHarness(wiring.Component):
         wp = mem.write_port(granularity=8)
         rp = mem.read_port(domain="sync")
         port = s.mem
+        # Registers after the read port up to the slave's mem_read_latency.
+        rdata = rp.data
+        for k in range(s.mem_read_latency - 1):
+            q = Signal.like(rdata, name=f"rdata_q{k}")
+            m.d.sync += q.eq(rdata)
+            rdata = q
         m.d.comb += [
             wp.addr.eq(port.addr), wp.en.eq(port.we), wp.data.eq(port.wdata),
-            rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rp.data),
+            rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rdata),
             port.enable.eq(self.enable),
             self.dbg_mem_re.eq(port.re), self.dbg_mem_we.eq(port.we),
             self.dbg_mem_addr.eq(port.addr),

@@ -154,7 +154,8 @@ async def _checked_copy(host, cfg, offset, nbytes, direction, latency):
     assert (got_r, got_w) == ((want, []) if direction == TO_ACCELERATOR else ([], want)), \
         (offset, nbytes, direction, got_r, got_w)
     if latency is not None:
-        want_cycles = copy_cycles(nbytes, cfg.axi_data_width // 8, latency=latency)
+        want_cycles = copy_cycles(nbytes, cfg.axi_data_width // 8, latency=latency,
+                                  to_device=direction == TO_BUFFER)
         assert cycles == want_cycles, (offset, nbytes, direction, cycles, want_cycles)
     return cycles
 

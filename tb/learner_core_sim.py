@@ -34,13 +34,22 @@ class CoreHost:
     async def read(self, name, nbytes):
         dut, ctx, DB = self.dut, self.ctx, self.DB
         base = region_base(self.cfg, name) // DB
+        return await self.read_words(base, nbytes // DB)
+
+    async def read_words(self, base, n):
+        """Words ``base .. base + n - 1``, one read per cycle (each on ``rdata`` the port's
+        ``read_latency`` cycles after its read), as bytes."""
+        dut, ctx, DB = self.dut, self.ctx, self.DB
+        lat = dut.host.signature.read_latency
         buf = bytearray()
-        for i in range(nbytes // DB):
-            ctx.set(dut.host.addr, base + i)
-            ctx.set(dut.host.re, 1)
+        for c in range(n + lat - 1):
+            if c < n:
+                ctx.set(dut.host.addr, base + c)
+            ctx.set(dut.host.re, int(c < n))
             await ctx.tick()
-            ctx.set(dut.host.re, 0)
-            buf += ctx.get(dut.host.rdata).to_bytes(DB, "little")
+            if c + 1 >= lat:
+                buf += ctx.get(dut.host.rdata).to_bytes(DB, "little")
+        ctx.set(dut.host.re, 0)
         return bytes(buf)
 
     async def read_matrix(self, name, rows):

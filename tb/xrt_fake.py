@@ -147,7 +147,8 @@ class WindowShell:
     LOCKED (``dev.busy``), else moves the bytes between the window and the device copy of the
     buffer at MEM_PTR (the pointer keeps only bits at and above ``log2(align)``). ``copies``
     records ``(offset, bytes, to_buffer, DMA_STATUS)``; ``inject`` adds DMA_STATUS flags to the
-    next accepted copy; DMA_CYCLES of a copy is ``bytes / word + 6``.
+    next accepted copy; DMA_CYCLES of a copy is :func:`~sw.shell.spec.copy_cycles` at
+    :data:`FAKE_LATENCY`.
     """
 
     def __init__(self, dev, base, *, window, align, word, version=SHELL_VERSION):
@@ -210,7 +211,8 @@ class WindowShell:
             status |= self.inject
         self.inject = 0
         self.r["DMA_STATUS"] = status
-        self.r["DMA_CYCLES"] = copy_cycles(n, self.word, latency=FAKE_LATENCY)
+        self.r["DMA_CYCLES"] = copy_cycles(n, self.word, latency=FAKE_LATENCY,
+                                           to_device=to_buffer)
         self.copies.append((off, n, to_buffer, status))
 
 

@@ -14,6 +14,7 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
+  wire [131:0] \$4 ;
   wire [31:0] adv_offset;
   wire [31:0] \adv_offset$111 ;
   wire [31:0] adv_scale;
@@ -236,12 +237,15 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     .clk(ap_clk),
     .cycles(cycles),
     .done(ap_done),
-    .error(status_error),
-    .\gamma$349 (gamma),
-    .\gamma_lambda$350 (gamma_lambda),
+    .err(status_error),
+    .flag_dequant_overflow(status_dequant_overflow),
+    .flag_pe_overflow(status_pe_overflow),
+    .flag_requant_overflow(status_requant_overflow),
+    .gamma(gamma),
+    .gamma_lambda(gamma_lambda),
     .host_addr(host_addr),
     .host_enable(mem_enable),
-    .host_rdata(mem_rdata),
+    .host_rdata_q(mem_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
@@ -254,9 +258,6 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     .rtg_offset(rtg_offset),
     .rtg_scale(rtg_scale),
     .start(start),
-    .status_dequant_overflow(status_dequant_overflow),
-    .status_pe_overflow(status_pe_overflow),
-    .status_requant_overflow(status_requant_overflow),
     .value_offset(value_offset),
     .value_scale(value_scale)
   );
@@ -316,6 +317,8 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     .mem_re(host_re),
     .mem_wdata(host_wdata),
     .mem_we(host_we),
+    .r_data(\$4 ),
+    .r_en(s_axi_mem_rready),
     .rst(rst),
     .s_axi_mem_araddr(s_axi_mem_araddr),
     .s_axi_mem_arburst(s_axi_mem_arburst),
@@ -334,11 +337,6 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
     .s_axi_mem_bid(s_axi_mem_bid),
     .s_axi_mem_bready(s_axi_mem_bready),
     .s_axi_mem_bresp(s_axi_mem_bresp),
-    .s_axi_mem_rdata(s_axi_mem_rdata),
-    .s_axi_mem_rid(s_axi_mem_rid),
-    .s_axi_mem_rlast(s_axi_mem_rlast),
-    .s_axi_mem_rready(s_axi_mem_rready),
-    .s_axi_mem_rresp(s_axi_mem_rresp),
     .s_axi_mem_rvalid(s_axi_mem_rvalid),
     .s_axi_mem_wdata(s_axi_mem_wdata),
     .s_axi_mem_wready(s_axi_mem_wready),
@@ -398,10 +396,10 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \s_axi_mem_arburst$88  = s_axi_mem_arburst;
   assign \s_axi_mem_arvalid$89  = s_axi_mem_arvalid;
   assign \s_axi_mem_arready$90  = s_axi_mem_arready;
-  assign \s_axi_mem_rid$91  = s_axi_mem_rid;
-  assign \s_axi_mem_rdata$92  = s_axi_mem_rdata;
-  assign \s_axi_mem_rresp$93  = s_axi_mem_rresp;
-  assign \s_axi_mem_rlast$94  = s_axi_mem_rlast;
+  assign \s_axi_mem_rid$91  = \$4 [131];
+  assign \s_axi_mem_rdata$92  = \$4 [127:0];
+  assign \s_axi_mem_rresp$93  = \$4 [129:128];
+  assign \s_axi_mem_rlast$94  = \$4 [130];
   assign \s_axi_mem_rvalid$95  = s_axi_mem_rvalid;
   assign \s_axi_mem_rready$96  = s_axi_mem_rready;
   assign \interrupt$99  = interrupt;
@@ -433,328 +431,332 @@ module gae_accel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign mem_re = host_re;
   assign mem_wdata = host_wdata;
   assign mem_we = host_we;
+  assign s_axi_mem_rid = \$4 [131];
+  assign s_axi_mem_rdata = \$4 [127:0];
+  assign s_axi_mem_rresp = \$4 [129:128];
+  assign s_axi_mem_rlast = \$4 [130];
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start, num_timesteps, num_trajectories, \gamma$349 , \gamma_lambda$350 , reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, host_rdata, cycles
-, ready, done, error, busy, status_dequant_overflow, status_requant_overflow, status_pe_overflow, clk);
+module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start, num_timesteps, num_trajectories, gamma, gamma_lambda, reward_scale, reward_offset, value_scale, value_offset, adv_scale, adv_offset, rtg_scale, rtg_offset, host_wdata, cycles, ready
+, done, err, busy, host_rdata_q, flag_dequant_overflow, flag_requant_overflow, flag_pe_overflow, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$4  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$4  = 1'h1;
 `endif
 `endif
-  wire [16:0] \$1 ;
+  wire [32:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [35:0] \$105 ;
-  wire [32:0] \$106 ;
-  wire [32:0] \$107 ;
+  wire [33:0] \$101 ;
+  wire [25:0] \$102 ;
+  wire [40:0] \$103 ;
+  wire [40:0] \$104 ;
+  wire [25:0] \$105 ;
+  wire [40:0] \$106 ;
+  wire [40:0] \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
   wire \$111 ;
-  wire [35:0] \$112 ;
-  wire [32:0] \$113 ;
-  wire [32:0] \$114 ;
-  wire \$115 ;
-  wire \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire [35:0] \$119 ;
-  wire \$12 ;
-  wire [32:0] \$120 ;
-  wire [32:0] \$121 ;
+  wire \$112 ;
+  wire [25:0] \$113 ;
+  wire [40:0] \$114 ;
+  wire [40:0] \$115 ;
+  wire [25:0] \$116 ;
+  wire [40:0] \$117 ;
+  wire [40:0] \$118 ;
+  wire \$119 ;
+  wire [32:0] \$12 ;
+  wire \$120 ;
+  wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [27:0] \$127 ;
-  wire [27:0] \$128 ;
-  wire \$129 ;
-  wire \$13 ;
+  wire [25:0] \$124 ;
+  wire [40:0] \$125 ;
+  wire [40:0] \$126 ;
+  wire [25:0] \$127 ;
+  wire [40:0] \$128 ;
+  wire [40:0] \$129 ;
+  wire [32:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
-  wire [27:0] \$133 ;
-  wire [27:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire [27:0] \$139 ;
-  wire [35:0] \$14 ;
-  wire [27:0] \$140 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire [25:0] \$135 ;
+  wire [40:0] \$136 ;
+  wire [40:0] \$137 ;
+  wire [25:0] \$138 ;
+  wire [40:0] \$139 ;
+  wire [32:0] \$14 ;
+  wire [40:0] \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
   wire \$144 ;
-  wire [27:0] \$145 ;
-  wire [27:0] \$146 ;
-  wire \$147 ;
-  wire \$148 ;
-  wire \$149 ;
+  wire \$145 ;
+  wire [25:0] \$146 ;
+  wire [40:0] \$147 ;
+  wire [40:0] \$148 ;
+  wire [25:0] \$149 ;
   wire [32:0] \$15 ;
-  wire \$150 ;
-  wire [27:0] \$151 ;
-  wire [27:0] \$152 ;
+  wire [40:0] \$150 ;
+  wire [40:0] \$151 ;
+  wire \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
   wire \$156 ;
-  wire [27:0] \$157 ;
-  wire [27:0] \$158 ;
-  wire \$159 ;
-  wire [32:0] \$16 ;
-  wire \$160 ;
-  wire \$161 ;
-  wire \$162 ;
-  wire [27:0] \$163 ;
-  wire [27:0] \$164 ;
+  wire [25:0] \$157 ;
+  wire [40:0] \$158 ;
+  wire [40:0] \$159 ;
+  wire [13:0] \$16 ;
+  wire [25:0] \$160 ;
+  wire [40:0] \$161 ;
+  wire [40:0] \$162 ;
+  wire \$163 ;
+  wire \$164 ;
   wire \$165 ;
   wire \$166 ;
   wire \$167 ;
-  wire \$168 ;
-  wire [27:0] \$169 ;
-  wire \$17 ;
-  wire [27:0] \$170 ;
-  wire \$171 ;
-  wire \$172 ;
-  wire \$173 ;
+  wire [25:0] \$168 ;
+  wire [40:0] \$169 ;
+  wire [13:0] \$17 ;
+  wire [40:0] \$170 ;
+  wire [25:0] \$171 ;
+  wire [40:0] \$172 ;
+  wire [40:0] \$173 ;
   wire \$174 ;
-  wire [27:0] \$175 ;
-  wire [27:0] \$176 ;
+  wire \$175 ;
+  wire \$176 ;
   wire \$177 ;
   wire \$178 ;
-  wire \$179 ;
-  wire \$18 ;
-  wire \$180 ;
-  wire [27:0] \$181 ;
-  wire [27:0] \$182 ;
-  wire \$183 ;
-  wire \$184 ;
+  wire [25:0] \$179 ;
+  wire [14:0] \$18 ;
+  wire [40:0] \$180 ;
+  wire [40:0] \$181 ;
+  wire [25:0] \$182 ;
+  wire [40:0] \$183 ;
+  wire [40:0] \$184 ;
   wire \$185 ;
   wire \$186 ;
-  wire [27:0] \$187 ;
-  wire [27:0] \$188 ;
+  wire \$187 ;
+  wire \$188 ;
   wire \$189 ;
-  wire \$19 ;
+  wire [14:0] \$19 ;
   wire \$190 ;
   wire \$191 ;
   wire \$192 ;
-  wire [27:0] \$193 ;
-  wire [27:0] \$194 ;
+  wire \$193 ;
+  wire \$194 ;
   wire \$195 ;
   wire \$196 ;
   wire \$197 ;
   wire \$198 ;
-  wire [27:0] \$199 ;
-  wire [17:0] \$2 ;
-  wire \$20 ;
-  wire [27:0] \$200 ;
+  wire \$199 ;
+  wire \$2 ;
+  wire [16:0] \$20 ;
+  wire \$200 ;
   wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
-  wire [27:0] \$205 ;
-  wire [27:0] \$206 ;
+  wire \$205 ;
+  wire \$206 ;
   wire \$207 ;
   wire \$208 ;
   wire \$209 ;
-  wire [35:0] \$21 ;
-  wire \$210 ;
-  wire [27:0] \$211 ;
-  wire [27:0] \$212 ;
-  wire \$213 ;
-  wire \$214 ;
-  wire \$215 ;
-  wire \$216 ;
-  wire [27:0] \$217 ;
-  wire [27:0] \$218 ;
+  wire [34:0] \$21 ;
+  wire [46:0] \$210 ;
+  wire [47:0] \$211 ;
+  wire [46:0] \$212 ;
+  wire [47:0] \$213 ;
+  wire [46:0] \$214 ;
+  wire [46:0] \$215 ;
+  wire [44:0] \$216 ;
+  wire [45:0] \$217 ;
+  wire \$218 ;
   wire \$219 ;
-  wire [32:0] \$22 ;
-  wire \$220 ;
-  wire \$221 ;
-  wire [15:0] \$222 ;
-  wire [5:0] \$223 ;
-  wire [78:0] \$224 ;
-  wire \$225 ;
+  wire \$22 ;
+  wire [8:0] \$220 ;
+  wire [8:0] \$221 ;
+  wire [46:0] \$222 ;
+  wire [46:0] \$223 ;
+  wire [44:0] \$224 ;
+  wire [45:0] \$225 ;
   wire \$226 ;
   wire \$227 ;
-  wire [15:0] \$228 ;
-  wire [5:0] \$229 ;
-  wire [32:0] \$23 ;
-  wire [78:0] \$230 ;
+  wire [8:0] \$228 ;
+  wire [8:0] \$229 ;
+  wire [16:0] \$23 ;
+  wire \$230 ;
   wire \$231 ;
   wire \$232 ;
   wire \$233 ;
-  wire [15:0] \$234 ;
-  wire [5:0] \$235 ;
-  wire [78:0] \$236 ;
+  wire \$234 ;
+  wire \$235 ;
+  wire \$236 ;
   wire \$237 ;
   wire \$238 ;
-  wire \$239 ;
+  wire [46:0] \$239 ;
   wire \$24 ;
-  wire \$240 ;
-  wire \$241 ;
-  wire [32:0] \$242 ;
+  wire [46:0] \$240 ;
+  wire [44:0] \$241 ;
+  wire [45:0] \$242 ;
   wire \$243 ;
-  wire [1:0] \$244 ;
-  wire \$245 ;
-  wire \$246 ;
-  wire \$247 ;
-  wire \$248 ;
-  wire \$249 ;
+  wire \$244 ;
+  wire [8:0] \$245 ;
+  wire [8:0] \$246 ;
+  wire [46:0] \$247 ;
+  wire [46:0] \$248 ;
+  wire [44:0] \$249 ;
   wire \$25 ;
-  wire \$250 ;
+  wire [45:0] \$250 ;
   wire \$251 ;
   wire \$252 ;
-  wire [32:0] \$253 ;
-  wire [32:0] \$254 ;
-  wire [32:0] \$255 ;
-  wire [32:0] \$256 ;
-  wire [13:0] \$257 ;
-  wire [13:0] \$258 ;
-  wire [14:0] \$259 ;
-  wire \$26 ;
-  wire [14:0] \$260 ;
-  wire [16:0] \$261 ;
-  wire [34:0] \$262 ;
+  wire [8:0] \$253 ;
+  wire [8:0] \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
+  wire [15:0] \$26 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
   wire \$263 ;
-  wire [16:0] \$264 ;
-  wire \$265 ;
-  wire \$266 ;
-  wire \$267 ;
-  wire [15:0] \$268 ;
-  wire [16:0] \$269 ;
+  wire [46:0] \$264 ;
+  wire [46:0] \$265 ;
+  wire [44:0] \$266 ;
+  wire [45:0] \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire \$27 ;
-  wire [14:0] \$270 ;
-  wire [16:0] \$271 ;
-  wire [15:0] \$272 ;
-  wire [16:0] \$273 ;
-  wire [1:0] \$274 ;
-  wire [5:0] \$275 ;
+  wire [8:0] \$270 ;
+  wire [8:0] \$271 ;
+  wire [46:0] \$272 ;
+  wire [46:0] \$273 ;
+  wire [44:0] \$274 ;
+  wire [45:0] \$275 ;
   wire \$276 ;
   wire \$277 ;
-  wire \$278 ;
-  wire \$279 ;
-  wire [35:0] \$28 ;
+  wire [8:0] \$278 ;
+  wire [8:0] \$279 ;
+  wire [16:0] \$28 ;
   wire \$280 ;
   wire \$281 ;
   wire \$282 ;
-  wire [3:0] \$283 ;
-  wire [3:0] \$284 ;
-  wire [32:0] \$285 ;
-  wire [33:0] \$286 ;
-  wire [32:0] \$287 ;
-  wire [33:0] \$288 ;
-  wire [25:0] \$289 ;
-  wire [32:0] \$29 ;
-  wire [40:0] \$290 ;
-  wire [40:0] \$291 ;
-  wire [25:0] \$292 ;
-  wire [40:0] \$293 ;
-  wire [40:0] \$294 ;
-  wire \$295 ;
-  wire \$296 ;
-  wire \$297 ;
-  wire \$298 ;
-  wire \$299 ;
-  wire [14:0] \$3 ;
-  wire [32:0] \$30 ;
-  wire [25:0] \$300 ;
-  wire [40:0] \$301 ;
-  wire [40:0] \$302 ;
-  wire [25:0] \$303 ;
-  wire [40:0] \$304 ;
-  wire [40:0] \$305 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire [46:0] \$289 ;
+  wire [14:0] \$29 ;
+  wire [46:0] \$290 ;
+  wire [44:0] \$291 ;
+  wire [45:0] \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire [8:0] \$295 ;
+  wire [8:0] \$296 ;
+  wire [46:0] \$297 ;
+  wire [46:0] \$298 ;
+  wire [44:0] \$299 ;
+  wire [1:0] \$3 ;
+  wire [16:0] \$30 ;
+  wire [45:0] \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire [8:0] \$303 ;
+  wire [8:0] \$304 ;
+  wire \$305 ;
   wire \$306 ;
   wire \$307 ;
   wire \$308 ;
   wire \$309 ;
-  wire \$31 ;
+  wire [15:0] \$31 ;
   wire \$310 ;
-  wire [25:0] \$311 ;
-  wire [40:0] \$312 ;
-  wire [40:0] \$313 ;
-  wire [25:0] \$314 ;
-  wire [40:0] \$315 ;
-  wire [40:0] \$316 ;
-  wire \$317 ;
+  wire \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire [46:0] \$314 ;
+  wire [46:0] \$315 ;
+  wire [44:0] \$316 ;
+  wire [45:0] \$317 ;
   wire \$318 ;
   wire \$319 ;
   wire \$32 ;
-  wire \$320 ;
-  wire \$321 ;
-  wire [25:0] \$322 ;
-  wire [40:0] \$323 ;
-  wire [40:0] \$324 ;
-  wire [25:0] \$325 ;
-  wire [40:0] \$326 ;
-  wire [40:0] \$327 ;
-  wire \$328 ;
-  wire \$329 ;
-  wire \$33 ;
+  wire [8:0] \$320 ;
+  wire [8:0] \$321 ;
+  wire [46:0] \$322 ;
+  wire [46:0] \$323 ;
+  wire [44:0] \$324 ;
+  wire [45:0] \$325 ;
+  wire \$326 ;
+  wire \$327 ;
+  wire [8:0] \$328 ;
+  wire [8:0] \$329 ;
+  wire [16:0] \$33 ;
   wire \$330 ;
   wire \$331 ;
   wire \$332 ;
-  wire [25:0] \$333 ;
-  wire [40:0] \$334 ;
-  wire [40:0] \$335 ;
-  wire [25:0] \$336 ;
-  wire [40:0] \$337 ;
-  wire [40:0] \$338 ;
-  wire \$339 ;
-  wire \$34 ;
-  wire \$340 ;
-  wire \$341 ;
-  wire \$342 ;
+  wire \$333 ;
+  wire \$334 ;
+  wire \$335 ;
+  wire \$336 ;
+  wire \$337 ;
+  wire \$338 ;
+  wire [46:0] \$339 ;
+  wire [1:0] \$34 ;
+  wire [46:0] \$340 ;
+  wire [44:0] \$341 ;
+  wire [45:0] \$342 ;
   wire \$343 ;
-  wire [25:0] \$344 ;
-  wire [40:0] \$345 ;
-  wire [40:0] \$346 ;
-  wire [25:0] \$347 ;
-  wire [40:0] \$348 ;
-  wire [40:0] \$349 ;
-  wire [35:0] \$35 ;
-  wire \$350 ;
+  wire \$344 ;
+  wire [8:0] \$345 ;
+  wire [8:0] \$346 ;
+  wire [46:0] \$347 ;
+  wire [46:0] \$348 ;
+  wire [44:0] \$349 ;
+  wire [5:0] \$35 ;
+  wire [45:0] \$350 ;
   wire \$351 ;
   wire \$352 ;
-  wire \$353 ;
-  wire \$354 ;
-  wire [25:0] \$355 ;
-  wire [40:0] \$356 ;
-  wire [40:0] \$357 ;
-  wire [25:0] \$358 ;
-  wire [40:0] \$359 ;
-  wire [32:0] \$36 ;
-  wire [40:0] \$360 ;
+  wire [8:0] \$353 ;
+  wire [8:0] \$354 ;
+  wire \$355 ;
+  wire \$356 ;
+  wire \$357 ;
+  wire \$358 ;
+  wire \$359 ;
+  wire \$36 ;
+  wire \$360 ;
   wire \$361 ;
   wire \$362 ;
   wire \$363 ;
-  wire \$364 ;
-  wire \$365 ;
-  wire [25:0] \$366 ;
-  wire [40:0] \$367 ;
-  wire [40:0] \$368 ;
-  wire [25:0] \$369 ;
-  wire [32:0] \$37 ;
-  wire [40:0] \$370 ;
-  wire [40:0] \$371 ;
-  wire \$372 ;
-  wire \$373 ;
-  wire \$374 ;
-  wire \$375 ;
+  wire [46:0] \$364 ;
+  wire [46:0] \$365 ;
+  wire [44:0] \$366 ;
+  wire [45:0] \$367 ;
+  wire \$368 ;
+  wire \$369 ;
+  wire \$37 ;
+  wire [8:0] \$370 ;
+  wire [8:0] \$371 ;
+  wire [46:0] \$372 ;
+  wire [46:0] \$373 ;
+  wire [44:0] \$374 ;
+  wire [45:0] \$375 ;
   wire \$376 ;
   wire \$377 ;
-  wire \$378 ;
-  wire \$379 ;
+  wire [8:0] \$378 ;
+  wire [8:0] \$379 ;
   wire \$38 ;
   wire \$380 ;
   wire \$381 ;
@@ -765,67 +767,67 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$386 ;
   wire \$387 ;
   wire \$388 ;
-  wire \$389 ;
+  wire [46:0] \$389 ;
   wire \$39 ;
-  wire \$390 ;
-  wire \$391 ;
-  wire \$392 ;
+  wire [46:0] \$390 ;
+  wire [44:0] \$391 ;
+  wire [45:0] \$392 ;
   wire \$393 ;
   wire \$394 ;
-  wire \$395 ;
-  wire \$396 ;
+  wire [8:0] \$395 ;
+  wire [8:0] \$396 ;
   wire [46:0] \$397 ;
-  wire [47:0] \$398 ;
-  wire [46:0] \$399 ;
+  wire [46:0] \$398 ;
+  wire [44:0] \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire [47:0] \$400 ;
-  wire [46:0] \$401 ;
-  wire [46:0] \$402 ;
-  wire [44:0] \$403 ;
-  wire [45:0] \$404 ;
+  wire [45:0] \$400 ;
+  wire \$401 ;
+  wire \$402 ;
+  wire [8:0] \$403 ;
+  wire [8:0] \$404 ;
   wire \$405 ;
   wire \$406 ;
-  wire [8:0] \$407 ;
-  wire [8:0] \$408 ;
-  wire [46:0] \$409 ;
+  wire \$407 ;
+  wire \$408 ;
+  wire \$409 ;
   wire \$41 ;
-  wire [46:0] \$410 ;
-  wire [44:0] \$411 ;
-  wire [45:0] \$412 ;
+  wire \$410 ;
+  wire \$411 ;
+  wire \$412 ;
   wire \$413 ;
   wire \$414 ;
-  wire [8:0] \$415 ;
-  wire [8:0] \$416 ;
+  wire \$415 ;
+  wire \$416 ;
   wire \$417 ;
   wire \$418 ;
   wire \$419 ;
-  wire [35:0] \$42 ;
+  wire \$42 ;
   wire \$420 ;
   wire \$421 ;
   wire \$422 ;
   wire \$423 ;
   wire \$424 ;
   wire \$425 ;
-  wire [46:0] \$426 ;
-  wire [46:0] \$427 ;
-  wire [44:0] \$428 ;
-  wire [45:0] \$429 ;
-  wire [32:0] \$43 ;
+  wire \$426 ;
+  wire \$427 ;
+  wire \$428 ;
+  wire \$429 ;
+  wire \$43 ;
   wire \$430 ;
   wire \$431 ;
-  wire [8:0] \$432 ;
-  wire [8:0] \$433 ;
-  wire [46:0] \$434 ;
-  wire [46:0] \$435 ;
-  wire [44:0] \$436 ;
-  wire [45:0] \$437 ;
+  wire \$432 ;
+  wire \$433 ;
+  wire \$434 ;
+  wire \$435 ;
+  wire \$436 ;
+  wire \$437 ;
   wire \$438 ;
   wire \$439 ;
-  wire [32:0] \$44 ;
-  wire [8:0] \$440 ;
-  wire [8:0] \$441 ;
-  wire \$442 ;
+  wire \$44 ;
+  wire [16:0] \$440 ;
+  wire [17:0] \$441 ;
+  wire [14:0] \$442 ;
   wire \$443 ;
   wire \$444 ;
   wire \$445 ;
@@ -835,527 +837,585 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$449 ;
   wire \$45 ;
   wire \$450 ;
-  wire [46:0] \$451 ;
-  wire [46:0] \$452 ;
-  wire [44:0] \$453 ;
-  wire [45:0] \$454 ;
-  wire \$455 ;
-  wire \$456 ;
-  wire [8:0] \$457 ;
-  wire [8:0] \$458 ;
-  wire [46:0] \$459 ;
+  wire \$451 ;
+  wire \$452 ;
+  wire \$453 ;
+  wire \$454 ;
+  wire [35:0] \$455 ;
+  wire [32:0] \$456 ;
+  wire [32:0] \$457 ;
+  wire \$458 ;
+  wire \$459 ;
   wire \$46 ;
-  wire [46:0] \$460 ;
-  wire [44:0] \$461 ;
-  wire [45:0] \$462 ;
-  wire \$463 ;
-  wire \$464 ;
-  wire [8:0] \$465 ;
-  wire [8:0] \$466 ;
+  wire \$460 ;
+  wire \$461 ;
+  wire [35:0] \$462 ;
+  wire [32:0] \$463 ;
+  wire [32:0] \$464 ;
+  wire \$465 ;
+  wire \$466 ;
   wire \$467 ;
   wire \$468 ;
-  wire \$469 ;
+  wire [35:0] \$469 ;
   wire \$47 ;
-  wire \$470 ;
-  wire \$471 ;
+  wire [32:0] \$470 ;
+  wire [32:0] \$471 ;
   wire \$472 ;
   wire \$473 ;
   wire \$474 ;
   wire \$475 ;
-  wire [46:0] \$476 ;
-  wire [46:0] \$477 ;
-  wire [44:0] \$478 ;
-  wire [45:0] \$479 ;
+  wire [35:0] \$476 ;
+  wire [32:0] \$477 ;
+  wire [32:0] \$478 ;
+  wire \$479 ;
   wire \$48 ;
   wire \$480 ;
   wire \$481 ;
-  wire [8:0] \$482 ;
-  wire [8:0] \$483 ;
-  wire [46:0] \$484 ;
-  wire [46:0] \$485 ;
-  wire [44:0] \$486 ;
-  wire [45:0] \$487 ;
+  wire \$482 ;
+  wire [35:0] \$483 ;
+  wire [32:0] \$484 ;
+  wire [32:0] \$485 ;
+  wire \$486 ;
+  wire \$487 ;
   wire \$488 ;
   wire \$489 ;
-  wire [35:0] \$49 ;
-  wire [8:0] \$490 ;
-  wire [8:0] \$491 ;
-  wire \$492 ;
+  wire \$49 ;
+  wire [35:0] \$490 ;
+  wire [32:0] \$491 ;
+  wire [32:0] \$492 ;
   wire \$493 ;
   wire \$494 ;
   wire \$495 ;
   wire \$496 ;
-  wire \$497 ;
-  wire \$498 ;
-  wire \$499 ;
+  wire [35:0] \$497 ;
+  wire [32:0] \$498 ;
+  wire [32:0] \$499 ;
   wire \$5 ;
-  wire [32:0] \$50 ;
+  wire \$50 ;
   wire \$500 ;
-  wire [46:0] \$501 ;
-  wire [46:0] \$502 ;
-  wire [44:0] \$503 ;
-  wire [45:0] \$504 ;
-  wire \$505 ;
-  wire \$506 ;
-  wire [8:0] \$507 ;
-  wire [8:0] \$508 ;
-  wire [46:0] \$509 ;
-  wire [32:0] \$51 ;
-  wire [46:0] \$510 ;
-  wire [44:0] \$511 ;
-  wire [45:0] \$512 ;
-  wire \$513 ;
+  wire \$501 ;
+  wire \$502 ;
+  wire \$503 ;
+  wire [35:0] \$504 ;
+  wire [32:0] \$505 ;
+  wire [32:0] \$506 ;
+  wire \$507 ;
+  wire \$508 ;
+  wire \$509 ;
+  wire \$51 ;
+  wire \$510 ;
+  wire [35:0] \$511 ;
+  wire [32:0] \$512 ;
+  wire [32:0] \$513 ;
   wire \$514 ;
-  wire [8:0] \$515 ;
-  wire [8:0] \$516 ;
+  wire \$515 ;
+  wire \$516 ;
   wire \$517 ;
-  wire \$518 ;
-  wire \$519 ;
+  wire [35:0] \$518 ;
+  wire [32:0] \$519 ;
   wire \$52 ;
-  wire \$520 ;
+  wire [32:0] \$520 ;
   wire \$521 ;
   wire \$522 ;
   wire \$523 ;
   wire \$524 ;
-  wire \$525 ;
-  wire [46:0] \$526 ;
-  wire [46:0] \$527 ;
-  wire [44:0] \$528 ;
-  wire [45:0] \$529 ;
+  wire [35:0] \$525 ;
+  wire [32:0] \$526 ;
+  wire [32:0] \$527 ;
+  wire \$528 ;
+  wire \$529 ;
   wire \$53 ;
   wire \$530 ;
   wire \$531 ;
-  wire [8:0] \$532 ;
-  wire [8:0] \$533 ;
-  wire [46:0] \$534 ;
-  wire [46:0] \$535 ;
-  wire [44:0] \$536 ;
-  wire [45:0] \$537 ;
+  wire [35:0] \$532 ;
+  wire [32:0] \$533 ;
+  wire [32:0] \$534 ;
+  wire \$535 ;
+  wire \$536 ;
+  wire \$537 ;
   wire \$538 ;
-  wire \$539 ;
+  wire [35:0] \$539 ;
   wire \$54 ;
-  wire [8:0] \$540 ;
-  wire [8:0] \$541 ;
+  wire [32:0] \$540 ;
+  wire [32:0] \$541 ;
   wire \$542 ;
   wire \$543 ;
   wire \$544 ;
   wire \$545 ;
-  wire \$546 ;
-  wire \$547 ;
-  wire \$548 ;
+  wire [35:0] \$546 ;
+  wire [32:0] \$547 ;
+  wire [32:0] \$548 ;
   wire \$549 ;
   wire \$55 ;
   wire \$550 ;
-  wire [46:0] \$551 ;
-  wire [46:0] \$552 ;
-  wire [44:0] \$553 ;
-  wire [45:0] \$554 ;
-  wire \$555 ;
+  wire \$551 ;
+  wire \$552 ;
+  wire [35:0] \$553 ;
+  wire [32:0] \$554 ;
+  wire [32:0] \$555 ;
   wire \$556 ;
-  wire [8:0] \$557 ;
-  wire [8:0] \$558 ;
-  wire [46:0] \$559 ;
-  wire [35:0] \$56 ;
-  wire [46:0] \$560 ;
-  wire [44:0] \$561 ;
-  wire [45:0] \$562 ;
+  wire \$557 ;
+  wire \$558 ;
+  wire \$559 ;
+  wire \$56 ;
+  wire [35:0] \$560 ;
+  wire [32:0] \$561 ;
+  wire [32:0] \$562 ;
   wire \$563 ;
   wire \$564 ;
-  wire [8:0] \$565 ;
-  wire [8:0] \$566 ;
+  wire \$565 ;
+  wire \$566 ;
   wire \$567 ;
-  wire \$568 ;
-  wire \$569 ;
-  wire [32:0] \$57 ;
+  wire [27:0] \$568 ;
+  wire [27:0] \$569 ;
+  wire \$57 ;
   wire \$570 ;
   wire \$571 ;
   wire \$572 ;
   wire \$573 ;
-  wire \$574 ;
-  wire \$575 ;
-  wire [46:0] \$576 ;
-  wire [46:0] \$577 ;
-  wire [44:0] \$578 ;
-  wire [45:0] \$579 ;
-  wire [32:0] \$58 ;
-  wire \$580 ;
-  wire \$581 ;
-  wire [8:0] \$582 ;
-  wire [8:0] \$583 ;
-  wire [46:0] \$584 ;
-  wire [46:0] \$585 ;
-  wire [44:0] \$586 ;
-  wire [45:0] \$587 ;
+  wire [27:0] \$574 ;
+  wire [27:0] \$575 ;
+  wire \$576 ;
+  wire \$577 ;
+  wire \$578 ;
+  wire \$579 ;
+  wire \$58 ;
+  wire [27:0] \$580 ;
+  wire [27:0] \$581 ;
+  wire \$582 ;
+  wire \$583 ;
+  wire \$584 ;
+  wire \$585 ;
+  wire [27:0] \$586 ;
+  wire [27:0] \$587 ;
   wire \$588 ;
   wire \$589 ;
   wire \$59 ;
-  wire [8:0] \$590 ;
-  wire [8:0] \$591 ;
-  wire \$592 ;
-  wire \$593 ;
+  wire \$590 ;
+  wire \$591 ;
+  wire [27:0] \$592 ;
+  wire [27:0] \$593 ;
   wire \$594 ;
   wire \$595 ;
   wire \$596 ;
   wire \$597 ;
-  wire \$598 ;
-  wire \$599 ;
+  wire [27:0] \$598 ;
+  wire [27:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
   wire \$600 ;
   wire \$601 ;
   wire \$602 ;
   wire \$603 ;
-  wire \$604 ;
-  wire \$605 ;
+  wire [27:0] \$604 ;
+  wire [27:0] \$605 ;
   wire \$606 ;
   wire \$607 ;
   wire \$608 ;
   wire \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire \$611 ;
+  wire [27:0] \$610 ;
+  wire [27:0] \$611 ;
   wire \$612 ;
   wire \$613 ;
   wire \$614 ;
   wire \$615 ;
-  wire \$616 ;
-  wire \$617 ;
+  wire [27:0] \$616 ;
+  wire [27:0] \$617 ;
   wire \$618 ;
   wire \$619 ;
   wire \$62 ;
   wire \$620 ;
   wire \$621 ;
-  wire \$622 ;
-  wire \$623 ;
+  wire [27:0] \$622 ;
+  wire [27:0] \$623 ;
   wire \$624 ;
   wire \$625 ;
   wire \$626 ;
   wire \$627 ;
-  wire \$628 ;
-  wire \$629 ;
-  wire [35:0] \$63 ;
+  wire [27:0] \$628 ;
+  wire [27:0] \$629 ;
+  wire \$63 ;
   wire \$630 ;
   wire \$631 ;
   wire \$632 ;
   wire \$633 ;
-  wire \$634 ;
-  wire \$635 ;
+  wire [27:0] \$634 ;
+  wire [27:0] \$635 ;
   wire \$636 ;
   wire \$637 ;
   wire \$638 ;
   wire \$639 ;
-  wire [32:0] \$64 ;
-  wire \$640 ;
-  wire \$641 ;
+  wire \$64 ;
+  wire [27:0] \$640 ;
+  wire [27:0] \$641 ;
   wire \$642 ;
   wire \$643 ;
   wire \$644 ;
   wire \$645 ;
-  wire \$646 ;
-  wire \$647 ;
+  wire [27:0] \$646 ;
+  wire [27:0] \$647 ;
   wire \$648 ;
   wire \$649 ;
-  wire [32:0] \$65 ;
-  reg [31:0] \$650 ;
-  reg \$651 ;
-  reg \$652 ;
-  reg \$653 ;
-  reg \$654 ;
-  reg \$655 ;
-  reg \$656 ;
-  reg \$657 ;
-  reg [2:0] \$658 ;
-  reg [31:0] \$659 ;
+  wire \$65 ;
+  wire \$650 ;
+  wire \$651 ;
+  wire [27:0] \$652 ;
+  wire [27:0] \$653 ;
+  wire \$654 ;
+  wire \$655 ;
+  wire \$656 ;
+  wire \$657 ;
+  wire [27:0] \$658 ;
+  wire [27:0] \$659 ;
   wire \$66 ;
-  reg [31:0] \$660 ;
-  reg [16:0] \$661 ;
-  reg [16:0] \$662 ;
-  reg [31:0] \$663 ;
-  reg [31:0] \$664 ;
-  reg [31:0] \$665 ;
-  reg [31:0] \$666 ;
-  reg [31:0] \$667 ;
-  reg [31:0] \$668 ;
-  reg [31:0] \$669 ;
+  wire \$660 ;
+  wire [15:0] \$661 ;
+  wire [5:0] \$662 ;
+  wire [78:0] \$663 ;
+  wire \$664 ;
+  wire [15:0] \$665 ;
+  wire [5:0] \$666 ;
+  wire [78:0] \$667 ;
+  wire \$668 ;
+  wire [15:0] \$669 ;
   wire \$67 ;
-  reg [31:0] \$670 ;
-  reg [14:0] \$671 ;
-  reg [14:0] \$672 ;
-  reg [15:0] \$673 ;
-  reg [15:0] \$674 ;
-  reg [33:0] \$675 ;
-  reg [13:0] \$676 ;
-  reg [12:0] \$677 ;
-  reg [15:0] \$678 ;
-  reg \$679 ;
+  wire [5:0] \$670 ;
+  wire [78:0] \$671 ;
+  wire \$672 ;
+  wire \$673 ;
+  wire \$674 ;
+  wire \$675 ;
+  wire \$676 ;
+  wire \$677 ;
+  wire \$678 ;
+  wire \$679 ;
   wire \$68 ;
-  reg [2:0] \$680 ;
-  reg [12:0] \$681 ;
-  reg [14:0] \$682 ;
-  reg [3:0] \$683 ;
-  reg [15:0] \$684 ;
-  reg [13:0] \$685 ;
-  reg \$686 ;
-  reg \$687 ;
-  reg [14:0] \$688 ;
-  reg [4:0] \$689 ;
+  wire \$680 ;
+  wire \$681 ;
+  wire \$682 ;
+  wire \$683 ;
+  wire \$684 ;
+  wire \$685 ;
+  wire \$686 ;
+  wire \$687 ;
+  wire \$688 ;
+  wire \$689 ;
   wire \$69 ;
-  reg \$690 ;
-  reg [1:0] \$691 ;
-  reg [13:0] \$692 ;
-  reg \$693 ;
-  reg \$694 ;
-  reg \$695 ;
-  reg \$696 ;
-  reg [15:0] \$697 ;
-  reg [13:0] \$698 ;
-  reg \$699 ;
+  wire \$690 ;
+  wire \$691 ;
+  wire \$692 ;
+  wire \$693 ;
+  wire \$694 ;
+  wire \$695 ;
+  wire \$696 ;
+  wire \$697 ;
+  wire \$698 ;
+  wire \$699 ;
   wire \$7 ;
-  wire [35:0] \$70 ;
-  reg \$700 ;
-  reg \$701 ;
-  reg \$702 ;
-  reg [15:0] \$703 ;
-  reg [3:0] \$704 ;
-  reg [63:0] \$705 ;
-  reg [63:0] \$706 ;
-  reg [7:0] \$707 ;
+  wire \$70 ;
+  reg [63:0] \$700 ;
+  reg [63:0] \$701 ;
+  reg [7:0] \$702 ;
+  reg [31:0] \$703 ;
+  reg \$704 ;
+  reg \$705 ;
+  reg \$706 ;
+  reg \$707 ;
   reg \$708 ;
   reg \$709 ;
-  wire [32:0] \$71 ;
+  wire \$71 ;
   reg \$710 ;
-  reg \$711 ;
-  reg [15:0] \$712 ;
-  reg [3:0] \$713 ;
-  reg \$714 ;
-  reg \$715 ;
-  reg \$716 ;
-  reg \$717 ;
-  reg [15:0] \$718 ;
-  reg [3:0] \$719 ;
-  wire [32:0] \$72 ;
-  reg \$720 ;
-  reg \$721 ;
-  reg \$722 ;
-  reg \$723 ;
-  reg [15:0] \$724 ;
-  reg [3:0] \$725 ;
-  reg [33:0] \$726 ;
-  reg [33:0] \$727 ;
-  reg [7:0] \$728 ;
-  reg [7:0] \$729 ;
+  reg [2:0] \$711 ;
+  reg [31:0] \$712 ;
+  reg [31:0] \$713 ;
+  reg [16:0] \$714 ;
+  reg [16:0] \$715 ;
+  reg [31:0] \$716 ;
+  reg [31:0] \$717 ;
+  reg [31:0] \$718 ;
+  reg [31:0] \$719 ;
+  wire \$72 ;
+  reg [31:0] \$720 ;
+  reg [31:0] \$721 ;
+  reg [31:0] \$722 ;
+  reg [31:0] \$723 ;
+  reg [14:0] \$724 ;
+  reg [14:0] \$725 ;
+  reg [15:0] \$726 ;
+  reg [15:0] \$727 ;
+  reg [33:0] \$728 ;
+  reg [13:0] \$729 ;
   wire \$73 ;
-  reg [7:0] \$730 ;
-  reg [25:0] \$731 ;
-  reg [34:0] \$732 ;
-  reg [31:0] \$733 ;
-  reg [25:0] \$734 ;
-  reg [34:0] \$735 ;
-  reg [31:0] \$736 ;
-  reg [7:0] \$737 ;
-  reg [25:0] \$738 ;
-  reg [34:0] \$739 ;
+  reg [12:0] \$730 ;
+  reg [15:0] \$731 ;
+  reg \$732 ;
+  reg [2:0] \$733 ;
+  reg [12:0] \$734 ;
+  reg [14:0] \$735 ;
+  reg [3:0] \$736 ;
+  reg [15:0] \$737 ;
+  reg [13:0] \$738 ;
+  reg \$739 ;
   wire \$74 ;
-  reg [31:0] \$740 ;
-  reg [25:0] \$741 ;
-  reg [34:0] \$742 ;
-  reg [31:0] \$743 ;
-  reg [25:0] \$744 ;
-  reg [34:0] \$745 ;
-  reg [31:0] \$746 ;
-  reg [25:0] \$747 ;
-  reg [34:0] \$748 ;
-  reg [31:0] \$749 ;
+  reg \$740 ;
+  reg [14:0] \$741 ;
+  reg \$742 ;
+  reg [4:0] \$743 ;
+  reg \$744 ;
+  reg [15:0] \$745 ;
+  reg \$746 ;
+  reg [15:0] \$747 ;
+  reg [127:0] \$748 ;
+  reg [1:0] \$749 ;
   wire \$75 ;
-  reg [25:0] \$750 ;
-  reg [34:0] \$751 ;
-  reg [31:0] \$752 ;
-  reg [25:0] \$753 ;
-  reg [34:0] \$754 ;
-  reg [31:0] \$755 ;
-  reg [25:0] \$756 ;
-  reg [34:0] \$757 ;
-  reg [31:0] \$758 ;
-  reg [25:0] \$759 ;
+  reg [13:0] \$750 ;
+  reg [1:0] \$751 ;
+  reg [13:0] \$752 ;
+  reg [127:0] \$753 ;
+  reg \$754 ;
+  reg \$755 ;
+  reg \$756 ;
+  reg \$757 ;
+  reg [15:0] \$758 ;
+  reg [13:0] \$759 ;
   wire \$76 ;
-  reg [34:0] \$760 ;
-  reg [31:0] \$761 ;
-  reg [25:0] \$762 ;
-  reg [34:0] \$763 ;
-  reg [31:0] \$764 ;
-  reg [25:0] \$765 ;
-  reg [34:0] \$766 ;
-  reg [31:0] \$767 ;
-  reg [25:0] \$768 ;
-  reg [34:0] \$769 ;
-  wire [35:0] \$77 ;
-  reg [31:0] \$770 ;
-  reg [25:0] \$771 ;
-  reg [34:0] \$772 ;
-  reg [31:0] \$773 ;
-  reg [25:0] \$774 ;
-  reg [34:0] \$775 ;
-  reg [31:0] \$776 ;
-  reg [25:0] \$777 ;
-  reg [34:0] \$778 ;
-  reg [31:0] \$779 ;
-  wire [32:0] \$78 ;
+  reg \$760 ;
+  reg \$761 ;
+  reg \$762 ;
+  reg \$763 ;
+  reg [15:0] \$764 ;
+  reg [3:0] \$765 ;
+  reg \$766 ;
+  reg \$767 ;
+  reg \$768 ;
+  reg \$769 ;
+  wire \$77 ;
+  reg [15:0] \$770 ;
+  reg [3:0] \$771 ;
+  reg \$772 ;
+  reg \$773 ;
+  reg \$774 ;
+  reg \$775 ;
+  reg [15:0] \$776 ;
+  reg [3:0] \$777 ;
+  reg \$778 ;
+  reg \$779 ;
+  wire \$78 ;
   reg \$780 ;
-  reg [31:0] \$781 ;
-  reg [31:0] \$782 ;
-  reg [31:0] \$783 ;
-  reg [31:0] \$784 ;
-  reg [31:0] \$785 ;
-  reg [31:0] \$786 ;
-  reg [31:0] \$787 ;
-  reg [31:0] \$788 ;
-  reg \$789 ;
-  wire [32:0] \$79 ;
-  reg [13:0] \$790 ;
-  reg [3:0] \$791 ;
-  reg \$792 ;
-  reg [13:0] \$793 ;
-  reg [3:0] \$794 ;
-  reg \$795 ;
-  reg [13:0] \$796 ;
-  reg [3:0] \$797 ;
-  reg \$798 ;
-  reg [13:0] \$799 ;
+  reg \$781 ;
+  reg [15:0] \$782 ;
+  reg [3:0] \$783 ;
+  reg [33:0] \$784 ;
+  reg [33:0] \$785 ;
+  reg [7:0] \$786 ;
+  reg [7:0] \$787 ;
+  reg [7:0] \$788 ;
+  reg [25:0] \$789 ;
+  wire \$79 ;
+  reg [34:0] \$790 ;
+  reg [31:0] \$791 ;
+  reg [25:0] \$792 ;
+  reg [34:0] \$793 ;
+  reg [31:0] \$794 ;
+  reg [7:0] \$795 ;
+  reg [25:0] \$796 ;
+  reg [34:0] \$797 ;
+  reg [31:0] \$798 ;
+  reg [25:0] \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg [3:0] \$800 ;
-  reg \$801 ;
-  reg [13:0] \$802 ;
-  reg [3:0] \$803 ;
-  reg [7:0] \$804 ;
-  reg [41:0] \$805 ;
-  reg [41:0] \$806 ;
-  reg [45:0] \$807 ;
-  reg [26:0] \$808 ;
-  reg [44:0] \$809 ;
+  reg [34:0] \$800 ;
+  reg [31:0] \$801 ;
+  reg [25:0] \$802 ;
+  reg [34:0] \$803 ;
+  reg [31:0] \$804 ;
+  reg [25:0] \$805 ;
+  reg [34:0] \$806 ;
+  reg [31:0] \$807 ;
+  reg [25:0] \$808 ;
+  reg [34:0] \$809 ;
   wire \$81 ;
-  reg [45:0] \$810 ;
-  reg [7:0] \$811 ;
-  reg [45:0] \$812 ;
-  reg [26:0] \$813 ;
-  reg [44:0] \$814 ;
-  reg [45:0] \$815 ;
-  reg [7:0] \$816 ;
-  reg [7:0] \$817 ;
-  reg [45:0] \$818 ;
-  reg [26:0] \$819 ;
+  reg [31:0] \$810 ;
+  reg [25:0] \$811 ;
+  reg [34:0] \$812 ;
+  reg [31:0] \$813 ;
+  reg [25:0] \$814 ;
+  reg [34:0] \$815 ;
+  reg [31:0] \$816 ;
+  reg [25:0] \$817 ;
+  reg [34:0] \$818 ;
+  reg [31:0] \$819 ;
   wire \$82 ;
-  reg [44:0] \$820 ;
-  reg [45:0] \$821 ;
-  reg [7:0] \$822 ;
-  reg [45:0] \$823 ;
-  reg [26:0] \$824 ;
-  reg [44:0] \$825 ;
-  reg [45:0] \$826 ;
-  reg [7:0] \$827 ;
-  reg [45:0] \$828 ;
-  reg [26:0] \$829 ;
+  reg [25:0] \$820 ;
+  reg [34:0] \$821 ;
+  reg [31:0] \$822 ;
+  reg [25:0] \$823 ;
+  reg [34:0] \$824 ;
+  reg [31:0] \$825 ;
+  reg [25:0] \$826 ;
+  reg [34:0] \$827 ;
+  reg [31:0] \$828 ;
+  reg [25:0] \$829 ;
   wire \$83 ;
-  reg [44:0] \$830 ;
-  reg [45:0] \$831 ;
-  reg [7:0] \$832 ;
-  reg [45:0] \$833 ;
-  reg [26:0] \$834 ;
-  reg [44:0] \$835 ;
-  reg [45:0] \$836 ;
-  reg [7:0] \$837 ;
-  reg [45:0] \$838 ;
-  reg [26:0] \$839 ;
-  wire [35:0] \$84 ;
-  reg [44:0] \$840 ;
-  reg [45:0] \$841 ;
-  reg [7:0] \$842 ;
-  reg [45:0] \$843 ;
-  reg [26:0] \$844 ;
-  reg [44:0] \$845 ;
-  reg [45:0] \$846 ;
-  reg [7:0] \$847 ;
-  reg [45:0] \$848 ;
-  reg [26:0] \$849 ;
-  wire [32:0] \$85 ;
-  reg [44:0] \$850 ;
-  reg [45:0] \$851 ;
-  reg [7:0] \$852 ;
-  reg [45:0] \$853 ;
-  reg [26:0] \$854 ;
-  reg [44:0] \$855 ;
-  reg [45:0] \$856 ;
-  reg [7:0] \$857 ;
-  reg [45:0] \$858 ;
-  reg [26:0] \$859 ;
-  wire [32:0] \$86 ;
-  reg [44:0] \$860 ;
-  reg [45:0] \$861 ;
+  reg [34:0] \$830 ;
+  reg [31:0] \$831 ;
+  reg [25:0] \$832 ;
+  reg [34:0] \$833 ;
+  reg [31:0] \$834 ;
+  reg [25:0] \$835 ;
+  reg [34:0] \$836 ;
+  reg [31:0] \$837 ;
+  reg \$838 ;
+  reg [31:0] \$839 ;
+  wire \$84 ;
+  reg [31:0] \$840 ;
+  reg [31:0] \$841 ;
+  reg [31:0] \$842 ;
+  reg [31:0] \$843 ;
+  reg [31:0] \$844 ;
+  reg [31:0] \$845 ;
+  reg [31:0] \$846 ;
+  reg \$847 ;
+  reg [13:0] \$848 ;
+  reg [3:0] \$849 ;
+  wire \$85 ;
+  reg \$850 ;
+  reg [13:0] \$851 ;
+  reg [3:0] \$852 ;
+  reg \$853 ;
+  reg [13:0] \$854 ;
+  reg [3:0] \$855 ;
+  reg \$856 ;
+  reg [13:0] \$857 ;
+  reg [3:0] \$858 ;
+  reg \$859 ;
+  wire \$86 ;
+  reg [13:0] \$860 ;
+  reg [3:0] \$861 ;
   reg [7:0] \$862 ;
-  reg [45:0] \$863 ;
-  reg [26:0] \$864 ;
-  reg [44:0] \$865 ;
-  reg [45:0] \$866 ;
-  reg [7:0] \$867 ;
+  reg [41:0] \$863 ;
+  reg [41:0] \$864 ;
+  reg [45:0] \$865 ;
+  reg [26:0] \$866 ;
+  reg [44:0] \$867 ;
   reg [45:0] \$868 ;
-  reg [26:0] \$869 ;
+  reg [7:0] \$869 ;
   wire \$87 ;
-  reg [44:0] \$870 ;
-  reg [45:0] \$871 ;
-  reg [7:0] \$872 ;
+  reg [45:0] \$870 ;
+  reg [26:0] \$871 ;
+  reg [44:0] \$872 ;
   reg [45:0] \$873 ;
-  reg [26:0] \$874 ;
-  reg [44:0] \$875 ;
+  reg [7:0] \$874 ;
+  reg [7:0] \$875 ;
   reg [45:0] \$876 ;
-  reg [7:0] \$877 ;
-  reg [45:0] \$878 ;
-  reg [26:0] \$879 ;
+  reg [26:0] \$877 ;
+  reg [44:0] \$878 ;
+  reg [45:0] \$879 ;
   wire \$88 ;
-  reg [44:0] \$880 ;
+  reg [7:0] \$880 ;
   reg [45:0] \$881 ;
-  reg [7:0] \$882 ;
-  reg [45:0] \$883 ;
-  reg [26:0] \$884 ;
-  reg [44:0] \$885 ;
+  reg [26:0] \$882 ;
+  reg [44:0] \$883 ;
+  reg [45:0] \$884 ;
+  reg [7:0] \$885 ;
   reg [45:0] \$886 ;
-  reg [7:0] \$887 ;
-  reg \$888 ;
-  reg [7:0] \$889 ;
+  reg [26:0] \$887 ;
+  reg [44:0] \$888 ;
+  reg [45:0] \$889 ;
   wire \$89 ;
-  reg \$890 ;
-  reg \$891 ;
-  reg \$892 ;
-  reg \$893 ;
+  reg [7:0] \$890 ;
+  reg [45:0] \$891 ;
+  reg [26:0] \$892 ;
+  reg [44:0] \$893 ;
+  reg [45:0] \$894 ;
+  reg [7:0] \$895 ;
+  reg [45:0] \$896 ;
+  reg [26:0] \$897 ;
+  reg [44:0] \$898 ;
+  reg [45:0] \$899 ;
   wire \$9 ;
-  wire \$90 ;
-  wire [35:0] \$91 ;
-  wire [32:0] \$92 ;
-  wire [32:0] \$93 ;
+  wire [15:0] \$90 ;
+  reg [7:0] \$900 ;
+  reg [45:0] \$901 ;
+  reg [26:0] \$902 ;
+  reg [44:0] \$903 ;
+  reg [45:0] \$904 ;
+  reg [7:0] \$905 ;
+  reg [45:0] \$906 ;
+  reg [26:0] \$907 ;
+  reg [44:0] \$908 ;
+  reg [45:0] \$909 ;
+  wire \$91 ;
+  reg [7:0] \$910 ;
+  reg [45:0] \$911 ;
+  reg [26:0] \$912 ;
+  reg [44:0] \$913 ;
+  reg [45:0] \$914 ;
+  reg [7:0] \$915 ;
+  reg [45:0] \$916 ;
+  reg [26:0] \$917 ;
+  reg [44:0] \$918 ;
+  reg [45:0] \$919 ;
+  wire \$92 ;
+  reg [7:0] \$920 ;
+  reg [45:0] \$921 ;
+  reg [26:0] \$922 ;
+  reg [44:0] \$923 ;
+  reg [45:0] \$924 ;
+  reg [7:0] \$925 ;
+  reg [45:0] \$926 ;
+  reg [26:0] \$927 ;
+  reg [44:0] \$928 ;
+  reg [45:0] \$929 ;
+  wire \$93 ;
+  reg [7:0] \$930 ;
+  reg [45:0] \$931 ;
+  reg [26:0] \$932 ;
+  reg [44:0] \$933 ;
+  reg [45:0] \$934 ;
+  reg [7:0] \$935 ;
+  reg [45:0] \$936 ;
+  reg [26:0] \$937 ;
+  reg [44:0] \$938 ;
+  reg [45:0] \$939 ;
   wire \$94 ;
+  reg [7:0] \$940 ;
+  reg [45:0] \$941 ;
+  reg [26:0] \$942 ;
+  reg [44:0] \$943 ;
+  reg [45:0] \$944 ;
+  reg [7:0] \$945 ;
+  reg \$946 ;
+  reg [7:0] \$947 ;
+  reg \$948 ;
+  reg \$949 ;
   wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [35:0] \$98 ;
-  wire [32:0] \$99 ;
+  reg \$950 ;
+  reg \$951 ;
+  wire [3:0] \$96 ;
+  wire [3:0] \$97 ;
+  wire [32:0] \$98 ;
+  wire [33:0] \$99 ;
   reg [14:0] \$signal  = 15'h0000;
   reg [13:0] \$signature__addr ;
-  reg [13:0] \$signature__addr$20 ;
-  reg [13:0] \$signature__addr$22 ;
-  reg [13:0] \$signature__addr$309 ;
-  reg [13:0] \$signature__addr$325 ;
-  reg [13:0] \$signature__addr$329 ;
+  reg [13:0] \$signature__addr$342 ;
+  reg [13:0] \$signature__addr$344 ;
+  reg [13:0] \$signature__addr$503 ;
+  reg [13:0] \$signature__addr$509 ;
+  reg [13:0] \$signature__addr$513 ;
   wire [63:0] \$signature__data ;
-  wire [63:0] \$signature__data$27 ;
-  wire [7:0] \$signature__data$28 ;
-  reg [63:0] \$signature__data$311 ;
-  reg [63:0] \$signature__data$326 ;
-  reg [7:0] \$signature__data$330 ;
+  wire [63:0] \$signature__data$5 ;
+  reg [63:0] \$signature__data$504 ;
+  reg [63:0] \$signature__data$510 ;
+  reg [7:0] \$signature__data$514 ;
+  wire [7:0] \$signature__data$7 ;
   reg \$signature__en ;
-  reg \$signature__en$21 ;
-  reg \$signature__en$23 ;
-  reg [7:0] \$signature__en$312 ;
-  reg [7:0] \$signature__en$327 ;
-  reg \$signature__en$331 ;
+  reg \$signature__en$343 ;
+  reg \$signature__en$345 ;
+  reg [7:0] \$signature__en$505 ;
+  reg [7:0] \$signature__en$511 ;
+  reg \$signature__en$515 ;
   reg [12:0] G = 13'h0000;
   reg [12:0] G_minus_1 = 13'h0000;
   reg [14:0] G_minus_L = 15'h0000;
@@ -1370,10 +1430,8 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg any_req_ovf = 1'h0;
   reg [31:0] arg_adv_offset = 32'd0;
   reg [31:0] arg_adv_scale = 32'd0;
-  (* init = 17'h00000 *)
-  wire [16:0] arg_gamma;
-  (* init = 17'h00000 *)
-  wire [16:0] arg_gamma_lambda;
+  reg [16:0] arg_gamma = 17'h00000;
+  reg [16:0] arg_gamma_lambda = 17'h00000;
   reg [31:0] arg_num_timesteps = 32'd0;
   reg [31:0] arg_num_trajectories = 32'd0;
   reg [31:0] arg_reward_offset = 32'd0;
@@ -1394,7 +1452,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   output busy;
   reg busy = 1'h0;
   (* init = 1'h0 *)
-  wire \busy$1 ;
+  wire \busy$336 ;
   reg chk_capacity = 1'h0;
   reg chk_coefficient = 1'h0;
   reg chk_no_timesteps = 1'h0;
@@ -1405,7 +1463,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \cycles$5 ;
+  wire [31:0] \cycles$338 ;
   reg [7:0] deq_ovf_bits = 8'h00;
   wire [31:0] deq_r0;
   wire [34:0] deq_r0_full;
@@ -1522,128 +1580,138 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   output done;
   reg done = 1'h0;
   reg [4:0] drain = 5'h00;
+  output [2:0] err;
+  reg [2:0] err = 3'h0;
   (* init = 3'h0 *)
-  wire [2:0] err;
-  output [2:0] error;
-  reg [2:0] error = 3'h0;
-  (* init = 1'h0 *)
-  wire flag_dequant_overflow;
-  (* init = 1'h0 *)
-  wire flag_pe_overflow;
-  (* init = 1'h0 *)
-  wire flag_requant_overflow;
-  reg [16:0] gamma = 17'h00000;
+  wire [2:0] error;
+  output flag_dequant_overflow;
+  reg flag_dequant_overflow = 1'h0;
+  output flag_pe_overflow;
+  reg flag_pe_overflow = 1'h0;
+  output flag_requant_overflow;
+  reg flag_requant_overflow = 1'h0;
+  input [16:0] gamma;
+  wire [16:0] gamma;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$150 ;
+  wire [16:0] \gamma$399 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$158 ;
+  wire [16:0] \gamma$404 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$166 ;
+  wire [16:0] \gamma$409 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$174 ;
+  wire [16:0] \gamma$414 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$182 ;
+  wire [16:0] \gamma$419 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$190 ;
+  wire [16:0] \gamma$424 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$198 ;
-  input [16:0] \gamma$349 ;
-  wire [16:0] \gamma$349 ;
-  reg [16:0] gamma_lambda = 17'h00000;
+  wire [16:0] \gamma$429 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$151 ;
+  wire [16:0] \gamma$434 ;
+  input [16:0] gamma_lambda;
+  wire [16:0] gamma_lambda;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$159 ;
+  wire [16:0] \gamma_lambda$400 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$167 ;
+  wire [16:0] \gamma_lambda$405 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$175 ;
+  wire [16:0] \gamma_lambda$410 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$183 ;
+  wire [16:0] \gamma_lambda$415 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$191 ;
+  wire [16:0] \gamma_lambda$420 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$199 ;
-  input [16:0] \gamma_lambda$350 ;
-  wire [16:0] \gamma_lambda$350 ;
+  wire [16:0] \gamma_lambda$425 ;
+  (* init = 17'h00000 *)
+  wire [16:0] \gamma_lambda$430 ;
+  (* init = 17'h00000 *)
+  wire [16:0] \gamma_lambda$435 ;
   wire [13:0] grp;
   reg [13:0] grp_base = 14'h0000;
   reg [1:0] h_region_q = 2'h0;
+  reg [1:0] h_region_qq = 2'h0;
   reg [13:0] h_word_q = 14'h0000;
+  reg [13:0] h_word_qq = 14'h0000;
   input [15:0] host_addr;
   wire [15:0] host_addr;
+  reg [15:0] host_addr_q = 16'h0000;
   wire [15:0] host_en_dones;
   wire [15:0] host_en_rewards;
   wire [15:0] host_en_values;
   output host_enable;
   wire host_enable;
-  output [127:0] host_rdata;
-  reg [127:0] host_rdata;
+  (* init = 128'h00000000000000000000000000000000 *)
+  wire [127:0] host_rdata;
+  output [127:0] host_rdata_q;
+  reg [127:0] host_rdata_q = 128'h00000000000000000000000000000000;
   input host_re;
   wire host_re;
+  reg host_re_q = 1'h0;
   wire [1:0] host_region;
   input [127:0] host_wdata;
   wire [127:0] host_wdata;
+  reg [127:0] host_wdata_q = 128'h00000000000000000000000000000000;
   input [15:0] host_we;
   wire [15:0] host_we;
+  reg [15:0] host_we_q = 16'h0000;
   wire [13:0] host_word;
   wire [121:0] i__payload;
-  wire [121:0] \i__payload$145 ;
-  wire [31:0] \i__payload$145.bootstrap ;
-  wire \i__payload$145.done ;
-  wire \i__payload$145.first ;
-  wire [31:0] \i__payload$145.reward ;
-  wire [15:0] \i__payload$145.timestep ;
-  wire [7:0] \i__payload$145.trajectory ;
-  wire [31:0] \i__payload$145.value ;
-  wire [121:0] \i__payload$153 ;
-  wire [31:0] \i__payload$153.bootstrap ;
-  wire \i__payload$153.done ;
-  wire \i__payload$153.first ;
-  wire [31:0] \i__payload$153.reward ;
-  wire [15:0] \i__payload$153.timestep ;
-  wire [7:0] \i__payload$153.trajectory ;
-  wire [31:0] \i__payload$153.value ;
-  wire [121:0] \i__payload$161 ;
-  wire [31:0] \i__payload$161.bootstrap ;
-  wire \i__payload$161.done ;
-  wire \i__payload$161.first ;
-  wire [31:0] \i__payload$161.reward ;
-  wire [15:0] \i__payload$161.timestep ;
-  wire [7:0] \i__payload$161.trajectory ;
-  wire [31:0] \i__payload$161.value ;
-  wire [121:0] \i__payload$169 ;
-  wire [31:0] \i__payload$169.bootstrap ;
-  wire \i__payload$169.done ;
-  wire \i__payload$169.first ;
-  wire [31:0] \i__payload$169.reward ;
-  wire [15:0] \i__payload$169.timestep ;
-  wire [7:0] \i__payload$169.trajectory ;
-  wire [31:0] \i__payload$169.value ;
-  wire [121:0] \i__payload$177 ;
-  wire [31:0] \i__payload$177.bootstrap ;
-  wire \i__payload$177.done ;
-  wire \i__payload$177.first ;
-  wire [31:0] \i__payload$177.reward ;
-  wire [15:0] \i__payload$177.timestep ;
-  wire [7:0] \i__payload$177.trajectory ;
-  wire [31:0] \i__payload$177.value ;
-  wire [121:0] \i__payload$185 ;
-  wire [31:0] \i__payload$185.bootstrap ;
-  wire \i__payload$185.done ;
-  wire \i__payload$185.first ;
-  wire [31:0] \i__payload$185.reward ;
-  wire [15:0] \i__payload$185.timestep ;
-  wire [7:0] \i__payload$185.trajectory ;
-  wire [31:0] \i__payload$185.value ;
-  wire [121:0] \i__payload$193 ;
-  wire [31:0] \i__payload$193.bootstrap ;
-  wire \i__payload$193.done ;
-  wire \i__payload$193.first ;
-  wire [31:0] \i__payload$193.reward ;
-  wire [15:0] \i__payload$193.timestep ;
-  wire [7:0] \i__payload$193.trajectory ;
-  wire [31:0] \i__payload$193.value ;
+  wire [121:0] \i__payload$402 ;
+  wire [31:0] \i__payload$402.bootstrap ;
+  wire \i__payload$402.done ;
+  wire \i__payload$402.first ;
+  wire [31:0] \i__payload$402.reward ;
+  wire [15:0] \i__payload$402.timestep ;
+  wire [7:0] \i__payload$402.trajectory ;
+  wire [31:0] \i__payload$402.value ;
+  wire [121:0] \i__payload$407 ;
+  wire [31:0] \i__payload$407.bootstrap ;
+  wire \i__payload$407.done ;
+  wire \i__payload$407.first ;
+  wire [31:0] \i__payload$407.reward ;
+  wire [15:0] \i__payload$407.timestep ;
+  wire [7:0] \i__payload$407.trajectory ;
+  wire [31:0] \i__payload$407.value ;
+  wire [121:0] \i__payload$412 ;
+  wire [31:0] \i__payload$412.bootstrap ;
+  wire \i__payload$412.done ;
+  wire \i__payload$412.first ;
+  wire [31:0] \i__payload$412.reward ;
+  wire [15:0] \i__payload$412.timestep ;
+  wire [7:0] \i__payload$412.trajectory ;
+  wire [31:0] \i__payload$412.value ;
+  wire [121:0] \i__payload$417 ;
+  wire [31:0] \i__payload$417.bootstrap ;
+  wire \i__payload$417.done ;
+  wire \i__payload$417.first ;
+  wire [31:0] \i__payload$417.reward ;
+  wire [15:0] \i__payload$417.timestep ;
+  wire [7:0] \i__payload$417.trajectory ;
+  wire [31:0] \i__payload$417.value ;
+  wire [121:0] \i__payload$422 ;
+  wire [31:0] \i__payload$422.bootstrap ;
+  wire \i__payload$422.done ;
+  wire \i__payload$422.first ;
+  wire [31:0] \i__payload$422.reward ;
+  wire [15:0] \i__payload$422.timestep ;
+  wire [7:0] \i__payload$422.trajectory ;
+  wire [31:0] \i__payload$422.value ;
+  wire [121:0] \i__payload$427 ;
+  wire [31:0] \i__payload$427.bootstrap ;
+  wire \i__payload$427.done ;
+  wire \i__payload$427.first ;
+  wire [31:0] \i__payload$427.reward ;
+  wire [15:0] \i__payload$427.timestep ;
+  wire [7:0] \i__payload$427.trajectory ;
+  wire [31:0] \i__payload$427.value ;
+  wire [121:0] \i__payload$432 ;
+  wire [31:0] \i__payload$432.bootstrap ;
+  wire \i__payload$432.done ;
+  wire \i__payload$432.first ;
+  wire [31:0] \i__payload$432.reward ;
+  wire [15:0] \i__payload$432.timestep ;
+  wire [7:0] \i__payload$432.trajectory ;
+  wire [31:0] \i__payload$432.value ;
   wire [31:0] \i__payload.bootstrap ;
   wire \i__payload.done ;
   wire \i__payload.first ;
@@ -1652,13 +1720,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [7:0] \i__payload.trajectory ;
   wire [31:0] \i__payload.value ;
   wire i__valid;
-  wire \i__valid$144 ;
-  wire \i__valid$152 ;
-  wire \i__valid$160 ;
-  wire \i__valid$168 ;
-  wire \i__valid$176 ;
-  wire \i__valid$184 ;
-  wire \i__valid$192 ;
+  wire \i__valid$401 ;
+  wire \i__valid$406 ;
+  wire \i__valid$411 ;
+  wire \i__valid$416 ;
+  wire \i__valid$421 ;
+  wire \i__valid$426 ;
+  wire \i__valid$431 ;
   reg issue;
   reg lane = 1'h0;
   reg last_group = 1'h0;
@@ -1669,61 +1737,61 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [31:0] num_trajectories;
   reg [15:0] nxt_rows = 16'h0000;
   wire [88:0] o__payload;
-  wire [88:0] \o__payload$459 ;
-  wire [31:0] \o__payload$459.advantage ;
-  wire \o__payload$459.overflow ;
-  wire [31:0] \o__payload$459.rtg ;
-  wire [15:0] \o__payload$459.timestep ;
-  wire [7:0] \o__payload$459.trajectory ;
-  wire [88:0] \o__payload$466 ;
-  wire [31:0] \o__payload$466.advantage ;
-  wire \o__payload$466.overflow ;
-  wire [31:0] \o__payload$466.rtg ;
-  wire [15:0] \o__payload$466.timestep ;
-  wire [7:0] \o__payload$466.trajectory ;
-  wire [88:0] \o__payload$473 ;
-  wire [31:0] \o__payload$473.advantage ;
-  wire \o__payload$473.overflow ;
-  wire [31:0] \o__payload$473.rtg ;
-  wire [15:0] \o__payload$473.timestep ;
-  wire [7:0] \o__payload$473.trajectory ;
-  wire [88:0] \o__payload$480 ;
-  wire [31:0] \o__payload$480.advantage ;
-  wire \o__payload$480.overflow ;
-  wire [31:0] \o__payload$480.rtg ;
-  wire [15:0] \o__payload$480.timestep ;
-  wire [7:0] \o__payload$480.trajectory ;
-  wire [88:0] \o__payload$487 ;
-  wire [31:0] \o__payload$487.advantage ;
-  wire \o__payload$487.overflow ;
-  wire [31:0] \o__payload$487.rtg ;
-  wire [15:0] \o__payload$487.timestep ;
-  wire [7:0] \o__payload$487.trajectory ;
-  wire [88:0] \o__payload$494 ;
-  wire [31:0] \o__payload$494.advantage ;
-  wire \o__payload$494.overflow ;
-  wire [31:0] \o__payload$494.rtg ;
-  wire [15:0] \o__payload$494.timestep ;
-  wire [7:0] \o__payload$494.trajectory ;
-  wire [88:0] \o__payload$501 ;
-  wire [31:0] \o__payload$501.advantage ;
-  wire \o__payload$501.overflow ;
-  wire [31:0] \o__payload$501.rtg ;
-  wire [15:0] \o__payload$501.timestep ;
-  wire [7:0] \o__payload$501.trajectory ;
+  wire [88:0] \o__payload$240 ;
+  wire [31:0] \o__payload$240.advantage ;
+  wire \o__payload$240.overflow ;
+  wire [31:0] \o__payload$240.rtg ;
+  wire [15:0] \o__payload$240.timestep ;
+  wire [7:0] \o__payload$240.trajectory ;
+  wire [88:0] \o__payload$253 ;
+  wire [31:0] \o__payload$253.advantage ;
+  wire \o__payload$253.overflow ;
+  wire [31:0] \o__payload$253.rtg ;
+  wire [15:0] \o__payload$253.timestep ;
+  wire [7:0] \o__payload$253.trajectory ;
+  wire [88:0] \o__payload$266 ;
+  wire [31:0] \o__payload$266.advantage ;
+  wire \o__payload$266.overflow ;
+  wire [31:0] \o__payload$266.rtg ;
+  wire [15:0] \o__payload$266.timestep ;
+  wire [7:0] \o__payload$266.trajectory ;
+  wire [88:0] \o__payload$279 ;
+  wire [31:0] \o__payload$279.advantage ;
+  wire \o__payload$279.overflow ;
+  wire [31:0] \o__payload$279.rtg ;
+  wire [15:0] \o__payload$279.timestep ;
+  wire [7:0] \o__payload$279.trajectory ;
+  wire [88:0] \o__payload$292 ;
+  wire [31:0] \o__payload$292.advantage ;
+  wire \o__payload$292.overflow ;
+  wire [31:0] \o__payload$292.rtg ;
+  wire [15:0] \o__payload$292.timestep ;
+  wire [7:0] \o__payload$292.trajectory ;
+  wire [88:0] \o__payload$305 ;
+  wire [31:0] \o__payload$305.advantage ;
+  wire \o__payload$305.overflow ;
+  wire [31:0] \o__payload$305.rtg ;
+  wire [15:0] \o__payload$305.timestep ;
+  wire [7:0] \o__payload$305.trajectory ;
+  wire [88:0] \o__payload$318 ;
+  wire [31:0] \o__payload$318.advantage ;
+  wire \o__payload$318.overflow ;
+  wire [31:0] \o__payload$318.rtg ;
+  wire [15:0] \o__payload$318.timestep ;
+  wire [7:0] \o__payload$318.trajectory ;
   wire [31:0] \o__payload.advantage ;
   wire \o__payload.overflow ;
   wire [31:0] \o__payload.rtg ;
   wire [15:0] \o__payload.timestep ;
   wire [7:0] \o__payload.trajectory ;
   wire o__ready;
-  wire \o__ready$149 ;
-  wire \o__ready$157 ;
-  wire \o__ready$165 ;
-  wire \o__ready$173 ;
-  wire \o__ready$181 ;
-  wire \o__ready$189 ;
-  wire \o__ready$197 ;
+  wire \o__ready$403 ;
+  wire \o__ready$408 ;
+  wire \o__ready$413 ;
+  wire \o__ready$418 ;
+  wire \o__ready$423 ;
+  wire \o__ready$428 ;
+  wire \o__ready$433 ;
   wire o__valid;
   wire pe_in_valid;
   reg [7:0] pe_ovf_lanes = 8'h00;
@@ -1773,163 +1841,163 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [26:0] rq_a0_op = 27'h0000000;
   reg [44:0] rq_a0_pp = 45'h000000000000;
   wire [26:0] rq_a0_sat;
-  reg [45:0] rq_a0_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a0_sat_full;
   wire rq_a0_sat_hi;
   wire rq_a0_sat_lo;
   wire rq_a0_sat_ovf;
   reg [45:0] rq_a0_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a0_x;
+  reg [45:0] rq_a0_x = 46'h000000000000;
   reg [26:0] rq_a1_op = 27'h0000000;
   reg [44:0] rq_a1_pp = 45'h000000000000;
   wire [26:0] rq_a1_sat;
-  reg [45:0] rq_a1_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a1_sat_full;
   wire rq_a1_sat_hi;
   wire rq_a1_sat_lo;
   wire rq_a1_sat_ovf;
   reg [45:0] rq_a1_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a1_x;
+  reg [45:0] rq_a1_x = 46'h000000000000;
   reg [26:0] rq_a2_op = 27'h0000000;
   reg [44:0] rq_a2_pp = 45'h000000000000;
   wire [26:0] rq_a2_sat;
-  reg [45:0] rq_a2_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a2_sat_full;
   wire rq_a2_sat_hi;
   wire rq_a2_sat_lo;
   wire rq_a2_sat_ovf;
   reg [45:0] rq_a2_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a2_x;
+  reg [45:0] rq_a2_x = 46'h000000000000;
   reg [26:0] rq_a3_op = 27'h0000000;
   reg [44:0] rq_a3_pp = 45'h000000000000;
   wire [26:0] rq_a3_sat;
-  reg [45:0] rq_a3_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a3_sat_full;
   wire rq_a3_sat_hi;
   wire rq_a3_sat_lo;
   wire rq_a3_sat_ovf;
   reg [45:0] rq_a3_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a3_x;
+  reg [45:0] rq_a3_x = 46'h000000000000;
   reg [26:0] rq_a4_op = 27'h0000000;
   reg [44:0] rq_a4_pp = 45'h000000000000;
   wire [26:0] rq_a4_sat;
-  reg [45:0] rq_a4_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a4_sat_full;
   wire rq_a4_sat_hi;
   wire rq_a4_sat_lo;
   wire rq_a4_sat_ovf;
   reg [45:0] rq_a4_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a4_x;
+  reg [45:0] rq_a4_x = 46'h000000000000;
   reg [26:0] rq_a5_op = 27'h0000000;
   reg [44:0] rq_a5_pp = 45'h000000000000;
   wire [26:0] rq_a5_sat;
-  reg [45:0] rq_a5_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a5_sat_full;
   wire rq_a5_sat_hi;
   wire rq_a5_sat_lo;
   wire rq_a5_sat_ovf;
   reg [45:0] rq_a5_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a5_x;
+  reg [45:0] rq_a5_x = 46'h000000000000;
   reg [26:0] rq_a6_op = 27'h0000000;
   reg [44:0] rq_a6_pp = 45'h000000000000;
   wire [26:0] rq_a6_sat;
-  reg [45:0] rq_a6_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a6_sat_full;
   wire rq_a6_sat_hi;
   wire rq_a6_sat_lo;
   wire rq_a6_sat_ovf;
   reg [45:0] rq_a6_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a6_x;
+  reg [45:0] rq_a6_x = 46'h000000000000;
   reg [26:0] rq_a7_op = 27'h0000000;
   reg [44:0] rq_a7_pp = 45'h000000000000;
   wire [26:0] rq_a7_sat;
-  reg [45:0] rq_a7_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_a7_sat_full;
   wire rq_a7_sat_hi;
   wire rq_a7_sat_lo;
   wire rq_a7_sat_ovf;
   reg [45:0] rq_a7_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a7_x;
+  reg [45:0] rq_a7_x = 46'h000000000000;
   reg [26:0] rq_r0_op = 27'h0000000;
   reg [44:0] rq_r0_pp = 45'h000000000000;
   wire [26:0] rq_r0_sat;
-  reg [45:0] rq_r0_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r0_sat_full;
   wire rq_r0_sat_hi;
   wire rq_r0_sat_lo;
   wire rq_r0_sat_ovf;
   reg [45:0] rq_r0_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r0_x;
+  reg [45:0] rq_r0_x = 46'h000000000000;
   reg [26:0] rq_r1_op = 27'h0000000;
   reg [44:0] rq_r1_pp = 45'h000000000000;
   wire [26:0] rq_r1_sat;
-  reg [45:0] rq_r1_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r1_sat_full;
   wire rq_r1_sat_hi;
   wire rq_r1_sat_lo;
   wire rq_r1_sat_ovf;
   reg [45:0] rq_r1_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r1_x;
+  reg [45:0] rq_r1_x = 46'h000000000000;
   reg [26:0] rq_r2_op = 27'h0000000;
   reg [44:0] rq_r2_pp = 45'h000000000000;
   wire [26:0] rq_r2_sat;
-  reg [45:0] rq_r2_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r2_sat_full;
   wire rq_r2_sat_hi;
   wire rq_r2_sat_lo;
   wire rq_r2_sat_ovf;
   reg [45:0] rq_r2_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r2_x;
+  reg [45:0] rq_r2_x = 46'h000000000000;
   reg [26:0] rq_r3_op = 27'h0000000;
   reg [44:0] rq_r3_pp = 45'h000000000000;
   wire [26:0] rq_r3_sat;
-  reg [45:0] rq_r3_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r3_sat_full;
   wire rq_r3_sat_hi;
   wire rq_r3_sat_lo;
   wire rq_r3_sat_ovf;
   reg [45:0] rq_r3_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r3_x;
+  reg [45:0] rq_r3_x = 46'h000000000000;
   reg [26:0] rq_r4_op = 27'h0000000;
   reg [44:0] rq_r4_pp = 45'h000000000000;
   wire [26:0] rq_r4_sat;
-  reg [45:0] rq_r4_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r4_sat_full;
   wire rq_r4_sat_hi;
   wire rq_r4_sat_lo;
   wire rq_r4_sat_ovf;
   reg [45:0] rq_r4_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r4_x;
+  reg [45:0] rq_r4_x = 46'h000000000000;
   reg [26:0] rq_r5_op = 27'h0000000;
   reg [44:0] rq_r5_pp = 45'h000000000000;
   wire [26:0] rq_r5_sat;
-  reg [45:0] rq_r5_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r5_sat_full;
   wire rq_r5_sat_hi;
   wire rq_r5_sat_lo;
   wire rq_r5_sat_ovf;
   reg [45:0] rq_r5_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r5_x;
+  reg [45:0] rq_r5_x = 46'h000000000000;
   reg [26:0] rq_r6_op = 27'h0000000;
   reg [44:0] rq_r6_pp = 45'h000000000000;
   wire [26:0] rq_r6_sat;
-  reg [45:0] rq_r6_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r6_sat_full;
   wire rq_r6_sat_hi;
   wire rq_r6_sat_lo;
   wire rq_r6_sat_ovf;
   reg [45:0] rq_r6_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r6_x;
+  reg [45:0] rq_r6_x = 46'h000000000000;
   reg [26:0] rq_r7_op = 27'h0000000;
   reg [44:0] rq_r7_pp = 45'h000000000000;
   wire [26:0] rq_r7_sat;
-  reg [45:0] rq_r7_sat_full = 46'h000000000000;
+  (* init = 46'h000000000000 *)
+  wire [45:0] rq_r7_sat_full;
   wire rq_r7_sat_hi;
   wire rq_r7_sat_lo;
   wire rq_r7_sat_ovf;
   reg [45:0] rq_r7_sum = 46'h000000000000;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r7_x;
+  reg [45:0] rq_r7_x = 46'h000000000000;
   input rst;
   wire rst;
   input [31:0] rtg_offset;
@@ -1963,13 +2031,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg settle = 1'h0;
   input start;
   wire start;
-  output status_dequant_overflow;
-  reg status_dequant_overflow = 1'h0;
-  output status_pe_overflow;
-  reg status_pe_overflow = 1'h0;
-  output status_requant_overflow;
-  reg status_requant_overflow = 1'h0;
+  (* init = 1'h0 *)
+  wire status_dequant_overflow;
+  (* init = 1'h0 *)
+  wire status_pe_overflow;
+  (* init = 1'h0 *)
+  wire status_requant_overflow;
   reg [14:0] t = 15'h0000;
+  reg t_zero = 1'h0;
   input [31:0] value_offset;
   wire [31:0] value_offset;
   reg [33:0] value_offset_rnd = 34'h000000000;
@@ -1983,8 +2052,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [7:0] w_adv5 = 8'h00;
   reg [7:0] w_adv6 = 8'h00;
   reg [7:0] w_adv7 = 8'h00;
-  (* init = 8'h00 *)
-  wire [7:0] w_lane_en;
+  reg [7:0] w_lane_en = 8'h00;
   reg [7:0] w_rtg0 = 8'h00;
   reg [7:0] w_rtg1 = 8'h00;
   reg [7:0] w_rtg2 = 8'h00;
@@ -2010,7 +2078,8 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg wb4_valid = 1'h0;
   wire [63:0] wdata_rewards;
   wire [63:0] wdata_values;
-  reg [7:0] wen_rewards = 8'h00;
+  (* init = 8'h00 *)
+  wire [7:0] wen_rewards;
   (* init = 8'h00 *)
   wire [7:0] wen_values;
   reg [7:0] mem_dones [8199:0];
@@ -2023,16 +2092,16 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$331 )
-      mem_dones[\$signature__addr$329 ] <= \$signature__data$330 ;
+    if (\$signature__en$515 )
+      mem_dones[\$signature__addr$513 ] <= \$signature__data$514 ;
   end
   reg [7:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$23 ) begin
-      _0_ <= mem_dones[\$signature__addr$22 ];
+    if (\$signature__en$345 ) begin
+      _0_ <= mem_dones[\$signature__addr$344 ];
     end
   end
-  assign \$signature__data$28  = _0_;
+  assign \$signature__data$7  = _0_;
   reg [63:0] mem_rewards [8199:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -2043,22 +2112,22 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$312 [0])
-      mem_rewards[\$signature__addr$309 ][7:0] <= \$signature__data$311 [7:0];
-    if (\$signature__en$312 [1])
-      mem_rewards[\$signature__addr$309 ][15:8] <= \$signature__data$311 [15:8];
-    if (\$signature__en$312 [2])
-      mem_rewards[\$signature__addr$309 ][23:16] <= \$signature__data$311 [23:16];
-    if (\$signature__en$312 [3])
-      mem_rewards[\$signature__addr$309 ][31:24] <= \$signature__data$311 [31:24];
-    if (\$signature__en$312 [4])
-      mem_rewards[\$signature__addr$309 ][39:32] <= \$signature__data$311 [39:32];
-    if (\$signature__en$312 [5])
-      mem_rewards[\$signature__addr$309 ][47:40] <= \$signature__data$311 [47:40];
-    if (\$signature__en$312 [6])
-      mem_rewards[\$signature__addr$309 ][55:48] <= \$signature__data$311 [55:48];
-    if (\$signature__en$312 [7])
-      mem_rewards[\$signature__addr$309 ][63:56] <= \$signature__data$311 [63:56];
+    if (\$signature__en$505 [0])
+      mem_rewards[\$signature__addr$503 ][7:0] <= \$signature__data$504 [7:0];
+    if (\$signature__en$505 [1])
+      mem_rewards[\$signature__addr$503 ][15:8] <= \$signature__data$504 [15:8];
+    if (\$signature__en$505 [2])
+      mem_rewards[\$signature__addr$503 ][23:16] <= \$signature__data$504 [23:16];
+    if (\$signature__en$505 [3])
+      mem_rewards[\$signature__addr$503 ][31:24] <= \$signature__data$504 [31:24];
+    if (\$signature__en$505 [4])
+      mem_rewards[\$signature__addr$503 ][39:32] <= \$signature__data$504 [39:32];
+    if (\$signature__en$505 [5])
+      mem_rewards[\$signature__addr$503 ][47:40] <= \$signature__data$504 [47:40];
+    if (\$signature__en$505 [6])
+      mem_rewards[\$signature__addr$503 ][55:48] <= \$signature__data$504 [55:48];
+    if (\$signature__en$505 [7])
+      mem_rewards[\$signature__addr$503 ][63:56] <= \$signature__data$504 [63:56];
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
@@ -2077,1310 +2146,3658 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$327 [0])
-      mem_values[\$signature__addr$325 ][7:0] <= \$signature__data$326 [7:0];
-    if (\$signature__en$327 [1])
-      mem_values[\$signature__addr$325 ][15:8] <= \$signature__data$326 [15:8];
-    if (\$signature__en$327 [2])
-      mem_values[\$signature__addr$325 ][23:16] <= \$signature__data$326 [23:16];
-    if (\$signature__en$327 [3])
-      mem_values[\$signature__addr$325 ][31:24] <= \$signature__data$326 [31:24];
-    if (\$signature__en$327 [4])
-      mem_values[\$signature__addr$325 ][39:32] <= \$signature__data$326 [39:32];
-    if (\$signature__en$327 [5])
-      mem_values[\$signature__addr$325 ][47:40] <= \$signature__data$326 [47:40];
-    if (\$signature__en$327 [6])
-      mem_values[\$signature__addr$325 ][55:48] <= \$signature__data$326 [55:48];
-    if (\$signature__en$327 [7])
-      mem_values[\$signature__addr$325 ][63:56] <= \$signature__data$326 [63:56];
+    if (\$signature__en$511 [0])
+      mem_values[\$signature__addr$509 ][7:0] <= \$signature__data$510 [7:0];
+    if (\$signature__en$511 [1])
+      mem_values[\$signature__addr$509 ][15:8] <= \$signature__data$510 [15:8];
+    if (\$signature__en$511 [2])
+      mem_values[\$signature__addr$509 ][23:16] <= \$signature__data$510 [23:16];
+    if (\$signature__en$511 [3])
+      mem_values[\$signature__addr$509 ][31:24] <= \$signature__data$510 [31:24];
+    if (\$signature__en$511 [4])
+      mem_values[\$signature__addr$509 ][39:32] <= \$signature__data$510 [39:32];
+    if (\$signature__en$511 [5])
+      mem_values[\$signature__addr$509 ][47:40] <= \$signature__data$510 [47:40];
+    if (\$signature__en$511 [6])
+      mem_values[\$signature__addr$509 ][55:48] <= \$signature__data$510 [55:48];
+    if (\$signature__en$511 [7])
+      mem_values[\$signature__addr$509 ][63:56] <= \$signature__data$510 [63:56];
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$21 ) begin
-      _2_ <= mem_values[\$signature__addr$20 ];
+    if (\$signature__en$343 ) begin
+      _2_ <= mem_values[\$signature__addr$342 ];
     end
   end
-  assign \$signature__data$27  = _2_;
-  assign \$77  = $signed(deq_v4_q) + $signed(value_offset_rnd);
-  assign deq_v4_ovf = deq_v4_hi | deq_v4_lo;
-  assign \$78  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$77 [32:1] };
-  assign \$79  = deq_v4_hi ? 33'h07fffffff : \$78 ;
-  assign \$80  = ~ \$84 [35];
-  assign \$81  = | \$84 [34:32];
-  assign deq_r5_hi = \$80  & \$81 ;
-  assign \$82  = & \$84 [34:32];
-  assign \$83  = ~ \$82 ;
-  assign deq_r5_lo = \$84 [35] & \$83 ;
-  assign \$84  = $signed(deq_r5_q) + $signed(reward_offset_rnd);
-  assign deq_r5_ovf = deq_r5_hi | deq_r5_lo;
-  assign \$85  = deq_r5_lo ? 33'h180000000 : { 1'h0, \$84 [32:1] };
-  assign \$86  = deq_r5_hi ? 33'h07fffffff : \$85 ;
-  assign \$87  = ~ \$91 [35];
-  assign \$88  = | \$91 [34:32];
-  assign deq_v5_hi = \$87  & \$88 ;
-  assign \$89  = & \$91 [34:32];
-  assign \$90  = ~ \$89 ;
-  assign deq_v5_lo = \$91 [35] & \$90 ;
-  assign \$91  = $signed(deq_v5_q) + $signed(value_offset_rnd);
-  assign deq_v5_ovf = deq_v5_hi | deq_v5_lo;
-  assign \$92  = deq_v5_lo ? 33'h180000000 : { 1'h0, \$91 [32:1] };
-  assign \$93  = deq_v5_hi ? 33'h07fffffff : \$92 ;
-  assign \$94  = ~ \$98 [35];
-  assign \$95  = | \$98 [34:32];
-  assign deq_r6_hi = \$94  & \$95 ;
-  assign \$96  = & \$98 [34:32];
-  assign \$97  = ~ \$96 ;
-  assign deq_r6_lo = \$98 [35] & \$97 ;
-  assign \$98  = $signed(deq_r6_q) + $signed(reward_offset_rnd);
-  assign deq_r6_ovf = deq_r6_hi | deq_r6_lo;
-  assign \$99  = deq_r6_lo ? 33'h180000000 : { 1'h0, \$98 [32:1] };
-  assign \$100  = deq_r6_hi ? 33'h07fffffff : \$99 ;
-  assign \$101  = ~ \$105 [35];
-  assign \$102  = | \$105 [34:32];
-  assign deq_v6_hi = \$101  & \$102 ;
-  assign \$103  = & \$105 [34:32];
-  assign \$104  = ~ \$103 ;
-  assign deq_v6_lo = \$105 [35] & \$104 ;
-  assign \$105  = $signed(deq_v6_q) + $signed(value_offset_rnd);
-  assign deq_v6_ovf = deq_v6_hi | deq_v6_lo;
-  assign \$106  = deq_v6_lo ? 33'h180000000 : { 1'h0, \$105 [32:1] };
-  assign \$107  = deq_v6_hi ? 33'h07fffffff : \$106 ;
-  assign \$108  = ~ \$112 [35];
-  assign \$109  = | \$112 [34:32];
-  assign deq_r7_hi = \$108  & \$109 ;
-  assign \$110  = & \$112 [34:32];
-  assign \$111  = ~ \$110 ;
-  assign deq_r7_lo = \$112 [35] & \$111 ;
-  assign \$112  = $signed(deq_r7_q) + $signed(reward_offset_rnd);
-  assign deq_r7_ovf = deq_r7_hi | deq_r7_lo;
-  assign \$113  = deq_r7_lo ? 33'h180000000 : { 1'h0, \$112 [32:1] };
-  assign \$114  = deq_r7_hi ? 33'h07fffffff : \$113 ;
-  assign \$115  = ~ \$119 [35];
-  assign \$116  = | \$119 [34:32];
-  assign deq_v7_hi = \$115  & \$116 ;
-  assign \$117  = & \$119 [34:32];
-  assign \$118  = ~ \$117 ;
-  assign deq_v7_lo = \$119 [35] & \$118 ;
-  assign \$119  = $signed(deq_v7_q) + $signed(value_offset_rnd);
-  assign deq_v7_ovf = deq_v7_hi | deq_v7_lo;
-  assign \$120  = deq_v7_lo ? 33'h180000000 : { 1'h0, \$119 [32:1] };
-  assign \$121  = deq_v7_hi ? 33'h07fffffff : \$120 ;
-  assign \$122  = ~ s2_boot;
-  assign pe_in_valid = s2_valid & \$122 ;
-  assign \$123  = ~ rq_a0_sat_full[45];
-  assign \$124  = | rq_a0_sat_full[44:26];
-  assign rq_a0_sat_hi = \$123  & \$124 ;
-  assign \$125  = & rq_a0_sat_full[44:26];
-  assign \$126  = ~ \$125 ;
-  assign rq_a0_sat_lo = rq_a0_sat_full[45] & \$126 ;
-  assign rq_a0_sat_ovf = rq_a0_sat_hi | rq_a0_sat_lo;
-  assign \$127  = rq_a0_sat_lo ? 28'hc000000 : { 1'h0, rq_a0_sat_full[26:0] };
-  assign \$128  = rq_a0_sat_hi ? 28'h3ffffff : \$127 ;
-  assign \$129  = ~ rq_r0_sat_full[45];
-  assign \$130  = | rq_r0_sat_full[44:26];
-  assign rq_r0_sat_hi = \$129  & \$130 ;
-  assign \$131  = & rq_r0_sat_full[44:26];
-  assign \$132  = ~ \$131 ;
-  assign rq_r0_sat_lo = rq_r0_sat_full[45] & \$132 ;
-  assign rq_r0_sat_ovf = rq_r0_sat_hi | rq_r0_sat_lo;
-  assign \$133  = rq_r0_sat_lo ? 28'hc000000 : { 1'h0, rq_r0_sat_full[26:0] };
-  assign \$134  = rq_r0_sat_hi ? 28'h3ffffff : \$133 ;
-  assign \$135  = ~ rq_a1_sat_full[45];
-  assign \$136  = | rq_a1_sat_full[44:26];
-  assign rq_a1_sat_hi = \$135  & \$136 ;
-  assign \$137  = & rq_a1_sat_full[44:26];
-  assign \$138  = ~ \$137 ;
-  assign rq_a1_sat_lo = rq_a1_sat_full[45] & \$138 ;
-  assign rq_a1_sat_ovf = rq_a1_sat_hi | rq_a1_sat_lo;
-  assign \$139  = rq_a1_sat_lo ? 28'hc000000 : { 1'h0, rq_a1_sat_full[26:0] };
-  assign \$140  = rq_a1_sat_hi ? 28'h3ffffff : \$139 ;
-  assign \$141  = ~ rq_r1_sat_full[45];
-  assign \$142  = | rq_r1_sat_full[44:26];
-  assign rq_r1_sat_hi = \$141  & \$142 ;
-  assign \$143  = & rq_r1_sat_full[44:26];
-  assign \$144  = ~ \$143 ;
-  assign rq_r1_sat_lo = rq_r1_sat_full[45] & \$144 ;
-  assign rq_r1_sat_ovf = rq_r1_sat_hi | rq_r1_sat_lo;
-  assign \$145  = rq_r1_sat_lo ? 28'hc000000 : { 1'h0, rq_r1_sat_full[26:0] };
-  assign \$146  = rq_r1_sat_hi ? 28'h3ffffff : \$145 ;
-  assign \$147  = ~ rq_a2_sat_full[45];
-  assign \$148  = | rq_a2_sat_full[44:26];
-  assign rq_a2_sat_hi = \$147  & \$148 ;
-  assign \$149  = & rq_a2_sat_full[44:26];
-  assign \$150  = ~ \$149 ;
-  assign rq_a2_sat_lo = rq_a2_sat_full[45] & \$150 ;
-  assign rq_a2_sat_ovf = rq_a2_sat_hi | rq_a2_sat_lo;
-  assign \$151  = rq_a2_sat_lo ? 28'hc000000 : { 1'h0, rq_a2_sat_full[26:0] };
-  assign \$152  = rq_a2_sat_hi ? 28'h3ffffff : \$151 ;
-  assign \$153  = ~ rq_r2_sat_full[45];
-  assign \$154  = | rq_r2_sat_full[44:26];
-  assign rq_r2_sat_hi = \$153  & \$154 ;
-  assign \$155  = & rq_r2_sat_full[44:26];
-  assign \$156  = ~ \$155 ;
-  assign rq_r2_sat_lo = rq_r2_sat_full[45] & \$156 ;
-  assign rq_r2_sat_ovf = rq_r2_sat_hi | rq_r2_sat_lo;
-  assign \$157  = rq_r2_sat_lo ? 28'hc000000 : { 1'h0, rq_r2_sat_full[26:0] };
-  assign \$158  = rq_r2_sat_hi ? 28'h3ffffff : \$157 ;
-  assign \$159  = ~ rq_a3_sat_full[45];
-  assign \$160  = | rq_a3_sat_full[44:26];
-  assign rq_a3_sat_hi = \$159  & \$160 ;
-  assign \$161  = & rq_a3_sat_full[44:26];
-  assign \$162  = ~ \$161 ;
-  assign rq_a3_sat_lo = rq_a3_sat_full[45] & \$162 ;
-  assign rq_a3_sat_ovf = rq_a3_sat_hi | rq_a3_sat_lo;
-  assign \$163  = rq_a3_sat_lo ? 28'hc000000 : { 1'h0, rq_a3_sat_full[26:0] };
-  assign \$164  = rq_a3_sat_hi ? 28'h3ffffff : \$163 ;
-  assign \$165  = ~ rq_r3_sat_full[45];
-  assign \$166  = | rq_r3_sat_full[44:26];
-  assign rq_r3_sat_hi = \$165  & \$166 ;
-  assign \$167  = & rq_r3_sat_full[44:26];
-  assign \$168  = ~ \$167 ;
-  assign rq_r3_sat_lo = rq_r3_sat_full[45] & \$168 ;
-  assign rq_r3_sat_ovf = rq_r3_sat_hi | rq_r3_sat_lo;
-  assign \$169  = rq_r3_sat_lo ? 28'hc000000 : { 1'h0, rq_r3_sat_full[26:0] };
-  assign \$170  = rq_r3_sat_hi ? 28'h3ffffff : \$169 ;
-  assign \$171  = ~ rq_a4_sat_full[45];
-  assign \$172  = | rq_a4_sat_full[44:26];
-  assign rq_a4_sat_hi = \$171  & \$172 ;
-  assign \$173  = & rq_a4_sat_full[44:26];
-  assign \$174  = ~ \$173 ;
-  assign rq_a4_sat_lo = rq_a4_sat_full[45] & \$174 ;
-  assign rq_a4_sat_ovf = rq_a4_sat_hi | rq_a4_sat_lo;
-  assign \$175  = rq_a4_sat_lo ? 28'hc000000 : { 1'h0, rq_a4_sat_full[26:0] };
-  assign \$176  = rq_a4_sat_hi ? 28'h3ffffff : \$175 ;
-  assign \$177  = ~ rq_r4_sat_full[45];
-  assign \$178  = | rq_r4_sat_full[44:26];
-  assign rq_r4_sat_hi = \$177  & \$178 ;
-  assign \$179  = & rq_r4_sat_full[44:26];
-  assign \$180  = ~ \$179 ;
-  assign rq_r4_sat_lo = rq_r4_sat_full[45] & \$180 ;
-  assign rq_r4_sat_ovf = rq_r4_sat_hi | rq_r4_sat_lo;
-  assign \$181  = rq_r4_sat_lo ? 28'hc000000 : { 1'h0, rq_r4_sat_full[26:0] };
-  assign \$182  = rq_r4_sat_hi ? 28'h3ffffff : \$181 ;
-  assign \$183  = ~ rq_a5_sat_full[45];
-  assign \$184  = | rq_a5_sat_full[44:26];
-  assign rq_a5_sat_hi = \$183  & \$184 ;
-  assign \$185  = & rq_a5_sat_full[44:26];
-  assign \$186  = ~ \$185 ;
-  assign rq_a5_sat_lo = rq_a5_sat_full[45] & \$186 ;
-  assign rq_a5_sat_ovf = rq_a5_sat_hi | rq_a5_sat_lo;
-  assign \$187  = rq_a5_sat_lo ? 28'hc000000 : { 1'h0, rq_a5_sat_full[26:0] };
-  assign \$188  = rq_a5_sat_hi ? 28'h3ffffff : \$187 ;
-  assign \$189  = ~ rq_r5_sat_full[45];
-  assign \$190  = | rq_r5_sat_full[44:26];
-  assign rq_r5_sat_hi = \$189  & \$190 ;
-  assign \$191  = & rq_r5_sat_full[44:26];
-  assign \$192  = ~ \$191 ;
-  assign rq_r5_sat_lo = rq_r5_sat_full[45] & \$192 ;
-  assign rq_r5_sat_ovf = rq_r5_sat_hi | rq_r5_sat_lo;
-  assign \$193  = rq_r5_sat_lo ? 28'hc000000 : { 1'h0, rq_r5_sat_full[26:0] };
-  assign \$194  = rq_r5_sat_hi ? 28'h3ffffff : \$193 ;
-  assign \$195  = ~ rq_a6_sat_full[45];
-  assign \$196  = | rq_a6_sat_full[44:26];
-  assign rq_a6_sat_hi = \$195  & \$196 ;
-  assign \$197  = & rq_a6_sat_full[44:26];
-  assign \$198  = ~ \$197 ;
-  assign rq_a6_sat_lo = rq_a6_sat_full[45] & \$198 ;
-  assign rq_a6_sat_ovf = rq_a6_sat_hi | rq_a6_sat_lo;
-  assign \$199  = rq_a6_sat_lo ? 28'hc000000 : { 1'h0, rq_a6_sat_full[26:0] };
-  assign \$200  = rq_a6_sat_hi ? 28'h3ffffff : \$199 ;
-  assign \$201  = ~ rq_r6_sat_full[45];
-  assign \$202  = | rq_r6_sat_full[44:26];
-  assign rq_r6_sat_hi = \$201  & \$202 ;
-  assign \$203  = & rq_r6_sat_full[44:26];
-  assign \$204  = ~ \$203 ;
-  assign rq_r6_sat_lo = rq_r6_sat_full[45] & \$204 ;
-  assign rq_r6_sat_ovf = rq_r6_sat_hi | rq_r6_sat_lo;
-  assign \$205  = rq_r6_sat_lo ? 28'hc000000 : { 1'h0, rq_r6_sat_full[26:0] };
-  assign \$206  = rq_r6_sat_hi ? 28'h3ffffff : \$205 ;
-  assign \$207  = ~ rq_a7_sat_full[45];
-  assign \$208  = | rq_a7_sat_full[44:26];
-  assign rq_a7_sat_hi = \$207  & \$208 ;
-  assign \$209  = & rq_a7_sat_full[44:26];
-  assign \$210  = ~ \$209 ;
-  assign rq_a7_sat_lo = rq_a7_sat_full[45] & \$210 ;
-  assign rq_a7_sat_ovf = rq_a7_sat_hi | rq_a7_sat_lo;
-  assign \$211  = rq_a7_sat_lo ? 28'hc000000 : { 1'h0, rq_a7_sat_full[26:0] };
-  assign \$212  = rq_a7_sat_hi ? 28'h3ffffff : \$211 ;
-  assign \$213  = ~ rq_r7_sat_full[45];
-  assign \$214  = | rq_r7_sat_full[44:26];
-  assign rq_r7_sat_hi = \$213  & \$214 ;
-  assign \$215  = & rq_r7_sat_full[44:26];
-  assign \$216  = ~ \$215 ;
-  assign rq_r7_sat_lo = rq_r7_sat_full[45] & \$216 ;
-  assign rq_r7_sat_ovf = rq_r7_sat_hi | rq_r7_sat_lo;
-  assign \$217  = rq_r7_sat_lo ? 28'hc000000 : { 1'h0, rq_r7_sat_full[26:0] };
-  assign \$218  = rq_r7_sat_hi ? 28'h3ffffff : \$217 ;
-  assign \$219  = | host_we;
-  assign \$220  = ! host_addr[15:14];
-  assign \$221  = \$219  & \$220 ;
-  assign \$222  = \$221  ? host_we : 16'h0000;
-  assign \$225  = | host_we;
-  assign \$226  = host_addr[15:14] == 1'h1;
-  assign \$227  = \$225  & \$226 ;
-  assign \$228  = \$227  ? host_we : 16'h0000;
-  assign \$231  = | host_we;
-  assign \$232  = host_addr[15:14] == 2'h2;
-  assign \$233  = \$231  & \$232 ;
-  assign \$234  = \$233  ? host_we : 16'h0000;
-  assign \$237  = ! ctrl_state;
-  assign \$238  = ctrl_state == 1'h1;
-  assign \$239  = ctrl_state == 2'h2;
-  assign \$240  = ctrl_state == 2'h3;
-  assign \$241  = ctrl_state == 3'h4;
-  assign \$242  = cycles + 1'h1;
-  assign \$244  = settle - 1'h1;
-  assign \$245  = ! num_timesteps;
-  assign \$246  = ! num_trajectories;
-  assign \$247  = num_timesteps >= 14'h2008;
-  assign \$248  = num_trajectories > 13'h1000;
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = \gamma$349  > 17'h10000;
-  assign \$251  = \gamma_lambda$350  > 17'h10000;
-  assign \$252  = \$250  | \$251 ;
-  assign \$253  = num_timesteps - 1'h1;
-  assign \$254  = num_timesteps + 1'h1;
-  assign \$255  = num_timesteps + 1'h1;
-  assign \$256  = 14'h2007 - num_timesteps;
-  assign \$257  = G + 1'h1;
-  assign \$258  = G + 1'h1;
-  assign \$259  = \$258  - 1'h1;
-  assign \$260  = $signed(rem) - $signed(5'h08);
-  assign \$261  = nxt_rows + T_plus_1;
-  assign \$262  = $signed(room) - $signed({ 1'h0, T_plus_1 });
-  assign \$263  = $signed(rem) <= $signed(5'h08);
-  assign \$264  = rows - G;
-  assign \$265  = ! settle;
-  assign \$266  = ! lane;
-  assign \$267  = ! t;
-  assign \$268  = t - 1'h1;
-  assign \$269  = row_base - G;
-  assign \$270  = grp_base + 1'h1;
-  assign \$271  = rows - G;
-  assign \$272  = t - 1'h1;
-  assign \$273  = row_base - G;
-  assign \$274  = lane + 1'h1;
-  assign \$275  = drain - 1'h1;
-  assign \$276  = ! drain;
-  assign \$277  = $signed({ 1'h0, grp_base }) >= $signed(G_minus_L);
-  assign \$278  = ~ boot;
-  assign \$279  = t == \$signal ;
-  assign \$280  = \$278  & \$279 ;
-  assign \$281  = rd1_grp < G_minus_1;
-  assign \$282  = rd1_grp == G_minus_1;
-  assign \$283  = \$282  ? last_lanes : 4'h0;
-  assign \$284  = \$281  ? 4'h8 : \$283 ;
-  assign \$286  = $signed(\$285 ) + $signed(2'h1);
-  assign \$288  = $signed(\$287 ) + $signed(2'h1);
-  assign \$289  = $signed(rdata_rewards_q[7:0]) * $signed(arg_reward_scale[17:0]);
-  assign \$291  = $signed(\$290 ) >>> arg_reward_scale[28:24];
-  assign \$292  = $signed(rdata_values_q[7:0]) * $signed(arg_value_scale[17:0]);
-  assign \$294  = $signed(\$293 ) >>> arg_value_scale[28:24];
-  assign \$295  = ~ rd4_boot;
-  assign \$296  = deq_r0_ovf & \$295 ;
-  assign \$297  = \$296  | deq_v0_ovf;
-  assign \$298  = rd4_nvalid > 1'h0;
-  assign \$299  = \$297  & \$298 ;
-  assign \$300  = $signed(rdata_rewards_q[15:8]) * $signed(arg_reward_scale[17:0]);
-  assign \$302  = $signed(\$301 ) >>> arg_reward_scale[28:24];
-  assign \$303  = $signed(rdata_values_q[15:8]) * $signed(arg_value_scale[17:0]);
-  assign \$305  = $signed(\$304 ) >>> arg_value_scale[28:24];
-  assign \$306  = ~ rd4_boot;
-  assign \$307  = deq_r1_ovf & \$306 ;
-  assign \$308  = \$307  | deq_v1_ovf;
-  assign \$309  = rd4_nvalid > 1'h1;
-  assign \$310  = \$308  & \$309 ;
-  assign \$311  = $signed(rdata_rewards_q[23:16]) * $signed(arg_reward_scale[17:0]);
-  assign \$313  = $signed(\$312 ) >>> arg_reward_scale[28:24];
-  assign \$314  = $signed(rdata_values_q[23:16]) * $signed(arg_value_scale[17:0]);
-  assign \$316  = $signed(\$315 ) >>> arg_value_scale[28:24];
-  assign \$317  = ~ rd4_boot;
-  assign \$318  = deq_r2_ovf & \$317 ;
-  assign \$319  = \$318  | deq_v2_ovf;
-  assign \$320  = rd4_nvalid > 2'h2;
-  assign \$321  = \$319  & \$320 ;
-  assign \$322  = $signed(rdata_rewards_q[31:24]) * $signed(arg_reward_scale[17:0]);
-  assign \$324  = $signed(\$323 ) >>> arg_reward_scale[28:24];
-  assign \$325  = $signed(rdata_values_q[31:24]) * $signed(arg_value_scale[17:0]);
-  assign \$327  = $signed(\$326 ) >>> arg_value_scale[28:24];
-  assign \$328  = ~ rd4_boot;
-  assign \$329  = deq_r3_ovf & \$328 ;
-  assign \$330  = \$329  | deq_v3_ovf;
-  assign \$331  = rd4_nvalid > 2'h3;
-  assign \$332  = \$330  & \$331 ;
-  assign \$333  = $signed(rdata_rewards_q[39:32]) * $signed(arg_reward_scale[17:0]);
-  assign \$335  = $signed(\$334 ) >>> arg_reward_scale[28:24];
-  assign \$336  = $signed(rdata_values_q[39:32]) * $signed(arg_value_scale[17:0]);
-  assign \$338  = $signed(\$337 ) >>> arg_value_scale[28:24];
-  assign \$339  = ~ rd4_boot;
-  assign \$340  = deq_r4_ovf & \$339 ;
-  assign \$341  = \$340  | deq_v4_ovf;
-  assign \$342  = rd4_nvalid > 3'h4;
-  assign \$343  = \$341  & \$342 ;
-  assign \$344  = $signed(rdata_rewards_q[47:40]) * $signed(arg_reward_scale[17:0]);
-  assign \$346  = $signed(\$345 ) >>> arg_reward_scale[28:24];
-  assign \$347  = $signed(rdata_values_q[47:40]) * $signed(arg_value_scale[17:0]);
-  assign \$349  = $signed(\$348 ) >>> arg_value_scale[28:24];
-  assign \$350  = ~ rd4_boot;
-  assign \$351  = deq_r5_ovf & \$350 ;
-  assign \$352  = \$351  | deq_v5_ovf;
-  assign \$353  = rd4_nvalid > 3'h5;
-  assign \$354  = \$352  & \$353 ;
-  assign \$355  = $signed(rdata_rewards_q[55:48]) * $signed(arg_reward_scale[17:0]);
-  assign \$357  = $signed(\$356 ) >>> arg_reward_scale[28:24];
-  assign \$358  = $signed(rdata_values_q[55:48]) * $signed(arg_value_scale[17:0]);
-  assign \$360  = $signed(\$359 ) >>> arg_value_scale[28:24];
-  assign \$361  = ~ rd4_boot;
-  assign \$362  = deq_r6_ovf & \$361 ;
-  assign \$363  = \$362  | deq_v6_ovf;
-  assign \$364  = rd4_nvalid > 3'h6;
-  assign \$365  = \$363  & \$364 ;
-  assign \$366  = $signed(rdata_rewards_q[63:56]) * $signed(arg_reward_scale[17:0]);
-  assign \$368  = $signed(\$367 ) >>> arg_reward_scale[28:24];
-  assign \$369  = $signed(rdata_values_q[63:56]) * $signed(arg_value_scale[17:0]);
-  assign \$371  = $signed(\$370 ) >>> arg_value_scale[28:24];
-  assign \$372  = ~ rd4_boot;
-  assign \$373  = deq_r7_ovf & \$372 ;
-  assign \$374  = \$373  | deq_v7_ovf;
-  assign \$375  = rd4_nvalid > 3'h7;
-  assign \$376  = \$374  & \$375 ;
-  assign \$377  = | deq_ovf_bits;
-  assign \$378  = s2_valid & \$377 ;
-  assign \$379  = s2_valid & s2_boot;
-  assign \$381  = wb3_lanes > 1'h0;
-  assign \$382  = wb3_valid & \$381 ;
-  assign \$383  = wb3_lanes > 1'h1;
-  assign \$384  = wb3_valid & \$383 ;
-  assign \$385  = wb3_lanes > 2'h2;
-  assign \$386  = wb3_valid & \$385 ;
-  assign \$387  = wb3_lanes > 2'h3;
-  assign \$388  = wb3_valid & \$387 ;
-  assign \$389  = wb3_lanes > 3'h4;
-  assign \$390  = wb3_valid & \$389 ;
-  assign \$391  = wb3_lanes > 3'h5;
-  assign \$392  = wb3_valid & \$391 ;
-  assign \$393  = wb3_lanes > 3'h6;
-  assign \$394  = wb3_valid & \$393 ;
-  assign \$395  = wb3_lanes > 3'h7;
-  assign \$396  = wb3_valid & \$395 ;
-  assign \$398  = $signed(\$397 ) + $signed(26'h1000000);
-  assign \$400  = $signed(\$399 ) + $signed(26'h1000000);
-  assign \$402  = $signed(\$401 ) >>> arg_adv_scale[28:24];
-  assign \$403  = $signed(rq_a0_op) * $signed(arg_adv_scale[17:0]);
-  assign \$404  = $signed(rq_a0_pp) + $signed(adv_offset_rnd);
-  assign \$405  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
-  assign \$406  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
-  assign \$407  = \$406  ? 9'h181 : { 1'h0, rq_a0_sum[32:25] };
-  assign \$408  = \$405  ? 9'h07f : \$407 ;
-  assign \$410  = $signed(\$409 ) >>> arg_rtg_scale[28:24];
-  assign \$411  = $signed(rq_r0_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$412  = $signed(rq_r0_pp) + $signed(rtg_offset_rnd);
-  assign \$413  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
-  assign \$414  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
-  assign \$415  = \$414  ? 9'h181 : { 1'h0, rq_r0_sum[32:25] };
-  assign \$416  = \$413  ? 9'h07f : \$415 ;
-  assign \$417  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
-  assign \$418  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
-  assign \$419  = \$417  | \$418 ;
-  assign \$420  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
-  assign \$421  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
-  assign \$422  = \$420  | \$421 ;
-  assign \$423  = \$419  | \$422 ;
-  assign \$424  = wb3_lanes > 1'h0;
-  assign \$425  = \$423  & \$424 ;
-  assign \$427  = $signed(\$426 ) >>> arg_adv_scale[28:24];
-  assign \$428  = $signed(rq_a1_op) * $signed(arg_adv_scale[17:0]);
-  assign \$429  = $signed(rq_a1_pp) + $signed(adv_offset_rnd);
-  assign \$430  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
-  assign \$431  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
-  assign \$432  = \$431  ? 9'h181 : { 1'h0, rq_a1_sum[32:25] };
-  assign \$433  = \$430  ? 9'h07f : \$432 ;
-  assign \$435  = $signed(\$434 ) >>> arg_rtg_scale[28:24];
-  assign \$436  = $signed(rq_r1_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$437  = $signed(rq_r1_pp) + $signed(rtg_offset_rnd);
-  assign \$438  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
-  assign \$439  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
-  assign \$440  = \$439  ? 9'h181 : { 1'h0, rq_r1_sum[32:25] };
-  assign \$441  = \$438  ? 9'h07f : \$440 ;
-  assign \$442  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
-  assign \$443  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
-  assign \$444  = \$442  | \$443 ;
-  assign \$445  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
-  assign \$446  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
-  assign \$447  = \$445  | \$446 ;
-  assign \$448  = \$444  | \$447 ;
-  assign \$449  = wb3_lanes > 1'h1;
-  assign \$450  = \$448  & \$449 ;
-  assign \$452  = $signed(\$451 ) >>> arg_adv_scale[28:24];
-  assign \$453  = $signed(rq_a2_op) * $signed(arg_adv_scale[17:0]);
-  assign \$454  = $signed(rq_a2_pp) + $signed(adv_offset_rnd);
-  assign \$455  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
-  assign \$456  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
-  assign \$457  = \$456  ? 9'h181 : { 1'h0, rq_a2_sum[32:25] };
-  assign \$458  = \$455  ? 9'h07f : \$457 ;
-  assign \$460  = $signed(\$459 ) >>> arg_rtg_scale[28:24];
-  assign \$461  = $signed(rq_r2_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$462  = $signed(rq_r2_pp) + $signed(rtg_offset_rnd);
-  assign \$463  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
-  assign \$464  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
-  assign \$465  = \$464  ? 9'h181 : { 1'h0, rq_r2_sum[32:25] };
-  assign \$466  = \$463  ? 9'h07f : \$465 ;
-  assign \$467  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
-  assign \$468  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
-  assign \$469  = \$467  | \$468 ;
-  assign \$470  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
-  assign \$471  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
-  assign \$472  = \$470  | \$471 ;
-  assign \$473  = \$469  | \$472 ;
-  assign \$474  = wb3_lanes > 2'h2;
-  assign \$475  = \$473  & \$474 ;
-  assign \$477  = $signed(\$476 ) >>> arg_adv_scale[28:24];
-  assign \$478  = $signed(rq_a3_op) * $signed(arg_adv_scale[17:0]);
-  assign \$479  = $signed(rq_a3_pp) + $signed(adv_offset_rnd);
-  assign \$480  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
-  assign \$481  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
-  assign \$482  = \$481  ? 9'h181 : { 1'h0, rq_a3_sum[32:25] };
-  assign \$483  = \$480  ? 9'h07f : \$482 ;
-  assign \$485  = $signed(\$484 ) >>> arg_rtg_scale[28:24];
-  assign \$486  = $signed(rq_r3_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$487  = $signed(rq_r3_pp) + $signed(rtg_offset_rnd);
-  assign \$488  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
-  assign \$489  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
-  assign \$490  = \$489  ? 9'h181 : { 1'h0, rq_r3_sum[32:25] };
-  assign \$491  = \$488  ? 9'h07f : \$490 ;
-  assign \$492  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
-  assign \$493  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
-  assign \$494  = \$492  | \$493 ;
-  assign \$495  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
-  assign \$496  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
-  assign \$497  = \$495  | \$496 ;
-  assign \$498  = \$494  | \$497 ;
-  assign \$499  = wb3_lanes > 2'h3;
-  assign \$500  = \$498  & \$499 ;
-  assign \$502  = $signed(\$501 ) >>> arg_adv_scale[28:24];
-  assign \$503  = $signed(rq_a4_op) * $signed(arg_adv_scale[17:0]);
-  assign \$504  = $signed(rq_a4_pp) + $signed(adv_offset_rnd);
-  assign \$505  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
-  assign \$506  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
-  assign \$507  = \$506  ? 9'h181 : { 1'h0, rq_a4_sum[32:25] };
-  assign \$508  = \$505  ? 9'h07f : \$507 ;
-  assign \$510  = $signed(\$509 ) >>> arg_rtg_scale[28:24];
-  assign \$511  = $signed(rq_r4_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$512  = $signed(rq_r4_pp) + $signed(rtg_offset_rnd);
-  assign \$513  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
-  assign \$514  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
-  assign \$515  = \$514  ? 9'h181 : { 1'h0, rq_r4_sum[32:25] };
-  assign \$516  = \$513  ? 9'h07f : \$515 ;
-  assign \$517  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
-  assign \$518  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
-  assign \$519  = \$517  | \$518 ;
-  assign \$520  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
-  assign \$521  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
-  assign \$522  = \$520  | \$521 ;
-  assign \$523  = \$519  | \$522 ;
-  assign \$524  = wb3_lanes > 3'h4;
-  assign \$525  = \$523  & \$524 ;
-  assign \$527  = $signed(\$526 ) >>> arg_adv_scale[28:24];
-  assign \$528  = $signed(rq_a5_op) * $signed(arg_adv_scale[17:0]);
-  assign \$529  = $signed(rq_a5_pp) + $signed(adv_offset_rnd);
-  assign \$530  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
-  assign \$531  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
-  assign \$532  = \$531  ? 9'h181 : { 1'h0, rq_a5_sum[32:25] };
-  assign \$533  = \$530  ? 9'h07f : \$532 ;
-  assign \$535  = $signed(\$534 ) >>> arg_rtg_scale[28:24];
-  assign \$536  = $signed(rq_r5_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$537  = $signed(rq_r5_pp) + $signed(rtg_offset_rnd);
-  assign \$538  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
-  assign \$539  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
-  assign \$540  = \$539  ? 9'h181 : { 1'h0, rq_r5_sum[32:25] };
-  assign \$541  = \$538  ? 9'h07f : \$540 ;
-  assign \$542  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
-  assign \$543  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
-  assign \$544  = \$542  | \$543 ;
-  assign \$545  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
-  assign \$546  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
-  assign \$547  = \$545  | \$546 ;
-  assign \$548  = \$544  | \$547 ;
-  assign \$549  = wb3_lanes > 3'h5;
-  assign \$550  = \$548  & \$549 ;
-  assign \$552  = $signed(\$551 ) >>> arg_adv_scale[28:24];
-  assign \$553  = $signed(rq_a6_op) * $signed(arg_adv_scale[17:0]);
-  assign \$554  = $signed(rq_a6_pp) + $signed(adv_offset_rnd);
-  assign \$555  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
-  assign \$556  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
-  assign \$557  = \$556  ? 9'h181 : { 1'h0, rq_a6_sum[32:25] };
-  assign \$558  = \$555  ? 9'h07f : \$557 ;
-  assign \$560  = $signed(\$559 ) >>> arg_rtg_scale[28:24];
-  assign \$561  = $signed(rq_r6_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$562  = $signed(rq_r6_pp) + $signed(rtg_offset_rnd);
-  assign \$563  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
-  assign \$564  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
-  assign \$565  = \$564  ? 9'h181 : { 1'h0, rq_r6_sum[32:25] };
-  assign \$566  = \$563  ? 9'h07f : \$565 ;
-  assign \$567  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
-  assign \$568  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
-  assign \$569  = \$567  | \$568 ;
-  assign \$570  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
-  assign \$571  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
-  assign \$572  = \$570  | \$571 ;
-  assign \$573  = \$569  | \$572 ;
-  assign \$574  = wb3_lanes > 3'h6;
-  assign \$575  = \$573  & \$574 ;
-  assign \$577  = $signed(\$576 ) >>> arg_adv_scale[28:24];
-  assign \$578  = $signed(rq_a7_op) * $signed(arg_adv_scale[17:0]);
-  assign \$579  = $signed(rq_a7_pp) + $signed(adv_offset_rnd);
-  assign \$580  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
-  assign \$581  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
-  assign \$582  = \$581  ? 9'h181 : { 1'h0, rq_a7_sum[32:25] };
-  assign \$583  = \$580  ? 9'h07f : \$582 ;
-  assign \$585  = $signed(\$584 ) >>> arg_rtg_scale[28:24];
-  assign \$586  = $signed(rq_r7_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$587  = $signed(rq_r7_pp) + $signed(rtg_offset_rnd);
-  assign \$588  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
-  assign \$589  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
-  assign \$590  = \$589  ? 9'h181 : { 1'h0, rq_r7_sum[32:25] };
-  assign \$591  = \$588  ? 9'h07f : \$590 ;
-  assign \$592  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
-  assign \$593  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
-  assign \$594  = \$592  | \$593 ;
-  assign \$595  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
-  assign \$596  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
-  assign \$597  = \$595  | \$596 ;
-  assign \$598  = \$594  | \$597 ;
-  assign \$599  = wb3_lanes > 3'h7;
-  assign \$600  = \$598  & \$599 ;
-  assign \$601  = | req_ovf_bits;
-  assign \$602  = wb4_valid & \$601 ;
-  assign \$603  = o__payload[88:81] > 1'h0;
-  assign \$604  = o__payload[64] & \$603 ;
-  assign \$605  = o__payload[88:81] > 1'h1;
-  assign \$606  = \o__payload$459 [64] & \$605 ;
-  assign \$607  = o__payload[88:81] > 2'h2;
-  assign \$608  = \o__payload$466 [64] & \$607 ;
-  assign \$609  = o__payload[88:81] > 2'h3;
-  assign \$610  = \o__payload$473 [64] & \$609 ;
-  assign \$611  = o__payload[88:81] > 3'h4;
-  assign \$612  = \o__payload$480 [64] & \$611 ;
-  assign \$613  = o__payload[88:81] > 3'h5;
-  assign \$614  = \o__payload$487 [64] & \$613 ;
-  assign \$615  = o__payload[88:81] > 3'h6;
-  assign \$616  = \o__payload$494 [64] & \$615 ;
-  assign \$617  = o__payload[88:81] > 3'h7;
-  assign \$618  = \o__payload$501 [64] & \$617 ;
-  assign \$619  = ~ busy;
-  assign \$620  = start & \$619 ;
-  assign \$621  = ~ busy;
-  assign \$622  = start & \$621 ;
-  assign \$623  = ~ busy;
-  assign \$624  = start & \$623 ;
-  assign \$625  = | pe_ovf_lanes;
-  assign \$626  = pe_ovf_valid & \$625 ;
-  always @(posedge clk)
-    cycles <= \$650 ;
-  always @(posedge clk)
-    settle <= \$651 ;
-  always @(posedge clk)
-    ready <= \$652 ;
-  always @(posedge clk)
-    done <= \$653 ;
-  always @(posedge clk)
-    chk_no_timesteps <= \$654 ;
-  always @(posedge clk)
-    chk_no_trajectories <= \$655 ;
-  always @(posedge clk)
-    chk_capacity <= \$656 ;
-  always @(posedge clk)
-    chk_coefficient <= \$657 ;
-  always @(posedge clk)
-    error <= \$658 ;
-  always @(posedge clk)
-    arg_num_timesteps <= \$659 ;
-  always @(posedge clk)
-    arg_num_trajectories <= \$660 ;
-  always @(posedge clk)
-    gamma <= \$661 ;
-  always @(posedge clk)
-    gamma_lambda <= \$662 ;
-  always @(posedge clk)
-    arg_reward_scale <= \$663 ;
-  always @(posedge clk)
-    arg_reward_offset <= \$664 ;
-  always @(posedge clk)
-    arg_value_scale <= \$665 ;
-  always @(posedge clk)
-    arg_value_offset <= \$666 ;
-  always @(posedge clk)
-    arg_adv_scale <= \$667 ;
-  always @(posedge clk)
-    arg_adv_offset <= \$668 ;
-  always @(posedge clk)
-    arg_rtg_scale <= \$669 ;
-  always @(posedge clk)
-    arg_rtg_offset <= \$670 ;
-  always @(posedge clk)
-    T <= \$671 ;
-  always @(posedge clk)
-    \$signal  <= \$672 ;
-  always @(posedge clk)
-    T_plus_1 <= \$673 ;
-  always @(posedge clk)
-    nxt_rows <= \$674 ;
-  always @(posedge clk)
-    room <= \$675 ;
-  always @(posedge clk)
-    rem <= \$676 ;
-  always @(posedge clk)
-    G <= \$677 ;
-  always @(posedge clk)
-    rows <= \$678 ;
-  always @(posedge clk)
-    busy <= \$679 ;
-  always @(posedge clk)
-    ctrl_state <= \$680 ;
-  always @(posedge clk)
-    G_minus_1 <= \$681 ;
-  always @(posedge clk)
-    G_minus_L <= \$682 ;
-  always @(posedge clk)
-    last_lanes <= \$683 ;
-  always @(posedge clk)
-    row_base <= \$684 ;
-  always @(posedge clk)
-    grp_base <= \$685 ;
-  always @(posedge clk)
-    lane <= \$686 ;
-  always @(posedge clk)
-    boot <= \$687 ;
-  always @(posedge clk)
-    t <= \$688 ;
-  always @(posedge clk)
-    drain <= \$689 ;
-  always @(posedge clk)
-    last_group <= \$690 ;
-  always @(posedge clk)
-    h_region_q <= \$691 ;
-  always @(posedge clk)
-    h_word_q <= \$692 ;
-  always @(posedge clk)
-    rd1_valid <= \$693 ;
-  always @(posedge clk)
-    rd1_boot <= \$694 ;
-  always @(posedge clk)
-    rd1_first <= \$695 ;
-  always @(posedge clk)
-    rd1_lane <= \$696 ;
-  always @(posedge clk)
-    rd1_addr <= \$697 ;
-  always @(posedge clk)
-    rd1_grp <= \$698 ;
-  always @(posedge clk)
-    rd2_valid <= \$699 ;
-  always @(posedge clk)
-    rd2_boot <= \$700 ;
-  always @(posedge clk)
-    rd2_first <= \$701 ;
-  always @(posedge clk)
-    rd2_lane <= \$702 ;
-  always @(posedge clk)
-    rd2_addr <= \$703 ;
-  always @(posedge clk)
-    rd2_nvalid <= \$704 ;
-  always @(posedge clk)
-    rdata_rewards_q <= \$705 ;
-  always @(posedge clk)
-    rdata_values_q <= \$706 ;
-  always @(posedge clk)
-    rdata_dones_q <= \$707 ;
-  always @(posedge clk)
-    rd3_valid <= \$708 ;
-  always @(posedge clk)
-    rd3_boot <= \$709 ;
-  always @(posedge clk)
-    rd3_first <= \$710 ;
-  always @(posedge clk)
-    rd3_lane <= \$711 ;
-  always @(posedge clk)
-    rd3_addr <= \$712 ;
-  always @(posedge clk)
-    rd3_nvalid <= \$713 ;
-  always @(posedge clk)
-    rd4_valid <= \$714 ;
-  always @(posedge clk)
-    rd4_boot <= \$715 ;
-  always @(posedge clk)
-    rd4_first <= \$716 ;
-  always @(posedge clk)
-    rd4_lane <= \$717 ;
-  always @(posedge clk)
-    rd4_addr <= \$718 ;
-  always @(posedge clk)
-    rd4_nvalid <= \$719 ;
-  always @(posedge clk)
-    s2_valid <= \$720 ;
-  always @(posedge clk)
-    s2_boot <= \$721 ;
-  always @(posedge clk)
-    s2_first <= \$722 ;
-  always @(posedge clk)
-    s2_lane <= \$723 ;
-  always @(posedge clk)
-    s2_addr <= \$724 ;
-  always @(posedge clk)
-    s2_nvalid <= \$725 ;
-  always @(posedge clk)
-    reward_offset_rnd <= \$726 ;
-  always @(posedge clk)
-    value_offset_rnd <= \$727 ;
-  always @(posedge clk)
-    rd3_dones <= \$728 ;
-  always @(posedge clk)
-    rd4_dones <= \$729 ;
-  always @(posedge clk)
-    s2_d <= \$730 ;
-  always @(posedge clk)
-    deq_r0_pp <= \$731 ;
-  always @(posedge clk)
-    deq_r0_q <= \$732 ;
-  always @(posedge clk)
-    s2_r0 <= \$733 ;
-  always @(posedge clk)
-    deq_v0_pp <= \$734 ;
-  always @(posedge clk)
-    deq_v0_q <= \$735 ;
-  always @(posedge clk)
-    s2_v0 <= \$736 ;
-  always @(posedge clk)
-    deq_ovf_bits <= \$737 ;
-  always @(posedge clk)
-    deq_r1_pp <= \$738 ;
-  always @(posedge clk)
-    deq_r1_q <= \$739 ;
-  always @(posedge clk)
-    s2_r1 <= \$740 ;
-  always @(posedge clk)
-    deq_v1_pp <= \$741 ;
-  always @(posedge clk)
-    deq_v1_q <= \$742 ;
-  always @(posedge clk)
-    s2_v1 <= \$743 ;
-  always @(posedge clk)
-    deq_r2_pp <= \$744 ;
-  always @(posedge clk)
-    deq_r2_q <= \$745 ;
-  always @(posedge clk)
-    s2_r2 <= \$746 ;
-  always @(posedge clk)
-    deq_v2_pp <= \$747 ;
-  always @(posedge clk)
-    deq_v2_q <= \$748 ;
-  always @(posedge clk)
-    s2_v2 <= \$749 ;
-  always @(posedge clk)
-    deq_r3_pp <= \$750 ;
-  always @(posedge clk)
-    deq_r3_q <= \$751 ;
-  always @(posedge clk)
-    s2_r3 <= \$752 ;
-  always @(posedge clk)
-    deq_v3_pp <= \$753 ;
-  always @(posedge clk)
-    deq_v3_q <= \$754 ;
-  always @(posedge clk)
-    s2_v3 <= \$755 ;
-  always @(posedge clk)
-    deq_r4_pp <= \$756 ;
-  always @(posedge clk)
-    deq_r4_q <= \$757 ;
-  always @(posedge clk)
-    s2_r4 <= \$758 ;
-  always @(posedge clk)
-    deq_v4_pp <= \$759 ;
-  always @(posedge clk)
-    deq_v4_q <= \$760 ;
-  always @(posedge clk)
-    s2_v4 <= \$761 ;
-  always @(posedge clk)
-    deq_r5_pp <= \$762 ;
-  always @(posedge clk)
-    deq_r5_q <= \$763 ;
-  always @(posedge clk)
-    s2_r5 <= \$764 ;
-  always @(posedge clk)
-    deq_v5_pp <= \$765 ;
-  always @(posedge clk)
-    deq_v5_q <= \$766 ;
-  always @(posedge clk)
-    s2_v5 <= \$767 ;
-  always @(posedge clk)
-    deq_r6_pp <= \$768 ;
-  always @(posedge clk)
-    deq_r6_q <= \$769 ;
-  always @(posedge clk)
-    s2_r6 <= \$770 ;
-  always @(posedge clk)
-    deq_v6_pp <= \$771 ;
-  always @(posedge clk)
-    deq_v6_q <= \$772 ;
-  always @(posedge clk)
-    s2_v6 <= \$773 ;
-  always @(posedge clk)
-    deq_r7_pp <= \$774 ;
-  always @(posedge clk)
-    deq_r7_q <= \$775 ;
-  always @(posedge clk)
-    s2_r7 <= \$776 ;
-  always @(posedge clk)
-    deq_v7_pp <= \$777 ;
-  always @(posedge clk)
-    deq_v7_q <= \$778 ;
-  always @(posedge clk)
-    s2_v7 <= \$779 ;
-  always @(posedge clk)
-    any_deq_ovf <= \$780 ;
-  always @(posedge clk)
-    boot0_0 <= \$781 ;
-  always @(posedge clk)
-    boot0_1 <= \$782 ;
-  always @(posedge clk)
-    boot0_2 <= \$783 ;
-  always @(posedge clk)
-    boot0_3 <= \$784 ;
-  always @(posedge clk)
-    boot0_4 <= \$785 ;
-  always @(posedge clk)
-    boot0_5 <= \$786 ;
-  always @(posedge clk)
-    boot0_6 <= \$787 ;
-  always @(posedge clk)
-    boot0_7 <= \$788 ;
-  always @(posedge clk)
-    wb0_valid <= \$789 ;
-  always @(posedge clk)
-    wb0_addr <= \$790 ;
-  always @(posedge clk)
-    wb0_lanes <= \$791 ;
-  always @(posedge clk)
-    wb1_valid <= \$792 ;
-  always @(posedge clk)
-    wb1_addr <= \$793 ;
-  always @(posedge clk)
-    wb1_lanes <= \$794 ;
-  always @(posedge clk)
-    wb2_valid <= \$795 ;
-  always @(posedge clk)
-    wb2_addr <= \$796 ;
-  always @(posedge clk)
-    wb2_lanes <= \$797 ;
-  always @(posedge clk)
-    wb3_valid <= \$798 ;
-  always @(posedge clk)
-    wb3_addr <= \$799 ;
-  always @(posedge clk)
-    wb3_lanes <= \$800 ;
-  always @(posedge clk)
-    wb4_valid <= \$801 ;
-  always @(posedge clk)
-    wb4_addr <= \$802 ;
-  always @(posedge clk)
-    wb4_lanes <= \$803 ;
-  always @(posedge clk)
-    wen_rewards <= \$804 ;
-  always @(posedge clk)
-    adv_offset_rnd <= \$805 ;
-  always @(posedge clk)
-    rtg_offset_rnd <= \$806 ;
-  always @(posedge clk)
-    rq_a0_sat_full <= \$807 ;
-  always @(posedge clk)
-    rq_a0_op <= \$808 ;
-  always @(posedge clk)
-    rq_a0_pp <= \$809 ;
-  always @(posedge clk)
-    rq_a0_sum <= \$810 ;
-  always @(posedge clk)
-    w_adv0 <= \$811 ;
-  always @(posedge clk)
-    rq_r0_sat_full <= \$812 ;
-  always @(posedge clk)
-    rq_r0_op <= \$813 ;
-  always @(posedge clk)
-    rq_r0_pp <= \$814 ;
-  always @(posedge clk)
-    rq_r0_sum <= \$815 ;
-  always @(posedge clk)
-    w_rtg0 <= \$816 ;
-  always @(posedge clk)
-    req_ovf_bits <= \$817 ;
-  always @(posedge clk)
-    rq_a1_sat_full <= \$818 ;
-  always @(posedge clk)
-    rq_a1_op <= \$819 ;
-  always @(posedge clk)
-    rq_a1_pp <= \$820 ;
-  always @(posedge clk)
-    rq_a1_sum <= \$821 ;
-  always @(posedge clk)
-    w_adv1 <= \$822 ;
-  always @(posedge clk)
-    rq_r1_sat_full <= \$823 ;
-  always @(posedge clk)
-    rq_r1_op <= \$824 ;
-  always @(posedge clk)
-    rq_r1_pp <= \$825 ;
-  always @(posedge clk)
-    rq_r1_sum <= \$826 ;
-  always @(posedge clk)
-    w_rtg1 <= \$827 ;
-  always @(posedge clk)
-    rq_a2_sat_full <= \$828 ;
-  always @(posedge clk)
-    rq_a2_op <= \$829 ;
-  always @(posedge clk)
-    rq_a2_pp <= \$830 ;
-  always @(posedge clk)
-    rq_a2_sum <= \$831 ;
-  always @(posedge clk)
-    w_adv2 <= \$832 ;
-  always @(posedge clk)
-    rq_r2_sat_full <= \$833 ;
-  always @(posedge clk)
-    rq_r2_op <= \$834 ;
-  always @(posedge clk)
-    rq_r2_pp <= \$835 ;
-  always @(posedge clk)
-    rq_r2_sum <= \$836 ;
-  always @(posedge clk)
-    w_rtg2 <= \$837 ;
-  always @(posedge clk)
-    rq_a3_sat_full <= \$838 ;
-  always @(posedge clk)
-    rq_a3_op <= \$839 ;
-  always @(posedge clk)
-    rq_a3_pp <= \$840 ;
-  always @(posedge clk)
-    rq_a3_sum <= \$841 ;
-  always @(posedge clk)
-    w_adv3 <= \$842 ;
-  always @(posedge clk)
-    rq_r3_sat_full <= \$843 ;
-  always @(posedge clk)
-    rq_r3_op <= \$844 ;
-  always @(posedge clk)
-    rq_r3_pp <= \$845 ;
-  always @(posedge clk)
-    rq_r3_sum <= \$846 ;
-  always @(posedge clk)
-    w_rtg3 <= \$847 ;
-  always @(posedge clk)
-    rq_a4_sat_full <= \$848 ;
-  always @(posedge clk)
-    rq_a4_op <= \$849 ;
-  always @(posedge clk)
-    rq_a4_pp <= \$850 ;
-  always @(posedge clk)
-    rq_a4_sum <= \$851 ;
-  always @(posedge clk)
-    w_adv4 <= \$852 ;
-  always @(posedge clk)
-    rq_r4_sat_full <= \$853 ;
-  always @(posedge clk)
-    rq_r4_op <= \$854 ;
-  always @(posedge clk)
-    rq_r4_pp <= \$855 ;
-  always @(posedge clk)
-    rq_r4_sum <= \$856 ;
-  always @(posedge clk)
-    w_rtg4 <= \$857 ;
-  always @(posedge clk)
-    rq_a5_sat_full <= \$858 ;
-  always @(posedge clk)
-    rq_a5_op <= \$859 ;
-  always @(posedge clk)
-    rq_a5_pp <= \$860 ;
-  always @(posedge clk)
-    rq_a5_sum <= \$861 ;
-  always @(posedge clk)
-    w_adv5 <= \$862 ;
-  always @(posedge clk)
-    rq_r5_sat_full <= \$863 ;
-  always @(posedge clk)
-    rq_r5_op <= \$864 ;
-  always @(posedge clk)
-    rq_r5_pp <= \$865 ;
-  always @(posedge clk)
-    rq_r5_sum <= \$866 ;
-  always @(posedge clk)
-    w_rtg5 <= \$867 ;
-  always @(posedge clk)
-    rq_a6_sat_full <= \$868 ;
-  always @(posedge clk)
-    rq_a6_op <= \$869 ;
-  always @(posedge clk)
-    rq_a6_pp <= \$870 ;
-  always @(posedge clk)
-    rq_a6_sum <= \$871 ;
-  always @(posedge clk)
-    w_adv6 <= \$872 ;
-  always @(posedge clk)
-    rq_r6_sat_full <= \$873 ;
-  always @(posedge clk)
-    rq_r6_op <= \$874 ;
-  always @(posedge clk)
-    rq_r6_pp <= \$875 ;
-  always @(posedge clk)
-    rq_r6_sum <= \$876 ;
-  always @(posedge clk)
-    w_rtg6 <= \$877 ;
-  always @(posedge clk)
-    rq_a7_sat_full <= \$878 ;
-  always @(posedge clk)
-    rq_a7_op <= \$879 ;
-  always @(posedge clk)
-    rq_a7_pp <= \$880 ;
-  always @(posedge clk)
-    rq_a7_sum <= \$881 ;
-  always @(posedge clk)
-    w_adv7 <= \$882 ;
-  always @(posedge clk)
-    rq_r7_sat_full <= \$883 ;
-  always @(posedge clk)
-    rq_r7_op <= \$884 ;
-  always @(posedge clk)
-    rq_r7_pp <= \$885 ;
-  always @(posedge clk)
-    rq_r7_sum <= \$886 ;
-  always @(posedge clk)
-    w_rtg7 <= \$887 ;
-  always @(posedge clk)
-    any_req_ovf <= \$888 ;
-  always @(posedge clk)
-    pe_ovf_lanes <= \$889 ;
-  always @(posedge clk)
-    pe_ovf_valid <= \$890 ;
-  always @(posedge clk)
-    status_dequant_overflow <= \$891 ;
-  always @(posedge clk)
-    status_requant_overflow <= \$892 ;
-  always @(posedge clk)
-    status_pe_overflow <= \$893 ;
-  assign host_enable = ~ busy;
-  assign \$1  = row_base + grp_base;
-  assign \$2  = \$1  + lane;
-  assign \$3  = grp_base + lane;
-  assign \$4  = ! host_addr[15:14];
-  assign \$5  = host_re & \$4 ;
-  assign \$6  = host_addr[15:14] == 1'h1;
-  assign \$7  = host_re & \$6 ;
-  assign \$8  = host_addr[15:14] == 2'h2;
-  assign \$9  = host_re & \$8 ;
-  assign \$10  = ~ \$14 [35];
-  assign \$11  = | \$14 [34:32];
-  assign deq_r0_hi = \$10  & \$11 ;
-  assign \$12  = & \$14 [34:32];
-  assign \$13  = ~ \$12 ;
-  assign deq_r0_lo = \$14 [35] & \$13 ;
-  assign \$14  = $signed(deq_r0_q) + $signed(reward_offset_rnd);
+  assign \$signature__data$5  = _2_;
+  assign \$49  = ~ start;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = ~ busy;
+  assign \$52  = ~ start;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = ~ busy;
+  assign \$55  = ~ start;
+  assign \$56  = \$54  & \$55 ;
+  assign \$57  = ~ busy;
+  assign \$58  = ~ start;
+  assign \$59  = \$57  & \$58 ;
+  assign \$60  = ~ busy;
+  assign \$61  = ~ start;
+  assign \$62  = \$60  & \$61 ;
+  assign \$63  = ~ busy;
+  assign \$64  = ~ start;
+  assign \$65  = \$63  & \$64 ;
+  assign \$66  = ~ busy;
+  assign \$67  = ~ start;
+  assign \$68  = \$66  & \$67 ;
+  assign \$69  = ~ busy;
+  assign \$70  = ~ start;
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = ~ busy;
+  assign \$73  = ~ start;
+  assign \$74  = \$72  & \$73 ;
+  assign \$75  = ~ busy;
+  assign \$76  = ~ start;
+  assign \$77  = \$75  & \$76 ;
+  assign \$78  = ~ busy;
+  assign \$79  = ~ start;
+  assign \$80  = \$78  & \$79 ;
+  assign \$81  = ~ busy;
+  assign \$82  = ~ start;
+  assign \$83  = \$81  & \$82 ;
+  assign \$84  = ~ busy;
+  assign \$85  = ~ start;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = ~ busy;
+  assign \$88  = ~ start;
+  assign \$89  = \$87  & \$88 ;
+  assign \$90  = host_we & { \$89 , \$86 , \$83 , \$80 , \$77 , \$74 , \$71 , \$68 , \$65 , \$62 , \$59 , \$56 , \$53 , \$50 , \$47 , \$44  };
+  assign \$91  = ~ boot;
+  assign \$92  = t == \$signal ;
+  assign \$93  = \$91  & \$92 ;
+  assign \$94  = rd1_grp < G_minus_1;
+  assign \$95  = rd1_grp == G_minus_1;
+  assign \$96  = \$95  ? last_lanes : 4'h0;
+  assign \$97  = \$94  ? 4'h8 : \$96 ;
+  assign \$99  = $signed(\$98 ) + $signed(2'h1);
+  assign \$101  = $signed(\$100 ) + $signed(2'h1);
+  assign \$102  = $signed(rdata_rewards_q[7:0]) * $signed(arg_reward_scale[17:0]);
+  assign \$104  = $signed(\$103 ) >>> arg_reward_scale[28:24];
+  assign \$105  = $signed(rdata_values_q[7:0]) * $signed(arg_value_scale[17:0]);
+  assign \$107  = $signed(\$106 ) >>> arg_value_scale[28:24];
+  assign \$108  = ~ rd4_boot;
+  assign \$109  = deq_r0_ovf & \$108 ;
+  assign \$110  = \$109  | deq_v0_ovf;
+  assign \$111  = rd4_nvalid > 1'h0;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = $signed(rdata_rewards_q[15:8]) * $signed(arg_reward_scale[17:0]);
+  assign \$115  = $signed(\$114 ) >>> arg_reward_scale[28:24];
+  assign \$116  = $signed(rdata_values_q[15:8]) * $signed(arg_value_scale[17:0]);
+  assign \$118  = $signed(\$117 ) >>> arg_value_scale[28:24];
+  assign \$119  = ~ rd4_boot;
+  assign \$120  = deq_r1_ovf & \$119 ;
+  assign \$121  = \$120  | deq_v1_ovf;
+  assign \$122  = rd4_nvalid > 1'h1;
+  assign \$123  = \$121  & \$122 ;
+  assign \$124  = $signed(rdata_rewards_q[23:16]) * $signed(arg_reward_scale[17:0]);
+  assign \$126  = $signed(\$125 ) >>> arg_reward_scale[28:24];
+  assign \$127  = $signed(rdata_values_q[23:16]) * $signed(arg_value_scale[17:0]);
+  assign \$129  = $signed(\$128 ) >>> arg_value_scale[28:24];
+  assign \$130  = ~ rd4_boot;
+  assign \$131  = deq_r2_ovf & \$130 ;
+  assign \$132  = \$131  | deq_v2_ovf;
+  assign \$133  = rd4_nvalid > 2'h2;
+  assign \$134  = \$132  & \$133 ;
+  assign \$135  = $signed(rdata_rewards_q[31:24]) * $signed(arg_reward_scale[17:0]);
+  assign \$137  = $signed(\$136 ) >>> arg_reward_scale[28:24];
+  assign \$138  = $signed(rdata_values_q[31:24]) * $signed(arg_value_scale[17:0]);
+  assign \$140  = $signed(\$139 ) >>> arg_value_scale[28:24];
+  assign \$141  = ~ rd4_boot;
+  assign \$142  = deq_r3_ovf & \$141 ;
+  assign \$143  = \$142  | deq_v3_ovf;
+  assign \$144  = rd4_nvalid > 2'h3;
+  assign \$145  = \$143  & \$144 ;
+  assign \$146  = $signed(rdata_rewards_q[39:32]) * $signed(arg_reward_scale[17:0]);
+  assign \$148  = $signed(\$147 ) >>> arg_reward_scale[28:24];
+  assign \$149  = $signed(rdata_values_q[39:32]) * $signed(arg_value_scale[17:0]);
+  assign \$151  = $signed(\$150 ) >>> arg_value_scale[28:24];
+  assign \$152  = ~ rd4_boot;
+  assign \$153  = deq_r4_ovf & \$152 ;
+  assign \$154  = \$153  | deq_v4_ovf;
+  assign \$155  = rd4_nvalid > 3'h4;
+  assign \$156  = \$154  & \$155 ;
+  assign \$157  = $signed(rdata_rewards_q[47:40]) * $signed(arg_reward_scale[17:0]);
+  assign \$159  = $signed(\$158 ) >>> arg_reward_scale[28:24];
+  assign \$160  = $signed(rdata_values_q[47:40]) * $signed(arg_value_scale[17:0]);
+  assign \$162  = $signed(\$161 ) >>> arg_value_scale[28:24];
+  assign \$163  = ~ rd4_boot;
+  assign \$164  = deq_r5_ovf & \$163 ;
+  assign \$165  = \$164  | deq_v5_ovf;
+  assign \$166  = rd4_nvalid > 3'h5;
+  assign \$167  = \$165  & \$166 ;
+  assign \$168  = $signed(rdata_rewards_q[55:48]) * $signed(arg_reward_scale[17:0]);
+  assign \$170  = $signed(\$169 ) >>> arg_reward_scale[28:24];
+  assign \$171  = $signed(rdata_values_q[55:48]) * $signed(arg_value_scale[17:0]);
+  assign \$173  = $signed(\$172 ) >>> arg_value_scale[28:24];
+  assign \$174  = ~ rd4_boot;
+  assign \$175  = deq_r6_ovf & \$174 ;
+  assign \$176  = \$175  | deq_v6_ovf;
+  assign \$177  = rd4_nvalid > 3'h6;
+  assign \$178  = \$176  & \$177 ;
+  assign \$179  = $signed(rdata_rewards_q[63:56]) * $signed(arg_reward_scale[17:0]);
+  assign \$181  = $signed(\$180 ) >>> arg_reward_scale[28:24];
+  assign \$182  = $signed(rdata_values_q[63:56]) * $signed(arg_value_scale[17:0]);
+  assign \$184  = $signed(\$183 ) >>> arg_value_scale[28:24];
+  assign \$185  = ~ rd4_boot;
+  assign \$186  = deq_r7_ovf & \$185 ;
+  assign \$187  = \$186  | deq_v7_ovf;
+  assign \$188  = rd4_nvalid > 3'h7;
+  assign \$189  = \$187  & \$188 ;
+  assign \$190  = | deq_ovf_bits;
+  assign \$191  = s2_valid & \$190 ;
+  assign \$192  = s2_valid & s2_boot;
+  assign \$194  = wb3_lanes > 1'h0;
+  assign \$195  = wb3_valid & \$194 ;
+  assign \$196  = wb3_lanes > 1'h1;
+  assign \$197  = wb3_valid & \$196 ;
+  assign \$198  = wb3_lanes > 2'h2;
+  assign \$199  = wb3_valid & \$198 ;
+  assign \$200  = wb3_lanes > 2'h3;
+  assign \$201  = wb3_valid & \$200 ;
+  assign \$202  = wb3_lanes > 3'h4;
+  assign \$203  = wb3_valid & \$202 ;
+  assign \$204  = wb3_lanes > 3'h5;
+  assign \$205  = wb3_valid & \$204 ;
+  assign \$206  = wb3_lanes > 3'h6;
+  assign \$207  = wb3_valid & \$206 ;
+  assign \$208  = wb3_lanes > 3'h7;
+  assign \$209  = wb3_valid & \$208 ;
+  assign \$211  = $signed(\$210 ) + $signed(26'h1000000);
+  assign \$213  = $signed(\$212 ) + $signed(26'h1000000);
+  assign \$215  = $signed(\$214 ) >>> arg_adv_scale[28:24];
+  assign \$216  = $signed(rq_a0_op) * $signed(arg_adv_scale[17:0]);
+  assign \$217  = $signed(rq_a0_pp) + $signed(adv_offset_rnd);
+  assign \$218  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
+  assign \$219  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
+  assign \$220  = \$219  ? 9'h181 : { 1'h0, rq_a0_sum[32:25] };
+  assign \$221  = \$218  ? 9'h07f : \$220 ;
+  assign \$223  = $signed(\$222 ) >>> arg_rtg_scale[28:24];
+  assign \$224  = $signed(rq_r0_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$225  = $signed(rq_r0_pp) + $signed(rtg_offset_rnd);
+  assign \$226  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
+  assign \$227  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
+  assign \$228  = \$227  ? 9'h181 : { 1'h0, rq_r0_sum[32:25] };
+  assign \$229  = \$226  ? 9'h07f : \$228 ;
+  assign \$230  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
+  assign \$231  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
+  assign \$232  = \$230  | \$231 ;
+  assign \$233  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
+  assign \$234  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
+  assign \$235  = \$233  | \$234 ;
+  assign \$236  = \$232  | \$235 ;
+  assign \$237  = wb3_lanes > 1'h0;
+  assign \$238  = \$236  & \$237 ;
+  assign \$240  = $signed(\$239 ) >>> arg_adv_scale[28:24];
+  assign \$241  = $signed(rq_a1_op) * $signed(arg_adv_scale[17:0]);
+  assign \$242  = $signed(rq_a1_pp) + $signed(adv_offset_rnd);
+  assign \$243  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
+  assign \$244  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
+  assign \$245  = \$244  ? 9'h181 : { 1'h0, rq_a1_sum[32:25] };
+  assign \$246  = \$243  ? 9'h07f : \$245 ;
+  assign \$248  = $signed(\$247 ) >>> arg_rtg_scale[28:24];
+  assign \$249  = $signed(rq_r1_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$250  = $signed(rq_r1_pp) + $signed(rtg_offset_rnd);
+  assign \$251  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
+  assign \$252  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
+  assign \$253  = \$252  ? 9'h181 : { 1'h0, rq_r1_sum[32:25] };
+  assign \$254  = \$251  ? 9'h07f : \$253 ;
+  assign \$255  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
+  assign \$256  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
+  assign \$257  = \$255  | \$256 ;
+  assign \$258  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
+  assign \$259  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
+  assign \$260  = \$258  | \$259 ;
+  assign \$261  = \$257  | \$260 ;
+  assign \$262  = wb3_lanes > 1'h1;
+  assign \$263  = \$261  & \$262 ;
+  assign \$265  = $signed(\$264 ) >>> arg_adv_scale[28:24];
+  assign \$266  = $signed(rq_a2_op) * $signed(arg_adv_scale[17:0]);
+  assign \$267  = $signed(rq_a2_pp) + $signed(adv_offset_rnd);
+  assign \$268  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
+  assign \$269  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
+  assign \$270  = \$269  ? 9'h181 : { 1'h0, rq_a2_sum[32:25] };
+  assign \$271  = \$268  ? 9'h07f : \$270 ;
+  assign \$273  = $signed(\$272 ) >>> arg_rtg_scale[28:24];
+  assign \$274  = $signed(rq_r2_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$275  = $signed(rq_r2_pp) + $signed(rtg_offset_rnd);
+  assign \$276  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
+  assign \$277  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
+  assign \$278  = \$277  ? 9'h181 : { 1'h0, rq_r2_sum[32:25] };
+  assign \$279  = \$276  ? 9'h07f : \$278 ;
+  assign \$280  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
+  assign \$281  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
+  assign \$282  = \$280  | \$281 ;
+  assign \$283  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
+  assign \$284  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
+  assign \$285  = \$283  | \$284 ;
+  assign \$286  = \$282  | \$285 ;
+  assign \$287  = wb3_lanes > 2'h2;
+  assign \$288  = \$286  & \$287 ;
+  assign \$290  = $signed(\$289 ) >>> arg_adv_scale[28:24];
+  assign \$291  = $signed(rq_a3_op) * $signed(arg_adv_scale[17:0]);
+  assign \$292  = $signed(rq_a3_pp) + $signed(adv_offset_rnd);
+  assign \$293  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
+  assign \$294  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
+  assign \$295  = \$294  ? 9'h181 : { 1'h0, rq_a3_sum[32:25] };
+  assign \$296  = \$293  ? 9'h07f : \$295 ;
+  assign \$298  = $signed(\$297 ) >>> arg_rtg_scale[28:24];
+  assign \$299  = $signed(rq_r3_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$300  = $signed(rq_r3_pp) + $signed(rtg_offset_rnd);
+  assign \$301  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
+  assign \$302  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
+  assign \$303  = \$302  ? 9'h181 : { 1'h0, rq_r3_sum[32:25] };
+  assign \$304  = \$301  ? 9'h07f : \$303 ;
+  assign \$305  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
+  assign \$306  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
+  assign \$307  = \$305  | \$306 ;
+  assign \$308  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
+  assign \$309  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
+  assign \$310  = \$308  | \$309 ;
+  assign \$311  = \$307  | \$310 ;
+  assign \$312  = wb3_lanes > 2'h3;
+  assign \$313  = \$311  & \$312 ;
+  assign \$315  = $signed(\$314 ) >>> arg_adv_scale[28:24];
+  assign \$316  = $signed(rq_a4_op) * $signed(arg_adv_scale[17:0]);
+  assign \$317  = $signed(rq_a4_pp) + $signed(adv_offset_rnd);
+  assign \$318  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
+  assign \$319  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
+  assign \$320  = \$319  ? 9'h181 : { 1'h0, rq_a4_sum[32:25] };
+  assign \$321  = \$318  ? 9'h07f : \$320 ;
+  assign \$323  = $signed(\$322 ) >>> arg_rtg_scale[28:24];
+  assign \$324  = $signed(rq_r4_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$325  = $signed(rq_r4_pp) + $signed(rtg_offset_rnd);
+  assign \$326  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
+  assign \$327  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
+  assign \$328  = \$327  ? 9'h181 : { 1'h0, rq_r4_sum[32:25] };
+  assign \$329  = \$326  ? 9'h07f : \$328 ;
+  assign \$330  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
+  assign \$331  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
+  assign \$332  = \$330  | \$331 ;
+  assign \$333  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
+  assign \$334  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
+  assign \$335  = \$333  | \$334 ;
+  assign \$336  = \$332  | \$335 ;
+  assign \$337  = wb3_lanes > 3'h4;
+  assign \$338  = \$336  & \$337 ;
+  assign \$340  = $signed(\$339 ) >>> arg_adv_scale[28:24];
+  assign \$341  = $signed(rq_a5_op) * $signed(arg_adv_scale[17:0]);
+  assign \$342  = $signed(rq_a5_pp) + $signed(adv_offset_rnd);
+  assign \$343  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
+  assign \$344  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$345  = \$344  ? 9'h181 : { 1'h0, rq_a5_sum[32:25] };
+  assign \$346  = \$343  ? 9'h07f : \$345 ;
+  assign \$348  = $signed(\$347 ) >>> arg_rtg_scale[28:24];
+  assign \$349  = $signed(rq_r5_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$350  = $signed(rq_r5_pp) + $signed(rtg_offset_rnd);
+  assign \$351  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
+  assign \$352  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$353  = \$352  ? 9'h181 : { 1'h0, rq_r5_sum[32:25] };
+  assign \$354  = \$351  ? 9'h07f : \$353 ;
+  assign \$355  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
+  assign \$356  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$357  = \$355  | \$356 ;
+  assign \$358  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
+  assign \$359  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$360  = \$358  | \$359 ;
+  assign \$361  = \$357  | \$360 ;
+  assign \$362  = wb3_lanes > 3'h5;
+  assign \$363  = \$361  & \$362 ;
+  assign \$365  = $signed(\$364 ) >>> arg_adv_scale[28:24];
+  assign \$366  = $signed(rq_a6_op) * $signed(arg_adv_scale[17:0]);
+  assign \$367  = $signed(rq_a6_pp) + $signed(adv_offset_rnd);
+  assign \$368  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
+  assign \$369  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
+  assign \$370  = \$369  ? 9'h181 : { 1'h0, rq_a6_sum[32:25] };
+  assign \$371  = \$368  ? 9'h07f : \$370 ;
+  assign \$373  = $signed(\$372 ) >>> arg_rtg_scale[28:24];
+  assign \$374  = $signed(rq_r6_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$375  = $signed(rq_r6_pp) + $signed(rtg_offset_rnd);
+  assign \$376  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
+  assign \$377  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
+  assign \$378  = \$377  ? 9'h181 : { 1'h0, rq_r6_sum[32:25] };
+  assign \$379  = \$376  ? 9'h07f : \$378 ;
+  assign \$380  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
+  assign \$381  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
+  assign \$382  = \$380  | \$381 ;
+  assign \$383  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
+  assign \$384  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
+  assign \$385  = \$383  | \$384 ;
+  assign \$386  = \$382  | \$385 ;
+  assign \$387  = wb3_lanes > 3'h6;
+  assign \$388  = \$386  & \$387 ;
+  assign \$390  = $signed(\$389 ) >>> arg_adv_scale[28:24];
+  assign \$391  = $signed(rq_a7_op) * $signed(arg_adv_scale[17:0]);
+  assign \$392  = $signed(rq_a7_pp) + $signed(adv_offset_rnd);
+  assign \$393  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
+  assign \$394  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
+  assign \$395  = \$394  ? 9'h181 : { 1'h0, rq_a7_sum[32:25] };
+  assign \$396  = \$393  ? 9'h07f : \$395 ;
+  assign \$398  = $signed(\$397 ) >>> arg_rtg_scale[28:24];
+  assign \$399  = $signed(rq_r7_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$400  = $signed(rq_r7_pp) + $signed(rtg_offset_rnd);
+  assign \$401  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
+  assign \$402  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
+  assign \$403  = \$402  ? 9'h181 : { 1'h0, rq_r7_sum[32:25] };
+  assign \$404  = \$401  ? 9'h07f : \$403 ;
+  assign \$405  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
+  assign \$406  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
+  assign \$407  = \$405  | \$406 ;
+  assign \$408  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
+  assign \$409  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
+  assign \$410  = \$408  | \$409 ;
+  assign \$411  = \$407  | \$410 ;
+  assign \$412  = wb3_lanes > 3'h7;
+  assign \$413  = \$411  & \$412 ;
+  assign \$414  = | req_ovf_bits;
+  assign \$415  = wb4_valid & \$414 ;
+  assign \$416  = o__payload[88:81] > 1'h0;
+  assign \$417  = o__payload[64] & \$416 ;
+  assign \$418  = o__payload[88:81] > 1'h1;
+  assign \$419  = \o__payload$240 [64] & \$418 ;
+  assign \$420  = o__payload[88:81] > 2'h2;
+  assign \$421  = \o__payload$253 [64] & \$420 ;
+  assign \$422  = o__payload[88:81] > 2'h3;
+  assign \$423  = \o__payload$266 [64] & \$422 ;
+  assign \$424  = o__payload[88:81] > 3'h4;
+  assign \$425  = \o__payload$279 [64] & \$424 ;
+  assign \$426  = o__payload[88:81] > 3'h5;
+  assign \$427  = \o__payload$292 [64] & \$426 ;
+  assign \$428  = o__payload[88:81] > 3'h6;
+  assign \$429  = \o__payload$305 [64] & \$428 ;
+  assign \$430  = o__payload[88:81] > 3'h7;
+  assign \$431  = \o__payload$318 [64] & \$430 ;
+  assign \$432  = ~ busy;
+  assign \$433  = start & \$432 ;
+  assign \$434  = ~ busy;
+  assign \$435  = start & \$434 ;
+  assign \$436  = ~ busy;
+  assign \$437  = start & \$436 ;
+  assign \$438  = | pe_ovf_lanes;
+  assign \$439  = pe_ovf_valid & \$438 ;
+  assign \$440  = row_base + grp_base;
+  assign \$441  = \$440  + lane;
+  assign \$442  = grp_base + lane;
+  assign \$443  = ~ busy;
+  assign \$444  = ~ start;
+  assign host_enable = \$443  & \$444 ;
+  assign \$445  = ! host_addr_q[15:14];
+  assign \$446  = host_re_q & \$445 ;
+  assign \$447  = host_addr_q[15:14] == 1'h1;
+  assign \$448  = host_re_q & \$447 ;
+  assign \$449  = host_addr_q[15:14] == 2'h2;
+  assign \$450  = host_re_q & \$449 ;
+  assign \$451  = ~ \$455 [35];
+  assign \$452  = | \$455 [34:32];
+  assign deq_r0_hi = \$451  & \$452 ;
+  assign \$453  = & \$455 [34:32];
+  assign \$454  = ~ \$453 ;
+  assign deq_r0_lo = \$455 [35] & \$454 ;
+  assign \$455  = $signed(deq_r0_q) + $signed(reward_offset_rnd);
   assign deq_r0_ovf = deq_r0_hi | deq_r0_lo;
-  assign \$15  = deq_r0_lo ? 33'h180000000 : { 1'h0, \$14 [32:1] };
-  assign \$16  = deq_r0_hi ? 33'h07fffffff : \$15 ;
-  assign \$17  = ~ \$21 [35];
-  assign \$18  = | \$21 [34:32];
-  assign deq_v0_hi = \$17  & \$18 ;
-  assign \$19  = & \$21 [34:32];
-  assign \$20  = ~ \$19 ;
-  assign deq_v0_lo = \$21 [35] & \$20 ;
-  assign \$21  = $signed(deq_v0_q) + $signed(value_offset_rnd);
+  assign \$456  = deq_r0_lo ? 33'h180000000 : { 1'h0, \$455 [32:1] };
+  assign \$457  = deq_r0_hi ? 33'h07fffffff : \$456 ;
+  assign \$458  = ~ \$462 [35];
+  assign \$459  = | \$462 [34:32];
+  assign deq_v0_hi = \$458  & \$459 ;
+  assign \$460  = & \$462 [34:32];
+  assign \$461  = ~ \$460 ;
+  assign deq_v0_lo = \$462 [35] & \$461 ;
+  assign \$462  = $signed(deq_v0_q) + $signed(value_offset_rnd);
   assign deq_v0_ovf = deq_v0_hi | deq_v0_lo;
-  assign \$22  = deq_v0_lo ? 33'h180000000 : { 1'h0, \$21 [32:1] };
-  assign \$23  = deq_v0_hi ? 33'h07fffffff : \$22 ;
-  assign \$24  = ~ \$28 [35];
-  assign \$25  = | \$28 [34:32];
-  assign deq_r1_hi = \$24  & \$25 ;
-  assign \$26  = & \$28 [34:32];
-  assign \$27  = ~ \$26 ;
-  assign deq_r1_lo = \$28 [35] & \$27 ;
-  assign \$28  = $signed(deq_r1_q) + $signed(reward_offset_rnd);
+  assign \$463  = deq_v0_lo ? 33'h180000000 : { 1'h0, \$462 [32:1] };
+  assign \$464  = deq_v0_hi ? 33'h07fffffff : \$463 ;
+  assign \$465  = ~ \$469 [35];
+  assign \$466  = | \$469 [34:32];
+  assign deq_r1_hi = \$465  & \$466 ;
+  assign \$467  = & \$469 [34:32];
+  assign \$468  = ~ \$467 ;
+  assign deq_r1_lo = \$469 [35] & \$468 ;
+  assign \$469  = $signed(deq_r1_q) + $signed(reward_offset_rnd);
   assign deq_r1_ovf = deq_r1_hi | deq_r1_lo;
-  assign \$29  = deq_r1_lo ? 33'h180000000 : { 1'h0, \$28 [32:1] };
-  assign \$30  = deq_r1_hi ? 33'h07fffffff : \$29 ;
-  assign \$31  = ~ \$35 [35];
-  assign \$32  = | \$35 [34:32];
-  assign deq_v1_hi = \$31  & \$32 ;
-  assign \$33  = & \$35 [34:32];
-  assign \$34  = ~ \$33 ;
-  assign deq_v1_lo = \$35 [35] & \$34 ;
-  assign \$35  = $signed(deq_v1_q) + $signed(value_offset_rnd);
+  assign \$470  = deq_r1_lo ? 33'h180000000 : { 1'h0, \$469 [32:1] };
+  assign \$471  = deq_r1_hi ? 33'h07fffffff : \$470 ;
+  assign \$472  = ~ \$476 [35];
+  assign \$473  = | \$476 [34:32];
+  assign deq_v1_hi = \$472  & \$473 ;
+  assign \$474  = & \$476 [34:32];
+  assign \$475  = ~ \$474 ;
+  assign deq_v1_lo = \$476 [35] & \$475 ;
+  assign \$476  = $signed(deq_v1_q) + $signed(value_offset_rnd);
   assign deq_v1_ovf = deq_v1_hi | deq_v1_lo;
-  assign \$36  = deq_v1_lo ? 33'h180000000 : { 1'h0, \$35 [32:1] };
-  assign \$37  = deq_v1_hi ? 33'h07fffffff : \$36 ;
-  assign \$38  = ~ \$42 [35];
-  assign \$39  = | \$42 [34:32];
-  assign deq_r2_hi = \$38  & \$39 ;
-  assign \$40  = & \$42 [34:32];
-  assign \$41  = ~ \$40 ;
-  assign deq_r2_lo = \$42 [35] & \$41 ;
-  assign \$42  = $signed(deq_r2_q) + $signed(reward_offset_rnd);
+  assign \$477  = deq_v1_lo ? 33'h180000000 : { 1'h0, \$476 [32:1] };
+  assign \$478  = deq_v1_hi ? 33'h07fffffff : \$477 ;
+  assign \$479  = ~ \$483 [35];
+  assign \$480  = | \$483 [34:32];
+  assign deq_r2_hi = \$479  & \$480 ;
+  assign \$481  = & \$483 [34:32];
+  assign \$482  = ~ \$481 ;
+  assign deq_r2_lo = \$483 [35] & \$482 ;
+  assign \$483  = $signed(deq_r2_q) + $signed(reward_offset_rnd);
   assign deq_r2_ovf = deq_r2_hi | deq_r2_lo;
-  assign \$43  = deq_r2_lo ? 33'h180000000 : { 1'h0, \$42 [32:1] };
-  assign \$44  = deq_r2_hi ? 33'h07fffffff : \$43 ;
-  assign \$45  = ~ \$49 [35];
-  assign \$46  = | \$49 [34:32];
-  assign deq_v2_hi = \$45  & \$46 ;
-  assign \$47  = & \$49 [34:32];
-  assign \$48  = ~ \$47 ;
-  assign deq_v2_lo = \$49 [35] & \$48 ;
-  assign \$49  = $signed(deq_v2_q) + $signed(value_offset_rnd);
+  assign \$484  = deq_r2_lo ? 33'h180000000 : { 1'h0, \$483 [32:1] };
+  assign \$485  = deq_r2_hi ? 33'h07fffffff : \$484 ;
+  assign \$486  = ~ \$490 [35];
+  assign \$487  = | \$490 [34:32];
+  assign deq_v2_hi = \$486  & \$487 ;
+  assign \$488  = & \$490 [34:32];
+  assign \$489  = ~ \$488 ;
+  assign deq_v2_lo = \$490 [35] & \$489 ;
+  assign \$490  = $signed(deq_v2_q) + $signed(value_offset_rnd);
   assign deq_v2_ovf = deq_v2_hi | deq_v2_lo;
-  assign \$50  = deq_v2_lo ? 33'h180000000 : { 1'h0, \$49 [32:1] };
-  assign \$51  = deq_v2_hi ? 33'h07fffffff : \$50 ;
-  assign \$52  = ~ \$56 [35];
-  assign \$53  = | \$56 [34:32];
-  assign deq_r3_hi = \$52  & \$53 ;
-  assign \$54  = & \$56 [34:32];
-  assign \$55  = ~ \$54 ;
-  assign deq_r3_lo = \$56 [35] & \$55 ;
-  assign \$56  = $signed(deq_r3_q) + $signed(reward_offset_rnd);
+  assign \$491  = deq_v2_lo ? 33'h180000000 : { 1'h0, \$490 [32:1] };
+  assign \$492  = deq_v2_hi ? 33'h07fffffff : \$491 ;
+  assign \$493  = ~ \$497 [35];
+  assign \$494  = | \$497 [34:32];
+  assign deq_r3_hi = \$493  & \$494 ;
+  assign \$495  = & \$497 [34:32];
+  assign \$496  = ~ \$495 ;
+  assign deq_r3_lo = \$497 [35] & \$496 ;
+  assign \$497  = $signed(deq_r3_q) + $signed(reward_offset_rnd);
   assign deq_r3_ovf = deq_r3_hi | deq_r3_lo;
-  assign \$57  = deq_r3_lo ? 33'h180000000 : { 1'h0, \$56 [32:1] };
-  assign \$58  = deq_r3_hi ? 33'h07fffffff : \$57 ;
-  assign \$59  = ~ \$63 [35];
-  assign \$60  = | \$63 [34:32];
-  assign deq_v3_hi = \$59  & \$60 ;
-  assign \$61  = & \$63 [34:32];
-  assign \$62  = ~ \$61 ;
-  assign deq_v3_lo = \$63 [35] & \$62 ;
-  assign \$63  = $signed(deq_v3_q) + $signed(value_offset_rnd);
+  assign \$498  = deq_r3_lo ? 33'h180000000 : { 1'h0, \$497 [32:1] };
+  assign \$499  = deq_r3_hi ? 33'h07fffffff : \$498 ;
+  assign \$500  = ~ \$504 [35];
+  assign \$501  = | \$504 [34:32];
+  assign deq_v3_hi = \$500  & \$501 ;
+  assign \$502  = & \$504 [34:32];
+  assign \$503  = ~ \$502 ;
+  assign deq_v3_lo = \$504 [35] & \$503 ;
+  assign \$504  = $signed(deq_v3_q) + $signed(value_offset_rnd);
   assign deq_v3_ovf = deq_v3_hi | deq_v3_lo;
-  assign \$64  = deq_v3_lo ? 33'h180000000 : { 1'h0, \$63 [32:1] };
-  assign \$65  = deq_v3_hi ? 33'h07fffffff : \$64 ;
-  assign \$66  = ~ \$70 [35];
-  assign \$67  = | \$70 [34:32];
-  assign deq_r4_hi = \$66  & \$67 ;
-  assign \$68  = & \$70 [34:32];
-  assign \$69  = ~ \$68 ;
-  assign deq_r4_lo = \$70 [35] & \$69 ;
-  assign \$70  = $signed(deq_r4_q) + $signed(reward_offset_rnd);
+  assign \$505  = deq_v3_lo ? 33'h180000000 : { 1'h0, \$504 [32:1] };
+  assign \$506  = deq_v3_hi ? 33'h07fffffff : \$505 ;
+  assign \$507  = ~ \$511 [35];
+  assign \$508  = | \$511 [34:32];
+  assign deq_r4_hi = \$507  & \$508 ;
+  assign \$509  = & \$511 [34:32];
+  assign \$510  = ~ \$509 ;
+  assign deq_r4_lo = \$511 [35] & \$510 ;
+  assign \$511  = $signed(deq_r4_q) + $signed(reward_offset_rnd);
   assign deq_r4_ovf = deq_r4_hi | deq_r4_lo;
-  assign \$71  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$70 [32:1] };
-  assign \$72  = deq_r4_hi ? 33'h07fffffff : \$71 ;
-  assign \$73  = ~ \$77 [35];
-  assign \$74  = | \$77 [34:32];
-  assign deq_v4_hi = \$73  & \$74 ;
-  assign \$75  = & \$77 [34:32];
-  assign \$76  = ~ \$75 ;
-  assign deq_v4_lo = \$77 [35] & \$76 ;
+  assign \$512  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$511 [32:1] };
+  assign \$513  = deq_r4_hi ? 33'h07fffffff : \$512 ;
+  assign \$514  = ~ \$518 [35];
+  assign \$515  = | \$518 [34:32];
+  assign deq_v4_hi = \$514  & \$515 ;
+  assign \$516  = & \$518 [34:32];
+  assign \$517  = ~ \$516 ;
+  assign deq_v4_lo = \$518 [35] & \$517 ;
+  assign \$518  = $signed(deq_v4_q) + $signed(value_offset_rnd);
+  assign deq_v4_ovf = deq_v4_hi | deq_v4_lo;
+  assign \$519  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$518 [32:1] };
+  assign \$520  = deq_v4_hi ? 33'h07fffffff : \$519 ;
+  assign \$521  = ~ \$525 [35];
+  assign \$522  = | \$525 [34:32];
+  assign deq_r5_hi = \$521  & \$522 ;
+  assign \$523  = & \$525 [34:32];
+  assign \$524  = ~ \$523 ;
+  assign deq_r5_lo = \$525 [35] & \$524 ;
+  assign \$525  = $signed(deq_r5_q) + $signed(reward_offset_rnd);
+  assign deq_r5_ovf = deq_r5_hi | deq_r5_lo;
+  assign \$526  = deq_r5_lo ? 33'h180000000 : { 1'h0, \$525 [32:1] };
+  assign \$527  = deq_r5_hi ? 33'h07fffffff : \$526 ;
+  assign \$528  = ~ \$532 [35];
+  assign \$529  = | \$532 [34:32];
+  assign deq_v5_hi = \$528  & \$529 ;
+  assign \$530  = & \$532 [34:32];
+  assign \$531  = ~ \$530 ;
+  assign deq_v5_lo = \$532 [35] & \$531 ;
+  assign \$532  = $signed(deq_v5_q) + $signed(value_offset_rnd);
+  assign deq_v5_ovf = deq_v5_hi | deq_v5_lo;
+  assign \$533  = deq_v5_lo ? 33'h180000000 : { 1'h0, \$532 [32:1] };
+  assign \$534  = deq_v5_hi ? 33'h07fffffff : \$533 ;
+  assign \$535  = ~ \$539 [35];
+  assign \$536  = | \$539 [34:32];
+  assign deq_r6_hi = \$535  & \$536 ;
+  assign \$537  = & \$539 [34:32];
+  assign \$538  = ~ \$537 ;
+  assign deq_r6_lo = \$539 [35] & \$538 ;
+  assign \$539  = $signed(deq_r6_q) + $signed(reward_offset_rnd);
+  assign deq_r6_ovf = deq_r6_hi | deq_r6_lo;
+  assign \$540  = deq_r6_lo ? 33'h180000000 : { 1'h0, \$539 [32:1] };
+  assign \$541  = deq_r6_hi ? 33'h07fffffff : \$540 ;
+  assign \$542  = ~ \$546 [35];
+  assign \$543  = | \$546 [34:32];
+  assign deq_v6_hi = \$542  & \$543 ;
+  assign \$544  = & \$546 [34:32];
+  assign \$545  = ~ \$544 ;
+  assign deq_v6_lo = \$546 [35] & \$545 ;
+  assign \$546  = $signed(deq_v6_q) + $signed(value_offset_rnd);
+  assign deq_v6_ovf = deq_v6_hi | deq_v6_lo;
+  assign \$547  = deq_v6_lo ? 33'h180000000 : { 1'h0, \$546 [32:1] };
+  assign \$548  = deq_v6_hi ? 33'h07fffffff : \$547 ;
+  assign \$549  = ~ \$553 [35];
+  assign \$550  = | \$553 [34:32];
+  assign deq_r7_hi = \$549  & \$550 ;
+  assign \$551  = & \$553 [34:32];
+  assign \$552  = ~ \$551 ;
+  assign deq_r7_lo = \$553 [35] & \$552 ;
+  assign \$553  = $signed(deq_r7_q) + $signed(reward_offset_rnd);
+  assign deq_r7_ovf = deq_r7_hi | deq_r7_lo;
+  assign \$554  = deq_r7_lo ? 33'h180000000 : { 1'h0, \$553 [32:1] };
+  assign \$555  = deq_r7_hi ? 33'h07fffffff : \$554 ;
+  assign \$556  = ~ \$560 [35];
+  assign \$557  = | \$560 [34:32];
+  assign deq_v7_hi = \$556  & \$557 ;
+  assign \$558  = & \$560 [34:32];
+  assign \$559  = ~ \$558 ;
+  assign deq_v7_lo = \$560 [35] & \$559 ;
+  assign \$560  = $signed(deq_v7_q) + $signed(value_offset_rnd);
+  assign deq_v7_ovf = deq_v7_hi | deq_v7_lo;
+  assign \$561  = deq_v7_lo ? 33'h180000000 : { 1'h0, \$560 [32:1] };
+  assign \$562  = deq_v7_hi ? 33'h07fffffff : \$561 ;
+  assign \$563  = ~ s2_boot;
+  assign pe_in_valid = s2_valid & \$563 ;
+  assign \$564  = ~ rq_a0_x[45];
+  assign \$565  = | rq_a0_x[44:26];
+  assign rq_a0_sat_hi = \$564  & \$565 ;
+  assign \$566  = & rq_a0_x[44:26];
+  assign \$567  = ~ \$566 ;
+  assign rq_a0_sat_lo = rq_a0_x[45] & \$567 ;
+  assign rq_a0_sat_ovf = rq_a0_sat_hi | rq_a0_sat_lo;
+  assign \$568  = rq_a0_sat_lo ? 28'hc000000 : { 1'h0, rq_a0_x[26:0] };
+  assign \$569  = rq_a0_sat_hi ? 28'h3ffffff : \$568 ;
+  assign \$570  = ~ rq_r0_x[45];
+  assign \$571  = | rq_r0_x[44:26];
+  assign rq_r0_sat_hi = \$570  & \$571 ;
+  assign \$572  = & rq_r0_x[44:26];
+  assign \$573  = ~ \$572 ;
+  assign rq_r0_sat_lo = rq_r0_x[45] & \$573 ;
+  assign rq_r0_sat_ovf = rq_r0_sat_hi | rq_r0_sat_lo;
+  assign \$574  = rq_r0_sat_lo ? 28'hc000000 : { 1'h0, rq_r0_x[26:0] };
+  assign \$575  = rq_r0_sat_hi ? 28'h3ffffff : \$574 ;
+  assign \$576  = ~ rq_a1_x[45];
+  assign \$577  = | rq_a1_x[44:26];
+  assign rq_a1_sat_hi = \$576  & \$577 ;
+  assign \$578  = & rq_a1_x[44:26];
+  assign \$579  = ~ \$578 ;
+  assign rq_a1_sat_lo = rq_a1_x[45] & \$579 ;
+  assign rq_a1_sat_ovf = rq_a1_sat_hi | rq_a1_sat_lo;
+  assign \$580  = rq_a1_sat_lo ? 28'hc000000 : { 1'h0, rq_a1_x[26:0] };
+  assign \$581  = rq_a1_sat_hi ? 28'h3ffffff : \$580 ;
+  assign \$582  = ~ rq_r1_x[45];
+  assign \$583  = | rq_r1_x[44:26];
+  assign rq_r1_sat_hi = \$582  & \$583 ;
+  assign \$584  = & rq_r1_x[44:26];
+  assign \$585  = ~ \$584 ;
+  assign rq_r1_sat_lo = rq_r1_x[45] & \$585 ;
+  assign rq_r1_sat_ovf = rq_r1_sat_hi | rq_r1_sat_lo;
+  assign \$586  = rq_r1_sat_lo ? 28'hc000000 : { 1'h0, rq_r1_x[26:0] };
+  assign \$587  = rq_r1_sat_hi ? 28'h3ffffff : \$586 ;
+  assign \$588  = ~ rq_a2_x[45];
+  assign \$589  = | rq_a2_x[44:26];
+  assign rq_a2_sat_hi = \$588  & \$589 ;
+  assign \$590  = & rq_a2_x[44:26];
+  assign \$591  = ~ \$590 ;
+  assign rq_a2_sat_lo = rq_a2_x[45] & \$591 ;
+  assign rq_a2_sat_ovf = rq_a2_sat_hi | rq_a2_sat_lo;
+  assign \$592  = rq_a2_sat_lo ? 28'hc000000 : { 1'h0, rq_a2_x[26:0] };
+  assign \$593  = rq_a2_sat_hi ? 28'h3ffffff : \$592 ;
+  assign \$594  = ~ rq_r2_x[45];
+  assign \$595  = | rq_r2_x[44:26];
+  assign rq_r2_sat_hi = \$594  & \$595 ;
+  assign \$596  = & rq_r2_x[44:26];
+  assign \$597  = ~ \$596 ;
+  assign rq_r2_sat_lo = rq_r2_x[45] & \$597 ;
+  assign rq_r2_sat_ovf = rq_r2_sat_hi | rq_r2_sat_lo;
+  assign \$598  = rq_r2_sat_lo ? 28'hc000000 : { 1'h0, rq_r2_x[26:0] };
+  assign \$599  = rq_r2_sat_hi ? 28'h3ffffff : \$598 ;
+  assign \$600  = ~ rq_a3_x[45];
+  assign \$601  = | rq_a3_x[44:26];
+  assign rq_a3_sat_hi = \$600  & \$601 ;
+  assign \$602  = & rq_a3_x[44:26];
+  assign \$603  = ~ \$602 ;
+  assign rq_a3_sat_lo = rq_a3_x[45] & \$603 ;
+  assign rq_a3_sat_ovf = rq_a3_sat_hi | rq_a3_sat_lo;
+  assign \$604  = rq_a3_sat_lo ? 28'hc000000 : { 1'h0, rq_a3_x[26:0] };
+  assign \$605  = rq_a3_sat_hi ? 28'h3ffffff : \$604 ;
+  assign \$606  = ~ rq_r3_x[45];
+  assign \$607  = | rq_r3_x[44:26];
+  assign rq_r3_sat_hi = \$606  & \$607 ;
+  assign \$608  = & rq_r3_x[44:26];
+  assign \$609  = ~ \$608 ;
+  assign rq_r3_sat_lo = rq_r3_x[45] & \$609 ;
+  assign rq_r3_sat_ovf = rq_r3_sat_hi | rq_r3_sat_lo;
+  assign \$610  = rq_r3_sat_lo ? 28'hc000000 : { 1'h0, rq_r3_x[26:0] };
+  assign \$611  = rq_r3_sat_hi ? 28'h3ffffff : \$610 ;
+  assign \$612  = ~ rq_a4_x[45];
+  assign \$613  = | rq_a4_x[44:26];
+  assign rq_a4_sat_hi = \$612  & \$613 ;
+  assign \$614  = & rq_a4_x[44:26];
+  assign \$615  = ~ \$614 ;
+  assign rq_a4_sat_lo = rq_a4_x[45] & \$615 ;
+  assign rq_a4_sat_ovf = rq_a4_sat_hi | rq_a4_sat_lo;
+  assign \$616  = rq_a4_sat_lo ? 28'hc000000 : { 1'h0, rq_a4_x[26:0] };
+  assign \$617  = rq_a4_sat_hi ? 28'h3ffffff : \$616 ;
+  assign \$618  = ~ rq_r4_x[45];
+  assign \$619  = | rq_r4_x[44:26];
+  assign rq_r4_sat_hi = \$618  & \$619 ;
+  assign \$620  = & rq_r4_x[44:26];
+  assign \$621  = ~ \$620 ;
+  assign rq_r4_sat_lo = rq_r4_x[45] & \$621 ;
+  assign rq_r4_sat_ovf = rq_r4_sat_hi | rq_r4_sat_lo;
+  assign \$622  = rq_r4_sat_lo ? 28'hc000000 : { 1'h0, rq_r4_x[26:0] };
+  assign \$623  = rq_r4_sat_hi ? 28'h3ffffff : \$622 ;
+  assign \$624  = ~ rq_a5_x[45];
+  assign \$625  = | rq_a5_x[44:26];
+  assign rq_a5_sat_hi = \$624  & \$625 ;
+  assign \$626  = & rq_a5_x[44:26];
+  assign \$627  = ~ \$626 ;
+  assign rq_a5_sat_lo = rq_a5_x[45] & \$627 ;
+  assign rq_a5_sat_ovf = rq_a5_sat_hi | rq_a5_sat_lo;
+  assign \$628  = rq_a5_sat_lo ? 28'hc000000 : { 1'h0, rq_a5_x[26:0] };
+  assign \$629  = rq_a5_sat_hi ? 28'h3ffffff : \$628 ;
+  assign \$630  = ~ rq_r5_x[45];
+  assign \$631  = | rq_r5_x[44:26];
+  assign rq_r5_sat_hi = \$630  & \$631 ;
+  assign \$632  = & rq_r5_x[44:26];
+  assign \$633  = ~ \$632 ;
+  assign rq_r5_sat_lo = rq_r5_x[45] & \$633 ;
+  assign rq_r5_sat_ovf = rq_r5_sat_hi | rq_r5_sat_lo;
+  assign \$634  = rq_r5_sat_lo ? 28'hc000000 : { 1'h0, rq_r5_x[26:0] };
+  assign \$635  = rq_r5_sat_hi ? 28'h3ffffff : \$634 ;
+  assign \$636  = ~ rq_a6_x[45];
+  assign \$637  = | rq_a6_x[44:26];
+  assign rq_a6_sat_hi = \$636  & \$637 ;
+  assign \$638  = & rq_a6_x[44:26];
+  assign \$639  = ~ \$638 ;
+  assign rq_a6_sat_lo = rq_a6_x[45] & \$639 ;
+  assign rq_a6_sat_ovf = rq_a6_sat_hi | rq_a6_sat_lo;
+  assign \$640  = rq_a6_sat_lo ? 28'hc000000 : { 1'h0, rq_a6_x[26:0] };
+  assign \$641  = rq_a6_sat_hi ? 28'h3ffffff : \$640 ;
+  assign \$642  = ~ rq_r6_x[45];
+  assign \$643  = | rq_r6_x[44:26];
+  assign rq_r6_sat_hi = \$642  & \$643 ;
+  assign \$644  = & rq_r6_x[44:26];
+  assign \$645  = ~ \$644 ;
+  assign rq_r6_sat_lo = rq_r6_x[45] & \$645 ;
+  assign rq_r6_sat_ovf = rq_r6_sat_hi | rq_r6_sat_lo;
+  assign \$646  = rq_r6_sat_lo ? 28'hc000000 : { 1'h0, rq_r6_x[26:0] };
+  assign \$647  = rq_r6_sat_hi ? 28'h3ffffff : \$646 ;
+  assign \$648  = ~ rq_a7_x[45];
+  assign \$649  = | rq_a7_x[44:26];
+  assign rq_a7_sat_hi = \$648  & \$649 ;
+  assign \$650  = & rq_a7_x[44:26];
+  assign \$651  = ~ \$650 ;
+  assign rq_a7_sat_lo = rq_a7_x[45] & \$651 ;
+  assign rq_a7_sat_ovf = rq_a7_sat_hi | rq_a7_sat_lo;
+  assign \$652  = rq_a7_sat_lo ? 28'hc000000 : { 1'h0, rq_a7_x[26:0] };
+  assign \$653  = rq_a7_sat_hi ? 28'h3ffffff : \$652 ;
+  assign \$654  = ~ rq_r7_x[45];
+  assign \$655  = | rq_r7_x[44:26];
+  assign rq_r7_sat_hi = \$654  & \$655 ;
+  assign \$656  = & rq_r7_x[44:26];
+  assign \$657  = ~ \$656 ;
+  assign rq_r7_sat_lo = rq_r7_x[45] & \$657 ;
+  assign rq_r7_sat_ovf = rq_r7_sat_hi | rq_r7_sat_lo;
+  assign \$658  = rq_r7_sat_lo ? 28'hc000000 : { 1'h0, rq_r7_x[26:0] };
+  assign \$659  = rq_r7_sat_hi ? 28'h3ffffff : \$658 ;
+  assign \$660  = ! host_addr_q[15:14];
+  assign \$661  = \$660  ? host_we_q : 16'h0000;
+  assign \$664  = host_addr_q[15:14] == 1'h1;
+  assign \$665  = \$664  ? host_we_q : 16'h0000;
+  assign \$668  = host_addr_q[15:14] == 2'h2;
+  assign \$669  = \$668  ? host_we_q : 16'h0000;
+  assign \$672  = ! ctrl_state;
+  assign \$673  = ctrl_state == 1'h1;
+  assign \$674  = ctrl_state == 2'h2;
+  assign \$675  = ctrl_state == 2'h3;
+  assign \$676  = ctrl_state == 3'h4;
+  always @(posedge clk)
+    rdata_rewards_q <= \$700 ;
+  always @(posedge clk)
+    rdata_values_q <= \$701 ;
+  always @(posedge clk)
+    rdata_dones_q <= \$702 ;
+  always @(posedge clk)
+    cycles <= \$703 ;
+  always @(posedge clk)
+    settle <= \$704 ;
+  always @(posedge clk)
+    ready <= \$705 ;
+  always @(posedge clk)
+    done <= \$706 ;
+  always @(posedge clk)
+    chk_no_timesteps <= \$707 ;
+  always @(posedge clk)
+    chk_no_trajectories <= \$708 ;
+  always @(posedge clk)
+    chk_capacity <= \$709 ;
+  always @(posedge clk)
+    chk_coefficient <= \$710 ;
+  always @(posedge clk)
+    err <= \$711 ;
+  always @(posedge clk)
+    arg_num_timesteps <= \$712 ;
+  always @(posedge clk)
+    arg_num_trajectories <= \$713 ;
+  always @(posedge clk)
+    arg_gamma <= \$714 ;
+  always @(posedge clk)
+    arg_gamma_lambda <= \$715 ;
+  always @(posedge clk)
+    arg_reward_scale <= \$716 ;
+  always @(posedge clk)
+    arg_reward_offset <= \$717 ;
+  always @(posedge clk)
+    arg_value_scale <= \$718 ;
+  always @(posedge clk)
+    arg_value_offset <= \$719 ;
+  always @(posedge clk)
+    arg_adv_scale <= \$720 ;
+  always @(posedge clk)
+    arg_adv_offset <= \$721 ;
+  always @(posedge clk)
+    arg_rtg_scale <= \$722 ;
+  always @(posedge clk)
+    arg_rtg_offset <= \$723 ;
+  always @(posedge clk)
+    T <= \$724 ;
+  always @(posedge clk)
+    \$signal  <= \$725 ;
+  always @(posedge clk)
+    T_plus_1 <= \$726 ;
+  always @(posedge clk)
+    nxt_rows <= \$727 ;
+  always @(posedge clk)
+    room <= \$728 ;
+  always @(posedge clk)
+    rem <= \$729 ;
+  always @(posedge clk)
+    G <= \$730 ;
+  always @(posedge clk)
+    rows <= \$731 ;
+  always @(posedge clk)
+    busy <= \$732 ;
+  always @(posedge clk)
+    ctrl_state <= \$733 ;
+  always @(posedge clk)
+    G_minus_1 <= \$734 ;
+  always @(posedge clk)
+    G_minus_L <= \$735 ;
+  always @(posedge clk)
+    last_lanes <= \$736 ;
+  always @(posedge clk)
+    row_base <= \$737 ;
+  always @(posedge clk)
+    grp_base <= \$738 ;
+  always @(posedge clk)
+    lane <= \$739 ;
+  always @(posedge clk)
+    boot <= \$740 ;
+  always @(posedge clk)
+    t <= \$741 ;
+  always @(posedge clk)
+    t_zero <= \$742 ;
+  always @(posedge clk)
+    drain <= \$743 ;
+  always @(posedge clk)
+    last_group <= \$744 ;
+  always @(posedge clk)
+    host_addr_q <= \$745 ;
+  always @(posedge clk)
+    host_re_q <= \$746 ;
+  always @(posedge clk)
+    host_we_q <= \$747 ;
+  always @(posedge clk)
+    host_wdata_q <= \$748 ;
+  always @(posedge clk)
+    h_region_q <= \$749 ;
+  always @(posedge clk)
+    h_word_q <= \$750 ;
+  always @(posedge clk)
+    h_region_qq <= \$751 ;
+  always @(posedge clk)
+    h_word_qq <= \$752 ;
+  always @(posedge clk)
+    host_rdata_q <= \$753 ;
+  always @(posedge clk)
+    rd1_valid <= \$754 ;
+  always @(posedge clk)
+    rd1_boot <= \$755 ;
+  always @(posedge clk)
+    rd1_first <= \$756 ;
+  always @(posedge clk)
+    rd1_lane <= \$757 ;
+  always @(posedge clk)
+    rd1_addr <= \$758 ;
+  always @(posedge clk)
+    rd1_grp <= \$759 ;
+  always @(posedge clk)
+    rd2_valid <= \$760 ;
+  always @(posedge clk)
+    rd2_boot <= \$761 ;
+  always @(posedge clk)
+    rd2_first <= \$762 ;
+  always @(posedge clk)
+    rd2_lane <= \$763 ;
+  always @(posedge clk)
+    rd2_addr <= \$764 ;
+  always @(posedge clk)
+    rd2_nvalid <= \$765 ;
+  always @(posedge clk)
+    rd3_valid <= \$766 ;
+  always @(posedge clk)
+    rd3_boot <= \$767 ;
+  always @(posedge clk)
+    rd3_first <= \$768 ;
+  always @(posedge clk)
+    rd3_lane <= \$769 ;
+  always @(posedge clk)
+    rd3_addr <= \$770 ;
+  always @(posedge clk)
+    rd3_nvalid <= \$771 ;
+  always @(posedge clk)
+    rd4_valid <= \$772 ;
+  always @(posedge clk)
+    rd4_boot <= \$773 ;
+  always @(posedge clk)
+    rd4_first <= \$774 ;
+  always @(posedge clk)
+    rd4_lane <= \$775 ;
+  always @(posedge clk)
+    rd4_addr <= \$776 ;
+  always @(posedge clk)
+    rd4_nvalid <= \$777 ;
+  always @(posedge clk)
+    s2_valid <= \$778 ;
+  always @(posedge clk)
+    s2_boot <= \$779 ;
+  always @(posedge clk)
+    s2_first <= \$780 ;
+  always @(posedge clk)
+    s2_lane <= \$781 ;
+  always @(posedge clk)
+    s2_addr <= \$782 ;
+  always @(posedge clk)
+    s2_nvalid <= \$783 ;
+  always @(posedge clk)
+    reward_offset_rnd <= \$784 ;
+  always @(posedge clk)
+    value_offset_rnd <= \$785 ;
+  always @(posedge clk)
+    rd3_dones <= \$786 ;
+  always @(posedge clk)
+    rd4_dones <= \$787 ;
+  always @(posedge clk)
+    s2_d <= \$788 ;
+  always @(posedge clk)
+    deq_r0_pp <= \$789 ;
+  always @(posedge clk)
+    deq_r0_q <= \$790 ;
+  always @(posedge clk)
+    s2_r0 <= \$791 ;
+  always @(posedge clk)
+    deq_v0_pp <= \$792 ;
+  always @(posedge clk)
+    deq_v0_q <= \$793 ;
+  always @(posedge clk)
+    s2_v0 <= \$794 ;
+  always @(posedge clk)
+    deq_ovf_bits <= \$795 ;
+  always @(posedge clk)
+    deq_r1_pp <= \$796 ;
+  always @(posedge clk)
+    deq_r1_q <= \$797 ;
+  always @(posedge clk)
+    s2_r1 <= \$798 ;
+  always @(posedge clk)
+    deq_v1_pp <= \$799 ;
+  always @(posedge clk)
+    deq_v1_q <= \$800 ;
+  always @(posedge clk)
+    s2_v1 <= \$801 ;
+  always @(posedge clk)
+    deq_r2_pp <= \$802 ;
+  always @(posedge clk)
+    deq_r2_q <= \$803 ;
+  always @(posedge clk)
+    s2_r2 <= \$804 ;
+  always @(posedge clk)
+    deq_v2_pp <= \$805 ;
+  always @(posedge clk)
+    deq_v2_q <= \$806 ;
+  always @(posedge clk)
+    s2_v2 <= \$807 ;
+  always @(posedge clk)
+    deq_r3_pp <= \$808 ;
+  always @(posedge clk)
+    deq_r3_q <= \$809 ;
+  always @(posedge clk)
+    s2_r3 <= \$810 ;
+  always @(posedge clk)
+    deq_v3_pp <= \$811 ;
+  always @(posedge clk)
+    deq_v3_q <= \$812 ;
+  always @(posedge clk)
+    s2_v3 <= \$813 ;
+  always @(posedge clk)
+    deq_r4_pp <= \$814 ;
+  always @(posedge clk)
+    deq_r4_q <= \$815 ;
+  always @(posedge clk)
+    s2_r4 <= \$816 ;
+  always @(posedge clk)
+    deq_v4_pp <= \$817 ;
+  always @(posedge clk)
+    deq_v4_q <= \$818 ;
+  always @(posedge clk)
+    s2_v4 <= \$819 ;
+  always @(posedge clk)
+    deq_r5_pp <= \$820 ;
+  always @(posedge clk)
+    deq_r5_q <= \$821 ;
+  always @(posedge clk)
+    s2_r5 <= \$822 ;
+  always @(posedge clk)
+    deq_v5_pp <= \$823 ;
+  always @(posedge clk)
+    deq_v5_q <= \$824 ;
+  always @(posedge clk)
+    s2_v5 <= \$825 ;
+  always @(posedge clk)
+    deq_r6_pp <= \$826 ;
+  always @(posedge clk)
+    deq_r6_q <= \$827 ;
+  always @(posedge clk)
+    s2_r6 <= \$828 ;
+  always @(posedge clk)
+    deq_v6_pp <= \$829 ;
+  always @(posedge clk)
+    deq_v6_q <= \$830 ;
+  always @(posedge clk)
+    s2_v6 <= \$831 ;
+  always @(posedge clk)
+    deq_r7_pp <= \$832 ;
+  always @(posedge clk)
+    deq_r7_q <= \$833 ;
+  always @(posedge clk)
+    s2_r7 <= \$834 ;
+  always @(posedge clk)
+    deq_v7_pp <= \$835 ;
+  always @(posedge clk)
+    deq_v7_q <= \$836 ;
+  always @(posedge clk)
+    s2_v7 <= \$837 ;
+  always @(posedge clk)
+    any_deq_ovf <= \$838 ;
+  always @(posedge clk)
+    boot0_0 <= \$839 ;
+  always @(posedge clk)
+    boot0_1 <= \$840 ;
+  always @(posedge clk)
+    boot0_2 <= \$841 ;
+  always @(posedge clk)
+    boot0_3 <= \$842 ;
+  always @(posedge clk)
+    boot0_4 <= \$843 ;
+  always @(posedge clk)
+    boot0_5 <= \$844 ;
+  always @(posedge clk)
+    boot0_6 <= \$845 ;
+  always @(posedge clk)
+    boot0_7 <= \$846 ;
+  always @(posedge clk)
+    wb0_valid <= \$847 ;
+  always @(posedge clk)
+    wb0_addr <= \$848 ;
+  always @(posedge clk)
+    wb0_lanes <= \$849 ;
+  always @(posedge clk)
+    wb1_valid <= \$850 ;
+  always @(posedge clk)
+    wb1_addr <= \$851 ;
+  always @(posedge clk)
+    wb1_lanes <= \$852 ;
+  always @(posedge clk)
+    wb2_valid <= \$853 ;
+  always @(posedge clk)
+    wb2_addr <= \$854 ;
+  always @(posedge clk)
+    wb2_lanes <= \$855 ;
+  always @(posedge clk)
+    wb3_valid <= \$856 ;
+  always @(posedge clk)
+    wb3_addr <= \$857 ;
+  always @(posedge clk)
+    wb3_lanes <= \$858 ;
+  always @(posedge clk)
+    wb4_valid <= \$859 ;
+  always @(posedge clk)
+    wb4_addr <= \$860 ;
+  always @(posedge clk)
+    wb4_lanes <= \$861 ;
+  always @(posedge clk)
+    w_lane_en <= \$862 ;
+  always @(posedge clk)
+    adv_offset_rnd <= \$863 ;
+  always @(posedge clk)
+    rtg_offset_rnd <= \$864 ;
+  always @(posedge clk)
+    rq_a0_x <= \$865 ;
+  always @(posedge clk)
+    rq_a0_op <= \$866 ;
+  always @(posedge clk)
+    rq_a0_pp <= \$867 ;
+  always @(posedge clk)
+    rq_a0_sum <= \$868 ;
+  always @(posedge clk)
+    w_adv0 <= \$869 ;
+  always @(posedge clk)
+    rq_r0_x <= \$870 ;
+  always @(posedge clk)
+    rq_r0_op <= \$871 ;
+  always @(posedge clk)
+    rq_r0_pp <= \$872 ;
+  always @(posedge clk)
+    rq_r0_sum <= \$873 ;
+  always @(posedge clk)
+    w_rtg0 <= \$874 ;
+  always @(posedge clk)
+    req_ovf_bits <= \$875 ;
+  always @(posedge clk)
+    rq_a1_x <= \$876 ;
+  always @(posedge clk)
+    rq_a1_op <= \$877 ;
+  always @(posedge clk)
+    rq_a1_pp <= \$878 ;
+  always @(posedge clk)
+    rq_a1_sum <= \$879 ;
+  always @(posedge clk)
+    w_adv1 <= \$880 ;
+  always @(posedge clk)
+    rq_r1_x <= \$881 ;
+  always @(posedge clk)
+    rq_r1_op <= \$882 ;
+  always @(posedge clk)
+    rq_r1_pp <= \$883 ;
+  always @(posedge clk)
+    rq_r1_sum <= \$884 ;
+  always @(posedge clk)
+    w_rtg1 <= \$885 ;
+  always @(posedge clk)
+    rq_a2_x <= \$886 ;
+  always @(posedge clk)
+    rq_a2_op <= \$887 ;
+  always @(posedge clk)
+    rq_a2_pp <= \$888 ;
+  always @(posedge clk)
+    rq_a2_sum <= \$889 ;
+  always @(posedge clk)
+    w_adv2 <= \$890 ;
+  always @(posedge clk)
+    rq_r2_x <= \$891 ;
+  always @(posedge clk)
+    rq_r2_op <= \$892 ;
+  always @(posedge clk)
+    rq_r2_pp <= \$893 ;
+  always @(posedge clk)
+    rq_r2_sum <= \$894 ;
+  always @(posedge clk)
+    w_rtg2 <= \$895 ;
+  always @(posedge clk)
+    rq_a3_x <= \$896 ;
+  always @(posedge clk)
+    rq_a3_op <= \$897 ;
+  always @(posedge clk)
+    rq_a3_pp <= \$898 ;
+  always @(posedge clk)
+    rq_a3_sum <= \$899 ;
+  always @(posedge clk)
+    w_adv3 <= \$900 ;
+  always @(posedge clk)
+    rq_r3_x <= \$901 ;
+  always @(posedge clk)
+    rq_r3_op <= \$902 ;
+  always @(posedge clk)
+    rq_r3_pp <= \$903 ;
+  always @(posedge clk)
+    rq_r3_sum <= \$904 ;
+  always @(posedge clk)
+    w_rtg3 <= \$905 ;
+  always @(posedge clk)
+    rq_a4_x <= \$906 ;
+  always @(posedge clk)
+    rq_a4_op <= \$907 ;
+  always @(posedge clk)
+    rq_a4_pp <= \$908 ;
+  always @(posedge clk)
+    rq_a4_sum <= \$909 ;
+  always @(posedge clk)
+    w_adv4 <= \$910 ;
+  always @(posedge clk)
+    rq_r4_x <= \$911 ;
+  always @(posedge clk)
+    rq_r4_op <= \$912 ;
+  always @(posedge clk)
+    rq_r4_pp <= \$913 ;
+  always @(posedge clk)
+    rq_r4_sum <= \$914 ;
+  always @(posedge clk)
+    w_rtg4 <= \$915 ;
+  always @(posedge clk)
+    rq_a5_x <= \$916 ;
+  always @(posedge clk)
+    rq_a5_op <= \$917 ;
+  always @(posedge clk)
+    rq_a5_pp <= \$918 ;
+  always @(posedge clk)
+    rq_a5_sum <= \$919 ;
+  always @(posedge clk)
+    w_adv5 <= \$920 ;
+  always @(posedge clk)
+    rq_r5_x <= \$921 ;
+  always @(posedge clk)
+    rq_r5_op <= \$922 ;
+  always @(posedge clk)
+    rq_r5_pp <= \$923 ;
+  always @(posedge clk)
+    rq_r5_sum <= \$924 ;
+  always @(posedge clk)
+    w_rtg5 <= \$925 ;
+  always @(posedge clk)
+    rq_a6_x <= \$926 ;
+  always @(posedge clk)
+    rq_a6_op <= \$927 ;
+  always @(posedge clk)
+    rq_a6_pp <= \$928 ;
+  always @(posedge clk)
+    rq_a6_sum <= \$929 ;
+  always @(posedge clk)
+    w_adv6 <= \$930 ;
+  always @(posedge clk)
+    rq_r6_x <= \$931 ;
+  always @(posedge clk)
+    rq_r6_op <= \$932 ;
+  always @(posedge clk)
+    rq_r6_pp <= \$933 ;
+  always @(posedge clk)
+    rq_r6_sum <= \$934 ;
+  always @(posedge clk)
+    w_rtg6 <= \$935 ;
+  always @(posedge clk)
+    rq_a7_x <= \$936 ;
+  always @(posedge clk)
+    rq_a7_op <= \$937 ;
+  always @(posedge clk)
+    rq_a7_pp <= \$938 ;
+  always @(posedge clk)
+    rq_a7_sum <= \$939 ;
+  always @(posedge clk)
+    w_adv7 <= \$940 ;
+  always @(posedge clk)
+    rq_r7_x <= \$941 ;
+  always @(posedge clk)
+    rq_r7_op <= \$942 ;
+  always @(posedge clk)
+    rq_r7_pp <= \$943 ;
+  always @(posedge clk)
+    rq_r7_sum <= \$944 ;
+  always @(posedge clk)
+    w_rtg7 <= \$945 ;
+  always @(posedge clk)
+    any_req_ovf <= \$946 ;
+  always @(posedge clk)
+    pe_ovf_lanes <= \$947 ;
+  always @(posedge clk)
+    pe_ovf_valid <= \$948 ;
+  always @(posedge clk)
+    flag_dequant_overflow <= \$949 ;
+  always @(posedge clk)
+    flag_requant_overflow <= \$950 ;
+  always @(posedge clk)
+    flag_pe_overflow <= \$951 ;
+  assign \$1  = cycles + 1'h1;
+  assign \$3  = settle - 1'h1;
+  assign \$4  = ! num_timesteps;
+  assign \$5  = ! num_trajectories;
+  assign \$6  = num_timesteps >= 14'h2008;
+  assign \$7  = num_trajectories > 13'h1000;
+  assign \$8  = \$6  | \$7 ;
+  assign \$9  = gamma > 17'h10000;
+  assign \$10  = gamma_lambda > 17'h10000;
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = num_timesteps - 1'h1;
+  assign \$13  = num_timesteps + 1'h1;
+  assign \$14  = num_timesteps + 1'h1;
+  assign \$15  = 14'h2007 - num_timesteps;
+  assign \$16  = G + 1'h1;
+  assign \$17  = G + 1'h1;
+  assign \$18  = \$17  - 1'h1;
+  assign \$19  = $signed(rem) - $signed(5'h08);
+  assign \$20  = nxt_rows + T_plus_1;
+  assign \$21  = $signed(room) - $signed({ 1'h0, T_plus_1 });
+  assign \$22  = $signed(rem) <= $signed(5'h08);
+  assign \$23  = rows - G;
+  assign \$24  = ! settle;
+  assign \$25  = ! lane;
+  assign \$26  = t - 1'h1;
+  assign \$27  = t == 1'h1;
+  assign \$28  = row_base - G;
+  assign \$29  = grp_base + 1'h1;
+  assign \$30  = rows - G;
+  assign \$31  = t - 1'h1;
+  assign \$32  = t == 1'h1;
+  assign \$33  = row_base - G;
+  assign \$34  = lane + 1'h1;
+  assign \$35  = drain - 1'h1;
+  assign \$36  = ! drain;
+  assign \$37  = $signed({ 1'h0, grp_base }) >= $signed(G_minus_L);
+  assign \$38  = ~ busy;
+  assign \$39  = ~ start;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = host_re & \$40 ;
+  assign \$42  = ~ busy;
+  assign \$43  = ~ start;
+  assign \$44  = \$42  & \$43 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ~ start;
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = ~ busy;
   \gae_accel_n8.gae_pe  pe0 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
     .i__payload(i__payload),
-    .i__ready(\$627 ),
+    .i__ready(\$677 ),
     .i__valid(pe_in_valid),
     .o__payload(o__payload),
     .o__ready(1'h1),
     .o__valid(o__valid),
-    .overflow(\$628 ),
+    .overflow(\$678 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe1 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$145 ),
-    .i__ready(\$629 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$402 ),
+    .i__ready(\$679 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$459 ),
+    .o__payload(\o__payload$240 ),
     .o__ready(1'h1),
-    .o__valid(\$630 ),
-    .overflow(\$631 ),
+    .o__valid(\$680 ),
+    .overflow(\$681 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe2 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$153 ),
-    .i__ready(\$632 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$407 ),
+    .i__ready(\$682 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$466 ),
+    .o__payload(\o__payload$253 ),
     .o__ready(1'h1),
-    .o__valid(\$633 ),
-    .overflow(\$634 ),
+    .o__valid(\$683 ),
+    .overflow(\$684 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe3 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$161 ),
-    .i__ready(\$635 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$412 ),
+    .i__ready(\$685 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$473 ),
+    .o__payload(\o__payload$266 ),
     .o__ready(1'h1),
-    .o__valid(\$636 ),
-    .overflow(\$637 ),
+    .o__valid(\$686 ),
+    .overflow(\$687 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe4 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$169 ),
-    .i__ready(\$638 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$417 ),
+    .i__ready(\$688 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$480 ),
+    .o__payload(\o__payload$279 ),
     .o__ready(1'h1),
-    .o__valid(\$639 ),
-    .overflow(\$640 ),
+    .o__valid(\$689 ),
+    .overflow(\$690 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe5 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$177 ),
-    .i__ready(\$641 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$422 ),
+    .i__ready(\$691 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$487 ),
+    .o__payload(\o__payload$292 ),
     .o__ready(1'h1),
-    .o__valid(\$642 ),
-    .overflow(\$643 ),
+    .o__valid(\$692 ),
+    .overflow(\$693 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe6 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$185 ),
-    .i__ready(\$644 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$427 ),
+    .i__ready(\$694 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$494 ),
+    .o__payload(\o__payload$305 ),
     .o__ready(1'h1),
-    .o__valid(\$645 ),
-    .overflow(\$646 ),
+    .o__valid(\$695 ),
+    .overflow(\$696 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe7 (
     .clear(1'h0),
     .clk(clk),
-    .gamma(gamma),
-    .gamma_lambda(gamma_lambda),
-    .i__payload(\i__payload$193 ),
-    .i__ready(\$647 ),
+    .gamma(arg_gamma),
+    .gamma_lambda(arg_gamma_lambda),
+    .i__payload(\i__payload$432 ),
+    .i__ready(\$697 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$501 ),
+    .o__payload(\o__payload$318 ),
     .o__ready(1'h1),
-    .o__valid(\$648 ),
-    .overflow(\$649 ),
+    .o__valid(\$698 ),
+    .overflow(\$699 ),
     .rst(rst)
   );
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$700  = \$signature__data ;
+    if (rst) begin
+      \$700  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$701  = \$signature__data$5 ;
+    if (rst) begin
+      \$701  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$702  = \$signature__data$7 ;
+    if (rst) begin
+      \$702  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$703  = cycles;
+    if (busy) begin
+      \$703  = \$1 [31:0];
+    end
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$703  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$703  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$704  = settle;
+    if (\$2 ) begin
+      \$704  = \$3 [0];
+    end
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$704  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$704  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$705  = 1'h0;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$705  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$705  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$706  = 1'h0;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            if (chk_no_timesteps) begin
+              \$706  = 1'h1;
+            end else if (chk_no_trajectories) begin
+              \$706  = 1'h1;
+            end else if (chk_capacity) begin
+              \$706  = 1'h1;
+            end else if (chk_coefficient) begin
+              \$706  = 1'h1;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$706  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          if (\$36 ) begin
+            \$706  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$706  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$707  = \$4 ;
+    if (rst) begin
+      \$707  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$708  = \$5 ;
+    if (rst) begin
+      \$708  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$709  = \$8 ;
+    if (rst) begin
+      \$709  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$710  = \$11 ;
+    if (rst) begin
+      \$710  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$711  = err;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$711  = 3'h0;
+            if (chk_no_timesteps) begin
+              \$711  = 3'h1;
+            end else if (chk_no_trajectories) begin
+              \$711  = 3'h2;
+            end else if (chk_capacity) begin
+              \$711  = 3'h3;
+            end else if (chk_coefficient) begin
+              \$711  = 3'h4;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$711  = 3'h3;
+          end
+    endcase
+    if (rst) begin
+      \$711  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$712  = arg_num_timesteps;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$712  = num_timesteps;
+          end
+    endcase
+    if (rst) begin
+      \$712  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$713  = arg_num_trajectories;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$713  = num_trajectories;
+          end
+    endcase
+    if (rst) begin
+      \$713  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$714  = arg_gamma;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$714  = gamma;
+          end
+    endcase
+    if (rst) begin
+      \$714  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$715  = arg_gamma_lambda;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$715  = gamma_lambda;
+          end
+    endcase
+    if (rst) begin
+      \$715  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$716  = arg_reward_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$716  = reward_scale;
+          end
+    endcase
+    if (rst) begin
+      \$716  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$717  = arg_reward_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$717  = reward_offset;
+          end
+    endcase
+    if (rst) begin
+      \$717  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$718  = arg_value_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$718  = value_scale;
+          end
+    endcase
+    if (rst) begin
+      \$718  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$719  = arg_value_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$719  = value_offset;
+          end
+    endcase
+    if (rst) begin
+      \$719  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$720  = arg_adv_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$720  = adv_scale;
+          end
+    endcase
+    if (rst) begin
+      \$720  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$721  = arg_adv_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$721  = adv_offset;
+          end
+    endcase
+    if (rst) begin
+      \$721  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$722  = arg_rtg_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$722  = rtg_scale;
+          end
+    endcase
+    if (rst) begin
+      \$722  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$723  = arg_rtg_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$723  = rtg_offset;
+          end
+    endcase
+    if (rst) begin
+      \$723  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$724  = T;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$724  = num_timesteps[14:0];
+          end
+    endcase
+    if (rst) begin
+      \$724  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$725  = \$signal ;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$725  = \$12 [14:0];
+          end
+    endcase
+    if (rst) begin
+      \$725  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$726  = T_plus_1;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$726  = \$13 [15:0];
+          end
+    endcase
+    if (rst) begin
+      \$726  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$727  = nxt_rows;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$727  = \$14 [15:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$727  = \$20 [15:0];
+          end
+    endcase
+    if (rst) begin
+      \$727  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$728  = room;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$728  = { \$15 [32], \$15  };
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$728  = \$21 [33:0];
+          end
+    endcase
+    if (rst) begin
+      \$728  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$729  = rem;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$729  = num_trajectories[13:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$729  = \$19 [13:0];
+          end
+    endcase
+    if (rst) begin
+      \$729  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$730  = G;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$730  = 13'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$730  = \$16 [12:0];
+          end
+    endcase
+    if (rst) begin
+      \$730  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$731  = rows;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$731  = 16'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$731  = nxt_rows;
+          end
+    endcase
+    if (rst) begin
+      \$731  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$732  = busy;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            (* full_case = 32'd1 *)
+            if (chk_no_timesteps) begin
+            end else if (chk_no_trajectories) begin
+            end else if (chk_capacity) begin
+            end else if (chk_coefficient) begin
+            end else begin
+              \$732  = 1'h1;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$732  = 1'h0;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          if (\$36 ) begin
+            \$732  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$732  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$733  = ctrl_state;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            (* full_case = 32'd1 *)
+            if (chk_no_timesteps) begin
+            end else if (chk_no_trajectories) begin
+            end else if (chk_capacity) begin
+            end else if (chk_coefficient) begin
+            end else begin
+              \$733  = 3'h1;
+            end
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+            \$733  = 3'h0;
+          end else begin
+            if (\$22 ) begin
+              \$733  = 3'h2;
+            end
+          end
+      3'h2:
+          if (\$24 ) begin
+            \$733  = 3'h3;
+          end
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+            end else if (t_zero) begin
+              if (last_group) begin
+                \$733  = 3'h4;
+              end
+            end
+          end
+      3'h4:
+          if (\$36 ) begin
+            \$733  = 3'h0;
+          end
+    endcase
+    if (rst) begin
+      \$733  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$734  = G_minus_1;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$734  = G;
+          end
+    endcase
+    if (rst) begin
+      \$734  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$735  = G_minus_L;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$735  = \$18 ;
+          end
+    endcase
+    if (rst) begin
+      \$735  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$736  = last_lanes;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            if (\$22 ) begin
+              \$736  = rem[3:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$736  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$737  = row_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$737  = \$23 [15:0];
+      3'h3:
+          if (\$25 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$737  = \$28 [15:0];
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$737  = \$30 [15:0];
+              end
+            end else begin
+              \$737  = \$33 [15:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$737  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$738  = grp_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$738  = 14'h0000;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$738  = \$29 [13:0];
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$738  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$739  = lane;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$739  = 1'h0;
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$25 ) begin
+            \$739  = 1'h0;
+          end else begin
+            \$739  = \$34 [0];
+          end
+    endcase
+    if (rst) begin
+      \$739  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$740  = boot;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$740  = 1'h1;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+              \$740  = 1'h0;
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$740  = 1'h1;
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$740  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$741  = t;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$741  = T;
+      3'h3:
+          if (\$25 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$741  = \$26 [14:0];
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$741  = T;
+              end
+            end else begin
+              \$741  = \$31 [14:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$741  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$742  = t_zero;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$742  = 1'h0;
+      3'h3:
+          if (\$25 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$742  = \$27 ;
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$742  = 1'h0;
+              end
+            end else begin
+              \$742  = \$32 ;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$742  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$743  = drain;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+            end else if (t_zero) begin
+              if (last_group) begin
+                \$743  = 5'h16;
+              end
+            end
+          end
+      3'h4:
+          \$743  = \$35 [4:0];
+    endcase
+    if (rst) begin
+      \$743  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$744  = \$37 ;
+    if (rst) begin
+      \$744  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$745  = host_addr;
+    if (rst) begin
+      \$745  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$746  = \$41 ;
+    if (rst) begin
+      \$746  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$747  = \$90 ;
+    if (rst) begin
+      \$747  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$748  = host_wdata;
+    if (rst) begin
+      \$748  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$749  = host_addr_q[15:14];
+    if (rst) begin
+      \$749  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$750  = host_addr_q[13:0];
+    if (rst) begin
+      \$750  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$751  = h_region_q;
+    if (rst) begin
+      \$751  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$752  = h_word_q;
+    if (rst) begin
+      \$752  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$753  = host_rdata_q;
+    casez (h_region_qq)
+      2'h0:
+          \$753  = { 64'h0000000000000000, rdata_rewards_q };
+      2'h1:
+          \$753  = { 64'h0000000000000000, rdata_values_q };
+      2'h2:
+          \$753  = { 120'h000000000000000000000000000000, rdata_dones_q };
+    endcase
+    if (rst) begin
+      \$753  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$754  = issue;
+    if (rst) begin
+      \$754  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$755  = boot;
+    if (rst) begin
+      \$755  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$756  = \$93 ;
+    if (rst) begin
+      \$756  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$757  = lane;
+    if (rst) begin
+      \$757  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$758  = \$441 [15:0];
+    if (rst) begin
+      \$758  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$759  = \$442 [13:0];
+    if (rst) begin
+      \$759  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$760  = rd1_valid;
+    if (rst) begin
+      \$760  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$761  = rd1_boot;
+    if (rst) begin
+      \$761  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$762  = rd1_first;
+    if (rst) begin
+      \$762  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$763  = rd1_lane;
+    if (rst) begin
+      \$763  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$764  = rd1_addr;
+    if (rst) begin
+      \$764  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$765  = \$97 ;
+    if (rst) begin
+      \$765  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$766  = rd2_valid;
+    if (rst) begin
+      \$766  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$767  = rd2_boot;
+    if (rst) begin
+      \$767  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$768  = rd2_first;
+    if (rst) begin
+      \$768  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$769  = rd2_lane;
+    if (rst) begin
+      \$769  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$770  = rd2_addr;
+    if (rst) begin
+      \$770  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$771  = rd2_nvalid;
+    if (rst) begin
+      \$771  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$772  = rd3_valid;
+    if (rst) begin
+      \$772  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$773  = rd3_boot;
+    if (rst) begin
+      \$773  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$774  = rd3_first;
+    if (rst) begin
+      \$774  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$775  = rd3_lane;
+    if (rst) begin
+      \$775  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$776  = rd3_addr;
+    if (rst) begin
+      \$776  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$777  = rd3_nvalid;
+    if (rst) begin
+      \$777  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$778  = rd4_valid;
+    if (rst) begin
+      \$778  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$779  = rd4_boot;
+    if (rst) begin
+      \$779  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$780  = rd4_first;
+    if (rst) begin
+      \$780  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$781  = rd4_lane;
+    if (rst) begin
+      \$781  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$782  = rd4_addr;
+    if (rst) begin
+      \$782  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$783  = rd4_nvalid;
+    if (rst) begin
+      \$783  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$784  = \$99 ;
+    if (rst) begin
+      \$784  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$785  = \$101 ;
+    if (rst) begin
+      \$785  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$786  = rdata_dones_q;
+    if (rst) begin
+      \$786  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$787  = rd3_dones;
+    if (rst) begin
+      \$787  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$788  = rd4_dones;
+    if (rst) begin
+      \$788  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$789  = \$102 ;
+    if (rst) begin
+      \$789  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$790  = \$104 [34:0];
+    if (rst) begin
+      \$790  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$791  = \$457 [31:0];
+    if (rst) begin
+      \$791  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$792  = \$105 ;
+    if (rst) begin
+      \$792  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$793  = \$107 [34:0];
+    if (rst) begin
+      \$793  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$794  = \$464 [31:0];
+    if (rst) begin
+      \$794  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$795 [0] = \$112 ;
+    \$795 [1] = \$123 ;
+    \$795 [2] = \$134 ;
+    \$795 [3] = \$145 ;
+    \$795 [4] = \$156 ;
+    \$795 [5] = \$167 ;
+    \$795 [6] = \$178 ;
+    \$795 [7] = \$189 ;
+    if (rst) begin
+      \$795  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$796  = \$113 ;
+    if (rst) begin
+      \$796  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$797  = \$115 [34:0];
+    if (rst) begin
+      \$797  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$798  = \$471 [31:0];
+    if (rst) begin
+      \$798  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$799  = \$116 ;
+    if (rst) begin
+      \$799  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$800  = \$118 [34:0];
+    if (rst) begin
+      \$800  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$801  = \$478 [31:0];
+    if (rst) begin
+      \$801  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$802  = \$124 ;
+    if (rst) begin
+      \$802  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$803  = \$126 [34:0];
+    if (rst) begin
+      \$803  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$804  = \$485 [31:0];
+    if (rst) begin
+      \$804  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$805  = \$127 ;
+    if (rst) begin
+      \$805  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$806  = \$129 [34:0];
+    if (rst) begin
+      \$806  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$807  = \$492 [31:0];
+    if (rst) begin
+      \$807  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$808  = \$135 ;
+    if (rst) begin
+      \$808  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$809  = \$137 [34:0];
+    if (rst) begin
+      \$809  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$810  = \$499 [31:0];
+    if (rst) begin
+      \$810  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$811  = \$138 ;
+    if (rst) begin
+      \$811  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$812  = \$140 [34:0];
+    if (rst) begin
+      \$812  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$813  = \$506 [31:0];
+    if (rst) begin
+      \$813  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$814  = \$146 ;
+    if (rst) begin
+      \$814  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$815  = \$148 [34:0];
+    if (rst) begin
+      \$815  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$816  = \$513 [31:0];
+    if (rst) begin
+      \$816  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$817  = \$149 ;
+    if (rst) begin
+      \$817  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$818  = \$151 [34:0];
+    if (rst) begin
+      \$818  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$819  = \$520 [31:0];
+    if (rst) begin
+      \$819  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$820  = \$157 ;
+    if (rst) begin
+      \$820  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$821  = \$159 [34:0];
+    if (rst) begin
+      \$821  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$822  = \$527 [31:0];
+    if (rst) begin
+      \$822  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$823  = \$160 ;
+    if (rst) begin
+      \$823  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$824  = \$162 [34:0];
+    if (rst) begin
+      \$824  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$825  = \$534 [31:0];
+    if (rst) begin
+      \$825  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$826  = \$168 ;
+    if (rst) begin
+      \$826  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$827  = \$170 [34:0];
+    if (rst) begin
+      \$827  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$828  = \$541 [31:0];
+    if (rst) begin
+      \$828  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$829  = \$171 ;
+    if (rst) begin
+      \$829  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$830  = \$173 [34:0];
+    if (rst) begin
+      \$830  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$831  = \$548 [31:0];
+    if (rst) begin
+      \$831  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$832  = \$179 ;
+    if (rst) begin
+      \$832  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$833  = \$181 [34:0];
+    if (rst) begin
+      \$833  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$834  = \$555 [31:0];
+    if (rst) begin
+      \$834  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$835  = \$182 ;
+    if (rst) begin
+      \$835  = 26'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$836  = \$184 [34:0];
+    if (rst) begin
+      \$836  = 35'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$837  = \$562 [31:0];
+    if (rst) begin
+      \$837  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$838  = \$191 ;
+    if (rst) begin
+      \$838  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$839  = boot0_0;
+    if (\$193 ) begin
+      \$839  = s2_v0;
+    end
+    if (rst) begin
+      \$839  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$840  = boot0_1;
+    if (\$193 ) begin
+      \$840  = s2_v1;
+    end
+    if (rst) begin
+      \$840  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$841  = boot0_2;
+    if (\$193 ) begin
+      \$841  = s2_v2;
+    end
+    if (rst) begin
+      \$841  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$842  = boot0_3;
+    if (\$193 ) begin
+      \$842  = s2_v3;
+    end
+    if (rst) begin
+      \$842  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$843  = boot0_4;
+    if (\$193 ) begin
+      \$843  = s2_v4;
+    end
+    if (rst) begin
+      \$843  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$844  = boot0_5;
+    if (\$193 ) begin
+      \$844  = s2_v5;
+    end
+    if (rst) begin
+      \$844  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$845  = boot0_6;
+    if (\$193 ) begin
+      \$845  = s2_v6;
+    end
+    if (rst) begin
+      \$845  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$846  = boot0_7;
+    if (\$193 ) begin
+      \$846  = s2_v7;
+    end
+    if (rst) begin
+      \$846  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$847  = o__valid;
+    if (rst) begin
+      \$847  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$848  = o__payload[78:65];
+    if (rst) begin
+      \$848  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$849  = o__payload[84:81];
+    if (rst) begin
+      \$849  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$850  = wb0_valid;
+    if (rst) begin
+      \$850  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$851  = wb0_addr;
+    if (rst) begin
+      \$851  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$852  = wb0_lanes;
+    if (rst) begin
+      \$852  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$853  = wb1_valid;
+    if (rst) begin
+      \$853  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$854  = wb1_addr;
+    if (rst) begin
+      \$854  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$855  = wb1_lanes;
+    if (rst) begin
+      \$855  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$856  = wb2_valid;
+    if (rst) begin
+      \$856  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$857  = wb2_addr;
+    if (rst) begin
+      \$857  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$858  = wb2_lanes;
+    if (rst) begin
+      \$858  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$859  = wb3_valid;
+    if (rst) begin
+      \$859  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$860  = wb3_addr;
+    if (rst) begin
+      \$860  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$861  = wb3_lanes;
+    if (rst) begin
+      \$861  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$862  = { \$209 , \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195  };
+    if (rst) begin
+      \$862  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$863  = \$211 [41:0];
+    if (rst) begin
+      \$863  = 42'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$864  = \$213 [41:0];
+    if (rst) begin
+      \$864  = 42'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$865  = \$215 [45:0];
+    if (rst) begin
+      \$865  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$866  = \$569 [26:0];
+    if (rst) begin
+      \$866  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$867  = \$216 ;
+    if (rst) begin
+      \$867  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$868  = \$217 ;
+    if (rst) begin
+      \$868  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$869  = \$221 [7:0];
+    if (rst) begin
+      \$869  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$870  = \$223 [45:0];
+    if (rst) begin
+      \$870  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$871  = \$575 [26:0];
+    if (rst) begin
+      \$871  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$872  = \$224 ;
+    if (rst) begin
+      \$872  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$873  = \$225 ;
+    if (rst) begin
+      \$873  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$874  = \$229 [7:0];
+    if (rst) begin
+      \$874  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$875 [0] = \$238 ;
+    \$875 [1] = \$263 ;
+    \$875 [2] = \$288 ;
+    \$875 [3] = \$313 ;
+    \$875 [4] = \$338 ;
+    \$875 [5] = \$363 ;
+    \$875 [6] = \$388 ;
+    \$875 [7] = \$413 ;
+    if (rst) begin
+      \$875  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$876  = \$240 [45:0];
+    if (rst) begin
+      \$876  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$877  = \$581 [26:0];
+    if (rst) begin
+      \$877  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$878  = \$241 ;
+    if (rst) begin
+      \$878  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$879  = \$242 ;
+    if (rst) begin
+      \$879  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$880  = \$246 [7:0];
+    if (rst) begin
+      \$880  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$881  = \$248 [45:0];
+    if (rst) begin
+      \$881  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$882  = \$587 [26:0];
+    if (rst) begin
+      \$882  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$883  = \$249 ;
+    if (rst) begin
+      \$883  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$884  = \$250 ;
+    if (rst) begin
+      \$884  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$885  = \$254 [7:0];
+    if (rst) begin
+      \$885  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$886  = \$265 [45:0];
+    if (rst) begin
+      \$886  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$887  = \$593 [26:0];
+    if (rst) begin
+      \$887  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$888  = \$266 ;
+    if (rst) begin
+      \$888  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$889  = \$267 ;
+    if (rst) begin
+      \$889  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$890  = \$271 [7:0];
+    if (rst) begin
+      \$890  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$891  = \$273 [45:0];
+    if (rst) begin
+      \$891  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$892  = \$599 [26:0];
+    if (rst) begin
+      \$892  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$893  = \$274 ;
+    if (rst) begin
+      \$893  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$894  = \$275 ;
+    if (rst) begin
+      \$894  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$895  = \$279 [7:0];
+    if (rst) begin
+      \$895  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$896  = \$290 [45:0];
+    if (rst) begin
+      \$896  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$897  = \$605 [26:0];
+    if (rst) begin
+      \$897  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$898  = \$291 ;
+    if (rst) begin
+      \$898  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$899  = \$292 ;
+    if (rst) begin
+      \$899  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$900  = \$296 [7:0];
+    if (rst) begin
+      \$900  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$901  = \$298 [45:0];
+    if (rst) begin
+      \$901  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$902  = \$611 [26:0];
+    if (rst) begin
+      \$902  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$903  = \$299 ;
+    if (rst) begin
+      \$903  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$904  = \$300 ;
+    if (rst) begin
+      \$904  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$905  = \$304 [7:0];
+    if (rst) begin
+      \$905  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$906  = \$315 [45:0];
+    if (rst) begin
+      \$906  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$907  = \$617 [26:0];
+    if (rst) begin
+      \$907  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$908  = \$316 ;
+    if (rst) begin
+      \$908  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$909  = \$317 ;
+    if (rst) begin
+      \$909  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$910  = \$321 [7:0];
+    if (rst) begin
+      \$910  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$911  = \$323 [45:0];
+    if (rst) begin
+      \$911  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$912  = \$623 [26:0];
+    if (rst) begin
+      \$912  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$913  = \$324 ;
+    if (rst) begin
+      \$913  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$914  = \$325 ;
+    if (rst) begin
+      \$914  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$915  = \$329 [7:0];
+    if (rst) begin
+      \$915  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$916  = \$340 [45:0];
+    if (rst) begin
+      \$916  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$917  = \$629 [26:0];
+    if (rst) begin
+      \$917  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$918  = \$341 ;
+    if (rst) begin
+      \$918  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$919  = \$342 ;
+    if (rst) begin
+      \$919  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$920  = \$346 [7:0];
+    if (rst) begin
+      \$920  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$921  = \$348 [45:0];
+    if (rst) begin
+      \$921  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$922  = \$635 [26:0];
+    if (rst) begin
+      \$922  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$923  = \$349 ;
+    if (rst) begin
+      \$923  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$924  = \$350 ;
+    if (rst) begin
+      \$924  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$925  = \$354 [7:0];
+    if (rst) begin
+      \$925  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$926  = \$365 [45:0];
+    if (rst) begin
+      \$926  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$927  = \$641 [26:0];
+    if (rst) begin
+      \$927  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$928  = \$366 ;
+    if (rst) begin
+      \$928  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$929  = \$367 ;
+    if (rst) begin
+      \$929  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$930  = \$371 [7:0];
+    if (rst) begin
+      \$930  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$931  = \$373 [45:0];
+    if (rst) begin
+      \$931  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$932  = \$647 [26:0];
+    if (rst) begin
+      \$932  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$933  = \$374 ;
+    if (rst) begin
+      \$933  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$934  = \$375 ;
+    if (rst) begin
+      \$934  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$935  = \$379 [7:0];
+    if (rst) begin
+      \$935  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$936  = \$390 [45:0];
+    if (rst) begin
+      \$936  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$937  = \$653 [26:0];
+    if (rst) begin
+      \$937  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$938  = \$391 ;
+    if (rst) begin
+      \$938  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$939  = \$392 ;
+    if (rst) begin
+      \$939  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$940  = \$396 [7:0];
+    if (rst) begin
+      \$940  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$941  = \$398 [45:0];
+    if (rst) begin
+      \$941  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$942  = \$659 [26:0];
+    if (rst) begin
+      \$942  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$943  = \$399 ;
+    if (rst) begin
+      \$943  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$944  = \$400 ;
+    if (rst) begin
+      \$944  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$945  = \$404 [7:0];
+    if (rst) begin
+      \$945  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$946  = \$415 ;
+    if (rst) begin
+      \$946  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$947  = { \$431 , \$429 , \$427 , \$425 , \$423 , \$421 , \$419 , \$417  };
+    if (rst) begin
+      \$947  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$948  = o__valid;
+    if (rst) begin
+      \$948  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$949  = flag_dequant_overflow;
+    if (\$433 ) begin
+      \$949  = 1'h0;
+    end else if (any_deq_ovf) begin
+      \$949  = 1'h1;
+    end
+    if (rst) begin
+      \$949  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$950  = flag_requant_overflow;
+    if (\$435 ) begin
+      \$950  = 1'h0;
+    end else if (any_req_ovf) begin
+      \$950  = 1'h1;
+    end
+    if (rst) begin
+      \$950  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$951  = flag_pe_overflow;
+    if (\$437 ) begin
+      \$951  = 1'h0;
+    end else if (\$439 ) begin
+      \$951  = 1'h1;
+    end
+    if (rst) begin
+      \$951  = 1'h0;
+    end
+  end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     issue = 1'h0;
@@ -3399,9 +5816,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr  = \$2 [13:0];
+      \$signature__addr  = \$441 [13:0];
     end else begin
-      \$signature__addr  = host_addr[13:0];
+      \$signature__addr  = host_addr_q[13:0];
     end
   end
   always @* begin
@@ -3410,2446 +5827,280 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en  = issue;
     end else begin
-      \$signature__en  = \$5 ;
+      \$signature__en  = \$446 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$20  = \$2 [13:0];
+      \$signature__addr$342  = \$441 [13:0];
     end else begin
-      \$signature__addr$20  = host_addr[13:0];
+      \$signature__addr$342  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$21  = issue;
+      \$signature__en$343  = issue;
     end else begin
-      \$signature__en$21  = \$7 ;
+      \$signature__en$343  = \$448 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$22  = \$2 [13:0];
+      \$signature__addr$344  = \$441 [13:0];
     end else begin
-      \$signature__addr$22  = host_addr[13:0];
+      \$signature__addr$344  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$23  = issue;
+      \$signature__en$345  = issue;
     end else begin
-      \$signature__en$23  = \$9 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    host_rdata = 128'h00000000000000000000000000000000;
-    casez (h_region_q)
-      2'h0:
-          host_rdata = { 64'h0000000000000000, \$signature__data  };
-      2'h1:
-          host_rdata = { 64'h0000000000000000, \$signature__data$27  };
-      2'h2:
-          host_rdata = { 120'h000000000000000000000000000000, \$signature__data$28  };
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    (* full_case = 32'd1 *)
-    if (busy) begin
-      \$signature__addr$309  = wb4_addr;
-    end else begin
-      \$signature__addr$309  = host_addr[13:0];
+      \$signature__en$345  = \$450 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__data$311  = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
+      \$signature__addr$503  = wb4_addr;
     end else begin
-      \$signature__data$311  = host_wdata[63:0];
+      \$signature__addr$503  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$312  = wen_rewards;
+      \$signature__data$504  = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
     end else begin
-      \$signature__en$312  = \$224 [7:0];
+      \$signature__data$504  = host_wdata_q[63:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$325  = wb4_addr;
+      \$signature__en$505  = w_lane_en;
     end else begin
-      \$signature__addr$325  = host_addr[13:0];
+      \$signature__en$505  = \$663 [7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__data$326  = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
+      \$signature__addr$509  = wb4_addr;
     end else begin
-      \$signature__data$326  = host_wdata[63:0];
+      \$signature__addr$509  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$327  = wen_rewards;
+      \$signature__data$510  = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
     end else begin
-      \$signature__en$327  = \$230 [7:0];
+      \$signature__data$510  = host_wdata_q[63:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$329  = wb4_addr;
+      \$signature__en$511  = w_lane_en;
     end else begin
-      \$signature__addr$329  = host_addr[13:0];
+      \$signature__en$511  = \$667 [7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__data$330  = 8'h00;
+      \$signature__addr$513  = wb4_addr;
     end else begin
-      \$signature__data$330  = host_wdata[7:0];
+      \$signature__addr$513  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$331  = 1'h0;
+      \$signature__data$514  = 8'h00;
     end else begin
-      \$signature__en$331  = \$236 [0];
+      \$signature__data$514  = host_wdata_q[7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$650  = cycles;
+    (* full_case = 32'd1 *)
     if (busy) begin
-      \$650  = \$242 [31:0];
-    end
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$650  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$650  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$651  = settle;
-    if (\$243 ) begin
-      \$651  = \$244 [0];
-    end
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$651  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$651  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$652  = 1'h0;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$652  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$652  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$653  = 1'h0;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            if (chk_no_timesteps) begin
-              \$653  = 1'h1;
-            end else if (chk_no_trajectories) begin
-              \$653  = 1'h1;
-            end else if (chk_capacity) begin
-              \$653  = 1'h1;
-            end else if (chk_coefficient) begin
-              \$653  = 1'h1;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$653  = 1'h1;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$276 ) begin
-            \$653  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$653  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$654  = \$245 ;
-    if (rst) begin
-      \$654  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$655  = \$246 ;
-    if (rst) begin
-      \$655  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$656  = \$249 ;
-    if (rst) begin
-      \$656  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$657  = \$252 ;
-    if (rst) begin
-      \$657  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$658  = error;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$658  = 3'h0;
-            if (chk_no_timesteps) begin
-              \$658  = 3'h1;
-            end else if (chk_no_trajectories) begin
-              \$658  = 3'h2;
-            end else if (chk_capacity) begin
-              \$658  = 3'h3;
-            end else if (chk_coefficient) begin
-              \$658  = 3'h4;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$658  = 3'h3;
-          end
-    endcase
-    if (rst) begin
-      \$658  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$659  = arg_num_timesteps;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$659  = num_timesteps;
-          end
-    endcase
-    if (rst) begin
-      \$659  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$660  = arg_num_trajectories;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$660  = num_trajectories;
-          end
-    endcase
-    if (rst) begin
-      \$660  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$661  = gamma;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$661  = \gamma$349 ;
-          end
-    endcase
-    if (rst) begin
-      \$661  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$662  = gamma_lambda;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$662  = \gamma_lambda$350 ;
-          end
-    endcase
-    if (rst) begin
-      \$662  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$663  = arg_reward_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$663  = reward_scale;
-          end
-    endcase
-    if (rst) begin
-      \$663  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$664  = arg_reward_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$664  = reward_offset;
-          end
-    endcase
-    if (rst) begin
-      \$664  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$665  = arg_value_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$665  = value_scale;
-          end
-    endcase
-    if (rst) begin
-      \$665  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$666  = arg_value_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$666  = value_offset;
-          end
-    endcase
-    if (rst) begin
-      \$666  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$667  = arg_adv_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$667  = adv_scale;
-          end
-    endcase
-    if (rst) begin
-      \$667  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$668  = arg_adv_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$668  = adv_offset;
-          end
-    endcase
-    if (rst) begin
-      \$668  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$669  = arg_rtg_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$669  = rtg_scale;
-          end
-    endcase
-    if (rst) begin
-      \$669  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$670  = arg_rtg_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$670  = rtg_offset;
-          end
-    endcase
-    if (rst) begin
-      \$670  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$671  = T;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$671  = num_timesteps[14:0];
-          end
-    endcase
-    if (rst) begin
-      \$671  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$672  = \$signal ;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$672  = \$253 [14:0];
-          end
-    endcase
-    if (rst) begin
-      \$672  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$673  = T_plus_1;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$673  = \$254 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$673  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$674  = nxt_rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$674  = \$255 [15:0];
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$674  = \$261 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$674  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$675  = room;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$675  = { \$256 [32], \$256  };
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$675  = \$262 [33:0];
-          end
-    endcase
-    if (rst) begin
-      \$675  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$676  = rem;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$676  = num_trajectories[13:0];
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$676  = \$260 [13:0];
-          end
-    endcase
-    if (rst) begin
-      \$676  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$677  = G;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$677  = 13'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$677  = \$257 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$677  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$678  = rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$678  = 16'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$678  = nxt_rows;
-          end
-    endcase
-    if (rst) begin
-      \$678  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$679  = busy;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            (* full_case = 32'd1 *)
-            if (chk_no_timesteps) begin
-            end else if (chk_no_trajectories) begin
-            end else if (chk_capacity) begin
-            end else if (chk_coefficient) begin
-            end else begin
-              \$679  = 1'h1;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$679  = 1'h0;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$276 ) begin
-            \$679  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$679  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$680  = ctrl_state;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            (* full_case = 32'd1 *)
-            if (chk_no_timesteps) begin
-            end else if (chk_no_trajectories) begin
-            end else if (chk_capacity) begin
-            end else if (chk_coefficient) begin
-            end else begin
-              \$680  = 3'h1;
-            end
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-            \$680  = 3'h0;
-          end else begin
-            if (\$263 ) begin
-              \$680  = 3'h2;
-            end
-          end
-      3'h2:
-          if (\$265 ) begin
-            \$680  = 3'h3;
-          end
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-            end else if (\$267 ) begin
-              if (last_group) begin
-                \$680  = 3'h4;
-              end
-            end
-          end
-      3'h4:
-          if (\$276 ) begin
-            \$680  = 3'h0;
-          end
-    endcase
-    if (rst) begin
-      \$680  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$681  = G_minus_1;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$681  = G;
-          end
-    endcase
-    if (rst) begin
-      \$681  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$682  = G_minus_L;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$682  = \$259 ;
-          end
-    endcase
-    if (rst) begin
-      \$682  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$683  = last_lanes;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            if (\$263 ) begin
-              \$683  = rem[3:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$683  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$684  = row_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$684  = \$264 [15:0];
-      3'h3:
-          if (\$266 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$684  = \$269 [15:0];
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$684  = \$271 [15:0];
-              end
-            end else begin
-              \$684  = \$273 [15:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$684  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$685  = grp_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$685  = 14'h0000;
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$685  = \$270 [13:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$685  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$686  = lane;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$686  = 1'h0;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$266 ) begin
-            \$686  = 1'h0;
-          end else begin
-            \$686  = \$274 [0];
-          end
-    endcase
-    if (rst) begin
-      \$686  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$687  = boot;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$687  = 1'h1;
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-              \$687  = 1'h0;
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$687  = 1'h1;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$687  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$688  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$688  = T;
-      3'h3:
-          if (\$266 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$688  = \$268 [14:0];
-            end else if (\$267 ) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$688  = T;
-              end
-            end else begin
-              \$688  = \$272 [14:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$688  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$689  = drain;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$266 ) begin
-            if (boot) begin
-            end else if (\$267 ) begin
-              if (last_group) begin
-                \$689  = 5'h16;
-              end
-            end
-          end
-      3'h4:
-          \$689  = \$275 [4:0];
-    endcase
-    if (rst) begin
-      \$689  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$690  = \$277 ;
-    if (rst) begin
-      \$690  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$691  = host_addr[15:14];
-    if (rst) begin
-      \$691  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$692  = host_addr[13:0];
-    if (rst) begin
-      \$692  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$693  = issue;
-    if (rst) begin
-      \$693  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$694  = boot;
-    if (rst) begin
-      \$694  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$695  = \$280 ;
-    if (rst) begin
-      \$695  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$696  = lane;
-    if (rst) begin
-      \$696  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$697  = \$2 [15:0];
-    if (rst) begin
-      \$697  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$698  = \$3 [13:0];
-    if (rst) begin
-      \$698  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$699  = rd1_valid;
-    if (rst) begin
-      \$699  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$700  = rd1_boot;
-    if (rst) begin
-      \$700  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$701  = rd1_first;
-    if (rst) begin
-      \$701  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$702  = rd1_lane;
-    if (rst) begin
-      \$702  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$703  = rd1_addr;
-    if (rst) begin
-      \$703  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$704  = \$284 ;
-    if (rst) begin
-      \$704  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$705  = \$signature__data ;
-    if (rst) begin
-      \$705  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$706  = \$signature__data$27 ;
-    if (rst) begin
-      \$706  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$707  = \$signature__data$28 ;
-    if (rst) begin
-      \$707  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$708  = rd2_valid;
-    if (rst) begin
-      \$708  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$709  = rd2_boot;
-    if (rst) begin
-      \$709  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$710  = rd2_first;
-    if (rst) begin
-      \$710  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$711  = rd2_lane;
-    if (rst) begin
-      \$711  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$712  = rd2_addr;
-    if (rst) begin
-      \$712  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$713  = rd2_nvalid;
-    if (rst) begin
-      \$713  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$714  = rd3_valid;
-    if (rst) begin
-      \$714  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$715  = rd3_boot;
-    if (rst) begin
-      \$715  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$716  = rd3_first;
-    if (rst) begin
-      \$716  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$717  = rd3_lane;
-    if (rst) begin
-      \$717  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$718  = rd3_addr;
-    if (rst) begin
-      \$718  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$719  = rd3_nvalid;
-    if (rst) begin
-      \$719  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$720  = rd4_valid;
-    if (rst) begin
-      \$720  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$721  = rd4_boot;
-    if (rst) begin
-      \$721  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$722  = rd4_first;
-    if (rst) begin
-      \$722  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$723  = rd4_lane;
-    if (rst) begin
-      \$723  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$724  = rd4_addr;
-    if (rst) begin
-      \$724  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$725  = rd4_nvalid;
-    if (rst) begin
-      \$725  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$726  = \$286 ;
-    if (rst) begin
-      \$726  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$727  = \$288 ;
-    if (rst) begin
-      \$727  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$728  = rdata_dones_q;
-    if (rst) begin
-      \$728  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$729  = rd3_dones;
-    if (rst) begin
-      \$729  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$730  = rd4_dones;
-    if (rst) begin
-      \$730  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$731  = \$289 ;
-    if (rst) begin
-      \$731  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$732  = \$291 [34:0];
-    if (rst) begin
-      \$732  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$733  = \$16 [31:0];
-    if (rst) begin
-      \$733  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$734  = \$292 ;
-    if (rst) begin
-      \$734  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$735  = \$294 [34:0];
-    if (rst) begin
-      \$735  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$736  = \$23 [31:0];
-    if (rst) begin
-      \$736  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$737 [0] = \$299 ;
-    \$737 [1] = \$310 ;
-    \$737 [2] = \$321 ;
-    \$737 [3] = \$332 ;
-    \$737 [4] = \$343 ;
-    \$737 [5] = \$354 ;
-    \$737 [6] = \$365 ;
-    \$737 [7] = \$376 ;
-    if (rst) begin
-      \$737  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$738  = \$300 ;
-    if (rst) begin
-      \$738  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$739  = \$302 [34:0];
-    if (rst) begin
-      \$739  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$740  = \$30 [31:0];
-    if (rst) begin
-      \$740  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$741  = \$303 ;
-    if (rst) begin
-      \$741  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$742  = \$305 [34:0];
-    if (rst) begin
-      \$742  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$743  = \$37 [31:0];
-    if (rst) begin
-      \$743  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$744  = \$311 ;
-    if (rst) begin
-      \$744  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$745  = \$313 [34:0];
-    if (rst) begin
-      \$745  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$746  = \$44 [31:0];
-    if (rst) begin
-      \$746  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$747  = \$314 ;
-    if (rst) begin
-      \$747  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$748  = \$316 [34:0];
-    if (rst) begin
-      \$748  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$749  = \$51 [31:0];
-    if (rst) begin
-      \$749  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$750  = \$322 ;
-    if (rst) begin
-      \$750  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$751  = \$324 [34:0];
-    if (rst) begin
-      \$751  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$752  = \$58 [31:0];
-    if (rst) begin
-      \$752  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$753  = \$325 ;
-    if (rst) begin
-      \$753  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$754  = \$327 [34:0];
-    if (rst) begin
-      \$754  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$755  = \$65 [31:0];
-    if (rst) begin
-      \$755  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$756  = \$333 ;
-    if (rst) begin
-      \$756  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$757  = \$335 [34:0];
-    if (rst) begin
-      \$757  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$758  = \$72 [31:0];
-    if (rst) begin
-      \$758  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$759  = \$336 ;
-    if (rst) begin
-      \$759  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$760  = \$338 [34:0];
-    if (rst) begin
-      \$760  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$761  = \$79 [31:0];
-    if (rst) begin
-      \$761  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$762  = \$344 ;
-    if (rst) begin
-      \$762  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$763  = \$346 [34:0];
-    if (rst) begin
-      \$763  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$764  = \$86 [31:0];
-    if (rst) begin
-      \$764  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$765  = \$347 ;
-    if (rst) begin
-      \$765  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$766  = \$349 [34:0];
-    if (rst) begin
-      \$766  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$767  = \$93 [31:0];
-    if (rst) begin
-      \$767  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$768  = \$355 ;
-    if (rst) begin
-      \$768  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$769  = \$357 [34:0];
-    if (rst) begin
-      \$769  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$770  = \$100 [31:0];
-    if (rst) begin
-      \$770  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$771  = \$358 ;
-    if (rst) begin
-      \$771  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$772  = \$360 [34:0];
-    if (rst) begin
-      \$772  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$773  = \$107 [31:0];
-    if (rst) begin
-      \$773  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$774  = \$366 ;
-    if (rst) begin
-      \$774  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$775  = \$368 [34:0];
-    if (rst) begin
-      \$775  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$776  = \$114 [31:0];
-    if (rst) begin
-      \$776  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$777  = \$369 ;
-    if (rst) begin
-      \$777  = 26'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$778  = \$371 [34:0];
-    if (rst) begin
-      \$778  = 35'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$779  = \$121 [31:0];
-    if (rst) begin
-      \$779  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$780  = \$378 ;
-    if (rst) begin
-      \$780  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$781  = boot0_0;
-    if (\$380 ) begin
-      \$781  = s2_v0;
-    end
-    if (rst) begin
-      \$781  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$782  = boot0_1;
-    if (\$380 ) begin
-      \$782  = s2_v1;
-    end
-    if (rst) begin
-      \$782  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$783  = boot0_2;
-    if (\$380 ) begin
-      \$783  = s2_v2;
-    end
-    if (rst) begin
-      \$783  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$784  = boot0_3;
-    if (\$380 ) begin
-      \$784  = s2_v3;
-    end
-    if (rst) begin
-      \$784  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$785  = boot0_4;
-    if (\$380 ) begin
-      \$785  = s2_v4;
-    end
-    if (rst) begin
-      \$785  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$786  = boot0_5;
-    if (\$380 ) begin
-      \$786  = s2_v5;
-    end
-    if (rst) begin
-      \$786  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$787  = boot0_6;
-    if (\$380 ) begin
-      \$787  = s2_v6;
-    end
-    if (rst) begin
-      \$787  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$788  = boot0_7;
-    if (\$380 ) begin
-      \$788  = s2_v7;
-    end
-    if (rst) begin
-      \$788  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$789  = o__valid;
-    if (rst) begin
-      \$789  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$790  = o__payload[78:65];
-    if (rst) begin
-      \$790  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$791  = o__payload[84:81];
-    if (rst) begin
-      \$791  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$792  = wb0_valid;
-    if (rst) begin
-      \$792  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$793  = wb0_addr;
-    if (rst) begin
-      \$793  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$794  = wb0_lanes;
-    if (rst) begin
-      \$794  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$795  = wb1_valid;
-    if (rst) begin
-      \$795  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$796  = wb1_addr;
-    if (rst) begin
-      \$796  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$797  = wb1_lanes;
-    if (rst) begin
-      \$797  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$798  = wb2_valid;
-    if (rst) begin
-      \$798  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$799  = wb2_addr;
-    if (rst) begin
-      \$799  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$800  = wb2_lanes;
-    if (rst) begin
-      \$800  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$801  = wb3_valid;
-    if (rst) begin
-      \$801  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$802  = wb3_addr;
-    if (rst) begin
-      \$802  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$803  = wb3_lanes;
-    if (rst) begin
-      \$803  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$804  = { \$396 , \$394 , \$392 , \$390 , \$388 , \$386 , \$384 , \$382  };
-    if (rst) begin
-      \$804  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$805  = \$398 [41:0];
-    if (rst) begin
-      \$805  = 42'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$806  = \$400 [41:0];
-    if (rst) begin
-      \$806  = 42'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$807  = \$402 [45:0];
-    if (rst) begin
-      \$807  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$808  = \$128 [26:0];
-    if (rst) begin
-      \$808  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$809  = \$403 ;
-    if (rst) begin
-      \$809  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$810  = \$404 ;
-    if (rst) begin
-      \$810  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$811  = \$408 [7:0];
-    if (rst) begin
-      \$811  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$812  = \$410 [45:0];
-    if (rst) begin
-      \$812  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$813  = \$134 [26:0];
-    if (rst) begin
-      \$813  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$814  = \$411 ;
-    if (rst) begin
-      \$814  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$815  = \$412 ;
-    if (rst) begin
-      \$815  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$816  = \$416 [7:0];
-    if (rst) begin
-      \$816  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$817 [0] = \$425 ;
-    \$817 [1] = \$450 ;
-    \$817 [2] = \$475 ;
-    \$817 [3] = \$500 ;
-    \$817 [4] = \$525 ;
-    \$817 [5] = \$550 ;
-    \$817 [6] = \$575 ;
-    \$817 [7] = \$600 ;
-    if (rst) begin
-      \$817  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$818  = \$427 [45:0];
-    if (rst) begin
-      \$818  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$819  = \$140 [26:0];
-    if (rst) begin
-      \$819  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$820  = \$428 ;
-    if (rst) begin
-      \$820  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$821  = \$429 ;
-    if (rst) begin
-      \$821  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$822  = \$433 [7:0];
-    if (rst) begin
-      \$822  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$823  = \$435 [45:0];
-    if (rst) begin
-      \$823  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$824  = \$146 [26:0];
-    if (rst) begin
-      \$824  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$825  = \$436 ;
-    if (rst) begin
-      \$825  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$826  = \$437 ;
-    if (rst) begin
-      \$826  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$827  = \$441 [7:0];
-    if (rst) begin
-      \$827  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$828  = \$452 [45:0];
-    if (rst) begin
-      \$828  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$829  = \$152 [26:0];
-    if (rst) begin
-      \$829  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$830  = \$453 ;
-    if (rst) begin
-      \$830  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$831  = \$454 ;
-    if (rst) begin
-      \$831  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$832  = \$458 [7:0];
-    if (rst) begin
-      \$832  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$833  = \$460 [45:0];
-    if (rst) begin
-      \$833  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$834  = \$158 [26:0];
-    if (rst) begin
-      \$834  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$835  = \$461 ;
-    if (rst) begin
-      \$835  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$836  = \$462 ;
-    if (rst) begin
-      \$836  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$837  = \$466 [7:0];
-    if (rst) begin
-      \$837  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$838  = \$477 [45:0];
-    if (rst) begin
-      \$838  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$839  = \$164 [26:0];
-    if (rst) begin
-      \$839  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$840  = \$478 ;
-    if (rst) begin
-      \$840  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$841  = \$479 ;
-    if (rst) begin
-      \$841  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$842  = \$483 [7:0];
-    if (rst) begin
-      \$842  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$843  = \$485 [45:0];
-    if (rst) begin
-      \$843  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$844  = \$170 [26:0];
-    if (rst) begin
-      \$844  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$845  = \$486 ;
-    if (rst) begin
-      \$845  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$846  = \$487 ;
-    if (rst) begin
-      \$846  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$847  = \$491 [7:0];
-    if (rst) begin
-      \$847  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$848  = \$502 [45:0];
-    if (rst) begin
-      \$848  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$849  = \$176 [26:0];
-    if (rst) begin
-      \$849  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$850  = \$503 ;
-    if (rst) begin
-      \$850  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$851  = \$504 ;
-    if (rst) begin
-      \$851  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$852  = \$508 [7:0];
-    if (rst) begin
-      \$852  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$853  = \$510 [45:0];
-    if (rst) begin
-      \$853  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$854  = \$182 [26:0];
-    if (rst) begin
-      \$854  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$855  = \$511 ;
-    if (rst) begin
-      \$855  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$856  = \$512 ;
-    if (rst) begin
-      \$856  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$857  = \$516 [7:0];
-    if (rst) begin
-      \$857  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$858  = \$527 [45:0];
-    if (rst) begin
-      \$858  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$859  = \$188 [26:0];
-    if (rst) begin
-      \$859  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$860  = \$528 ;
-    if (rst) begin
-      \$860  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$861  = \$529 ;
-    if (rst) begin
-      \$861  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$862  = \$533 [7:0];
-    if (rst) begin
-      \$862  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$863  = \$535 [45:0];
-    if (rst) begin
-      \$863  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$864  = \$194 [26:0];
-    if (rst) begin
-      \$864  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$865  = \$536 ;
-    if (rst) begin
-      \$865  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$866  = \$537 ;
-    if (rst) begin
-      \$866  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$867  = \$541 [7:0];
-    if (rst) begin
-      \$867  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$868  = \$552 [45:0];
-    if (rst) begin
-      \$868  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$869  = \$200 [26:0];
-    if (rst) begin
-      \$869  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$870  = \$553 ;
-    if (rst) begin
-      \$870  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$871  = \$554 ;
-    if (rst) begin
-      \$871  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$872  = \$558 [7:0];
-    if (rst) begin
-      \$872  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$873  = \$560 [45:0];
-    if (rst) begin
-      \$873  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$874  = \$206 [26:0];
-    if (rst) begin
-      \$874  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$875  = \$561 ;
-    if (rst) begin
-      \$875  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$876  = \$562 ;
-    if (rst) begin
-      \$876  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$877  = \$566 [7:0];
-    if (rst) begin
-      \$877  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$878  = \$577 [45:0];
-    if (rst) begin
-      \$878  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$879  = \$212 [26:0];
-    if (rst) begin
-      \$879  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$880  = \$578 ;
-    if (rst) begin
-      \$880  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$881  = \$579 ;
-    if (rst) begin
-      \$881  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$882  = \$583 [7:0];
-    if (rst) begin
-      \$882  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$883  = \$585 [45:0];
-    if (rst) begin
-      \$883  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$884  = \$218 [26:0];
-    if (rst) begin
-      \$884  = 27'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$885  = \$586 ;
-    if (rst) begin
-      \$885  = 45'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$886  = \$587 ;
-    if (rst) begin
-      \$886  = 46'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$887  = \$591 [7:0];
-    if (rst) begin
-      \$887  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$888  = \$602 ;
-    if (rst) begin
-      \$888  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$889  = { \$618 , \$616 , \$614 , \$612 , \$610 , \$608 , \$606 , \$604  };
-    if (rst) begin
-      \$889  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$890  = o__valid;
-    if (rst) begin
-      \$890  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$891  = status_dequant_overflow;
-    if (\$620 ) begin
-      \$891  = 1'h0;
-    end else if (any_deq_ovf) begin
-      \$891  = 1'h1;
-    end
-    if (rst) begin
-      \$891  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$892  = status_requant_overflow;
-    if (\$622 ) begin
-      \$892  = 1'h0;
-    end else if (any_req_ovf) begin
-      \$892  = 1'h1;
-    end
-    if (rst) begin
-      \$892  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$893  = status_pe_overflow;
-    if (\$624 ) begin
-      \$893  = 1'h0;
-    end else if (\$626 ) begin
-      \$893  = 1'h1;
-    end
-    if (rst) begin
-      \$893  = 1'h0;
-    end
-  end
-  assign \busy$1  = busy;
-  assign err = error;
-  assign \cycles$5  = cycles;
-  assign rd_addr = \$2 [15:0];
-  assign grp = \$3 [13:0];
-  assign host_word = host_addr[13:0];
-  assign host_region = host_addr[15:14];
-  assign deq_r0_full = \$14 [35:1];
-  assign deq_r0 = \$16 [31:0];
-  assign deq_v0_full = \$21 [35:1];
-  assign deq_v0 = \$23 [31:0];
-  assign deq_r1_full = \$28 [35:1];
-  assign deq_r1 = \$30 [31:0];
-  assign deq_v1_full = \$35 [35:1];
-  assign deq_v1 = \$37 [31:0];
-  assign deq_r2_full = \$42 [35:1];
-  assign deq_r2 = \$44 [31:0];
-  assign deq_v2_full = \$49 [35:1];
-  assign deq_v2 = \$51 [31:0];
-  assign deq_r3_full = \$56 [35:1];
-  assign deq_r3 = \$58 [31:0];
-  assign deq_v3_full = \$63 [35:1];
-  assign deq_v3 = \$65 [31:0];
-  assign deq_r4_full = \$70 [35:1];
-  assign deq_r4 = \$72 [31:0];
-  assign deq_v4_full = \$77 [35:1];
-  assign deq_v4 = \$79 [31:0];
-  assign deq_r5_full = \$84 [35:1];
-  assign deq_r5 = \$86 [31:0];
-  assign deq_v5_full = \$91 [35:1];
-  assign deq_v5 = \$93 [31:0];
-  assign deq_r6_full = \$98 [35:1];
-  assign deq_r6 = \$100 [31:0];
-  assign deq_v6_full = \$105 [35:1];
-  assign deq_v6 = \$107 [31:0];
-  assign deq_r7_full = \$112 [35:1];
-  assign deq_r7 = \$114 [31:0];
-  assign deq_v7_full = \$119 [35:1];
-  assign deq_v7 = \$121 [31:0];
+      \$signature__en$515  = 1'h0;
+    end else begin
+      \$signature__en$515  = \$671 [0];
+    end
+  end
+  assign host_region = host_addr_q[15:14];
+  assign host_word = host_addr_q[13:0];
+  assign rd_addr = \$441 [15:0];
+  assign grp = \$442 [13:0];
+  assign deq_r0 = \$457 [31:0];
+  assign deq_v0 = \$464 [31:0];
+  assign deq_r1 = \$471 [31:0];
+  assign deq_v1 = \$478 [31:0];
+  assign deq_r2 = \$485 [31:0];
+  assign deq_v2 = \$492 [31:0];
+  assign deq_r3 = \$499 [31:0];
+  assign deq_v3 = \$506 [31:0];
+  assign deq_r4 = \$513 [31:0];
+  assign deq_v4 = \$520 [31:0];
+  assign deq_r5 = \$527 [31:0];
+  assign deq_v5 = \$534 [31:0];
+  assign deq_r6 = \$541 [31:0];
+  assign deq_v6 = \$548 [31:0];
+  assign deq_r7 = \$555 [31:0];
+  assign deq_v7 = \$562 [31:0];
+  assign rq_a0_sat = \$569 [26:0];
+  assign rq_r0_sat = \$575 [26:0];
+  assign rq_a1_sat = \$581 [26:0];
+  assign rq_r1_sat = \$587 [26:0];
+  assign rq_a2_sat = \$593 [26:0];
+  assign rq_r2_sat = \$599 [26:0];
+  assign rq_a3_sat = \$605 [26:0];
+  assign rq_r3_sat = \$611 [26:0];
+  assign rq_a4_sat = \$617 [26:0];
+  assign rq_r4_sat = \$623 [26:0];
+  assign rq_a5_sat = \$629 [26:0];
+  assign rq_r5_sat = \$635 [26:0];
+  assign rq_a6_sat = \$641 [26:0];
+  assign rq_r6_sat = \$647 [26:0];
+  assign rq_a7_sat = \$653 [26:0];
+  assign rq_r7_sat = \$659 [26:0];
+  assign \busy$336  = busy;
+  assign error = err;
+  assign \cycles$338  = cycles;
+  assign host_rdata = host_rdata_q;
+  assign deq_r0_full = \$455 [35:1];
+  assign deq_v0_full = \$462 [35:1];
+  assign deq_r1_full = \$469 [35:1];
+  assign deq_v1_full = \$476 [35:1];
+  assign deq_r2_full = \$483 [35:1];
+  assign deq_v2_full = \$490 [35:1];
+  assign deq_r3_full = \$497 [35:1];
+  assign deq_v3_full = \$504 [35:1];
+  assign deq_r4_full = \$511 [35:1];
+  assign deq_v4_full = \$518 [35:1];
+  assign deq_r5_full = \$525 [35:1];
+  assign deq_v5_full = \$532 [35:1];
+  assign deq_r6_full = \$539 [35:1];
+  assign deq_v6_full = \$546 [35:1];
+  assign deq_r7_full = \$553 [35:1];
+  assign deq_v7_full = \$560 [35:1];
   assign i__valid = pe_in_valid;
   assign o__ready = 1'h1;
-  assign arg_gamma = gamma;
-  assign arg_gamma_lambda = gamma_lambda;
-  assign \i__valid$144  = pe_in_valid;
-  assign \o__ready$149  = 1'h1;
-  assign \gamma$150  = gamma;
-  assign \gamma_lambda$151  = gamma_lambda;
-  assign \i__valid$152  = pe_in_valid;
-  assign \o__ready$157  = 1'h1;
-  assign \gamma$158  = gamma;
-  assign \gamma_lambda$159  = gamma_lambda;
-  assign \i__valid$160  = pe_in_valid;
-  assign \o__ready$165  = 1'h1;
-  assign \gamma$166  = gamma;
-  assign \gamma_lambda$167  = gamma_lambda;
-  assign \i__valid$168  = pe_in_valid;
-  assign \o__ready$173  = 1'h1;
-  assign \gamma$174  = gamma;
-  assign \gamma_lambda$175  = gamma_lambda;
-  assign \i__valid$176  = pe_in_valid;
-  assign \o__ready$181  = 1'h1;
-  assign \gamma$182  = gamma;
-  assign \gamma_lambda$183  = gamma_lambda;
-  assign \i__valid$184  = pe_in_valid;
-  assign \o__ready$189  = 1'h1;
-  assign \gamma$190  = gamma;
-  assign \gamma_lambda$191  = gamma_lambda;
-  assign \i__valid$192  = pe_in_valid;
-  assign \o__ready$197  = 1'h1;
-  assign \gamma$198  = gamma;
-  assign \gamma_lambda$199  = gamma_lambda;
-  assign rq_a0_x = rq_a0_sat_full;
-  assign rq_a0_sat = \$128 [26:0];
-  assign rq_r0_x = rq_r0_sat_full;
-  assign rq_r0_sat = \$134 [26:0];
-  assign rq_a1_x = rq_a1_sat_full;
-  assign rq_a1_sat = \$140 [26:0];
-  assign rq_r1_x = rq_r1_sat_full;
-  assign rq_r1_sat = \$146 [26:0];
-  assign rq_a2_x = rq_a2_sat_full;
-  assign rq_a2_sat = \$152 [26:0];
-  assign rq_r2_x = rq_r2_sat_full;
-  assign rq_r2_sat = \$158 [26:0];
-  assign rq_a3_x = rq_a3_sat_full;
-  assign rq_a3_sat = \$164 [26:0];
-  assign rq_r3_x = rq_r3_sat_full;
-  assign rq_r3_sat = \$170 [26:0];
-  assign rq_a4_x = rq_a4_sat_full;
-  assign rq_a4_sat = \$176 [26:0];
-  assign rq_r4_x = rq_r4_sat_full;
-  assign rq_r4_sat = \$182 [26:0];
-  assign rq_a5_x = rq_a5_sat_full;
-  assign rq_a5_sat = \$188 [26:0];
-  assign rq_r5_x = rq_r5_sat_full;
-  assign rq_r5_sat = \$194 [26:0];
-  assign rq_a6_x = rq_a6_sat_full;
-  assign rq_a6_sat = \$200 [26:0];
-  assign rq_r6_x = rq_r6_sat_full;
-  assign rq_r6_sat = \$206 [26:0];
-  assign rq_a7_x = rq_a7_sat_full;
-  assign rq_a7_sat = \$212 [26:0];
-  assign rq_r7_x = rq_r7_sat_full;
-  assign rq_r7_sat = \$218 [26:0];
+  assign \gamma$399  = arg_gamma;
+  assign \gamma_lambda$400  = arg_gamma_lambda;
+  assign \i__valid$401  = pe_in_valid;
+  assign \o__ready$403  = 1'h1;
+  assign \gamma$404  = arg_gamma;
+  assign \gamma_lambda$405  = arg_gamma_lambda;
+  assign \i__valid$406  = pe_in_valid;
+  assign \o__ready$408  = 1'h1;
+  assign \gamma$409  = arg_gamma;
+  assign \gamma_lambda$410  = arg_gamma_lambda;
+  assign \i__valid$411  = pe_in_valid;
+  assign \o__ready$413  = 1'h1;
+  assign \gamma$414  = arg_gamma;
+  assign \gamma_lambda$415  = arg_gamma_lambda;
+  assign \i__valid$416  = pe_in_valid;
+  assign \o__ready$418  = 1'h1;
+  assign \gamma$419  = arg_gamma;
+  assign \gamma_lambda$420  = arg_gamma_lambda;
+  assign \i__valid$421  = pe_in_valid;
+  assign \o__ready$423  = 1'h1;
+  assign \gamma$424  = arg_gamma;
+  assign \gamma_lambda$425  = arg_gamma_lambda;
+  assign \i__valid$426  = pe_in_valid;
+  assign \o__ready$428  = 1'h1;
+  assign \gamma$429  = arg_gamma;
+  assign \gamma_lambda$430  = arg_gamma_lambda;
+  assign \i__valid$431  = pe_in_valid;
+  assign \o__ready$433  = 1'h1;
+  assign \gamma$434  = arg_gamma;
+  assign \gamma_lambda$435  = arg_gamma_lambda;
+  assign rq_a0_sat_full = rq_a0_x;
+  assign rq_r0_sat_full = rq_r0_x;
+  assign rq_a1_sat_full = rq_a1_x;
+  assign rq_r1_sat_full = rq_r1_x;
+  assign rq_a2_sat_full = rq_a2_x;
+  assign rq_r2_sat_full = rq_r2_x;
+  assign rq_a3_sat_full = rq_a3_x;
+  assign rq_r3_sat_full = rq_r3_x;
+  assign rq_a4_sat_full = rq_a4_x;
+  assign rq_r4_sat_full = rq_r4_x;
+  assign rq_a5_sat_full = rq_a5_x;
+  assign rq_r5_sat_full = rq_r5_x;
+  assign rq_a6_sat_full = rq_a6_x;
+  assign rq_r6_sat_full = rq_r6_x;
+  assign rq_a7_sat_full = rq_a7_x;
+  assign rq_r7_sat_full = rq_r7_x;
   assign wdata_rewards = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
-  assign w_lane_en = wen_rewards;
-  assign host_en_rewards = \$224 [15:0];
+  assign wen_rewards = w_lane_en;
+  assign host_en_rewards = \$663 [15:0];
   assign wdata_values = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
-  assign wen_values = wen_rewards;
-  assign host_en_values = \$230 [15:0];
-  assign host_en_dones = \$236 [15:0];
-  assign flag_dequant_overflow = status_dequant_overflow;
-  assign flag_requant_overflow = status_requant_overflow;
-  assign flag_pe_overflow = status_pe_overflow;
+  assign wen_values = w_lane_en;
+  assign host_en_values = \$667 [15:0];
+  assign host_en_dones = \$671 [15:0];
+  assign status_dequant_overflow = flag_dequant_overflow;
+  assign status_requant_overflow = flag_requant_overflow;
+  assign status_pe_overflow = flag_pe_overflow;
+  assign \o__payload.advantage  = o__payload[31:0];
+  assign \o__payload.rtg  = o__payload[63:32];
+  assign \o__payload.overflow  = o__payload[64];
+  assign \o__payload.timestep  = o__payload[80:65];
+  assign \o__payload.trajectory  = o__payload[88:81];
+  assign \o__payload$240.advantage  = \o__payload$240 [31:0];
+  assign \o__payload$240.rtg  = \o__payload$240 [63:32];
+  assign \o__payload$240.overflow  = \o__payload$240 [64];
+  assign \o__payload$240.timestep  = \o__payload$240 [80:65];
+  assign \o__payload$240.trajectory  = \o__payload$240 [88:81];
+  assign \o__payload$253.advantage  = \o__payload$253 [31:0];
+  assign \o__payload$253.rtg  = \o__payload$253 [63:32];
+  assign \o__payload$253.overflow  = \o__payload$253 [64];
+  assign \o__payload$253.timestep  = \o__payload$253 [80:65];
+  assign \o__payload$253.trajectory  = \o__payload$253 [88:81];
+  assign \o__payload$266.advantage  = \o__payload$266 [31:0];
+  assign \o__payload$266.rtg  = \o__payload$266 [63:32];
+  assign \o__payload$266.overflow  = \o__payload$266 [64];
+  assign \o__payload$266.timestep  = \o__payload$266 [80:65];
+  assign \o__payload$266.trajectory  = \o__payload$266 [88:81];
+  assign \o__payload$279.advantage  = \o__payload$279 [31:0];
+  assign \o__payload$279.rtg  = \o__payload$279 [63:32];
+  assign \o__payload$279.overflow  = \o__payload$279 [64];
+  assign \o__payload$279.timestep  = \o__payload$279 [80:65];
+  assign \o__payload$279.trajectory  = \o__payload$279 [88:81];
+  assign \o__payload$292.advantage  = \o__payload$292 [31:0];
+  assign \o__payload$292.rtg  = \o__payload$292 [63:32];
+  assign \o__payload$292.overflow  = \o__payload$292 [64];
+  assign \o__payload$292.timestep  = \o__payload$292 [80:65];
+  assign \o__payload$292.trajectory  = \o__payload$292 [88:81];
+  assign \o__payload$305.advantage  = \o__payload$305 [31:0];
+  assign \o__payload$305.rtg  = \o__payload$305 [63:32];
+  assign \o__payload$305.overflow  = \o__payload$305 [64];
+  assign \o__payload$305.timestep  = \o__payload$305 [80:65];
+  assign \o__payload$305.trajectory  = \o__payload$305 [88:81];
+  assign \o__payload$318.advantage  = \o__payload$318 [31:0];
+  assign \o__payload$318.rtg  = \o__payload$318 [63:32];
+  assign \o__payload$318.overflow  = \o__payload$318 [64];
+  assign \o__payload$318.timestep  = \o__payload$318 [80:65];
+  assign \o__payload$318.trajectory  = \o__payload$318 [88:81];
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -5857,144 +6108,104 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \i__payload.first  = i__payload[97];
   assign \i__payload.timestep  = i__payload[113:98];
   assign \i__payload.trajectory  = i__payload[121:114];
-  assign \i__payload$145.reward  = \i__payload$145 [31:0];
-  assign \i__payload$145.value  = \i__payload$145 [63:32];
-  assign \i__payload$145.bootstrap  = \i__payload$145 [95:64];
-  assign \i__payload$145.done  = \i__payload$145 [96];
-  assign \i__payload$145.first  = \i__payload$145 [97];
-  assign \i__payload$145.timestep  = \i__payload$145 [113:98];
-  assign \i__payload$145.trajectory  = \i__payload$145 [121:114];
-  assign \i__payload$153.reward  = \i__payload$153 [31:0];
-  assign \i__payload$153.value  = \i__payload$153 [63:32];
-  assign \i__payload$153.bootstrap  = \i__payload$153 [95:64];
-  assign \i__payload$153.done  = \i__payload$153 [96];
-  assign \i__payload$153.first  = \i__payload$153 [97];
-  assign \i__payload$153.timestep  = \i__payload$153 [113:98];
-  assign \i__payload$153.trajectory  = \i__payload$153 [121:114];
-  assign \i__payload$161.reward  = \i__payload$161 [31:0];
-  assign \i__payload$161.value  = \i__payload$161 [63:32];
-  assign \i__payload$161.bootstrap  = \i__payload$161 [95:64];
-  assign \i__payload$161.done  = \i__payload$161 [96];
-  assign \i__payload$161.first  = \i__payload$161 [97];
-  assign \i__payload$161.timestep  = \i__payload$161 [113:98];
-  assign \i__payload$161.trajectory  = \i__payload$161 [121:114];
-  assign \i__payload$169.reward  = \i__payload$169 [31:0];
-  assign \i__payload$169.value  = \i__payload$169 [63:32];
-  assign \i__payload$169.bootstrap  = \i__payload$169 [95:64];
-  assign \i__payload$169.done  = \i__payload$169 [96];
-  assign \i__payload$169.first  = \i__payload$169 [97];
-  assign \i__payload$169.timestep  = \i__payload$169 [113:98];
-  assign \i__payload$169.trajectory  = \i__payload$169 [121:114];
-  assign \i__payload$177.reward  = \i__payload$177 [31:0];
-  assign \i__payload$177.value  = \i__payload$177 [63:32];
-  assign \i__payload$177.bootstrap  = \i__payload$177 [95:64];
-  assign \i__payload$177.done  = \i__payload$177 [96];
-  assign \i__payload$177.first  = \i__payload$177 [97];
-  assign \i__payload$177.timestep  = \i__payload$177 [113:98];
-  assign \i__payload$177.trajectory  = \i__payload$177 [121:114];
-  assign \i__payload$185.reward  = \i__payload$185 [31:0];
-  assign \i__payload$185.value  = \i__payload$185 [63:32];
-  assign \i__payload$185.bootstrap  = \i__payload$185 [95:64];
-  assign \i__payload$185.done  = \i__payload$185 [96];
-  assign \i__payload$185.first  = \i__payload$185 [97];
-  assign \i__payload$185.timestep  = \i__payload$185 [113:98];
-  assign \i__payload$185.trajectory  = \i__payload$185 [121:114];
-  assign \i__payload$193.reward  = \i__payload$193 [31:0];
-  assign \i__payload$193.value  = \i__payload$193 [63:32];
-  assign \i__payload$193.bootstrap  = \i__payload$193 [95:64];
-  assign \i__payload$193.done  = \i__payload$193 [96];
-  assign \i__payload$193.first  = \i__payload$193 [97];
-  assign \i__payload$193.timestep  = \i__payload$193 [113:98];
-  assign \i__payload$193.trajectory  = \i__payload$193 [121:114];
-  assign \o__payload.advantage  = o__payload[31:0];
-  assign \o__payload.rtg  = o__payload[63:32];
-  assign \o__payload.overflow  = o__payload[64];
-  assign \o__payload.timestep  = o__payload[80:65];
-  assign \o__payload.trajectory  = o__payload[88:81];
-  assign \o__payload$459.advantage  = \o__payload$459 [31:0];
-  assign \o__payload$459.rtg  = \o__payload$459 [63:32];
-  assign \o__payload$459.overflow  = \o__payload$459 [64];
-  assign \o__payload$459.timestep  = \o__payload$459 [80:65];
-  assign \o__payload$459.trajectory  = \o__payload$459 [88:81];
-  assign \o__payload$466.advantage  = \o__payload$466 [31:0];
-  assign \o__payload$466.rtg  = \o__payload$466 [63:32];
-  assign \o__payload$466.overflow  = \o__payload$466 [64];
-  assign \o__payload$466.timestep  = \o__payload$466 [80:65];
-  assign \o__payload$466.trajectory  = \o__payload$466 [88:81];
-  assign \o__payload$473.advantage  = \o__payload$473 [31:0];
-  assign \o__payload$473.rtg  = \o__payload$473 [63:32];
-  assign \o__payload$473.overflow  = \o__payload$473 [64];
-  assign \o__payload$473.timestep  = \o__payload$473 [80:65];
-  assign \o__payload$473.trajectory  = \o__payload$473 [88:81];
-  assign \o__payload$480.advantage  = \o__payload$480 [31:0];
-  assign \o__payload$480.rtg  = \o__payload$480 [63:32];
-  assign \o__payload$480.overflow  = \o__payload$480 [64];
-  assign \o__payload$480.timestep  = \o__payload$480 [80:65];
-  assign \o__payload$480.trajectory  = \o__payload$480 [88:81];
-  assign \o__payload$487.advantage  = \o__payload$487 [31:0];
-  assign \o__payload$487.rtg  = \o__payload$487 [63:32];
-  assign \o__payload$487.overflow  = \o__payload$487 [64];
-  assign \o__payload$487.timestep  = \o__payload$487 [80:65];
-  assign \o__payload$487.trajectory  = \o__payload$487 [88:81];
-  assign \o__payload$494.advantage  = \o__payload$494 [31:0];
-  assign \o__payload$494.rtg  = \o__payload$494 [63:32];
-  assign \o__payload$494.overflow  = \o__payload$494 [64];
-  assign \o__payload$494.timestep  = \o__payload$494 [80:65];
-  assign \o__payload$494.trajectory  = \o__payload$494 [88:81];
-  assign \o__payload$501.advantage  = \o__payload$501 [31:0];
-  assign \o__payload$501.rtg  = \o__payload$501 [63:32];
-  assign \o__payload$501.overflow  = \o__payload$501 [64];
-  assign \o__payload$501.timestep  = \o__payload$501 [80:65];
-  assign \o__payload$501.trajectory  = \o__payload$501 [88:81];
-  assign \i__payload$193 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$193 [113:98] = s2_addr;
-  assign \i__payload$193 [97] = s2_first;
-  assign \i__payload$193 [96] = s2_d[7];
-  assign \i__payload$193 [95:64] = boot0_7;
-  assign \i__payload$193 [63:32] = s2_v7;
-  assign \i__payload$193 [31:0] = s2_r7;
-  assign \i__payload$185 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$185 [113:98] = s2_addr;
-  assign \i__payload$185 [97] = s2_first;
-  assign \i__payload$185 [96] = s2_d[6];
-  assign \i__payload$185 [95:64] = boot0_6;
-  assign \i__payload$185 [63:32] = s2_v6;
-  assign \i__payload$185 [31:0] = s2_r6;
-  assign \i__payload$177 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$177 [113:98] = s2_addr;
-  assign \i__payload$177 [97] = s2_first;
-  assign \i__payload$177 [96] = s2_d[5];
-  assign \i__payload$177 [95:64] = boot0_5;
-  assign \i__payload$177 [63:32] = s2_v5;
-  assign \i__payload$177 [31:0] = s2_r5;
-  assign \i__payload$169 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$169 [113:98] = s2_addr;
-  assign \i__payload$169 [97] = s2_first;
-  assign \i__payload$169 [96] = s2_d[4];
-  assign \i__payload$169 [95:64] = boot0_4;
-  assign \i__payload$169 [63:32] = s2_v4;
-  assign \i__payload$169 [31:0] = s2_r4;
-  assign \i__payload$161 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$161 [113:98] = s2_addr;
-  assign \i__payload$161 [97] = s2_first;
-  assign \i__payload$161 [96] = s2_d[3];
-  assign \i__payload$161 [95:64] = boot0_3;
-  assign \i__payload$161 [63:32] = s2_v3;
-  assign \i__payload$161 [31:0] = s2_r3;
-  assign \i__payload$153 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$153 [113:98] = s2_addr;
-  assign \i__payload$153 [97] = s2_first;
-  assign \i__payload$153 [96] = s2_d[2];
-  assign \i__payload$153 [95:64] = boot0_2;
-  assign \i__payload$153 [63:32] = s2_v2;
-  assign \i__payload$153 [31:0] = s2_r2;
-  assign \i__payload$145 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$145 [113:98] = s2_addr;
-  assign \i__payload$145 [97] = s2_first;
-  assign \i__payload$145 [96] = s2_d[1];
-  assign \i__payload$145 [95:64] = boot0_1;
-  assign \i__payload$145 [63:32] = s2_v1;
-  assign \i__payload$145 [31:0] = s2_r1;
+  assign \i__payload$402.reward  = \i__payload$402 [31:0];
+  assign \i__payload$402.value  = \i__payload$402 [63:32];
+  assign \i__payload$402.bootstrap  = \i__payload$402 [95:64];
+  assign \i__payload$402.done  = \i__payload$402 [96];
+  assign \i__payload$402.first  = \i__payload$402 [97];
+  assign \i__payload$402.timestep  = \i__payload$402 [113:98];
+  assign \i__payload$402.trajectory  = \i__payload$402 [121:114];
+  assign \i__payload$407.reward  = \i__payload$407 [31:0];
+  assign \i__payload$407.value  = \i__payload$407 [63:32];
+  assign \i__payload$407.bootstrap  = \i__payload$407 [95:64];
+  assign \i__payload$407.done  = \i__payload$407 [96];
+  assign \i__payload$407.first  = \i__payload$407 [97];
+  assign \i__payload$407.timestep  = \i__payload$407 [113:98];
+  assign \i__payload$407.trajectory  = \i__payload$407 [121:114];
+  assign \i__payload$412.reward  = \i__payload$412 [31:0];
+  assign \i__payload$412.value  = \i__payload$412 [63:32];
+  assign \i__payload$412.bootstrap  = \i__payload$412 [95:64];
+  assign \i__payload$412.done  = \i__payload$412 [96];
+  assign \i__payload$412.first  = \i__payload$412 [97];
+  assign \i__payload$412.timestep  = \i__payload$412 [113:98];
+  assign \i__payload$412.trajectory  = \i__payload$412 [121:114];
+  assign \i__payload$417.reward  = \i__payload$417 [31:0];
+  assign \i__payload$417.value  = \i__payload$417 [63:32];
+  assign \i__payload$417.bootstrap  = \i__payload$417 [95:64];
+  assign \i__payload$417.done  = \i__payload$417 [96];
+  assign \i__payload$417.first  = \i__payload$417 [97];
+  assign \i__payload$417.timestep  = \i__payload$417 [113:98];
+  assign \i__payload$417.trajectory  = \i__payload$417 [121:114];
+  assign \i__payload$422.reward  = \i__payload$422 [31:0];
+  assign \i__payload$422.value  = \i__payload$422 [63:32];
+  assign \i__payload$422.bootstrap  = \i__payload$422 [95:64];
+  assign \i__payload$422.done  = \i__payload$422 [96];
+  assign \i__payload$422.first  = \i__payload$422 [97];
+  assign \i__payload$422.timestep  = \i__payload$422 [113:98];
+  assign \i__payload$422.trajectory  = \i__payload$422 [121:114];
+  assign \i__payload$427.reward  = \i__payload$427 [31:0];
+  assign \i__payload$427.value  = \i__payload$427 [63:32];
+  assign \i__payload$427.bootstrap  = \i__payload$427 [95:64];
+  assign \i__payload$427.done  = \i__payload$427 [96];
+  assign \i__payload$427.first  = \i__payload$427 [97];
+  assign \i__payload$427.timestep  = \i__payload$427 [113:98];
+  assign \i__payload$427.trajectory  = \i__payload$427 [121:114];
+  assign \i__payload$432.reward  = \i__payload$432 [31:0];
+  assign \i__payload$432.value  = \i__payload$432 [63:32];
+  assign \i__payload$432.bootstrap  = \i__payload$432 [95:64];
+  assign \i__payload$432.done  = \i__payload$432 [96];
+  assign \i__payload$432.first  = \i__payload$432 [97];
+  assign \i__payload$432.timestep  = \i__payload$432 [113:98];
+  assign \i__payload$432.trajectory  = \i__payload$432 [121:114];
+  assign \i__payload$432 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$432 [113:98] = s2_addr;
+  assign \i__payload$432 [97] = s2_first;
+  assign \i__payload$432 [96] = s2_d[7];
+  assign \i__payload$432 [95:64] = boot0_7;
+  assign \i__payload$432 [63:32] = s2_v7;
+  assign \i__payload$432 [31:0] = s2_r7;
+  assign \i__payload$427 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$427 [113:98] = s2_addr;
+  assign \i__payload$427 [97] = s2_first;
+  assign \i__payload$427 [96] = s2_d[6];
+  assign \i__payload$427 [95:64] = boot0_6;
+  assign \i__payload$427 [63:32] = s2_v6;
+  assign \i__payload$427 [31:0] = s2_r6;
+  assign \i__payload$422 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$422 [113:98] = s2_addr;
+  assign \i__payload$422 [97] = s2_first;
+  assign \i__payload$422 [96] = s2_d[5];
+  assign \i__payload$422 [95:64] = boot0_5;
+  assign \i__payload$422 [63:32] = s2_v5;
+  assign \i__payload$422 [31:0] = s2_r5;
+  assign \i__payload$417 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$417 [113:98] = s2_addr;
+  assign \i__payload$417 [97] = s2_first;
+  assign \i__payload$417 [96] = s2_d[4];
+  assign \i__payload$417 [95:64] = boot0_4;
+  assign \i__payload$417 [63:32] = s2_v4;
+  assign \i__payload$417 [31:0] = s2_r4;
+  assign \i__payload$412 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$412 [113:98] = s2_addr;
+  assign \i__payload$412 [97] = s2_first;
+  assign \i__payload$412 [96] = s2_d[3];
+  assign \i__payload$412 [95:64] = boot0_3;
+  assign \i__payload$412 [63:32] = s2_v3;
+  assign \i__payload$412 [31:0] = s2_r3;
+  assign \i__payload$407 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$407 [113:98] = s2_addr;
+  assign \i__payload$407 [97] = s2_first;
+  assign \i__payload$407 [96] = s2_d[2];
+  assign \i__payload$407 [95:64] = boot0_2;
+  assign \i__payload$407 [63:32] = s2_v2;
+  assign \i__payload$407 [31:0] = s2_r2;
+  assign \i__payload$402 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$402 [113:98] = s2_addr;
+  assign \i__payload$402 [97] = s2_first;
+  assign \i__payload$402 [96] = s2_d[1];
+  assign \i__payload$402 [95:64] = boot0_1;
+  assign \i__payload$402 [63:32] = s2_v1;
+  assign \i__payload$402 [31:0] = s2_r1;
   assign i__payload[121:114] = { 4'h0, s2_nvalid };
   assign i__payload[113:98] = s2_addr;
   assign i__payload[97] = s2_first;
@@ -6002,50 +6213,50 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign i__payload[95:64] = boot0_0;
   assign i__payload[63:32] = s2_v0;
   assign i__payload[31:0] = s2_r0;
-  assign \$223  = 6'h00;
-  assign \$224  = { 63'h0000000000000000, \$222  };
-  assign \$229  = 6'h00;
-  assign \$230  = { 63'h0000000000000000, \$228  };
-  assign \$235  = 6'h00;
-  assign \$236  = { 63'h0000000000000000, \$234  };
-  assign \$285  = { arg_reward_offset, 1'h0 };
-  assign \$287  = { arg_value_offset, 1'h0 };
-  assign \$290  = { deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp, 9'h000 };
-  assign \$293  = { deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp, 9'h000 };
-  assign \$301  = { deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp, 9'h000 };
-  assign \$304  = { deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp, 9'h000 };
-  assign \$312  = { deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp, 9'h000 };
-  assign \$315  = { deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp, 9'h000 };
-  assign \$323  = { deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp, 9'h000 };
-  assign \$326  = { deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp, 9'h000 };
-  assign \$334  = { deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp, 9'h000 };
-  assign \$337  = { deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp, 9'h000 };
-  assign \$345  = { deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp, 9'h000 };
-  assign \$348  = { deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp, 9'h000 };
-  assign \$356  = { deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp, 9'h000 };
-  assign \$359  = { deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp, 9'h000 };
-  assign \$367  = { deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp, 9'h000 };
-  assign \$370  = { deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp, 9'h000 };
-  assign \$380  = \$379 ;
-  assign \$397  = { arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset, 9'h000 };
-  assign \$399  = { arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset, 9'h000 };
-  assign \$401  = { o__payload[31], o__payload[31:0], 14'h0000 };
-  assign \$409  = { o__payload[63], o__payload[63:32], 14'h0000 };
-  assign \$426  = { \o__payload$459 [31], \o__payload$459 [31:0], 14'h0000 };
-  assign \$434  = { \o__payload$459 [63], \o__payload$459 [63:32], 14'h0000 };
-  assign \$451  = { \o__payload$466 [31], \o__payload$466 [31:0], 14'h0000 };
-  assign \$459  = { \o__payload$466 [63], \o__payload$466 [63:32], 14'h0000 };
-  assign \$476  = { \o__payload$473 [31], \o__payload$473 [31:0], 14'h0000 };
-  assign \$484  = { \o__payload$473 [63], \o__payload$473 [63:32], 14'h0000 };
-  assign \$501  = { \o__payload$480 [31], \o__payload$480 [31:0], 14'h0000 };
-  assign \$509  = { \o__payload$480 [63], \o__payload$480 [63:32], 14'h0000 };
-  assign \$526  = { \o__payload$487 [31], \o__payload$487 [31:0], 14'h0000 };
-  assign \$534  = { \o__payload$487 [63], \o__payload$487 [63:32], 14'h0000 };
-  assign \$551  = { \o__payload$494 [31], \o__payload$494 [31:0], 14'h0000 };
-  assign \$559  = { \o__payload$494 [63], \o__payload$494 [63:32], 14'h0000 };
-  assign \$576  = { \o__payload$501 [31], \o__payload$501 [31:0], 14'h0000 };
-  assign \$584  = { \o__payload$501 [63], \o__payload$501 [63:32], 14'h0000 };
-  assign \$243  = settle;
+  assign \$98  = { arg_reward_offset, 1'h0 };
+  assign \$100  = { arg_value_offset, 1'h0 };
+  assign \$103  = { deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp, 9'h000 };
+  assign \$106  = { deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp, 9'h000 };
+  assign \$114  = { deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp, 9'h000 };
+  assign \$117  = { deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp, 9'h000 };
+  assign \$125  = { deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp, 9'h000 };
+  assign \$128  = { deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp, 9'h000 };
+  assign \$136  = { deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp, 9'h000 };
+  assign \$139  = { deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp, 9'h000 };
+  assign \$147  = { deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp, 9'h000 };
+  assign \$150  = { deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp, 9'h000 };
+  assign \$158  = { deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp, 9'h000 };
+  assign \$161  = { deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp, 9'h000 };
+  assign \$169  = { deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp, 9'h000 };
+  assign \$172  = { deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp, 9'h000 };
+  assign \$180  = { deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp, 9'h000 };
+  assign \$183  = { deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp, 9'h000 };
+  assign \$193  = \$192 ;
+  assign \$210  = { arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset, 9'h000 };
+  assign \$212  = { arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset, 9'h000 };
+  assign \$214  = { o__payload[31], o__payload[31:0], 14'h0000 };
+  assign \$222  = { o__payload[63], o__payload[63:32], 14'h0000 };
+  assign \$239  = { \o__payload$240 [31], \o__payload$240 [31:0], 14'h0000 };
+  assign \$247  = { \o__payload$240 [63], \o__payload$240 [63:32], 14'h0000 };
+  assign \$264  = { \o__payload$253 [31], \o__payload$253 [31:0], 14'h0000 };
+  assign \$272  = { \o__payload$253 [63], \o__payload$253 [63:32], 14'h0000 };
+  assign \$289  = { \o__payload$266 [31], \o__payload$266 [31:0], 14'h0000 };
+  assign \$297  = { \o__payload$266 [63], \o__payload$266 [63:32], 14'h0000 };
+  assign \$314  = { \o__payload$279 [31], \o__payload$279 [31:0], 14'h0000 };
+  assign \$322  = { \o__payload$279 [63], \o__payload$279 [63:32], 14'h0000 };
+  assign \$339  = { \o__payload$292 [31], \o__payload$292 [31:0], 14'h0000 };
+  assign \$347  = { \o__payload$292 [63], \o__payload$292 [63:32], 14'h0000 };
+  assign \$364  = { \o__payload$305 [31], \o__payload$305 [31:0], 14'h0000 };
+  assign \$372  = { \o__payload$305 [63], \o__payload$305 [63:32], 14'h0000 };
+  assign \$389  = { \o__payload$318 [31], \o__payload$318 [31:0], 14'h0000 };
+  assign \$397  = { \o__payload$318 [63], \o__payload$318 [63:32], 14'h0000 };
+  assign \$662  = 6'h00;
+  assign \$663  = { 63'h0000000000000000, \$661  };
+  assign \$666  = 6'h00;
+  assign \$667  = { 63'h0000000000000000, \$665  };
+  assign \$670  = 6'h00;
+  assign \$671  = { 63'h0000000000000000, \$669  };
+  assign \$2  = settle;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -9891,26 +10102,6 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$26  = \$25 ;
   assign \$33  = { 2'h0, s1_pp0 };
   assign \$34  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$166  = { 2'h0, h2_t10 };
-  assign \$167  = { 2'h0, h2_t10 };
-  assign \$168  = { 2'h0, h2_t10 };
-  assign \$169  = { 2'h0, h2_t10 };
-  assign \$170  = { 2'h0, h2_t10 };
-  assign \$171  = { 2'h0, h2_t10 };
-  assign \$172  = { 2'h0, h2_t10 };
-  assign \$173  = { 2'h0, h2_t10 };
-  assign \$174  = { 2'h0, h2_t10 };
-  assign \$175  = { 2'h0, h2_t10 };
-  assign \$176  = { 2'h0, h2_t10 };
-  assign \$177  = { 2'h0, h2_t10 };
-  assign \$178  = { 2'h0, h2_t10 };
-  assign \$179  = { 2'h0, h2_t10 };
-  assign \$180  = { 2'h0, h2_t10 };
-  assign \$181  = { 2'h0, h2_t10 };
-  assign \$182  = { 2'h0, h2_t10 };
-  assign \$183  = { 2'h0, h2_t10 };
-  assign \$184  = { 2'h0, h2_t10 };
-  assign \$185  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
   assign \$39  = { 1'h0, \$38  };
   assign \$41  = { \$40 , 1'h0 };
   assign \$44  = { 1'h0, \$43 , 2'h0 };
@@ -9968,6 +10159,26 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$160  = { 2'h0, h2_t10 };
   assign \$161  = { 2'h0, h2_t10 };
   assign \$163  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
+  assign \$166  = { 2'h0, h2_t10 };
+  assign \$167  = { 2'h0, h2_t10 };
+  assign \$168  = { 2'h0, h2_t10 };
+  assign \$169  = { 2'h0, h2_t10 };
+  assign \$170  = { 2'h0, h2_t10 };
+  assign \$171  = { 2'h0, h2_t10 };
+  assign \$172  = { 2'h0, h2_t10 };
+  assign \$173  = { 2'h0, h2_t10 };
+  assign \$174  = { 2'h0, h2_t10 };
+  assign \$175  = { 2'h0, h2_t10 };
+  assign \$176  = { 2'h0, h2_t10 };
+  assign \$177  = { 2'h0, h2_t10 };
+  assign \$178  = { 2'h0, h2_t10 };
+  assign \$179  = { 2'h0, h2_t10 };
+  assign \$180  = { 2'h0, h2_t10 };
+  assign \$181  = { 2'h0, h2_t10 };
+  assign \$182  = { 2'h0, h2_t10 };
+  assign \$183  = { 2'h0, h2_t10 };
+  assign \$184  = { 2'h0, h2_t10 };
+  assign \$185  = { h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11[31], h2_t11, 17'h00000 };
   assign \$211  = { tree1_p, 31'h00000000 };
   assign \$212  = { tree1_p, 31'h00000000 };
   assign \$213  = { tree1_p, 31'h00000000 };
@@ -10186,8 +10397,8 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, mem_rdata, clk);
+module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, r_en, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
+, mem_addr, mem_re, mem_we, s_axi_mem_rvalid, r_data, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -10197,38 +10408,38 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$1 ;
   wire \$10 ;
   wire [19:0] \$100 ;
-  wire [19:0] \$101 ;
-  wire [3:0] \$102 ;
-  wire [3:0] \$103 ;
-  wire [20:0] \$104 ;
-  wire [19:0] \$105 ;
-  wire [19:0] \$106 ;
-  wire [8:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [8:0] \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire [1:0] \$105 ;
+  wire \$106 ;
+  wire [1:0] \$107 ;
+  wire [1:0] \$108 ;
+  wire [1:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
   wire [1:0] \$111 ;
-  wire \$112 ;
-  wire [1:0] \$113 ;
-  wire [1:0] \$114 ;
-  wire [1:0] \$115 ;
+  wire [1:0] \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
   wire \$116 ;
-  wire [1:0] \$117 ;
-  wire [1:0] \$118 ;
-  wire \$119 ;
+  wire [3:0] \$117 ;
+  wire \$118 ;
+  wire [4:0] \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [3:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
+  wire [4:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
-  wire \$13 ;
+  wire [127:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -10241,70 +10452,66 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$139 ;
   wire \$14 ;
   wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [1:0] \$146 ;
-  wire [1:0] \$147 ;
-  wire [1:0] \$148 ;
+  wire [1:0] \$141 ;
+  wire [1:0] \$142 ;
+  wire [1:0] \$143 ;
+  wire [19:0] \$144 ;
+  wire [19:0] \$145 ;
+  wire [3:0] \$146 ;
+  wire [3:0] \$147 ;
+  wire [20:0] \$148 ;
   wire [19:0] \$149 ;
   wire \$15 ;
   wire [19:0] \$150 ;
-  wire [3:0] \$151 ;
-  wire [3:0] \$152 ;
-  wire [20:0] \$153 ;
-  wire [19:0] \$154 ;
-  wire [19:0] \$155 ;
-  wire [8:0] \$156 ;
-  wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [8:0] \$151 ;
+  wire \$152 ;
+  reg \$153 ;
+  reg \$154 ;
+  reg [19:0] \$155 ;
+  reg [7:0] \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [4:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [127:0] \$161 ;
-  wire [127:0] \$162 ;
-  wire [127:0] \$163 ;
+  reg [3:0] \$160 ;
+  reg [19:0] \$161 ;
+  reg \$162 ;
+  reg \$163 ;
   reg \$164 ;
   reg \$165 ;
-  reg [19:0] \$166 ;
-  reg [7:0] \$167 ;
-  reg \$168 ;
-  reg \$169 ;
+  reg [15:0] \$166 ;
+  reg [127:0] \$167 ;
+  reg [15:0] \$168 ;
+  reg [1:0] \$169 ;
   wire \$17 ;
-  reg [4:0] \$170 ;
-  reg [3:0] \$171 ;
-  reg [19:0] \$172 ;
-  reg \$173 ;
-  reg \$174 ;
+  reg \$170 ;
+  reg \$171 ;
+  reg [1:0] \$172 ;
+  reg [1:0] \$173 ;
+  reg [2:0] \$174 ;
   reg \$175 ;
   reg \$176 ;
-  reg [15:0] \$177 ;
-  reg [127:0] \$178 ;
-  reg [15:0] \$179 ;
+  reg \$177 ;
+  reg [1:0] \$178 ;
+  reg \$179 ;
   wire \$18 ;
-  reg [1:0] \$180 ;
+  reg \$180 ;
   reg \$181 ;
   reg \$182 ;
   reg [1:0] \$183 ;
-  reg [1:0] \$184 ;
+  reg \$184 ;
   reg \$185 ;
   reg \$186 ;
-  reg [1:0] \$187 ;
-  reg \$188 ;
+  reg \$187 ;
+  reg [1:0] \$188 ;
   reg \$189 ;
   wire \$19 ;
-  reg [127:0] \$190 ;
-  reg [1:0] \$191 ;
+  reg \$190 ;
+  reg \$191 ;
   reg \$192 ;
-  reg \$193 ;
+  reg [1:0] \$193 ;
   reg \$194 ;
-  reg [127:0] \$195 ;
-  reg [1:0] \$196 ;
-  reg \$197 ;
-  reg \$198 ;
-  reg \$199 ;
+  reg \$195 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -10333,66 +10540,66 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [19:0] \$45 ;
+  wire [7:0] \$46 ;
+  wire [7:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [2:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [19:0] \$51 ;
-  wire [7:0] \$52 ;
-  wire [7:0] \$53 ;
-  wire \$54 ;
-  wire [2:0] \$55 ;
-  wire \$56 ;
-  wire [1:0] \$57 ;
-  wire \$58 ;
+  wire [1:0] \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire [1:0] \$54 ;
+  wire \$55 ;
+  wire [7:0] \$56 ;
+  wire \$57 ;
+  wire [7:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
-  wire [1:0] \$60 ;
-  wire \$61 ;
-  wire [7:0] \$62 ;
+  wire \$60 ;
+  wire [7:0] \$61 ;
+  wire \$62 ;
   wire \$63 ;
   wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire [7:0] \$67 ;
+  wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [7:0] \$70 ;
+  wire [1:0] \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
+  wire [4:0] \$72 ;
+  wire [1:0] \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [1:0] \$76 ;
-  wire \$77 ;
-  wire [4:0] \$78 ;
-  wire [1:0] \$79 ;
+  wire [5:0] \$75 ;
+  wire [3:0] \$76 ;
+  wire [1:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
   wire [2:0] \$8 ;
-  wire \$80 ;
-  wire [5:0] \$81 ;
-  wire [3:0] \$82 ;
-  wire [1:0] \$83 ;
-  wire \$84 ;
-  wire [7:0] \$85 ;
-  wire [2:0] \$86 ;
-  wire [14:0] \$87 ;
-  wire [5:0] \$88 ;
-  wire [14:0] \$89 ;
+  wire [2:0] \$80 ;
+  wire [14:0] \$81 ;
+  wire [5:0] \$82 ;
+  wire [14:0] \$83 ;
+  wire [19:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire [11:0] \$9 ;
-  wire [19:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [1:0] \$98 ;
-  wire [1:0] \$99 ;
+  wire [1:0] \$92 ;
+  wire [1:0] \$93 ;
+  wire [19:0] \$94 ;
+  wire [19:0] \$95 ;
+  wire [3:0] \$96 ;
+  wire [3:0] \$97 ;
+  wire [20:0] \$98 ;
+  wire [19:0] \$99 ;
   reg [19:0] addr = 20'h00000;
   reg [3:0] amask = 4'h0;
   wire [4:0] ax_incr;
@@ -10402,24 +10609,31 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg bvalid = 1'h0;
   input clk;
   wire clk;
-  (* init = 128'h00000000000000000000000000000000 *)
-  wire [127:0] h_data;
-  (* init = 1'h0 *)
-  wire h_id;
-  (* init = 1'h0 *)
-  wire h_last;
-  (* init = 2'h0 *)
-  wire [1:0] h_resp;
-  (* init = 1'h0 *)
-  wire h_valid;
+  reg full = 1'h0;
   reg [4:0] incr = 5'h00;
   reg last = 1'h0;
   reg [7:0] left = 8'h00;
-  reg m_id = 1'h0;
-  reg m_last = 1'h0;
-  reg m_ok = 1'h0;
-  reg [1:0] m_resp = 2'h0;
-  reg m_valid = 1'h0;
+  reg m0_id = 1'h0;
+  reg m0_last = 1'h0;
+  reg m0_ok = 1'h0;
+  reg [1:0] m0_resp = 2'h0;
+  reg m0_valid = 1'h0;
+  reg m1_id = 1'h0;
+  reg m1_last = 1'h0;
+  reg m1_ok = 1'h0;
+  reg [1:0] m1_resp = 2'h0;
+  reg m1_valid = 1'h0;
+  reg m2_id = 1'h0;
+  reg m2_last = 1'h0;
+  reg m2_ok = 1'h0;
+  reg [1:0] m2_resp = 2'h0;
+  reg m2_valid = 1'h0;
+  reg m3_id = 1'h0;
+  reg m3_last = 1'h0;
+  reg m3_ok = 1'h0;
+  reg [1:0] m3_resp = 2'h0;
+  (* init = 1'h0 *)
+  wire m3_valid;
   output [15:0] mem_addr;
   wire [15:0] mem_addr;
   input mem_enable;
@@ -10432,6 +10646,12 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg [127:0] mem_wdata = 128'h00000000000000000000000000000000;
   output [15:0] mem_we;
   wire [15:0] mem_we;
+  reg [2:0] owed = 3'h0;
+  output [131:0] r_data;
+  wire [131:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
   reg rd_act = 1'h0;
   input rst;
   wire rst;
@@ -10471,18 +10691,13 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg [1:0] s_axi_mem_bresp = 2'h0;
   (* init = 1'h0 *)
   wire s_axi_mem_bvalid;
-  output [127:0] s_axi_mem_rdata;
-  reg [127:0] s_axi_mem_rdata = 128'h00000000000000000000000000000000;
-  output s_axi_mem_rid;
-  reg s_axi_mem_rid = 1'h0;
-  output s_axi_mem_rlast;
-  reg s_axi_mem_rlast = 1'h0;
-  input s_axi_mem_rready;
+  wire [127:0] s_axi_mem_rdata;
+  wire s_axi_mem_rid;
+  wire s_axi_mem_rlast;
   wire s_axi_mem_rready;
-  output [1:0] s_axi_mem_rresp;
-  reg [1:0] s_axi_mem_rresp = 2'h0;
+  wire [1:0] s_axi_mem_rresp;
   output s_axi_mem_rvalid;
-  reg s_axi_mem_rvalid = 1'h0;
+  wire s_axi_mem_rvalid;
   input [127:0] s_axi_mem_wdata;
   wire [127:0] s_axi_mem_wdata;
   output s_axi_mem_wready;
@@ -10491,13 +10706,10 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire [15:0] s_axi_mem_wstrb;
   input s_axi_mem_wvalid;
   wire s_axi_mem_wvalid;
-  reg [127:0] t_data = 128'h00000000000000000000000000000000;
-  reg t_id = 1'h0;
-  reg t_last = 1'h0;
-  reg [1:0] t_resp = 2'h0;
-  reg t_valid = 1'h0;
   reg tr_id = 1'h0;
   reg turn_w = 1'h1;
+  wire [131:0] w_data;
+  reg w_en = 1'h0;
   reg [19:0] wmask = 20'h00000;
   reg wr_act = 1'h0;
   reg [15:0] ws_addr = 16'h0000;
@@ -10522,706 +10734,831 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$11  = ~ bvalid;
   assign \$12  = \$10  | \$11 ;
   assign s_axi_mem_wready = wr_act & \$12 ;
+  assign \$13  = m3_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign mem_addr = ws_valid ? ws_addr : addr[19:4];
-  assign \$13  = ~ s_axi_mem_rvalid;
-  assign \$14  = ~ t_valid;
-  assign \$15  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$16  = ~ m_valid;
-  assign \$17  = \$15  | \$16 ;
-  assign \$18  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$19  = ~ m_valid;
+  assign \$14  = ~ full;
+  assign \$15  = s_axi_mem_rvalid & r_en;
+  assign \$16  = \$14  | \$15 ;
+  assign \$17  = rd_act & \$16 ;
+  assign \$18  = ~ bad;
+  assign \$19  = addr[19:4] < 16'hc000;
   assign \$20  = \$18  & \$19 ;
-  assign \$21  = t_valid ? \$20  : \$17 ;
-  assign \$22  = s_axi_mem_rvalid ? \$21  : 1'h1;
-  assign \$23  = rd_act & \$22 ;
-  assign \$24  = ~ bad;
-  assign \$25  = addr[19:4] < 16'hc000;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = \$26  & mem_enable;
-  assign mem_re = \$23  & \$27 ;
-  assign \$28  = ! ws_resp;
-  assign \$29  = ws_valid & \$28 ;
-  assign \$30  = \$29  & mem_enable;
-  assign mem_we = \$30  ? ws_strb : 16'h0000;
-  assign \$31  = ~ wr_act;
-  assign \$32  = ~ rd_act;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$33  & \$35 ;
-  assign \$37  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$38  = ~ \$37 ;
-  assign \$39  = \$36  & \$38 ;
-  assign \$40  = ~ s_axi_mem_awvalid;
-  assign \$41  = turn_w & \$40 ;
-  assign \$42  = \$41  & s_axi_mem_arvalid;
-  assign \$43  = ~ turn_w;
-  assign \$44  = ~ s_axi_mem_arvalid;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$45  & s_axi_mem_awvalid;
-  assign \$47  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$48  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$51  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
-  assign \$52  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$53  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$54  = ! \$53 ;
-  assign \$55  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$56  = \$55  > 3'h4;
-  assign \$57  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$58  = \$57  == 2'h3;
-  assign \$59  = \$56  | \$58 ;
-  assign \$60  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$61  = \$60  == 2'h2;
-  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$63  = \$62  == 1'h1;
+  assign \$21  = \$20  & mem_enable;
+  assign mem_re = \$17  & \$21 ;
+  assign \$22  = ! ws_resp;
+  assign \$23  = ws_valid & \$22 ;
+  assign \$24  = \$23  & mem_enable;
+  assign mem_we = \$24  ? ws_strb : 16'h0000;
+  assign \$25  = ~ wr_act;
+  assign \$26  = ~ rd_act;
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = \$27  & \$29 ;
+  assign \$31  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ s_axi_mem_awvalid;
+  assign \$35  = turn_w & \$34 ;
+  assign \$36  = \$35  & s_axi_mem_arvalid;
+  assign \$37  = ~ turn_w;
+  assign \$38  = ~ s_axi_mem_arvalid;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = \$39  & s_axi_mem_awvalid;
+  assign \$41  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$42  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$45  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$46  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$47  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$48  = ! \$47 ;
+  assign \$49  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$50  = \$49  > 3'h4;
+  assign \$51  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$52  = \$51  == 2'h3;
+  assign \$53  = \$50  | \$52 ;
+  assign \$54  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$55  = \$54  == 2'h2;
+  assign \$56  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$57  = \$56  == 1'h1;
+  assign \$58  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$59  = \$58  == 2'h3;
+  assign \$60  = \$57  | \$59 ;
+  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$62  = \$61  == 3'h7;
+  assign \$63  = \$60  | \$62 ;
   assign \$64  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$65  = \$64  == 2'h3;
+  assign \$65  = \$64  == 4'hf;
   assign \$66  = \$63  | \$65 ;
-  assign \$67  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$68  = \$67  == 3'h7;
-  assign \$69  = \$66  | \$68 ;
-  assign \$70  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$71  = \$70  == 4'hf;
-  assign \$72  = \$69  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$61  & \$73 ;
-  assign \$75  = \$59  | \$74 ;
-  assign \$76  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$77  = ! \$76 ;
-  assign \$78  = \$77  ? 5'h00 : \$9 [4:0];
-  assign \$79  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$80  = ! \$79 ;
-  assign \$81  = \$9 [4:0] - 1'h1;
-  assign \$82  = \$80  ? 4'h0 : \$81 [3:0];
-  assign \$83  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$84  = \$83  == 2'h2;
-  assign \$85  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$86  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$87  = \$85  << \$86 ;
-  assign \$88  = \$9 [4:0] - 1'h1;
-  assign \$89  = \$87  | { 11'h000, \$88 [3:0] };
-  assign \$90  = \$84  ? { 5'h00, \$89  } : 20'hfffff;
-  assign \$91  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$92  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$94  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$95  = \$94  & last;
-  assign \$96  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$97  = addr[19:4] < 16'hc000;
-  assign \$98  = \$97  ? 2'h0 : 2'h3;
-  assign \$99  = bad ? 2'h2 : \$98 ;
-  assign \$100  = ~ wmask;
-  assign \$101  = addr & \$100 ;
-  assign \$102  = ~ amask;
-  assign \$103  = addr[3:0] & \$102 ;
-  assign \$104  = { addr[19:4], \$103  } + incr;
-  assign \$105  = \$104 [19:0] & wmask;
-  assign \$106  = \$101  | \$105 ;
-  assign \$107  = left - 1'h1;
-  assign \$108  = left == 1'h1;
-  assign \$109  = ~ s_axi_mem_arvalid;
-  assign \$110  = bvalid & s_axi_mem_bready;
+  assign \$67  = ~ \$66 ;
+  assign \$68  = \$55  & \$67 ;
+  assign \$69  = \$53  | \$68 ;
+  assign \$70  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$71  = ! \$70 ;
+  assign \$72  = \$71  ? 5'h00 : \$9 [4:0];
+  assign \$73  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$74  = ! \$73 ;
+  assign \$75  = \$9 [4:0] - 1'h1;
+  assign \$76  = \$74  ? 4'h0 : \$75 [3:0];
+  assign \$77  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$78  = \$77  == 2'h2;
+  assign \$79  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$80  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$81  = \$79  << \$80 ;
+  assign \$82  = \$9 [4:0] - 1'h1;
+  assign \$83  = \$81  | { 11'h000, \$82 [3:0] };
+  assign \$84  = \$78  ? { 5'h00, \$83  } : 20'hfffff;
+  assign \$85  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$86  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$87  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$88  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$89  = \$88  & last;
+  assign \$90  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$91  = addr[19:4] < 16'hc000;
+  assign \$92  = \$91  ? 2'h0 : 2'h3;
+  assign \$93  = bad ? 2'h2 : \$92 ;
+  assign \$94  = ~ wmask;
+  assign \$95  = addr & \$94 ;
+  assign \$96  = ~ amask;
+  assign \$97  = addr[3:0] & \$96 ;
+  assign \$98  = { addr[19:4], \$97  } + incr;
+  assign \$99  = \$98 [19:0] & wmask;
+  assign \$100  = \$95  | \$99 ;
+  assign \$101  = left - 1'h1;
+  assign \$102  = left == 1'h1;
+  assign \$103  = ~ s_axi_mem_arvalid;
+  assign \$104  = bvalid & s_axi_mem_bready;
+  assign \$105  = mem_enable ? ws_resp : 2'h2;
+  assign \$106  = b_acc > \$105 ;
+  assign \$107  = mem_enable ? ws_resp : 2'h2;
+  assign \$108  = \$106  ? b_acc : \$107 ;
+  assign \$109  = mem_enable ? ws_resp : 2'h2;
+  assign \$110  = b_acc > \$109 ;
   assign \$111  = mem_enable ? ws_resp : 2'h2;
-  assign \$112  = b_acc > \$111 ;
-  assign \$113  = mem_enable ? ws_resp : 2'h2;
-  assign \$114  = \$112  ? b_acc : \$113 ;
-  assign \$115  = mem_enable ? ws_resp : 2'h2;
-  assign \$116  = b_acc > \$115 ;
-  assign \$117  = mem_enable ? ws_resp : 2'h2;
-  assign \$118  = \$116  ? b_acc : \$117 ;
-  assign \$119  = ~ s_axi_mem_rvalid;
-  assign \$120  = ~ t_valid;
-  assign \$121  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$122  = ~ m_valid;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$125  = ~ m_valid;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = t_valid ? \$126  : \$123 ;
-  assign \$128  = s_axi_mem_rvalid ? \$127  : 1'h1;
-  assign \$129  = rd_act & \$128 ;
-  assign \$130  = ~ s_axi_mem_rvalid;
-  assign \$131  = ~ t_valid;
-  assign \$132  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$133  = ~ m_valid;
+  assign \$112  = \$110  ? b_acc : \$111 ;
+  assign \$113  = ~ full;
+  assign \$114  = s_axi_mem_rvalid & r_en;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = rd_act & \$115 ;
+  assign \$117  = owed + \$116 ;
+  assign \$118  = s_axi_mem_rvalid & r_en;
+  assign \$119  = \$117  - \$118 ;
+  assign \$120  = ~ full;
+  assign \$121  = s_axi_mem_rvalid & r_en;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = rd_act & \$122 ;
+  assign \$124  = owed + \$123 ;
+  assign \$125  = s_axi_mem_rvalid & r_en;
+  assign \$126  = \$124  - \$125 ;
+  assign \$127  = \$126  == 3'h5;
+  assign \$128  = ~ full;
+  assign \$129  = s_axi_mem_rvalid & r_en;
+  assign \$130  = \$128  | \$129 ;
+  assign \$131  = rd_act & \$130 ;
+  assign \$132  = ~ full;
+  assign \$133  = s_axi_mem_rvalid & r_en;
   assign \$134  = \$132  | \$133 ;
-  assign \$135  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$136  = ~ m_valid;
-  assign \$137  = \$135  & \$136 ;
-  assign \$138  = t_valid ? \$137  : \$134 ;
-  assign \$139  = s_axi_mem_rvalid ? \$138  : 1'h1;
-  assign \$140  = rd_act & \$139 ;
-  assign \$141  = ~ bad;
-  assign \$142  = addr[19:4] < 16'hc000;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = \$143  & mem_enable;
-  assign \$145  = addr[19:4] < 16'hc000;
-  assign \$146  = \$145  ? 2'h0 : 2'h3;
-  assign \$147  = bad ? 2'h2 : \$146 ;
-  assign \$148  = mem_enable ? \$147  : 2'h2;
-  assign \$149  = ~ wmask;
-  assign \$150  = addr & \$149 ;
-  assign \$151  = ~ amask;
-  assign \$152  = addr[3:0] & \$151 ;
-  assign \$153  = { addr[19:4], \$152  } + incr;
-  assign \$154  = \$153 [19:0] & wmask;
-  assign \$155  = \$150  | \$154 ;
-  assign \$156  = left - 1'h1;
-  assign \$157  = left == 1'h1;
-  assign \$158  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$159  = ~ s_axi_mem_rvalid;
-  assign \$160  = \$158  | \$159 ;
-  assign \$161  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
-  assign \$162  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
-  assign \$163  = m_ok ? mem_rdata : 128'h00000000000000000000000000000000;
+  assign \$135  = rd_act & \$134 ;
+  assign \$136  = ~ bad;
+  assign \$137  = addr[19:4] < 16'hc000;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = \$138  & mem_enable;
+  assign \$140  = addr[19:4] < 16'hc000;
+  assign \$141  = \$140  ? 2'h0 : 2'h3;
+  assign \$142  = bad ? 2'h2 : \$141 ;
+  assign \$143  = mem_enable ? \$142  : 2'h2;
+  assign \$144  = ~ wmask;
+  assign \$145  = addr & \$144 ;
+  assign \$146  = ~ amask;
+  assign \$147  = addr[3:0] & \$146 ;
+  assign \$148  = { addr[19:4], \$147  } + incr;
+  assign \$149  = \$148 [19:0] & wmask;
+  assign \$150  = \$145  | \$149 ;
+  assign \$151  = left - 1'h1;
+  assign \$152  = left == 1'h1;
   always @(posedge clk)
-    turn_w <= \$164 ;
+    turn_w <= \$153 ;
   always @(posedge clk)
-    tr_id <= \$165 ;
+    tr_id <= \$154 ;
   always @(posedge clk)
-    addr <= \$166 ;
+    addr <= \$155 ;
   always @(posedge clk)
-    left <= \$167 ;
+    left <= \$156 ;
   always @(posedge clk)
-    last <= \$168 ;
+    last <= \$157 ;
   always @(posedge clk)
-    bad <= \$169 ;
+    bad <= \$158 ;
   always @(posedge clk)
-    incr <= \$170 ;
+    incr <= \$159 ;
   always @(posedge clk)
-    amask <= \$171 ;
+    amask <= \$160 ;
   always @(posedge clk)
-    wmask <= \$172 ;
+    wmask <= \$161 ;
   always @(posedge clk)
-    wr_act <= \$173 ;
+    wr_act <= \$162 ;
   always @(posedge clk)
-    rd_act <= \$174 ;
+    rd_act <= \$163 ;
   always @(posedge clk)
-    ws_valid <= \$175 ;
+    ws_valid <= \$164 ;
   always @(posedge clk)
-    ws_last <= \$176 ;
+    ws_last <= \$165 ;
   always @(posedge clk)
-    ws_addr <= \$177 ;
+    ws_addr <= \$166 ;
   always @(posedge clk)
-    mem_wdata <= \$178 ;
+    mem_wdata <= \$167 ;
   always @(posedge clk)
-    ws_strb <= \$179 ;
+    ws_strb <= \$168 ;
   always @(posedge clk)
-    ws_resp <= \$180 ;
+    ws_resp <= \$169 ;
   always @(posedge clk)
-    bvalid <= \$181 ;
+    bvalid <= \$170 ;
   always @(posedge clk)
-    s_axi_mem_bid <= \$182 ;
+    s_axi_mem_bid <= \$171 ;
   always @(posedge clk)
-    s_axi_mem_bresp <= \$183 ;
+    s_axi_mem_bresp <= \$172 ;
   always @(posedge clk)
-    b_acc <= \$184 ;
+    b_acc <= \$173 ;
   always @(posedge clk)
-    m_valid <= \$185 ;
+    owed <= \$174 ;
   always @(posedge clk)
-    m_ok <= \$186 ;
+    full <= \$175 ;
   always @(posedge clk)
-    m_resp <= \$187 ;
+    m0_valid <= \$176 ;
   always @(posedge clk)
-    m_last <= \$188 ;
+    m0_ok <= \$177 ;
   always @(posedge clk)
-    m_id <= \$189 ;
+    m0_resp <= \$178 ;
   always @(posedge clk)
-    s_axi_mem_rdata <= \$190 ;
+    m0_last <= \$179 ;
   always @(posedge clk)
-    s_axi_mem_rresp <= \$191 ;
+    m0_id <= \$180 ;
   always @(posedge clk)
-    s_axi_mem_rlast <= \$192 ;
+    m1_valid <= \$181 ;
   always @(posedge clk)
-    s_axi_mem_rid <= \$193 ;
+    m1_ok <= \$182 ;
   always @(posedge clk)
-    t_valid <= \$194 ;
+    m1_resp <= \$183 ;
   always @(posedge clk)
-    t_data <= \$195 ;
+    m1_last <= \$184 ;
   always @(posedge clk)
-    t_resp <= \$196 ;
+    m1_id <= \$185 ;
   always @(posedge clk)
-    t_last <= \$197 ;
+    m2_valid <= \$186 ;
   always @(posedge clk)
-    t_id <= \$198 ;
+    m2_ok <= \$187 ;
   always @(posedge clk)
-    s_axi_mem_rvalid <= \$199 ;
+    m2_resp <= \$188 ;
+  always @(posedge clk)
+    m2_last <= \$189 ;
+  always @(posedge clk)
+    m2_id <= \$190 ;
+  always @(posedge clk)
+    w_en <= \$191 ;
+  always @(posedge clk)
+    m3_ok <= \$192 ;
+  always @(posedge clk)
+    m3_resp <= \$193 ;
+  always @(posedge clk)
+    m3_last <= \$194 ;
+  always @(posedge clk)
+    m3_id <= \$195 ;
+  \gae_accel_n8.mem.rq  rq (
+    .clk(clk),
+    .\port$1657$0 (m3_resp),
+    .\port$1659$0 (m3_last),
+    .\port$1661$0 (m3_id),
+    .\port$410$0 (\$13 ),
+    .r_data(r_data),
+    .r_en(r_en),
+    .r_rdy(s_axi_mem_rvalid),
+    .rst(rst),
+    .w_en(w_en)
+  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$164  = turn_w;
-    if (\$39 ) begin
-      if (\$42 ) begin
-        \$164  = 1'h0;
+    \$153  = turn_w;
+    if (\$33 ) begin
+      if (\$36 ) begin
+        \$153  = 1'h0;
       end
-      if (\$46 ) begin
-        \$164  = 1'h1;
-      end
-    end
-    if (\$96 ) begin
-      if (last) begin
-        \$164  = \$109 ;
+      if (\$40 ) begin
+        \$153  = 1'h1;
       end
     end
-    if (\$140 ) begin
+    if (\$90 ) begin
       if (last) begin
-        \$164  = s_axi_mem_awvalid;
+        \$153  = \$103 ;
+      end
+    end
+    if (\$135 ) begin
+      if (last) begin
+        \$153  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$164  = 1'h1;
+      \$153  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$165  = tr_id;
-    if (\$49 ) begin
-      \$165  = \$50 ;
+    \$154  = tr_id;
+    if (\$43 ) begin
+      \$154  = \$44 ;
     end
+    if (rst) begin
+      \$154  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$155  = addr;
+    if (\$43 ) begin
+      \$155  = \$45 ;
+    end
+    if (\$90 ) begin
+      \$155  = \$100 ;
+    end
+    if (\$135 ) begin
+      \$155  = \$150 ;
+    end
+    if (rst) begin
+      \$155  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$156  = left;
+    if (\$43 ) begin
+      \$156  = \$46 ;
+    end
+    if (\$90 ) begin
+      \$156  = \$101 [7:0];
+    end
+    if (\$135 ) begin
+      \$156  = \$151 [7:0];
+    end
+    if (rst) begin
+      \$156  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$157  = last;
+    if (\$43 ) begin
+      \$157  = \$48 ;
+    end
+    if (\$90 ) begin
+      \$157  = \$102 ;
+    end
+    if (\$135 ) begin
+      \$157  = \$152 ;
+    end
+    if (rst) begin
+      \$157  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$158  = bad;
+    if (\$43 ) begin
+      \$158  = \$69 ;
+    end
+    if (rst) begin
+      \$158  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$159  = incr;
+    if (\$43 ) begin
+      \$159  = \$72 ;
+    end
+    if (rst) begin
+      \$159  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$160  = amask;
+    if (\$43 ) begin
+      \$160  = \$76 ;
+    end
+    if (rst) begin
+      \$160  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$161  = wmask;
+    if (\$43 ) begin
+      \$161  = \$84 ;
+    end
+    if (rst) begin
+      \$161  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$162  = wr_act;
+    if (\$85 ) begin
+      \$162  = 1'h1;
+    end
+    if (\$90 ) begin
+      if (last) begin
+        \$162  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$162  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$163  = rd_act;
+    if (\$86 ) begin
+      \$163  = 1'h1;
+    end
+    if (\$135 ) begin
+      if (last) begin
+        \$163  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$163  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$164  = \$87 ;
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$165  = \$89 ;
     if (rst) begin
       \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$166  = addr;
-    if (\$49 ) begin
-      \$166  = \$51 ;
-    end
-    if (\$96 ) begin
-      \$166  = \$106 ;
-    end
-    if (\$140 ) begin
-      \$166  = \$155 ;
+    \$166  = ws_addr;
+    if (\$90 ) begin
+      \$166  = addr[19:4];
     end
     if (rst) begin
-      \$166  = 20'h00000;
+      \$166  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$167  = left;
-    if (\$49 ) begin
-      \$167  = \$52 ;
-    end
-    if (\$96 ) begin
-      \$167  = \$107 [7:0];
-    end
-    if (\$140 ) begin
-      \$167  = \$156 [7:0];
+    \$167  = mem_wdata;
+    if (\$90 ) begin
+      \$167  = s_axi_mem_wdata;
     end
     if (rst) begin
-      \$167  = 8'h00;
+      \$167  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$168  = last;
-    if (\$49 ) begin
-      \$168  = \$54 ;
-    end
-    if (\$96 ) begin
-      \$168  = \$108 ;
-    end
-    if (\$140 ) begin
-      \$168  = \$157 ;
+    \$168  = ws_strb;
+    if (\$90 ) begin
+      \$168  = s_axi_mem_wstrb;
     end
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$169  = bad;
-    if (\$49 ) begin
-      \$169  = \$75 ;
+    \$169  = ws_resp;
+    if (\$90 ) begin
+      \$169  = \$93 ;
     end
     if (rst) begin
-      \$169  = 1'h0;
+      \$169  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$170  = incr;
-    if (\$49 ) begin
-      \$170  = \$78 ;
+    \$170  = bvalid;
+    if (\$104 ) begin
+      \$170  = 1'h0;
     end
-    if (rst) begin
-      \$170  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$171  = amask;
-    if (\$49 ) begin
-      \$171  = \$82 ;
-    end
-    if (rst) begin
-      \$171  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$172  = wmask;
-    if (\$49 ) begin
-      \$172  = \$90 ;
-    end
-    if (rst) begin
-      \$172  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$173  = wr_act;
-    if (\$91 ) begin
-      \$173  = 1'h1;
-    end
-    if (\$96 ) begin
-      if (last) begin
-        \$173  = 1'h0;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$170  = 1'h1;
       end
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$174  = rd_act;
-    if (\$92 ) begin
-      \$174  = 1'h1;
-    end
-    if (\$140 ) begin
-      if (last) begin
-        \$174  = 1'h0;
+    \$171  = s_axi_mem_bid;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$171  = tr_id;
       end
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$175  = \$93 ;
+    \$172  = s_axi_mem_bresp;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$172  = \$108 ;
+      end
+    end
+    if (rst) begin
+      \$172  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$173  = b_acc;
+    if (ws_valid) begin
+      (* full_case = 32'd1 *)
+      if (ws_last) begin
+        \$173  = 2'h0;
+      end else begin
+        \$173  = \$112 ;
+      end
+    end
+    if (rst) begin
+      \$173  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$174  = \$119 [2:0];
+    if (rst) begin
+      \$174  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$175  = \$127 ;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$176  = \$95 ;
+    \$176  = \$131 ;
     if (rst) begin
       \$176  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$177  = ws_addr;
-    if (\$96 ) begin
-      \$177  = addr[19:4];
+    \$177  = m0_ok;
+    if (\$135 ) begin
+      \$177  = \$139 ;
     end
     if (rst) begin
-      \$177  = 16'h0000;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$178  = mem_wdata;
-    if (\$96 ) begin
-      \$178  = s_axi_mem_wdata;
+    \$178  = m0_resp;
+    if (\$135 ) begin
+      \$178  = \$143 ;
     end
     if (rst) begin
-      \$178  = 128'h00000000000000000000000000000000;
+      \$178  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$179  = ws_strb;
-    if (\$96 ) begin
-      \$179  = s_axi_mem_wstrb;
+    \$179  = m0_last;
+    if (\$135 ) begin
+      \$179  = last;
     end
     if (rst) begin
-      \$179  = 16'h0000;
+      \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$180  = ws_resp;
-    if (\$96 ) begin
-      \$180  = \$99 ;
+    \$180  = m0_id;
+    if (\$135 ) begin
+      \$180  = tr_id;
     end
     if (rst) begin
-      \$180  = 2'h0;
+      \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$181  = bvalid;
-    if (\$110 ) begin
-      \$181  = 1'h0;
-    end
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$181  = 1'h1;
-      end
-    end
+    \$181  = m0_valid;
     if (rst) begin
       \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$182  = s_axi_mem_bid;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$182  = tr_id;
-      end
-    end
+    \$182  = m0_ok;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$183  = s_axi_mem_bresp;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$183  = \$114 ;
-      end
-    end
+    \$183  = m0_resp;
     if (rst) begin
       \$183  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$184  = b_acc;
-    if (ws_valid) begin
-      (* full_case = 32'd1 *)
-      if (ws_last) begin
-        \$184  = 2'h0;
-      end else begin
-        \$184  = \$118 ;
-      end
-    end
+    \$184  = m0_last;
     if (rst) begin
-      \$184  = 2'h0;
+      \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$185  = \$129 ;
+    \$185  = m0_id;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$186  = m_ok;
-    if (\$140 ) begin
-      \$186  = \$144 ;
-    end
+    \$186  = m1_valid;
     if (rst) begin
       \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$187  = m_resp;
-    if (\$140 ) begin
-      \$187  = \$148 ;
-    end
+    \$187  = m1_ok;
     if (rst) begin
-      \$187  = 2'h0;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$188  = m_last;
-    if (\$140 ) begin
-      \$188  = last;
-    end
+    \$188  = m1_resp;
     if (rst) begin
-      \$188  = 1'h0;
+      \$188  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$189  = m_id;
-    if (\$140 ) begin
-      \$189  = tr_id;
-    end
+    \$189  = m1_last;
     if (rst) begin
       \$189  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$190  = s_axi_mem_rdata;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$190  = t_data;
-      end else begin
-        if (m_valid) begin
-          \$190  = \$162 ;
-        end
-      end
-    end
+    \$190  = m1_id;
     if (rst) begin
-      \$190  = 128'h00000000000000000000000000000000;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$191  = s_axi_mem_rresp;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$191  = t_resp;
-      end else begin
-        if (m_valid) begin
-          \$191  = m_resp;
-        end
-      end
-    end
+    \$191  = m2_valid;
     if (rst) begin
-      \$191  = 2'h0;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$192  = s_axi_mem_rlast;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$192  = t_last;
-      end else begin
-        if (m_valid) begin
-          \$192  = m_last;
-        end
-      end
-    end
+    \$192  = m2_ok;
     if (rst) begin
       \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$193  = s_axi_mem_rid;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$193  = t_id;
-      end else begin
-        if (m_valid) begin
-          \$193  = m_id;
-        end
-      end
-    end
+    \$193  = m2_resp;
     if (rst) begin
-      \$193  = 1'h0;
+      \$193  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$194  = t_valid;
-    if (\$160 ) begin
-      if (t_valid) begin
-        \$194  = m_valid;
-      end
-    end else if (m_valid) begin
-      \$194  = 1'h1;
-    end
+    \$194  = m2_last;
     if (rst) begin
       \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$195  = t_data;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$195  = \$161 ;
-        end
-      end
-    end else if (m_valid) begin
-      \$195  = \$163 ;
-    end
+    \$195  = m2_id;
     if (rst) begin
-      \$195  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$196  = t_resp;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$196  = m_resp;
-        end
-      end
-    end else if (m_valid) begin
-      \$196  = m_resp;
-    end
-    if (rst) begin
-      \$196  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$197  = t_last;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$197  = m_last;
-        end
-      end
-    end else if (m_valid) begin
-      \$197  = m_last;
-    end
-    if (rst) begin
-      \$197  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$198  = t_id;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$198  = m_id;
-        end
-      end
-    end else if (m_valid) begin
-      \$198  = m_id;
-    end
-    if (rst) begin
-      \$198  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$199  = s_axi_mem_rvalid;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-      end else begin
-        \$199  = m_valid;
-      end
-    end
-    if (rst) begin
-      \$199  = 1'h0;
+      \$195  = 1'h0;
     end
   end
   assign ax_incr = \$9 [4:0];
   assign s_axi_mem_bvalid = bvalid;
-  assign h_valid = s_axi_mem_rvalid;
-  assign h_data = s_axi_mem_rdata;
-  assign h_resp = s_axi_mem_rresp;
-  assign h_last = s_axi_mem_rlast;
-  assign h_id = s_axi_mem_rid;
+  assign m3_valid = w_en;
+  assign w_data = { m3_id, m3_last, m3_resp, \$13  };
+  assign s_axi_mem_rready = r_en;
+  assign r_rdy = s_axi_mem_rvalid;
+  assign s_axi_mem_rdata = r_data[127:0];
+  assign s_axi_mem_rresp = r_data[129:128];
+  assign s_axi_mem_rlast = r_data[130];
+  assign s_axi_mem_rid = r_data[131];
   assign ws_data = mem_wdata;
+endmodule
+
+(* generator = "Amaranth" *)
+module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port$1657$0 , \port$1659$0 , \port$1661$0 , clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$8  = 1'h1;
+`endif
+`endif
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [3:0] \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [3:0] \$18 ;
+  reg [2:0] \$19 ;
+  wire \$2 ;
+  reg [2:0] \$20 ;
+  reg [2:0] \$21 ;
+  wire [3:0] \$3 ;
+  wire [3:0] \$4 ;
+  wire \$5 ;
+  wire \$6 ;
+  wire [3:0] \$7 ;
+  wire [3:0] \$8 ;
+  wire \$9 ;
+  input clk;
+  wire clk;
+  (* init = 3'h0 *)
+  wire [2:0] consume;
+  reg [2:0] level = 3'h0;
+  input [1:0] \port$1657$0 ;
+  wire [1:0] \port$1657$0 ;
+  input \port$1659$0 ;
+  wire \port$1659$0 ;
+  input \port$1661$0 ;
+  wire \port$1661$0 ;
+  input [127:0] \port$410$0 ;
+  wire [127:0] \port$410$0 ;
+  (* init = 3'h0 *)
+  wire [2:0] produce;
+  output [131:0] r_data;
+  wire [131:0] r_data;
+  input r_en;
+  wire r_en;
+  (* init = 3'h0 *)
+  wire [2:0] r_level;
+  reg [2:0] r_port__addr = 3'h0;
+  wire [131:0] r_port__data;
+  output r_rdy;
+  wire r_rdy;
+  input rst;
+  wire rst;
+  wire [131:0] w_data;
+  input w_en;
+  wire w_en;
+  (* init = 3'h0 *)
+  wire [2:0] w_level;
+  reg [2:0] w_port__addr = 3'h0;
+  wire [131:0] w_port__data;
+  wire w_port__en;
+  wire w_rdy;
+  reg [131:0] storage [4:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_3
+    integer i;
+    for (i = 0; i <= 4; i = i + 1) storage[i] = 0;
+  end
+`endif
+`endif
+  always @(posedge clk) begin
+    if (w_port__en)
+      storage[w_port__addr] <= { \port$1661$0 , \port$1659$0 , \port$1657$0 , \port$410$0  };
+  end
+  assign r_data = storage[r_port__addr];
+  assign w_rdy = level != 3'h5;
+  assign r_rdy = | level;
+  assign w_port__en = w_en & w_rdy;
+  assign \$1  = w_rdy & w_en;
+  assign \$2  = w_port__addr == 3'h4;
+  assign \$3  = w_port__addr + 1'h1;
+  assign \$4  = \$2  ? 4'h0 : \$3 ;
+  assign \$5  = r_rdy & r_en;
+  assign \$6  = r_port__addr == 3'h4;
+  assign \$7  = r_port__addr + 1'h1;
+  assign \$8  = \$6  ? 4'h0 : \$7 ;
+  assign \$9  = w_rdy & w_en;
+  assign \$10  = r_rdy & r_en;
+  assign \$11  = ~ \$10 ;
+  assign \$12  = \$9  & \$11 ;
+  assign \$13  = level + 1'h1;
+  assign \$14  = r_rdy & r_en;
+  assign \$15  = w_rdy & w_en;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = level - 1'h1;
+  always @(posedge clk)
+    w_port__addr <= \$19 ;
+  always @(posedge clk)
+    r_port__addr <= \$20 ;
+  always @(posedge clk)
+    level <= \$21 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$19  = w_port__addr;
+    if (\$1 ) begin
+      \$19  = \$4 [2:0];
+    end
+    if (rst) begin
+      \$19  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$20  = r_port__addr;
+    if (\$5 ) begin
+      \$20  = \$8 [2:0];
+    end
+    if (rst) begin
+      \$20  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$21  = level;
+    if (\$12 ) begin
+      \$21  = \$13 [2:0];
+    end
+    if (\$17 ) begin
+      \$21  = \$18 [2:0];
+    end
+    if (rst) begin
+      \$21  = 3'h0;
+    end
+  end
+  assign w_level = level;
+  assign r_level = level;
+  assign produce = w_port__addr;
+  assign w_port__data = { \port$1661$0 , \port$1659$0 , \port$1657$0 , \port$410$0  };
+  assign w_data = { \port$1661$0 , \port$1659$0 , \port$1657$0 , \port$410$0  };
+  assign consume = r_port__addr;
+  assign r_port__data = r_data;
 endmodule

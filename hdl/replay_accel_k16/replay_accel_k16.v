@@ -14,7 +14,7 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
-  wire [39:0] \$4 ;
+  wire [67:0] \$4 ;
   wire [15:0] \$5 ;
   wire [16:0] \$6 ;
   wire [47:0] \$7 ;
@@ -240,13 +240,14 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   \replay_accel_k16.core  core (
     .batch_size(batch_size),
     .busy(busy),
-    .\busy$63 (status_tree_busy),
+    .\busy$61 (status_tree_busy),
     .clk(ap_clk),
     .cycles(cycles),
     .done(ap_done),
     .error(status_error),
     .host_addr(host_addr),
     .host_enable(mem_enable),
+    .host_rdata(mem_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
@@ -254,19 +255,18 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$601$0 (\$4 ),
     .ready(ap_ready),
     .response_cycles(response_cycles),
     .rst(rst),
     .seed(seed),
-    .\size$87 (\$6 ),
+    .\size$85 (\$6 ),
     .start(start),
     .status_empty(status_empty),
     .status_invalid_index(status_invalid_index),
     .status_saturated(status_saturated),
     .total(\$7 ),
     .update_size(update_size),
-    .\write_pointer$89 (\$5 )
+    .\write_pointer$87 (\$5 )
   );
   \replay_accel_k16.csr  csr (
     .ap_done(ap_done),
@@ -285,9 +285,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2684$0 (\$5 ),
-    .\port$2686$0 (\$6 ),
-    .\port$2732$0 (\$7 ),
+    .\port$2771$0 (\$5 ),
+    .\port$2773$0 (\$6 ),
+    .\port$2819$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -320,10 +320,12 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .clk(ap_clk),
     .mem_addr(host_addr),
     .mem_enable(mem_enable),
+    .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_wdata(host_wdata),
     .mem_we(host_we),
-    .\port$601$0 (\$4 ),
+    .r_data(\$4 ),
+    .r_en(s_axi_mem_rready),
     .rst(rst),
     .s_axi_mem_araddr(s_axi_mem_araddr),
     .s_axi_mem_arburst(s_axi_mem_arburst),
@@ -342,11 +344,6 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .s_axi_mem_bid(s_axi_mem_bid),
     .s_axi_mem_bready(s_axi_mem_bready),
     .s_axi_mem_bresp(s_axi_mem_bresp),
-    .s_axi_mem_rdata(s_axi_mem_rdata),
-    .s_axi_mem_rid(s_axi_mem_rid),
-    .s_axi_mem_rlast(s_axi_mem_rlast),
-    .s_axi_mem_rready(s_axi_mem_rready),
-    .s_axi_mem_rresp(s_axi_mem_rresp),
     .s_axi_mem_rvalid(s_axi_mem_rvalid),
     .s_axi_mem_wdata(s_axi_mem_wdata),
     .s_axi_mem_wready(s_axi_mem_wready),
@@ -406,10 +403,10 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   assign \s_axi_mem_arburst$88  = s_axi_mem_arburst;
   assign \s_axi_mem_arvalid$89  = s_axi_mem_arvalid;
   assign \s_axi_mem_arready$90  = s_axi_mem_arready;
-  assign \s_axi_mem_rid$91  = s_axi_mem_rid;
-  assign \s_axi_mem_rdata$92  = s_axi_mem_rdata;
-  assign \s_axi_mem_rresp$93  = s_axi_mem_rresp;
-  assign \s_axi_mem_rlast$94  = s_axi_mem_rlast;
+  assign \s_axi_mem_rid$91  = \$4 [67];
+  assign \s_axi_mem_rdata$92  = \$4 [63:0];
+  assign \s_axi_mem_rresp$93  = \$4 [65:64];
+  assign \s_axi_mem_rlast$94  = \$4 [66];
   assign \s_axi_mem_rvalid$95  = s_axi_mem_rvalid;
   assign \s_axi_mem_rready$96  = s_axi_mem_rready;
   assign \interrupt$99  = interrupt;
@@ -444,116 +441,161 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
   assign \cycles$149  = cycles;
   assign mem_addr = host_addr;
   assign host_enable = mem_enable;
-  assign mem_rdata = { 24'h000000, \$4  };
-  assign host_rdata = { 24'h000000, \$4  };
+  assign host_rdata = mem_rdata;
   assign mem_re = host_re;
   assign mem_wdata = host_wdata;
   assign mem_we = host_we;
+  assign s_axi_mem_rid = \$4 [67];
+  assign s_axi_mem_rdata = \$4 [63:0];
+  assign s_axi_mem_rresp = \$4 [65:64];
+  assign s_axi_mem_rlast = \$4 [66];
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , host_enable, \busy$63 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, ready, done, cycles, response_cycles, error, busy
-, \write_pointer$89 , \size$87 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, clk);
+module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \busy$61 , start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_wdata, host_rdata, ready, done, cycles, response_cycles, error, busy
+, \write_pointer$87 , \size$85 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$2  = 1'h1;
 `endif
 `endif
-  wire [14:0] \$1 ;
+  wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$100 ;
-  wire [13:0] \$101 ;
+  wire \$100 ;
+  wire [2:0] \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
-  wire \$105 ;
+  wire [13:0] \$105 ;
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire [4:0] \$11 ;
+  wire \$11 ;
   wire \$110 ;
-  wire \$111 ;
+  wire [2:0] \$111 ;
   wire \$112 ;
   wire \$113 ;
-  wire \$114 ;
-  reg [4:0] \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg [31:0] \$118 ;
-  reg \$119 ;
+  wire [13:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg [2:0] \$120 ;
-  reg [12:0] \$121 ;
-  reg \$122 ;
-  reg [12:0] \$123 ;
-  reg \$124 ;
-  reg [1:0] \$125 ;
-  reg \$126 ;
-  reg [12:0] \$127 ;
-  reg [31:0] \$128 ;
-  reg \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg [1:0] \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [12:0] \$138 ;
-  reg [12:0] \$139 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire [13:0] \$125 ;
+  wire [13:0] \$126 ;
+  wire [2:0] \$127 ;
+  wire [2:0] \$128 ;
+  wire [13:0] \$129 ;
+  wire [4:0] \$13 ;
+  wire [13:0] \$130 ;
+  wire [2:0] \$131 ;
+  wire [13:0] \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
   wire \$14 ;
-  reg [12:0] \$140 ;
-  reg [2:0] \$141 ;
-  reg [2:0] \$142 ;
-  reg [1:0] \$143 ;
-  reg \$144 ;
-  reg [1:0] \$145 ;
-  reg [12:0] \$146 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  reg [14:0] \$146 ;
   reg \$147 ;
-  reg \$148 ;
-  reg [2:0] \$149 ;
+  reg [7:0] \$148 ;
+  reg [63:0] \$149 ;
   wire \$15 ;
-  reg [2:0] \$150 ;
-  reg [12:0] \$151 ;
-  reg [12:0] \$152 ;
-  wire [3:0] \$16 ;
+  reg [4:0] \$150 ;
+  reg [4:0] \$151 ;
+  reg [15:0] \$152 ;
+  reg [39:0] \$153 ;
+  reg [31:0] \$154 ;
+  reg [15:0] \$155 ;
+  reg [31:0] \$156 ;
+  reg [63:0] \$157 ;
+  reg \$158 ;
+  reg \$159 ;
+  wire \$16 ;
+  reg [31:0] \$160 ;
+  reg \$161 ;
+  reg [2:0] \$162 ;
+  reg [12:0] \$163 ;
+  reg \$164 ;
+  reg [12:0] \$165 ;
+  reg \$166 ;
+  reg [1:0] \$167 ;
+  reg \$168 ;
+  reg [12:0] \$169 ;
   wire \$17 ;
-  wire \$18 ;
+  reg [31:0] \$170 ;
+  reg \$171 ;
+  reg \$172 ;
+  reg \$173 ;
+  reg \$174 ;
+  reg [1:0] \$175 ;
+  reg \$176 ;
+  reg \$177 ;
+  reg \$178 ;
+  reg \$179 ;
+  wire [3:0] \$18 ;
+  reg [12:0] \$180 ;
+  reg [12:0] \$181 ;
+  reg [12:0] \$182 ;
+  reg [2:0] \$183 ;
+  reg [2:0] \$184 ;
+  reg [1:0] \$185 ;
+  reg \$186 ;
+  reg [1:0] \$187 ;
+  reg [12:0] \$188 ;
+  reg \$189 ;
   wire \$19 ;
+  reg \$190 ;
+  reg [2:0] \$191 ;
+  reg [2:0] \$192 ;
+  reg [12:0] \$193 ;
+  reg [12:0] \$194 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$21 ;
+  wire \$21 ;
   wire \$22 ;
-  wire \$23 ;
+  wire [1:0] \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
-  wire [15:0] \$27 ;
-  wire [15:0] \$28 ;
-  wire [39:0] \$29 ;
-  wire \$3 ;
-  wire [39:0] \$30 ;
-  wire [31:0] \$31 ;
-  wire [39:0] \$32 ;
-  wire [15:0] \$33 ;
-  wire [39:0] \$34 ;
-  wire [31:0] \$35 ;
-  wire [39:0] \$36 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  wire \$29 ;
+  wire [14:0] \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire [1:0] \$36 ;
   wire \$37 ;
-  wire \$38 ;
+  wire [3:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [1:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
-  wire [3:0] \$46 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
@@ -568,91 +610,91 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [1:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [32:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [2:0] \$70 ;
+  wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [13:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
-  wire \$79 ;
-  wire \$8 ;
-  wire [2:0] \$80 ;
+  wire [7:0] \$79 ;
+  wire [1:0] \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire [13:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
+  wire [39:0] \$87 ;
+  wire [39:0] \$88 ;
+  wire [31:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire [13:0] \$94 ;
-  wire [13:0] \$95 ;
-  wire [2:0] \$96 ;
-  wire [2:0] \$97 ;
-  wire [13:0] \$98 ;
-  wire [13:0] \$99 ;
+  wire [39:0] \$90 ;
+  wire [15:0] \$91 ;
+  wire [39:0] \$92 ;
+  wire [31:0] \$93 ;
+  wire [39:0] \$94 ;
+  wire [32:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$58  = 1'h0;
+  reg \$signal$57  = 1'h0;
   reg [11:0] \$signature__addr ;
-  reg [11:0] \$signature__addr$12 ;
   reg [11:0] \$signature__addr$14 ;
-  reg [11:0] \$signature__addr$17 ;
+  reg [11:0] \$signature__addr$16 ;
   reg [11:0] \$signature__addr$19 ;
-  reg [11:0] \$signature__addr$22 ;
+  reg [11:0] \$signature__addr$21 ;
   reg [11:0] \$signature__addr$24 ;
-  reg [11:0] \$signature__addr$27 ;
+  reg [11:0] \$signature__addr$26 ;
   reg [11:0] \$signature__addr$29 ;
-  reg [11:0] \$signature__addr$7 ;
+  reg [11:0] \$signature__addr$31 ;
+  reg [11:0] \$signature__addr$9 ;
   reg [15:0] \$signature__data ;
-  reg [39:0] \$signature__data$15 ;
-  reg [31:0] \$signature__data$20 ;
-  reg [15:0] \$signature__data$25 ;
-  reg [31:0] \$signature__data$30 ;
-  wire [15:0] \$signature__data$34 ;
-  wire [39:0] \$signature__data$35 ;
-  wire [31:0] \$signature__data$36 ;
-  wire [15:0] \$signature__data$37 ;
-  wire [31:0] \$signature__data$38 ;
+  wire [15:0] \$signature__data$100 ;
+  wire [31:0] \$signature__data$102 ;
+  reg [39:0] \$signature__data$17 ;
+  reg [31:0] \$signature__data$22 ;
+  reg [15:0] \$signature__data$27 ;
+  reg [31:0] \$signature__data$32 ;
+  wire [15:0] \$signature__data$47 ;
+  wire [39:0] \$signature__data$48 ;
+  wire [31:0] \$signature__data$49 ;
   reg \$signature__en ;
-  reg [1:0] \$signature__en$10 ;
-  reg \$signature__en$13 ;
-  reg [4:0] \$signature__en$16 ;
-  reg \$signature__en$18 ;
-  reg [3:0] \$signature__en$21 ;
-  reg \$signature__en$23 ;
-  reg [1:0] \$signature__en$26 ;
-  reg \$signature__en$28 ;
-  reg [3:0] \$signature__en$31 ;
+  reg [1:0] \$signature__en$12 ;
+  reg \$signature__en$15 ;
+  reg [4:0] \$signature__en$18 ;
+  reg \$signature__en$20 ;
+  reg [3:0] \$signature__en$23 ;
+  reg \$signature__en$25 ;
+  reg [1:0] \$signature__en$28 ;
+  reg \$signature__en$30 ;
+  reg [3:0] \$signature__en$33 ;
   reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
   output busy;
   reg busy = 1'h0;
   (* init = 1'h0 *)
-  wire \busy$40 ;
-  output \busy$63 ;
-  wire \busy$63 ;
+  wire \busy$36 ;
+  output \busy$61 ;
+  wire \busy$61 ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -689,32 +731,45 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \cycles$77 ;
+  wire [31:0] \cycles$75 ;
   output done;
   reg done = 1'h0;
   (* init = 1'h0 *)
-  wire \done$44 ;
+  wire \done$40 ;
   wire empty;
   reg [1:0] engine_state = 2'h0;
   output [1:0] error;
   reg [1:0] error = 2'h0;
   (* init = 2'h0 *)
-  wire [1:0] \error$68 ;
+  wire [1:0] \error$66 ;
   reg [1:0] fail;
+  reg [15:0] h_data_idx_in_q = 16'h0000;
+  reg [15:0] h_data_idx_out_q = 16'h0000;
+  reg [39:0] h_data_prio_in_q = 40'h0000000000;
+  reg [31:0] h_data_prio_out_q = 32'd0;
+  reg [31:0] h_data_target_in_q = 32'd0;
   wire [2:0] h_region;
   reg [4:0] h_sel_q = 5'h00;
+  reg [4:0] h_sel_qq = 5'h00;
   wire [11:0] h_word;
   input [14:0] host_addr;
   wire [14:0] host_addr;
+  reg [14:0] host_addr_q = 15'h0000;
   output host_enable;
   wire host_enable;
-  wire [63:0] host_rdata;
+  output [63:0] host_rdata;
+  reg [63:0] host_rdata = 64'h0000000000000000;
+  (* init = 64'h0000000000000000 *)
+  wire [63:0] host_rdata_q;
   input host_re;
   wire host_re;
+  reg host_re_q = 1'h0;
   input [63:0] host_wdata;
   wire [63:0] host_wdata;
+  reg [63:0] host_wdata_q = 64'h0000000000000000;
   input [7:0] host_we;
   wire [7:0] host_we;
+  reg [7:0] host_we_q = 8'h00;
   wire invalid;
   reg [12:0] issue_i = 13'h0000;
   reg issuing = 1'h0;
@@ -779,12 +834,10 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   reg plan_seed = 1'h0;
   reg plan_two = 1'h0;
   reg plan_wait_tree = 1'h0;
-  output [39:0] \port$601$0 ;
-  wire [39:0] \port$601$0 ;
   output ready;
   reg ready = 1'h0;
   (* init = 1'h0 *)
-  wire \ready$42 ;
+  wire \ready$38 ;
   output [31:0] response_cycles;
   reg [31:0] response_cycles = 32'd0;
   wire [68:0] rsp__payload;
@@ -814,11 +867,11 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   wire saturated;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$66 ;
+  wire [31:0] \seed$64 ;
   reg seed_load;
   wire [31:0] size;
-  output [16:0] \size$87 ;
-  wire [16:0] \size$87 ;
+  output [16:0] \size$85 ;
+  wire [16:0] \size$85 ;
   input start;
   wire start;
   output status_empty;
@@ -839,8 +892,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   wire [31:0] update_size;
   reg wait_tree = 1'h0;
   wire [31:0] write_pointer;
-  output [15:0] \write_pointer$89 ;
-  wire [15:0] \write_pointer$89 ;
+  output [15:0] \write_pointer$87 ;
+  wire [15:0] \write_pointer$87 ;
   reg [15:0] buf_idx_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -851,10 +904,10 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$10 [0])
-      buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
-    if (\$signature__en$10 [1])
-      buf_idx_in[\$signature__addr$7 ][15:8] <= \$signature__data [15:8];
+    if (\$signature__en$12 [0])
+      buf_idx_in[\$signature__addr$9 ][7:0] <= \$signature__data [7:0];
+    if (\$signature__en$12 [1])
+      buf_idx_in[\$signature__addr$9 ][15:8] <= \$signature__data [15:8];
   end
   reg [15:0] _0_;
   always @(posedge clk) begin
@@ -862,7 +915,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
       _0_ <= buf_idx_in[\$signature__addr ];
     end
   end
-  assign \$signature__data$34  = _0_;
+  assign \$signature__data$47  = _0_;
   reg [15:0] buf_idx_out [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -873,18 +926,18 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$26 [0])
-      buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
-    if (\$signature__en$26 [1])
-      buf_idx_out[\$signature__addr$24 ][15:8] <= \$signature__data$25 [15:8];
+    if (\$signature__en$28 [0])
+      buf_idx_out[\$signature__addr$26 ][7:0] <= \$signature__data$27 [7:0];
+    if (\$signature__en$28 [1])
+      buf_idx_out[\$signature__addr$26 ][15:8] <= \$signature__data$27 [15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$23 ) begin
-      _1_ <= buf_idx_out[\$signature__addr$22 ];
+    if (\$signature__en$25 ) begin
+      _1_ <= buf_idx_out[\$signature__addr$24 ];
     end
   end
-  assign \$signature__data$37  = _1_;
+  assign \$signature__data$100  = _1_;
   reg [39:0] buf_prio_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -895,24 +948,24 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$16 [0])
-      buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
-    if (\$signature__en$16 [1])
-      buf_prio_in[\$signature__addr$14 ][15:8] <= \$signature__data$15 [15:8];
-    if (\$signature__en$16 [2])
-      buf_prio_in[\$signature__addr$14 ][23:16] <= \$signature__data$15 [23:16];
-    if (\$signature__en$16 [3])
-      buf_prio_in[\$signature__addr$14 ][31:24] <= \$signature__data$15 [31:24];
-    if (\$signature__en$16 [4])
-      buf_prio_in[\$signature__addr$14 ][39:32] <= \$signature__data$15 [39:32];
+    if (\$signature__en$18 [0])
+      buf_prio_in[\$signature__addr$16 ][7:0] <= \$signature__data$17 [7:0];
+    if (\$signature__en$18 [1])
+      buf_prio_in[\$signature__addr$16 ][15:8] <= \$signature__data$17 [15:8];
+    if (\$signature__en$18 [2])
+      buf_prio_in[\$signature__addr$16 ][23:16] <= \$signature__data$17 [23:16];
+    if (\$signature__en$18 [3])
+      buf_prio_in[\$signature__addr$16 ][31:24] <= \$signature__data$17 [31:24];
+    if (\$signature__en$18 [4])
+      buf_prio_in[\$signature__addr$16 ][39:32] <= \$signature__data$17 [39:32];
   end
   reg [39:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$13 ) begin
-      _2_ <= buf_prio_in[\$signature__addr$12 ];
+    if (\$signature__en$15 ) begin
+      _2_ <= buf_prio_in[\$signature__addr$14 ];
     end
   end
-  assign \$signature__data$35  = _2_;
+  assign \$signature__data$48  = _2_;
   reg [31:0] buf_prio_out [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -923,22 +976,22 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$31 [0])
-      buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
-    if (\$signature__en$31 [1])
-      buf_prio_out[\$signature__addr$29 ][15:8] <= \$signature__data$30 [15:8];
-    if (\$signature__en$31 [2])
-      buf_prio_out[\$signature__addr$29 ][23:16] <= \$signature__data$30 [23:16];
-    if (\$signature__en$31 [3])
-      buf_prio_out[\$signature__addr$29 ][31:24] <= \$signature__data$30 [31:24];
+    if (\$signature__en$33 [0])
+      buf_prio_out[\$signature__addr$31 ][7:0] <= \$signature__data$32 [7:0];
+    if (\$signature__en$33 [1])
+      buf_prio_out[\$signature__addr$31 ][15:8] <= \$signature__data$32 [15:8];
+    if (\$signature__en$33 [2])
+      buf_prio_out[\$signature__addr$31 ][23:16] <= \$signature__data$32 [23:16];
+    if (\$signature__en$33 [3])
+      buf_prio_out[\$signature__addr$31 ][31:24] <= \$signature__data$32 [31:24];
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en$28 ) begin
-      _3_ <= buf_prio_out[\$signature__addr$27 ];
+    if (\$signature__en$30 ) begin
+      _3_ <= buf_prio_out[\$signature__addr$29 ];
     end
   end
-  assign \$signature__data$38  = _3_;
+  assign \$signature__data$102  = _3_;
   reg [31:0] buf_target_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -949,213 +1002,266 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$21 [0])
-      buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
-    if (\$signature__en$21 [1])
-      buf_target_in[\$signature__addr$19 ][15:8] <= \$signature__data$20 [15:8];
-    if (\$signature__en$21 [2])
-      buf_target_in[\$signature__addr$19 ][23:16] <= \$signature__data$20 [23:16];
-    if (\$signature__en$21 [3])
-      buf_target_in[\$signature__addr$19 ][31:24] <= \$signature__data$20 [31:24];
+    if (\$signature__en$23 [0])
+      buf_target_in[\$signature__addr$21 ][7:0] <= \$signature__data$22 [7:0];
+    if (\$signature__en$23 [1])
+      buf_target_in[\$signature__addr$21 ][15:8] <= \$signature__data$22 [15:8];
+    if (\$signature__en$23 [2])
+      buf_target_in[\$signature__addr$21 ][23:16] <= \$signature__data$22 [23:16];
+    if (\$signature__en$23 [3])
+      buf_target_in[\$signature__addr$21 ][31:24] <= \$signature__data$22 [31:24];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$18 ) begin
-      _4_ <= buf_target_in[\$signature__addr$17 ];
+    if (\$signature__en$20 ) begin
+      _4_ <= buf_target_in[\$signature__addr$19 ];
     end
   end
-  assign \$signature__data$36  = _4_;
-  assign \$2  = ~ busy;
-  assign \$3  = ! \$1 [2:0];
-  assign \$4  = host_re & \$3 ;
-  assign \$5  = ! \$1 [2:0];
-  assign \$6  = \$5  ? host_we[1:0] : 2'h0;
-  assign \$7  = ~ busy;
-  assign \$8  = \$1 [2:0] == 1'h1;
-  assign \$9  = host_re & \$8 ;
-  assign \$10  = \$1 [2:0] == 1'h1;
-  assign \$11  = \$10  ? host_we[4:0] : 5'h00;
-  assign \$12  = ~ busy;
-  assign \$13  = \$1 [2:0] == 2'h2;
-  assign \$14  = host_re & \$13 ;
-  assign \$15  = \$1 [2:0] == 2'h2;
-  assign \$16  = \$15  ? host_we[3:0] : 4'h0;
-  assign \$17  = ~ busy;
-  assign \$18  = \$1 [2:0] == 2'h3;
-  assign \$19  = host_re & \$18 ;
-  assign \$20  = \$1 [2:0] == 2'h3;
-  assign \$21  = \$20  ? host_we[1:0] : 2'h0;
-  assign \$22  = ~ busy;
-  assign \$23  = \$1 [2:0] == 3'h4;
-  assign \$24  = host_re & \$23 ;
-  assign \$25  = \$1 [2:0] == 3'h4;
-  assign \$26  = \$25  ? host_we[3:0] : 4'h0;
-  assign \$27  = h_sel_q[0] ? \$signature__data$34  : 16'h0000;
-  assign \$29  = h_sel_q[1] ? \$signature__data$35  : 40'h0000000000;
-  assign \$30  = { 24'h000000, \$28  } | \$29 ;
-  assign \$31  = h_sel_q[2] ? \$signature__data$36  : 32'd0;
-  assign \$32  = \$30  | { 8'h00, \$31  };
-  assign \$33  = h_sel_q[3] ? \$signature__data$37  : 16'h0000;
-  assign \$34  = \$32  | { 24'h000000, \$33  };
-  assign \$35  = h_sel_q[4] ? \$signature__data$38  : 32'd0;
-  assign \$36  = \$34  | { 8'h00, \$35  };
-  assign host_enable = ~ busy;
-  assign \$37  = ~ c_valid;
-  assign \$38  = \$37  | cmd__ready;
-  assign \$39  = ~ c_valid;
-  assign \$40  = \$39  | cmd__ready;
-  assign \$41  = ~ c_valid;
-  assign \$42  = \$41  | cmd__ready;
-  assign \$43  = rsp__valid & busy;
-  assign \$44  = \$43  ? 2'h3 : 2'h0;
-  assign \$45  = rsp__valid & busy;
-  assign \$46  = \$45  ? 4'hf : 4'h0;
-  assign \$47  = op_code != 3'h6;
-  assign \$48  = op_code != 3'h7;
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = \$49  & \$signal ;
-  assign \$51  = op_code == 3'h5;
-  assign \$52  = \$51  & \$signal$58 ;
-  assign \$53  = ~ ready;
-  assign \$54  = start & \$53 ;
-  assign \$55  = ~ \busy$63 ;
-  assign \$56  = ! engine_state;
-  assign \$57  = engine_state == 1'h1;
-  assign \$58  = engine_state == 2'h2;
-  assign \$59  = ! \$1 [2:0];
-  assign \$60  = \$1 [2:0] == 1'h1;
-  assign \$61  = \$1 [2:0] == 2'h2;
-  assign \$62  = \$1 [2:0] == 2'h3;
-  assign \$63  = \$1 [2:0] == 3'h4;
-  assign \$64  = cycles + 1'h1;
-  assign \$65  = ~ c_valid;
-  assign \$66  = \$65  | cmd__ready;
-  assign \$67  = ~ c_valid;
-  assign \$68  = \$67  | cmd__ready;
-  assign \$69  = issuing & \$68 ;
-  assign \$70  = phase ? ph1_op : ph0_op;
-  assign \$71  = ~ c_valid;
-  assign \$72  = \$71  | cmd__ready;
-  assign \$73  = issuing & \$72 ;
-  assign \$74  = issue_i + 1'h1;
-  assign \$75  = issue_i == cur_last;
-  assign \$76  = ~ phase;
-  assign \$77  = \$76  & two;
-  assign \$78  = c_valid & cmd__ready;
-  assign \$79  = ~ tail_zero;
-  assign \$80  = tail - 1'h1;
-  assign \$81  = tail == 1'h1;
-  assign \$82  = rsp__valid & busy;
-  assign \$83  = rsp_j + 1'h1;
-  assign \$84  = cycles + 1'h1;
-  assign \$85  = rsp_j == rsp_last;
-  assign \$86  = ! batch_size;
-  assign \$87  = batch_size > 13'h1000;
-  assign \$88  = \$86  | \$87 ;
-  assign \$89  = ! update_size;
-  assign \$90  = update_size > 13'h1000;
-  assign \$91  = \$89  | \$90 ;
-  assign \$92  = op_code > 3'h7;
-  assign \$93  = op_code == 3'h7;
-  assign \$94  = batch_size[12:0] - 1'h1;
-  assign \$95  = batch_size[12:0] - 1'h1;
-  assign \$96  = op_prng ? 3'h1 : 3'h0;
-  assign \$97  = op_prng ? 3'h1 : 3'h0;
-  assign \$98  = update_size[12:0] - 1'h1;
-  assign \$99  = update_size[12:0] - 1'h1;
-  assign \$100  = op_prng ? 3'h1 : 3'h0;
-  assign \$101  = batch_size[12:0] - 1'h1;
-  assign \$102  = ~ ready;
-  assign \$103  = start & \$102 ;
-  assign \$104  = | plan_fail;
-  assign \$105  = ~ plan_rsp;
-  assign \$106  = ~ issuing;
-  assign \$107  = ~ c_valid;
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = \$108  & rsp_none;
-  assign \$110  = \$109  & tail_zero;
-  assign \$111  = wait_tree & \busy$63 ;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$110  & \$112 ;
-  assign \$114  = ~ \busy$63 ;
+  assign \$signature__data$49  = _4_;
+  assign \$1  = ~ busy;
+  assign \$2  = ~ start;
+  assign host_enable = \$1  & \$2 ;
+  assign \$4  = ~ busy;
+  assign \$5  = ! \$3 [2:0];
+  assign \$6  = host_re_q & \$5 ;
+  assign \$7  = ! \$3 [2:0];
+  assign \$8  = \$7  ? host_we_q[1:0] : 2'h0;
+  assign \$9  = ~ busy;
+  assign \$10  = \$3 [2:0] == 1'h1;
+  assign \$11  = host_re_q & \$10 ;
+  assign \$12  = \$3 [2:0] == 1'h1;
+  assign \$13  = \$12  ? host_we_q[4:0] : 5'h00;
+  assign \$14  = ~ busy;
+  assign \$15  = \$3 [2:0] == 2'h2;
+  assign \$16  = host_re_q & \$15 ;
+  assign \$17  = \$3 [2:0] == 2'h2;
+  assign \$18  = \$17  ? host_we_q[3:0] : 4'h0;
+  assign \$19  = ~ busy;
+  assign \$20  = \$3 [2:0] == 2'h3;
+  assign \$21  = host_re_q & \$20 ;
+  assign \$22  = \$3 [2:0] == 2'h3;
+  assign \$23  = \$22  ? host_we_q[1:0] : 2'h0;
+  assign \$24  = ~ busy;
+  assign \$25  = \$3 [2:0] == 3'h4;
+  assign \$26  = host_re_q & \$25 ;
+  assign \$27  = \$3 [2:0] == 3'h4;
+  assign \$28  = \$27  ? host_we_q[3:0] : 4'h0;
+  assign \$29  = ~ c_valid;
+  assign \$30  = \$29  | cmd__ready;
+  assign \$31  = ~ c_valid;
+  assign \$32  = \$31  | cmd__ready;
+  assign \$33  = ~ c_valid;
+  assign \$34  = \$33  | cmd__ready;
+  assign \$35  = rsp__valid & busy;
+  assign \$36  = \$35  ? 2'h3 : 2'h0;
+  assign \$37  = rsp__valid & busy;
+  assign \$38  = \$37  ? 4'hf : 4'h0;
+  assign \$39  = op_code != 3'h6;
+  assign \$40  = op_code != 3'h7;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \$41  & \$signal ;
+  assign \$43  = op_code == 3'h5;
+  assign \$44  = \$43  & \$signal$57 ;
+  assign \$45  = ~ ready;
+  assign \$46  = start & \$45 ;
+  assign \$47  = ~ \busy$61 ;
+  assign \$48  = ! engine_state;
+  assign \$49  = engine_state == 1'h1;
+  assign \$50  = engine_state == 2'h2;
+  assign \$51  = ~ busy;
+  assign \$52  = ~ start;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = host_re & \$53 ;
+  assign \$55  = ~ busy;
+  assign \$56  = ~ start;
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = ~ busy;
+  assign \$59  = ~ start;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = ~ busy;
+  assign \$62  = ~ start;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = ~ busy;
+  assign \$65  = ~ start;
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ start;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = ~ busy;
+  assign \$71  = ~ start;
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = ~ busy;
+  assign \$74  = ~ start;
+  assign \$75  = \$73  & \$74 ;
+  assign \$76  = ~ busy;
+  assign \$77  = ~ start;
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = host_we & { \$78 , \$75 , \$72 , \$69 , \$66 , \$63 , \$60 , \$57  };
+  assign \$80  = ! \$3 [2:0];
+  assign \$81  = \$3 [2:0] == 1'h1;
+  assign \$82  = \$3 [2:0] == 2'h2;
+  assign \$83  = \$3 [2:0] == 2'h3;
+  assign \$84  = \$3 [2:0] == 3'h4;
+  assign \$85  = h_sel_qq[0] ? h_data_idx_in_q : 16'h0000;
+  assign \$87  = h_sel_qq[1] ? h_data_prio_in_q : 40'h0000000000;
+  assign \$88  = { 24'h000000, \$86  } | \$87 ;
+  assign \$89  = h_sel_qq[2] ? h_data_target_in_q : 32'd0;
+  assign \$90  = \$88  | { 8'h00, \$89  };
+  assign \$91  = h_sel_qq[3] ? h_data_idx_out_q : 16'h0000;
+  assign \$92  = \$90  | { 24'h000000, \$91  };
+  assign \$93  = h_sel_qq[4] ? h_data_prio_out_q : 32'd0;
+  assign \$94  = \$92  | { 8'h00, \$93  };
+  assign \$95  = cycles + 1'h1;
+  assign \$96  = ~ c_valid;
+  assign \$97  = \$96  | cmd__ready;
+  assign \$98  = ~ c_valid;
+  assign \$99  = \$98  | cmd__ready;
+  assign \$100  = issuing & \$99 ;
+  assign \$101  = phase ? ph1_op : ph0_op;
+  assign \$102  = ~ c_valid;
+  assign \$103  = \$102  | cmd__ready;
+  assign \$104  = issuing & \$103 ;
+  assign \$105  = issue_i + 1'h1;
+  assign \$106  = issue_i == cur_last;
+  assign \$107  = ~ phase;
+  assign \$108  = \$107  & two;
+  assign \$109  = c_valid & cmd__ready;
+  assign \$110  = ~ tail_zero;
+  assign \$111  = tail - 1'h1;
+  assign \$112  = tail == 1'h1;
+  assign \$113  = rsp__valid & busy;
+  assign \$114  = rsp_j + 1'h1;
+  assign \$115  = cycles + 1'h1;
+  assign \$116  = rsp_j == rsp_last;
+  assign \$117  = ! batch_size;
+  assign \$118  = batch_size > 13'h1000;
+  assign \$119  = \$117  | \$118 ;
+  assign \$120  = ! update_size;
+  assign \$121  = update_size > 13'h1000;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = op_code > 3'h7;
+  assign \$124  = op_code == 3'h7;
+  assign \$125  = batch_size[12:0] - 1'h1;
+  assign \$126  = batch_size[12:0] - 1'h1;
+  assign \$127  = op_prng ? 3'h1 : 3'h0;
+  assign \$128  = op_prng ? 3'h1 : 3'h0;
+  assign \$129  = update_size[12:0] - 1'h1;
+  assign \$130  = update_size[12:0] - 1'h1;
+  assign \$131  = op_prng ? 3'h1 : 3'h0;
+  assign \$132  = batch_size[12:0] - 1'h1;
+  assign \$133  = ~ ready;
+  assign \$134  = start & \$133 ;
+  assign \$135  = | plan_fail;
+  assign \$136  = ~ plan_rsp;
+  assign \$137  = ~ issuing;
+  assign \$138  = ~ c_valid;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = \$139  & rsp_none;
+  assign \$141  = \$140  & tail_zero;
+  assign \$142  = wait_tree & \busy$61 ;
+  assign \$143  = ~ \$142 ;
+  assign \$144  = \$141  & \$143 ;
+  assign \$145  = ~ \busy$61 ;
   always @(posedge clk)
-    h_sel_q <= \$115 ;
+    host_addr_q <= \$146 ;
   always @(posedge clk)
-    ready <= \$116 ;
+    host_re_q <= \$147 ;
   always @(posedge clk)
-    done <= \$117 ;
+    host_we_q <= \$148 ;
   always @(posedge clk)
-    cycles <= \$118 ;
+    host_wdata_q <= \$149 ;
   always @(posedge clk)
-    c_valid <= \$119 ;
+    h_sel_q <= \$150 ;
   always @(posedge clk)
-    c_op <= \$120 ;
+    h_sel_qq <= \$151 ;
   always @(posedge clk)
-    issue_i <= \$121 ;
+    h_data_idx_in_q <= \$152 ;
   always @(posedge clk)
-    phase <= \$122 ;
+    h_data_prio_in_q <= \$153 ;
   always @(posedge clk)
-    cur_last <= \$123 ;
+    h_data_target_in_q <= \$154 ;
   always @(posedge clk)
-    issuing <= \$124 ;
+    h_data_idx_out_q <= \$155 ;
   always @(posedge clk)
-    tail <= \$125 ;
+    h_data_prio_out_q <= \$156 ;
   always @(posedge clk)
-    tail_zero <= \$126 ;
+    host_rdata <= \$157 ;
   always @(posedge clk)
-    rsp_j <= \$127 ;
+    ready <= \$158 ;
   always @(posedge clk)
-    response_cycles <= \$128 ;
+    done <= \$159 ;
   always @(posedge clk)
-    rsp_none <= \$129 ;
+    cycles <= \$160 ;
   always @(posedge clk)
-    \$signal  <= \$130 ;
+    c_valid <= \$161 ;
   always @(posedge clk)
-    \$signal$58  <= \$131 ;
+    c_op <= \$162 ;
   always @(posedge clk)
-    bad_code <= \$132 ;
+    issue_i <= \$163 ;
   always @(posedge clk)
-    plan_fail <= \$133 ;
+    phase <= \$164 ;
   always @(posedge clk)
-    plan_seed <= \$134 ;
+    cur_last <= \$165 ;
   always @(posedge clk)
-    plan_rsp <= \$135 ;
+    issuing <= \$166 ;
   always @(posedge clk)
-    plan_two <= \$136 ;
+    tail <= \$167 ;
   always @(posedge clk)
-    plan_wait_tree <= \$137 ;
+    tail_zero <= \$168 ;
   always @(posedge clk)
-    plan_ph0_last <= \$138 ;
+    rsp_j <= \$169 ;
   always @(posedge clk)
-    plan_ph1_last <= \$139 ;
+    response_cycles <= \$170 ;
   always @(posedge clk)
-    plan_rsp_last <= \$140 ;
+    rsp_none <= \$171 ;
   always @(posedge clk)
-    plan_ph0_op <= \$141 ;
+    \$signal  <= \$172 ;
   always @(posedge clk)
-    plan_ph1_op <= \$142 ;
+    \$signal$57  <= \$173 ;
   always @(posedge clk)
-    error <= \$143 ;
+    bad_code <= \$174 ;
   always @(posedge clk)
-    busy <= \$144 ;
+    plan_fail <= \$175 ;
   always @(posedge clk)
-    engine_state <= \$145 ;
+    plan_seed <= \$176 ;
   always @(posedge clk)
-    rsp_last <= \$146 ;
+    plan_rsp <= \$177 ;
   always @(posedge clk)
-    two <= \$147 ;
+    plan_two <= \$178 ;
   always @(posedge clk)
-    wait_tree <= \$148 ;
+    plan_wait_tree <= \$179 ;
   always @(posedge clk)
-    ph0_op <= \$149 ;
+    plan_ph0_last <= \$180 ;
   always @(posedge clk)
-    ph1_op <= \$150 ;
+    plan_ph1_last <= \$181 ;
   always @(posedge clk)
-    ph0_last <= \$151 ;
+    plan_rsp_last <= \$182 ;
   always @(posedge clk)
-    ph1_last <= \$152 ;
+    plan_ph0_op <= \$183 ;
+  always @(posedge clk)
+    plan_ph1_op <= \$184 ;
+  always @(posedge clk)
+    error <= \$185 ;
+  always @(posedge clk)
+    busy <= \$186 ;
+  always @(posedge clk)
+    engine_state <= \$187 ;
+  always @(posedge clk)
+    rsp_last <= \$188 ;
+  always @(posedge clk)
+    two <= \$189 ;
+  always @(posedge clk)
+    wait_tree <= \$190 ;
+  always @(posedge clk)
+    ph0_op <= \$191 ;
+  always @(posedge clk)
+    ph1_op <= \$192 ;
+  always @(posedge clk)
+    ph0_last <= \$193 ;
+  always @(posedge clk)
+    ph1_last <= \$194 ;
   \replay_accel_k16.core.tree  tree (
-    .busy(\busy$63 ),
+    .busy(\busy$61 ),
     .clear(clear),
     .clk(clk),
     .cmd__payload(cmd__payload),
@@ -1170,15 +1276,15 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
     .rst(rst),
     .saturated(status_saturated),
     .seed(seed),
-    .size(\size$87 ),
+    .size(\size$85 ),
     .total(total),
-    .write_pointer(\write_pointer$89 )
+    .write_pointer(\write_pointer$87 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__addr  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr  = host_addr[11:0];
+    if (\$4 ) begin
+      \$signature__addr  = host_addr_q[11:0];
     end
     if (busy) begin
       \$signature__addr  = issue_i[11:0];
@@ -1187,202 +1293,202 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__en  = 1'h1;
-    if (\$2 ) begin
-      \$signature__en  = \$4 ;
+    if (\$4 ) begin
+      \$signature__en  = \$6 ;
     end
     if (busy) begin
-      \$signature__en  = \$38 ;
+      \$signature__en  = \$30 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$7  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr$7  = host_addr[11:0];
+    \$signature__addr$9  = 12'h000;
+    if (\$4 ) begin
+      \$signature__addr$9  = host_addr_q[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__data  = 16'h0000;
-    if (\$2 ) begin
-      \$signature__data  = host_wdata[15:0];
+    if (\$4 ) begin
+      \$signature__data  = host_wdata_q[15:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$10  = 2'h0;
-    if (\$2 ) begin
-      \$signature__en$10  = \$6 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$12  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$12  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$12  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$13  = 1'h1;
-    if (\$7 ) begin
-      \$signature__en$13  = \$9 ;
-    end
-    if (busy) begin
-      \$signature__en$13  = \$40 ;
+    \$signature__en$12  = 2'h0;
+    if (\$4 ) begin
+      \$signature__en$12  = \$8 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__addr$14  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$14  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$15  = 40'h0000000000;
-    if (\$7 ) begin
-      \$signature__data$15  = host_wdata[39:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$16  = 5'h00;
-    if (\$7 ) begin
-      \$signature__en$16  = \$11 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$17  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$17  = host_addr[11:0];
+    if (\$9 ) begin
+      \$signature__addr$14  = host_addr_q[11:0];
     end
     if (busy) begin
-      \$signature__addr$17  = issue_i[11:0];
+      \$signature__addr$14  = issue_i[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$18  = 1'h1;
-    if (\$12 ) begin
-      \$signature__en$18  = \$14 ;
+    \$signature__en$15  = 1'h1;
+    if (\$9 ) begin
+      \$signature__en$15  = \$11 ;
     end
     if (busy) begin
-      \$signature__en$18  = \$42 ;
+      \$signature__en$15  = \$32 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$16  = 12'h000;
+    if (\$9 ) begin
+      \$signature__addr$16  = host_addr_q[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data$17  = 40'h0000000000;
+    if (\$9 ) begin
+      \$signature__data$17  = host_wdata_q[39:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$18  = 5'h00;
+    if (\$9 ) begin
+      \$signature__en$18  = \$13 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__addr$19  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$19  = host_addr[11:0];
+    if (\$14 ) begin
+      \$signature__addr$19  = host_addr_q[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$19  = issue_i[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$20  = 32'd0;
-    if (\$12 ) begin
-      \$signature__data$20  = host_wdata[31:0];
+    \$signature__en$20  = 1'h1;
+    if (\$14 ) begin
+      \$signature__en$20  = \$16 ;
+    end
+    if (busy) begin
+      \$signature__en$20  = \$34 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$21  = 4'h0;
-    if (\$12 ) begin
-      \$signature__en$21  = \$16 ;
+    \$signature__addr$21  = 12'h000;
+    if (\$14 ) begin
+      \$signature__addr$21  = host_addr_q[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$22  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$22  = host_addr[11:0];
+    \$signature__data$22  = 32'd0;
+    if (\$14 ) begin
+      \$signature__data$22  = host_wdata_q[31:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$23  = 1'h1;
-    if (\$17 ) begin
-      \$signature__en$23  = \$19 ;
+    \$signature__en$23  = 4'h0;
+    if (\$14 ) begin
+      \$signature__en$23  = \$18 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__addr$24  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$24  = host_addr[11:0];
+    if (\$19 ) begin
+      \$signature__addr$24  = host_addr_q[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$25  = 1'h1;
+    if (\$19 ) begin
+      \$signature__en$25  = \$21 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__addr$26  = 12'h000;
+    if (\$19 ) begin
+      \$signature__addr$26  = host_addr_q[11:0];
     end
     if (busy) begin
-      \$signature__addr$24  = rsp_j[11:0];
+      \$signature__addr$26  = rsp_j[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$25  = 16'h0000;
-    if (\$17 ) begin
-      \$signature__data$25  = host_wdata[15:0];
+    \$signature__data$27  = 16'h0000;
+    if (\$19 ) begin
+      \$signature__data$27  = host_wdata_q[15:0];
     end
     if (busy) begin
-      \$signature__data$25  = rsp__payload[18:3];
+      \$signature__data$27  = rsp__payload[18:3];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$26  = 2'h0;
-    if (\$17 ) begin
-      \$signature__en$26  = \$21 ;
+    \$signature__en$28  = 2'h0;
+    if (\$19 ) begin
+      \$signature__en$28  = \$23 ;
     end
     if (busy) begin
-      \$signature__en$26  = \$44 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__addr$27  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$27  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$28  = 1'h1;
-    if (\$22 ) begin
-      \$signature__en$28  = \$24 ;
+      \$signature__en$28  = \$36 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     \$signature__addr$29  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$29  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$29  = rsp_j[11:0];
+    if (\$24 ) begin
+      \$signature__addr$29  = host_addr_q[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__data$30  = 32'd0;
-    if (\$22 ) begin
-      \$signature__data$30  = host_wdata[31:0];
-    end
-    if (busy) begin
-      \$signature__data$30  = rsp__payload[50:19];
+    \$signature__en$30  = 1'h1;
+    if (\$24 ) begin
+      \$signature__en$30  = \$26 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$signature__en$31  = 4'h0;
-    if (\$22 ) begin
-      \$signature__en$31  = \$26 ;
+    \$signature__addr$31  = 12'h000;
+    if (\$24 ) begin
+      \$signature__addr$31  = host_addr_q[11:0];
     end
     if (busy) begin
-      \$signature__en$31  = \$46 ;
+      \$signature__addr$31  = rsp_j[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__data$32  = 32'd0;
+    if (\$24 ) begin
+      \$signature__data$32  = host_wdata_q[31:0];
+    end
+    if (busy) begin
+      \$signature__data$32  = rsp__payload[50:19];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$signature__en$33  = 4'h0;
+    if (\$24 ) begin
+      \$signature__en$33  = \$28 ;
+    end
+    if (busy) begin
+      \$signature__en$33  = \$38 ;
     end
   end
   always @* begin
@@ -1390,9 +1496,9 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
     fail = 2'h0;
     if (bad_code) begin
       fail = 2'h1;
-    end else if (\$50 ) begin
+    end else if (\$42 ) begin
       fail = 2'h2;
-    end else if (\$52 ) begin
+    end else if (\$44 ) begin
       fail = 2'h3;
     end
   end
@@ -1401,7 +1507,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
     clear = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$54 ) begin
+          if (\$46 ) begin
             clear = 1'h1;
           end
     endcase
@@ -1415,691 +1521,767 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
       2'h2:
           /* empty */;
       2'h1:
-          if (\$55 ) begin
+          if (\$47 ) begin
             seed_load = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$115  = { \$63 , \$62 , \$61 , \$60 , \$59  };
+    \$146  = host_addr;
     if (rst) begin
-      \$115  = 5'h00;
+      \$146  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$116  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$116  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$117  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            if (\$104 ) begin
-              \$117  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$117  = 1'h1;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$117  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$118  = cycles;
-    if (busy) begin
-      \$118  = \$64 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$118  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$118  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$119  = c_valid;
-    if (\$66 ) begin
-      \$119  = \$69 ;
-    end
-    if (rst) begin
-      \$119  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$120  = c_op;
-    if (\$66 ) begin
-      \$120  = \$70 ;
-    end
-    if (rst) begin
-      \$120  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$121  = issue_i;
-    if (\$73 ) begin
-      \$121  = \$74 [12:0];
-      if (\$75 ) begin
-        \$121  = 13'h0000;
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$121  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$121  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$122  = phase;
-    if (\$73 ) begin
-      if (\$75 ) begin
-        if (\$77 ) begin
-          \$122  = 1'h1;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$122  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$122  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$123  = cur_last;
-    if (\$73 ) begin
-      if (\$75 ) begin
-        if (\$77 ) begin
-          \$123  = ph1_last;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$123  = plan_ph0_last;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$123  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$124  = issuing;
-    if (\$73 ) begin
-      if (\$75 ) begin
-        (* full_case = 32'd1 *)
-        if (\$77 ) begin
-        end else begin
-          \$124  = 1'h0;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$124  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$124  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$125  = tail;
-    if (\$78 ) begin
-      \$125  = 2'h3;
-    end else if (\$79 ) begin
-      \$125  = \$80 [1:0];
-    end
-    if (rst) begin
-      \$125  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$126  = tail_zero;
-    if (\$78 ) begin
-      \$126  = 1'h0;
-    end else if (\$79 ) begin
-      \$126  = \$81 ;
-    end
-    if (rst) begin
-      \$126  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$127  = rsp_j;
-    if (\$82 ) begin
-      \$127  = \$83 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$127  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$127  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$128  = response_cycles;
-    if (\$82 ) begin
-      \$128  = \$84 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$128  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$128  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$129  = rsp_none;
-    if (\$82 ) begin
-      \$129  = \$85 ;
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$129  = \$105 ;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$129  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$130  = \$88 ;
-    if (rst) begin
-      \$130  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$131  = \$91 ;
-    if (rst) begin
-      \$131  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$132  = \$92 ;
-    if (rst) begin
-      \$132  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$133  = fail;
-    if (rst) begin
-      \$133  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$134  = \$93 ;
-    if (rst) begin
-      \$134  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$135  = 1'h0;
-    casez (op_code)
-      4'h0:
-          \$135  = 1'h1;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$135  = 1'h1;
-      4'h3:
-          \$135  = 1'h1;
-      4'h4:
-          \$135  = 1'h1;
-      4'h5:
-          \$135  = 1'h1;
-    endcase
-    if (rst) begin
-      \$135  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$136  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          \$136  = 1'h1;
-    endcase
-    if (rst) begin
-      \$136  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$137  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$137  = 1'h1;
-    endcase
-    if (rst) begin
-      \$137  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$138  = \$94 [12:0];
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-          end else begin
-            \$138  = \$99 [12:0];
-          end
-      4'h6:
-          \$138  = 13'h0000;
-    endcase
-    if (rst) begin
-      \$138  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$139  = 13'h1fff;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$139  = \$98 [12:0];
-          end else begin
-            \$139  = \$101 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$139  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$140  = \$95 [12:0];
-    if (rst) begin
-      \$140  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$141  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$141  = \$96 ;
-      4'h1:
-          \$141  = 3'h2;
-      4'h2:
-          \$141  = 3'h3;
-      4'h3:
-          \$141  = 3'h4;
-      4'h4:
-          \$141  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$141  = \$97 ;
-          end else begin
-            \$141  = 3'h2;
-          end
-      4'h6:
-          \$141  = 3'h7;
-    endcase
-    if (rst) begin
-      \$141  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$142  = plan_ph1_op;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$142  = 3'h2;
-          end else begin
-            \$142  = \$100 ;
-          end
-    endcase
-    if (rst) begin
-      \$142  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$143  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$143  = 2'h0;
-            if (\$104 ) begin
-              \$143  = plan_fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$143  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$144  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-              \$144  = 1'h1;
-            end else begin
-              \$144  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$144  = 1'h0;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$144  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$144  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$145  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-              \$145  = 2'h1;
-            end else begin
-              \$145  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$145  = 2'h0;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$145  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$145  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$146  = rsp_last;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$146  = plan_rsp_last;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$146  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$147  = two;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$147  = plan_two;
-            end
-          end
-    endcase
+    \$147  = \$54 ;
     if (rst) begin
       \$147  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$148  = wait_tree;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$148  = plan_wait_tree;
-            end
-          end
-    endcase
+    \$148  = \$79 ;
     if (rst) begin
-      \$148  = 1'h0;
+      \$148  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$149  = ph0_op;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$149  = plan_ph0_op;
-            end
-          end
-    endcase
+    \$149  = host_wdata;
     if (rst) begin
-      \$149  = 3'h0;
+      \$149  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$150  = ph1_op;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$150  = plan_ph1_op;
-            end
-          end
-    endcase
+    \$150  = { \$84 , \$83 , \$82 , \$81 , \$80  };
     if (rst) begin
-      \$150  = 3'h0;
+      \$150  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$151  = ph0_last;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$151  = plan_ph0_last;
-            end
-          end
-    endcase
+    \$151  = h_sel_q;
     if (rst) begin
-      \$151  = 13'h0000;
+      \$151  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$152  = ph1_last;
+    \$152  = \$signature__data$47 ;
+    if (rst) begin
+      \$152  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$153  = \$signature__data$48 ;
+    if (rst) begin
+      \$153  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$154  = \$signature__data$49 ;
+    if (rst) begin
+      \$154  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$155  = \$signature__data$100 ;
+    if (rst) begin
+      \$155  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$156  = \$signature__data$102 ;
+    if (rst) begin
+      \$156  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$157  = { 24'h000000, \$94  };
+    if (rst) begin
+      \$157  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$158  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$103 ) begin
+          if (\$134 ) begin
+            \$158  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$158  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$159  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            if (\$135 ) begin
+              \$159  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$144 ) begin
+            \$159  = 1'h1;
+          end
+      2'h1:
+          if (\$145 ) begin
+            \$159  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$159  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$160  = cycles;
+    if (busy) begin
+      \$160  = \$95 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$160  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$160  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$161  = c_valid;
+    if (\$97 ) begin
+      \$161  = \$100 ;
+    end
+    if (rst) begin
+      \$161  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$162  = c_op;
+    if (\$97 ) begin
+      \$162  = \$101 ;
+    end
+    if (rst) begin
+      \$162  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$163  = issue_i;
+    if (\$104 ) begin
+      \$163  = \$105 [12:0];
+      if (\$106 ) begin
+        \$163  = 13'h0000;
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$163  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$163  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$164  = phase;
+    if (\$104 ) begin
+      if (\$106 ) begin
+        if (\$108 ) begin
+          \$164  = 1'h1;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$164  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$165  = cur_last;
+    if (\$104 ) begin
+      if (\$106 ) begin
+        if (\$108 ) begin
+          \$165  = ph1_last;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
             (* full_case = 32'd1 *)
-            if (\$104 ) begin
+            if (\$135 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$152  = plan_ph1_last;
+              \$165  = plan_ph0_last;
             end
           end
     endcase
     if (rst) begin
-      \$152  = 13'h0000;
+      \$165  = 13'h0000;
     end
   end
-  assign h_region = \$1 [2:0];
-  assign h_word = host_addr[11:0];
-  assign host_rdata = { 24'h000000, \$36  };
-  assign \busy$40  = busy;
-  assign \ready$42  = ready;
-  assign \done$44  = done;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$166  = issuing;
+    if (\$104 ) begin
+      if (\$106 ) begin
+        (* full_case = 32'd1 *)
+        if (\$108 ) begin
+        end else begin
+          \$166  = 1'h0;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$166  = 1'h1;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$166  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$167  = tail;
+    if (\$109 ) begin
+      \$167  = 2'h3;
+    end else if (\$110 ) begin
+      \$167  = \$111 [1:0];
+    end
+    if (rst) begin
+      \$167  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$168  = tail_zero;
+    if (\$109 ) begin
+      \$168  = 1'h0;
+    end else if (\$110 ) begin
+      \$168  = \$112 ;
+    end
+    if (rst) begin
+      \$168  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$169  = rsp_j;
+    if (\$113 ) begin
+      \$169  = \$114 [12:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$169  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$169  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$170  = response_cycles;
+    if (\$113 ) begin
+      \$170  = \$115 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$170  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$170  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$171  = rsp_none;
+    if (\$113 ) begin
+      \$171  = \$116 ;
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$171  = \$136 ;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$171  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$172  = \$119 ;
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$173  = \$122 ;
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$174  = \$123 ;
+    if (rst) begin
+      \$174  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$175  = fail;
+    if (rst) begin
+      \$175  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$176  = \$124 ;
+    if (rst) begin
+      \$176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$177  = 1'h0;
+    casez (op_code)
+      4'h0:
+          \$177  = 1'h1;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$177  = 1'h1;
+      4'h3:
+          \$177  = 1'h1;
+      4'h4:
+          \$177  = 1'h1;
+      4'h5:
+          \$177  = 1'h1;
+    endcase
+    if (rst) begin
+      \$177  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$178  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          \$178  = 1'h1;
+    endcase
+    if (rst) begin
+      \$178  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$179  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$179  = 1'h1;
+    endcase
+    if (rst) begin
+      \$179  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$180  = \$125 [12:0];
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+          end else begin
+            \$180  = \$130 [12:0];
+          end
+      4'h6:
+          \$180  = 13'h0000;
+    endcase
+    if (rst) begin
+      \$180  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$181  = 13'h1fff;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$181  = \$129 [12:0];
+          end else begin
+            \$181  = \$132 [12:0];
+          end
+    endcase
+    if (rst) begin
+      \$181  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$182  = \$126 [12:0];
+    if (rst) begin
+      \$182  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$183  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$183  = \$127 ;
+      4'h1:
+          \$183  = 3'h2;
+      4'h2:
+          \$183  = 3'h3;
+      4'h3:
+          \$183  = 3'h4;
+      4'h4:
+          \$183  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$183  = \$128 ;
+          end else begin
+            \$183  = 3'h2;
+          end
+      4'h6:
+          \$183  = 3'h7;
+    endcase
+    if (rst) begin
+      \$183  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$184  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$184  = 3'h2;
+          end else begin
+            \$184  = \$131 ;
+          end
+    endcase
+    if (rst) begin
+      \$184  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$185  = error;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$185  = 2'h0;
+            if (\$135 ) begin
+              \$185  = plan_fail;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$185  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$186  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+              \$186  = 1'h1;
+            end else begin
+              \$186  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$144 ) begin
+            \$186  = 1'h0;
+          end
+      2'h1:
+          if (\$145 ) begin
+            \$186  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$187  = engine_state;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+              \$187  = 2'h1;
+            end else begin
+              \$187  = 2'h2;
+            end
+          end
+      2'h2:
+          if (\$144 ) begin
+            \$187  = 2'h0;
+          end
+      2'h1:
+          if (\$145 ) begin
+            \$187  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$187  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$188  = rsp_last;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$188  = plan_rsp_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$188  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$189  = two;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$189  = plan_two;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$189  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$190  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$190  = plan_wait_tree;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$190  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$191  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$191  = plan_ph0_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$191  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$192  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$192  = plan_ph1_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$192  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$193  = ph0_last;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$193  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$193  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$194  = ph1_last;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$194  = plan_ph1_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$194  = 13'h0000;
+    end
+  end
+  assign h_region = \$3 [2:0];
+  assign h_word = host_addr_q[11:0];
+  assign host_rdata_q = host_rdata;
+  assign \busy$36  = busy;
+  assign \ready$38  = ready;
+  assign \done$40  = done;
   assign cmd__valid = c_valid;
   assign rsp__ready = 1'h1;
-  assign \seed$66  = seed;
-  assign \error$68  = error;
+  assign \seed$64  = seed;
+  assign \error$66  = error;
   assign empty = status_empty;
   assign saturated = status_saturated;
   assign invalid = status_invalid_index;
-  assign status_tree_busy = \busy$63 ;
-  assign \cycles$77  = cycles;
+  assign status_tree_busy = \busy$61 ;
+  assign \cycles$75  = cycles;
   assign rsp_cycles = response_cycles;
   assign total_lo = total[31:0];
   assign total_hi = { 16'h0000, total[47:32] };
   assign max_priority = max_priority_lo;
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \size$87  };
-  assign write_pointer = { 16'h0000, \write_pointer$89  };
-  assign \port$601$0  = \$36 ;
+  assign size = { 15'h0000, \size$85  };
+  assign write_pointer = { 16'h0000, \write_pointer$87  };
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
   assign \cmd__payload.index  = cmd__payload[21:6];
@@ -2110,13 +2292,13 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, \port$601$0 , h
   assign \rsp__payload.value  = rsp__payload[66:19];
   assign \rsp__payload.empty  = rsp__payload[67];
   assign \rsp__payload.invalid  = rsp__payload[68];
-  assign cmd__payload[93:62] = \$signature__data$36 ;
-  assign cmd__payload[61:22] = \$signature__data$35 ;
-  assign cmd__payload[21:6] = \$signature__data$34 ;
+  assign cmd__payload[93:62] = \$signature__data$49 ;
+  assign cmd__payload[61:22] = \$signature__data$48 ;
+  assign cmd__payload[21:6] = \$signature__data$47 ;
   assign cmd__payload[2:0] = c_op;
   assign cmd__payload[5:3] = 3'h0;
-  assign \$1  = { 12'h000, host_addr[14:12] };
-  assign \$28  = \$27 ;
+  assign \$3  = { 12'h000, host_addr_q[14:12] };
+  assign \$86  = \$85 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -15862,7 +16044,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid
-, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2684$0 , \port$2686$0 , max_priority_lo, \port$2732$0 , status_empty
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2771$0 , \port$2773$0 , max_priority_lo, \port$2819$0 , status_empty
 , status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -16253,12 +16435,12 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2684$0 ;
-  wire [15:0] \port$2684$0 ;
-  input [16:0] \port$2686$0 ;
-  wire [16:0] \port$2686$0 ;
-  input [47:0] \port$2732$0 ;
-  wire [47:0] \port$2732$0 ;
+  input [15:0] \port$2771$0 ;
+  wire [15:0] \port$2771$0 ;
+  input [16:0] \port$2773$0 ;
+  wire [16:0] \port$2773$0 ;
+  input [47:0] \port$2819$0 ;
+  wire [47:0] \port$2819$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -17193,11 +17375,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign batch_size_q = batch_size;
   assign update_size_q = update_size;
   assign seed_q = seed;
-  assign total_lo = \port$2732$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2732$0 [47:32] };
+  assign total_lo = \port$2819$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2819$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2686$0  };
-  assign write_pointer = { 16'h0000, \port$2684$0  };
+  assign size = { 15'h0000, \port$2773$0  };
+  assign write_pointer = { 16'h0000, \port$2771$0  };
   assign \$49  = { 1'h0, ap_start };
   assign \$50  = { 30'h00000000, \$49  };
   assign \$51  = { ctrl_ap_done_q, 1'h0 };
@@ -17233,17 +17415,17 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$94  = \$93 ;
   assign \$95  = { 1'h0, response_cycles };
   assign \$96  = \$95 ;
-  assign \$97  = { 1'h0, \port$2732$0 [31:0] };
+  assign \$97  = { 1'h0, \port$2819$0 [31:0] };
   assign \$98  = \$97 ;
-  assign \$99  = { 17'h00000, \port$2732$0 [47:32] };
+  assign \$99  = { 17'h00000, \port$2819$0 [47:32] };
   assign \$100  = \$99 ;
   assign \$101  = { 1'h0, max_priority_lo };
   assign \$102  = \$101 ;
   assign \$103  = 33'h000000000;
   assign \$104  = \$103 ;
-  assign \$105  = { 16'h0000, \port$2686$0  };
+  assign \$105  = { 16'h0000, \port$2773$0  };
   assign \$106  = \$105 ;
-  assign \$107  = { 17'h00000, \port$2684$0  };
+  assign \$107  = { 17'h00000, \port$2771$0  };
   assign \$108  = \$107 ;
   assign \$109  = 33'h000010000;
   assign \$110  = \$109 ;
@@ -17266,8 +17448,8 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, s_axi_mem_rready, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
-, mem_addr, mem_re, mem_we, \port$601$0 , mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, s_axi_mem_rdata, s_axi_mem_rresp, s_axi_mem_rlast, s_axi_mem_rid, s_axi_mem_rvalid, clk);
+module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_axi_mem_awsize, s_axi_mem_awburst, s_axi_mem_awvalid, s_axi_mem_wdata, s_axi_mem_wstrb, s_axi_mem_wvalid, s_axi_mem_bready, s_axi_mem_arid, s_axi_mem_araddr, s_axi_mem_arlen, s_axi_mem_arsize, s_axi_mem_arburst, s_axi_mem_arvalid, r_en, rst, s_axi_mem_awready, s_axi_mem_arready, s_axi_mem_wready
+, mem_addr, mem_re, mem_we, s_axi_mem_rvalid, r_data, mem_enable, mem_wdata, bvalid, s_axi_mem_bid, s_axi_mem_bresp, mem_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -17277,38 +17459,38 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire \$1 ;
   wire \$10 ;
   wire [17:0] \$100 ;
-  wire [17:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire [2:0] \$103 ;
-  wire [18:0] \$104 ;
-  wire [17:0] \$105 ;
-  wire [17:0] \$106 ;
-  wire [8:0] \$107 ;
-  wire \$108 ;
-  wire \$109 ;
+  wire [8:0] \$101 ;
+  wire \$102 ;
+  wire \$103 ;
+  wire \$104 ;
+  wire [1:0] \$105 ;
+  wire \$106 ;
+  wire [1:0] \$107 ;
+  wire [1:0] \$108 ;
+  wire [1:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
   wire [1:0] \$111 ;
-  wire \$112 ;
-  wire [1:0] \$113 ;
-  wire [1:0] \$114 ;
-  wire [1:0] \$115 ;
+  wire [1:0] \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
   wire \$116 ;
-  wire [1:0] \$117 ;
-  wire [1:0] \$118 ;
-  wire \$119 ;
+  wire [3:0] \$117 ;
+  wire \$118 ;
+  wire [4:0] \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire \$124 ;
+  wire [3:0] \$124 ;
   wire \$125 ;
-  wire \$126 ;
+  wire [4:0] \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
-  wire \$13 ;
+  wire [63:0] \$13 ;
   wire \$130 ;
   wire \$131 ;
   wire \$132 ;
@@ -17321,70 +17503,66 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire \$139 ;
   wire \$14 ;
   wire \$140 ;
-  wire \$141 ;
-  wire \$142 ;
-  wire \$143 ;
-  wire \$144 ;
-  wire \$145 ;
-  wire [1:0] \$146 ;
-  wire [1:0] \$147 ;
-  wire [1:0] \$148 ;
+  wire [1:0] \$141 ;
+  wire [1:0] \$142 ;
+  wire [1:0] \$143 ;
+  wire [17:0] \$144 ;
+  wire [17:0] \$145 ;
+  wire [2:0] \$146 ;
+  wire [2:0] \$147 ;
+  wire [18:0] \$148 ;
   wire [17:0] \$149 ;
   wire \$15 ;
   wire [17:0] \$150 ;
-  wire [2:0] \$151 ;
-  wire [2:0] \$152 ;
-  wire [18:0] \$153 ;
-  wire [17:0] \$154 ;
-  wire [17:0] \$155 ;
-  wire [8:0] \$156 ;
-  wire \$157 ;
-  wire \$158 ;
-  wire \$159 ;
+  wire [8:0] \$151 ;
+  wire \$152 ;
+  reg \$153 ;
+  reg \$154 ;
+  reg [17:0] \$155 ;
+  reg [7:0] \$156 ;
+  reg \$157 ;
+  reg \$158 ;
+  reg [3:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
-  wire [63:0] \$161 ;
-  wire [63:0] \$162 ;
-  wire [63:0] \$163 ;
+  reg [2:0] \$160 ;
+  reg [17:0] \$161 ;
+  reg \$162 ;
+  reg \$163 ;
   reg \$164 ;
   reg \$165 ;
-  reg [17:0] \$166 ;
-  reg [7:0] \$167 ;
-  reg \$168 ;
-  reg \$169 ;
+  reg [14:0] \$166 ;
+  reg [63:0] \$167 ;
+  reg [7:0] \$168 ;
+  reg [1:0] \$169 ;
   wire \$17 ;
-  reg [3:0] \$170 ;
-  reg [2:0] \$171 ;
-  reg [17:0] \$172 ;
-  reg \$173 ;
-  reg \$174 ;
+  reg \$170 ;
+  reg \$171 ;
+  reg [1:0] \$172 ;
+  reg [1:0] \$173 ;
+  reg [2:0] \$174 ;
   reg \$175 ;
   reg \$176 ;
-  reg [14:0] \$177 ;
-  reg [63:0] \$178 ;
-  reg [7:0] \$179 ;
+  reg \$177 ;
+  reg [1:0] \$178 ;
+  reg \$179 ;
   wire \$18 ;
-  reg [1:0] \$180 ;
+  reg \$180 ;
   reg \$181 ;
   reg \$182 ;
   reg [1:0] \$183 ;
-  reg [1:0] \$184 ;
+  reg \$184 ;
   reg \$185 ;
   reg \$186 ;
-  reg [1:0] \$187 ;
-  reg \$188 ;
+  reg \$187 ;
+  reg [1:0] \$188 ;
   reg \$189 ;
   wire \$19 ;
-  reg [63:0] \$190 ;
-  reg [1:0] \$191 ;
+  reg \$190 ;
+  reg \$191 ;
   reg \$192 ;
-  reg \$193 ;
+  reg [1:0] \$193 ;
   reg \$194 ;
-  reg [63:0] \$195 ;
-  reg [1:0] \$196 ;
-  reg \$197 ;
-  reg \$198 ;
-  reg \$199 ;
+  reg \$195 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -17413,66 +17591,66 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire \$42 ;
   wire \$43 ;
   wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [17:0] \$45 ;
+  wire [7:0] \$46 ;
+  wire [7:0] \$47 ;
   wire \$48 ;
-  wire \$49 ;
+  wire [2:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [17:0] \$51 ;
-  wire [7:0] \$52 ;
-  wire [7:0] \$53 ;
-  wire \$54 ;
-  wire [2:0] \$55 ;
-  wire \$56 ;
-  wire [1:0] \$57 ;
-  wire \$58 ;
+  wire [1:0] \$51 ;
+  wire \$52 ;
+  wire \$53 ;
+  wire [1:0] \$54 ;
+  wire \$55 ;
+  wire [7:0] \$56 ;
+  wire \$57 ;
+  wire [7:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
-  wire [1:0] \$60 ;
-  wire \$61 ;
-  wire [7:0] \$62 ;
+  wire \$60 ;
+  wire [7:0] \$61 ;
+  wire \$62 ;
   wire \$63 ;
   wire [7:0] \$64 ;
   wire \$65 ;
   wire \$66 ;
-  wire [7:0] \$67 ;
+  wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [7:0] \$70 ;
+  wire [1:0] \$70 ;
   wire \$71 ;
-  wire \$72 ;
-  wire \$73 ;
+  wire [3:0] \$72 ;
+  wire [1:0] \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire [1:0] \$76 ;
-  wire \$77 ;
-  wire [3:0] \$78 ;
-  wire [1:0] \$79 ;
+  wire [4:0] \$75 ;
+  wire [2:0] \$76 ;
+  wire [1:0] \$77 ;
+  wire \$78 ;
+  wire [7:0] \$79 ;
   wire [2:0] \$8 ;
-  wire \$80 ;
-  wire [4:0] \$81 ;
-  wire [2:0] \$82 ;
-  wire [1:0] \$83 ;
-  wire \$84 ;
-  wire [7:0] \$85 ;
-  wire [2:0] \$86 ;
-  wire [14:0] \$87 ;
-  wire [4:0] \$88 ;
-  wire [14:0] \$89 ;
+  wire [2:0] \$80 ;
+  wire [14:0] \$81 ;
+  wire [4:0] \$82 ;
+  wire [14:0] \$83 ;
+  wire [17:0] \$84 ;
+  wire \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
   wire [10:0] \$9 ;
-  wire [17:0] \$90 ;
+  wire \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
-  wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
-  wire [1:0] \$98 ;
-  wire [1:0] \$99 ;
+  wire [1:0] \$92 ;
+  wire [1:0] \$93 ;
+  wire [17:0] \$94 ;
+  wire [17:0] \$95 ;
+  wire [2:0] \$96 ;
+  wire [2:0] \$97 ;
+  wire [18:0] \$98 ;
+  wire [17:0] \$99 ;
   reg [17:0] addr = 18'h00000;
   reg [2:0] amask = 3'h0;
   wire [3:0] ax_incr;
@@ -17482,28 +17660,36 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg bvalid = 1'h0;
   input clk;
   wire clk;
-  (* init = 64'h0000000000000000 *)
-  wire [63:0] h_data;
-  (* init = 1'h0 *)
-  wire h_id;
-  (* init = 1'h0 *)
-  wire h_last;
-  (* init = 2'h0 *)
-  wire [1:0] h_resp;
-  (* init = 1'h0 *)
-  wire h_valid;
+  reg full = 1'h0;
   reg [3:0] incr = 4'h0;
   reg last = 1'h0;
   reg [7:0] left = 8'h00;
-  reg m_id = 1'h0;
-  reg m_last = 1'h0;
-  reg m_ok = 1'h0;
-  reg [1:0] m_resp = 2'h0;
-  reg m_valid = 1'h0;
+  reg m0_id = 1'h0;
+  reg m0_last = 1'h0;
+  reg m0_ok = 1'h0;
+  reg [1:0] m0_resp = 2'h0;
+  reg m0_valid = 1'h0;
+  reg m1_id = 1'h0;
+  reg m1_last = 1'h0;
+  reg m1_ok = 1'h0;
+  reg [1:0] m1_resp = 2'h0;
+  reg m1_valid = 1'h0;
+  reg m2_id = 1'h0;
+  reg m2_last = 1'h0;
+  reg m2_ok = 1'h0;
+  reg [1:0] m2_resp = 2'h0;
+  reg m2_valid = 1'h0;
+  reg m3_id = 1'h0;
+  reg m3_last = 1'h0;
+  reg m3_ok = 1'h0;
+  reg [1:0] m3_resp = 2'h0;
+  (* init = 1'h0 *)
+  wire m3_valid;
   output [14:0] mem_addr;
   wire [14:0] mem_addr;
   input mem_enable;
   wire mem_enable;
+  input [63:0] mem_rdata;
   wire [63:0] mem_rdata;
   output mem_re;
   wire mem_re;
@@ -17511,8 +17697,12 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg [63:0] mem_wdata = 64'h0000000000000000;
   output [7:0] mem_we;
   wire [7:0] mem_we;
-  input [39:0] \port$601$0 ;
-  wire [39:0] \port$601$0 ;
+  reg [2:0] owed = 3'h0;
+  output [67:0] r_data;
+  wire [67:0] r_data;
+  input r_en;
+  wire r_en;
+  wire r_rdy;
   reg rd_act = 1'h0;
   input rst;
   wire rst;
@@ -17552,18 +17742,13 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg [1:0] s_axi_mem_bresp = 2'h0;
   (* init = 1'h0 *)
   wire s_axi_mem_bvalid;
-  output [63:0] s_axi_mem_rdata;
-  reg [63:0] s_axi_mem_rdata = 64'h0000000000000000;
-  output s_axi_mem_rid;
-  reg s_axi_mem_rid = 1'h0;
-  output s_axi_mem_rlast;
-  reg s_axi_mem_rlast = 1'h0;
-  input s_axi_mem_rready;
+  wire [63:0] s_axi_mem_rdata;
+  wire s_axi_mem_rid;
+  wire s_axi_mem_rlast;
   wire s_axi_mem_rready;
-  output [1:0] s_axi_mem_rresp;
-  reg [1:0] s_axi_mem_rresp = 2'h0;
+  wire [1:0] s_axi_mem_rresp;
   output s_axi_mem_rvalid;
-  reg s_axi_mem_rvalid = 1'h0;
+  wire s_axi_mem_rvalid;
   input [63:0] s_axi_mem_wdata;
   wire [63:0] s_axi_mem_wdata;
   output s_axi_mem_wready;
@@ -17572,13 +17757,10 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire [7:0] s_axi_mem_wstrb;
   input s_axi_mem_wvalid;
   wire s_axi_mem_wvalid;
-  reg [63:0] t_data = 64'h0000000000000000;
-  reg t_id = 1'h0;
-  reg t_last = 1'h0;
-  reg [1:0] t_resp = 2'h0;
-  reg t_valid = 1'h0;
   reg tr_id = 1'h0;
   reg turn_w = 1'h1;
+  wire [67:0] w_data;
+  reg w_en = 1'h0;
   reg [17:0] wmask = 18'h00000;
   reg wr_act = 1'h0;
   reg [14:0] ws_addr = 15'h0000;
@@ -17603,707 +17785,831 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign \$11  = ~ bvalid;
   assign \$12  = \$10  | \$11 ;
   assign s_axi_mem_wready = wr_act & \$12 ;
+  assign \$13  = m3_ok ? mem_rdata : 64'h0000000000000000;
   assign mem_addr = ws_valid ? ws_addr : addr[17:3];
-  assign \$13  = ~ s_axi_mem_rvalid;
-  assign \$14  = ~ t_valid;
-  assign \$15  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$16  = ~ m_valid;
-  assign \$17  = \$15  | \$16 ;
-  assign \$18  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$19  = ~ m_valid;
+  assign \$14  = ~ full;
+  assign \$15  = s_axi_mem_rvalid & r_en;
+  assign \$16  = \$14  | \$15 ;
+  assign \$17  = rd_act & \$16 ;
+  assign \$18  = ~ bad;
+  assign \$19  = addr[17:3] < 15'h5000;
   assign \$20  = \$18  & \$19 ;
-  assign \$21  = t_valid ? \$20  : \$17 ;
-  assign \$22  = s_axi_mem_rvalid ? \$21  : 1'h1;
-  assign \$23  = rd_act & \$22 ;
-  assign \$24  = ~ bad;
-  assign \$25  = addr[17:3] < 15'h5000;
-  assign \$26  = \$24  & \$25 ;
-  assign \$27  = \$26  & mem_enable;
-  assign mem_re = \$23  & \$27 ;
-  assign \$28  = ! ws_resp;
-  assign \$29  = ws_valid & \$28 ;
-  assign \$30  = \$29  & mem_enable;
-  assign mem_we = \$30  ? ws_strb : 8'h00;
-  assign \$31  = ~ wr_act;
-  assign \$32  = ~ rd_act;
-  assign \$33  = \$31  & \$32 ;
-  assign \$34  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$35  = ~ \$34 ;
-  assign \$36  = \$33  & \$35 ;
-  assign \$37  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$38  = ~ \$37 ;
-  assign \$39  = \$36  & \$38 ;
-  assign \$40  = ~ s_axi_mem_awvalid;
-  assign \$41  = turn_w & \$40 ;
-  assign \$42  = \$41  & s_axi_mem_arvalid;
-  assign \$43  = ~ turn_w;
-  assign \$44  = ~ s_axi_mem_arvalid;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = \$45  & s_axi_mem_awvalid;
-  assign \$47  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$48  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$51  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
-  assign \$52  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$53  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$54  = ! \$53 ;
-  assign \$55  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$56  = \$55  > 2'h3;
-  assign \$57  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$58  = \$57  == 2'h3;
-  assign \$59  = \$56  | \$58 ;
-  assign \$60  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$61  = \$60  == 2'h2;
-  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$63  = \$62  == 1'h1;
+  assign \$21  = \$20  & mem_enable;
+  assign mem_re = \$17  & \$21 ;
+  assign \$22  = ! ws_resp;
+  assign \$23  = ws_valid & \$22 ;
+  assign \$24  = \$23  & mem_enable;
+  assign mem_we = \$24  ? ws_strb : 8'h00;
+  assign \$25  = ~ wr_act;
+  assign \$26  = ~ rd_act;
+  assign \$27  = \$25  & \$26 ;
+  assign \$28  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$29  = ~ \$28 ;
+  assign \$30  = \$27  & \$29 ;
+  assign \$31  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$32  = ~ \$31 ;
+  assign \$33  = \$30  & \$32 ;
+  assign \$34  = ~ s_axi_mem_awvalid;
+  assign \$35  = turn_w & \$34 ;
+  assign \$36  = \$35  & s_axi_mem_arvalid;
+  assign \$37  = ~ turn_w;
+  assign \$38  = ~ s_axi_mem_arvalid;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = \$39  & s_axi_mem_awvalid;
+  assign \$41  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$42  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$43  = \$41  | \$42 ;
+  assign \$44  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$45  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$46  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$47  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$48  = ! \$47 ;
+  assign \$49  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$50  = \$49  > 2'h3;
+  assign \$51  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$52  = \$51  == 2'h3;
+  assign \$53  = \$50  | \$52 ;
+  assign \$54  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$55  = \$54  == 2'h2;
+  assign \$56  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$57  = \$56  == 1'h1;
+  assign \$58  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$59  = \$58  == 2'h3;
+  assign \$60  = \$57  | \$59 ;
+  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$62  = \$61  == 3'h7;
+  assign \$63  = \$60  | \$62 ;
   assign \$64  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$65  = \$64  == 2'h3;
+  assign \$65  = \$64  == 4'hf;
   assign \$66  = \$63  | \$65 ;
-  assign \$67  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$68  = \$67  == 3'h7;
-  assign \$69  = \$66  | \$68 ;
-  assign \$70  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$71  = \$70  == 4'hf;
-  assign \$72  = \$69  | \$71 ;
-  assign \$73  = ~ \$72 ;
-  assign \$74  = \$61  & \$73 ;
-  assign \$75  = \$59  | \$74 ;
-  assign \$76  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$77  = ! \$76 ;
-  assign \$78  = \$77  ? 4'h0 : \$9 [3:0];
-  assign \$79  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$80  = ! \$79 ;
-  assign \$81  = \$9 [3:0] - 1'h1;
-  assign \$82  = \$80  ? 3'h0 : \$81 [2:0];
-  assign \$83  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$84  = \$83  == 2'h2;
-  assign \$85  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$86  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$87  = \$85  << \$86 ;
-  assign \$88  = \$9 [3:0] - 1'h1;
-  assign \$89  = \$87  | { 12'h000, \$88 [2:0] };
-  assign \$90  = \$84  ? { 3'h0, \$89  } : 18'h3ffff;
-  assign \$91  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$92  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$93  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$94  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$95  = \$94  & last;
-  assign \$96  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$97  = addr[17:3] < 15'h5000;
-  assign \$98  = \$97  ? 2'h0 : 2'h3;
-  assign \$99  = bad ? 2'h2 : \$98 ;
-  assign \$100  = ~ wmask;
-  assign \$101  = addr & \$100 ;
-  assign \$102  = ~ amask;
-  assign \$103  = addr[2:0] & \$102 ;
-  assign \$104  = { addr[17:3], \$103  } + incr;
-  assign \$105  = \$104 [17:0] & wmask;
-  assign \$106  = \$101  | \$105 ;
-  assign \$107  = left - 1'h1;
-  assign \$108  = left == 1'h1;
-  assign \$109  = ~ s_axi_mem_arvalid;
-  assign \$110  = bvalid & s_axi_mem_bready;
+  assign \$67  = ~ \$66 ;
+  assign \$68  = \$55  & \$67 ;
+  assign \$69  = \$53  | \$68 ;
+  assign \$70  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$71  = ! \$70 ;
+  assign \$72  = \$71  ? 4'h0 : \$9 [3:0];
+  assign \$73  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$74  = ! \$73 ;
+  assign \$75  = \$9 [3:0] - 1'h1;
+  assign \$76  = \$74  ? 3'h0 : \$75 [2:0];
+  assign \$77  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$78  = \$77  == 2'h2;
+  assign \$79  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$80  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$81  = \$79  << \$80 ;
+  assign \$82  = \$9 [3:0] - 1'h1;
+  assign \$83  = \$81  | { 12'h000, \$82 [2:0] };
+  assign \$84  = \$78  ? { 3'h0, \$83  } : 18'h3ffff;
+  assign \$85  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$86  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$87  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$88  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$89  = \$88  & last;
+  assign \$90  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$91  = addr[17:3] < 15'h5000;
+  assign \$92  = \$91  ? 2'h0 : 2'h3;
+  assign \$93  = bad ? 2'h2 : \$92 ;
+  assign \$94  = ~ wmask;
+  assign \$95  = addr & \$94 ;
+  assign \$96  = ~ amask;
+  assign \$97  = addr[2:0] & \$96 ;
+  assign \$98  = { addr[17:3], \$97  } + incr;
+  assign \$99  = \$98 [17:0] & wmask;
+  assign \$100  = \$95  | \$99 ;
+  assign \$101  = left - 1'h1;
+  assign \$102  = left == 1'h1;
+  assign \$103  = ~ s_axi_mem_arvalid;
+  assign \$104  = bvalid & s_axi_mem_bready;
+  assign \$105  = mem_enable ? ws_resp : 2'h2;
+  assign \$106  = b_acc > \$105 ;
+  assign \$107  = mem_enable ? ws_resp : 2'h2;
+  assign \$108  = \$106  ? b_acc : \$107 ;
+  assign \$109  = mem_enable ? ws_resp : 2'h2;
+  assign \$110  = b_acc > \$109 ;
   assign \$111  = mem_enable ? ws_resp : 2'h2;
-  assign \$112  = b_acc > \$111 ;
-  assign \$113  = mem_enable ? ws_resp : 2'h2;
-  assign \$114  = \$112  ? b_acc : \$113 ;
-  assign \$115  = mem_enable ? ws_resp : 2'h2;
-  assign \$116  = b_acc > \$115 ;
-  assign \$117  = mem_enable ? ws_resp : 2'h2;
-  assign \$118  = \$116  ? b_acc : \$117 ;
-  assign \$119  = ~ s_axi_mem_rvalid;
-  assign \$120  = ~ t_valid;
-  assign \$121  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$122  = ~ m_valid;
-  assign \$123  = \$121  | \$122 ;
-  assign \$124  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$125  = ~ m_valid;
-  assign \$126  = \$124  & \$125 ;
-  assign \$127  = t_valid ? \$126  : \$123 ;
-  assign \$128  = s_axi_mem_rvalid ? \$127  : 1'h1;
-  assign \$129  = rd_act & \$128 ;
-  assign \$130  = ~ s_axi_mem_rvalid;
-  assign \$131  = ~ t_valid;
-  assign \$132  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$133  = ~ m_valid;
+  assign \$112  = \$110  ? b_acc : \$111 ;
+  assign \$113  = ~ full;
+  assign \$114  = s_axi_mem_rvalid & r_en;
+  assign \$115  = \$113  | \$114 ;
+  assign \$116  = rd_act & \$115 ;
+  assign \$117  = owed + \$116 ;
+  assign \$118  = s_axi_mem_rvalid & r_en;
+  assign \$119  = \$117  - \$118 ;
+  assign \$120  = ~ full;
+  assign \$121  = s_axi_mem_rvalid & r_en;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = rd_act & \$122 ;
+  assign \$124  = owed + \$123 ;
+  assign \$125  = s_axi_mem_rvalid & r_en;
+  assign \$126  = \$124  - \$125 ;
+  assign \$127  = \$126  == 3'h5;
+  assign \$128  = ~ full;
+  assign \$129  = s_axi_mem_rvalid & r_en;
+  assign \$130  = \$128  | \$129 ;
+  assign \$131  = rd_act & \$130 ;
+  assign \$132  = ~ full;
+  assign \$133  = s_axi_mem_rvalid & r_en;
   assign \$134  = \$132  | \$133 ;
-  assign \$135  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$136  = ~ m_valid;
-  assign \$137  = \$135  & \$136 ;
-  assign \$138  = t_valid ? \$137  : \$134 ;
-  assign \$139  = s_axi_mem_rvalid ? \$138  : 1'h1;
-  assign \$140  = rd_act & \$139 ;
-  assign \$141  = ~ bad;
-  assign \$142  = addr[17:3] < 15'h5000;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = \$143  & mem_enable;
-  assign \$145  = addr[17:3] < 15'h5000;
-  assign \$146  = \$145  ? 2'h0 : 2'h3;
-  assign \$147  = bad ? 2'h2 : \$146 ;
-  assign \$148  = mem_enable ? \$147  : 2'h2;
-  assign \$149  = ~ wmask;
-  assign \$150  = addr & \$149 ;
-  assign \$151  = ~ amask;
-  assign \$152  = addr[2:0] & \$151 ;
-  assign \$153  = { addr[17:3], \$152  } + incr;
-  assign \$154  = \$153 [17:0] & wmask;
-  assign \$155  = \$150  | \$154 ;
-  assign \$156  = left - 1'h1;
-  assign \$157  = left == 1'h1;
-  assign \$158  = s_axi_mem_rvalid & s_axi_mem_rready;
-  assign \$159  = ~ s_axi_mem_rvalid;
-  assign \$160  = \$158  | \$159 ;
-  assign \$161  = m_ok ? { 24'h000000, \port$601$0  } : 64'h0000000000000000;
-  assign \$162  = m_ok ? { 24'h000000, \port$601$0  } : 64'h0000000000000000;
-  assign \$163  = m_ok ? { 24'h000000, \port$601$0  } : 64'h0000000000000000;
+  assign \$135  = rd_act & \$134 ;
+  assign \$136  = ~ bad;
+  assign \$137  = addr[17:3] < 15'h5000;
+  assign \$138  = \$136  & \$137 ;
+  assign \$139  = \$138  & mem_enable;
+  assign \$140  = addr[17:3] < 15'h5000;
+  assign \$141  = \$140  ? 2'h0 : 2'h3;
+  assign \$142  = bad ? 2'h2 : \$141 ;
+  assign \$143  = mem_enable ? \$142  : 2'h2;
+  assign \$144  = ~ wmask;
+  assign \$145  = addr & \$144 ;
+  assign \$146  = ~ amask;
+  assign \$147  = addr[2:0] & \$146 ;
+  assign \$148  = { addr[17:3], \$147  } + incr;
+  assign \$149  = \$148 [17:0] & wmask;
+  assign \$150  = \$145  | \$149 ;
+  assign \$151  = left - 1'h1;
+  assign \$152  = left == 1'h1;
   always @(posedge clk)
-    turn_w <= \$164 ;
+    turn_w <= \$153 ;
   always @(posedge clk)
-    tr_id <= \$165 ;
+    tr_id <= \$154 ;
   always @(posedge clk)
-    addr <= \$166 ;
+    addr <= \$155 ;
   always @(posedge clk)
-    left <= \$167 ;
+    left <= \$156 ;
   always @(posedge clk)
-    last <= \$168 ;
+    last <= \$157 ;
   always @(posedge clk)
-    bad <= \$169 ;
+    bad <= \$158 ;
   always @(posedge clk)
-    incr <= \$170 ;
+    incr <= \$159 ;
   always @(posedge clk)
-    amask <= \$171 ;
+    amask <= \$160 ;
   always @(posedge clk)
-    wmask <= \$172 ;
+    wmask <= \$161 ;
   always @(posedge clk)
-    wr_act <= \$173 ;
+    wr_act <= \$162 ;
   always @(posedge clk)
-    rd_act <= \$174 ;
+    rd_act <= \$163 ;
   always @(posedge clk)
-    ws_valid <= \$175 ;
+    ws_valid <= \$164 ;
   always @(posedge clk)
-    ws_last <= \$176 ;
+    ws_last <= \$165 ;
   always @(posedge clk)
-    ws_addr <= \$177 ;
+    ws_addr <= \$166 ;
   always @(posedge clk)
-    mem_wdata <= \$178 ;
+    mem_wdata <= \$167 ;
   always @(posedge clk)
-    ws_strb <= \$179 ;
+    ws_strb <= \$168 ;
   always @(posedge clk)
-    ws_resp <= \$180 ;
+    ws_resp <= \$169 ;
   always @(posedge clk)
-    bvalid <= \$181 ;
+    bvalid <= \$170 ;
   always @(posedge clk)
-    s_axi_mem_bid <= \$182 ;
+    s_axi_mem_bid <= \$171 ;
   always @(posedge clk)
-    s_axi_mem_bresp <= \$183 ;
+    s_axi_mem_bresp <= \$172 ;
   always @(posedge clk)
-    b_acc <= \$184 ;
+    b_acc <= \$173 ;
   always @(posedge clk)
-    m_valid <= \$185 ;
+    owed <= \$174 ;
   always @(posedge clk)
-    m_ok <= \$186 ;
+    full <= \$175 ;
   always @(posedge clk)
-    m_resp <= \$187 ;
+    m0_valid <= \$176 ;
   always @(posedge clk)
-    m_last <= \$188 ;
+    m0_ok <= \$177 ;
   always @(posedge clk)
-    m_id <= \$189 ;
+    m0_resp <= \$178 ;
   always @(posedge clk)
-    s_axi_mem_rdata <= \$190 ;
+    m0_last <= \$179 ;
   always @(posedge clk)
-    s_axi_mem_rresp <= \$191 ;
+    m0_id <= \$180 ;
   always @(posedge clk)
-    s_axi_mem_rlast <= \$192 ;
+    m1_valid <= \$181 ;
   always @(posedge clk)
-    s_axi_mem_rid <= \$193 ;
+    m1_ok <= \$182 ;
   always @(posedge clk)
-    t_valid <= \$194 ;
+    m1_resp <= \$183 ;
   always @(posedge clk)
-    t_data <= \$195 ;
+    m1_last <= \$184 ;
   always @(posedge clk)
-    t_resp <= \$196 ;
+    m1_id <= \$185 ;
   always @(posedge clk)
-    t_last <= \$197 ;
+    m2_valid <= \$186 ;
   always @(posedge clk)
-    t_id <= \$198 ;
+    m2_ok <= \$187 ;
   always @(posedge clk)
-    s_axi_mem_rvalid <= \$199 ;
+    m2_resp <= \$188 ;
+  always @(posedge clk)
+    m2_last <= \$189 ;
+  always @(posedge clk)
+    m2_id <= \$190 ;
+  always @(posedge clk)
+    w_en <= \$191 ;
+  always @(posedge clk)
+    m3_ok <= \$192 ;
+  always @(posedge clk)
+    m3_resp <= \$193 ;
+  always @(posedge clk)
+    m3_last <= \$194 ;
+  always @(posedge clk)
+    m3_id <= \$195 ;
+  \replay_accel_k16.mem.rq  rq (
+    .clk(clk),
+    .\port$2589$0 (m3_resp),
+    .\port$2591$0 (m3_last),
+    .\port$2593$0 (m3_id),
+    .\port$367$0 (\$13 ),
+    .r_data(r_data),
+    .r_en(r_en),
+    .r_rdy(s_axi_mem_rvalid),
+    .rst(rst),
+    .w_en(w_en)
+  );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$164  = turn_w;
-    if (\$39 ) begin
-      if (\$42 ) begin
-        \$164  = 1'h0;
+    \$153  = turn_w;
+    if (\$33 ) begin
+      if (\$36 ) begin
+        \$153  = 1'h0;
       end
-      if (\$46 ) begin
-        \$164  = 1'h1;
-      end
-    end
-    if (\$96 ) begin
-      if (last) begin
-        \$164  = \$109 ;
+      if (\$40 ) begin
+        \$153  = 1'h1;
       end
     end
-    if (\$140 ) begin
+    if (\$90 ) begin
       if (last) begin
-        \$164  = s_axi_mem_awvalid;
+        \$153  = \$103 ;
+      end
+    end
+    if (\$135 ) begin
+      if (last) begin
+        \$153  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$164  = 1'h1;
+      \$153  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$165  = tr_id;
-    if (\$49 ) begin
-      \$165  = \$50 ;
+    \$154  = tr_id;
+    if (\$43 ) begin
+      \$154  = \$44 ;
     end
+    if (rst) begin
+      \$154  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$155  = addr;
+    if (\$43 ) begin
+      \$155  = \$45 ;
+    end
+    if (\$90 ) begin
+      \$155  = \$100 ;
+    end
+    if (\$135 ) begin
+      \$155  = \$150 ;
+    end
+    if (rst) begin
+      \$155  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$156  = left;
+    if (\$43 ) begin
+      \$156  = \$46 ;
+    end
+    if (\$90 ) begin
+      \$156  = \$101 [7:0];
+    end
+    if (\$135 ) begin
+      \$156  = \$151 [7:0];
+    end
+    if (rst) begin
+      \$156  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$157  = last;
+    if (\$43 ) begin
+      \$157  = \$48 ;
+    end
+    if (\$90 ) begin
+      \$157  = \$102 ;
+    end
+    if (\$135 ) begin
+      \$157  = \$152 ;
+    end
+    if (rst) begin
+      \$157  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$158  = bad;
+    if (\$43 ) begin
+      \$158  = \$69 ;
+    end
+    if (rst) begin
+      \$158  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$159  = incr;
+    if (\$43 ) begin
+      \$159  = \$72 ;
+    end
+    if (rst) begin
+      \$159  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$160  = amask;
+    if (\$43 ) begin
+      \$160  = \$76 ;
+    end
+    if (rst) begin
+      \$160  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$161  = wmask;
+    if (\$43 ) begin
+      \$161  = \$84 ;
+    end
+    if (rst) begin
+      \$161  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$162  = wr_act;
+    if (\$85 ) begin
+      \$162  = 1'h1;
+    end
+    if (\$90 ) begin
+      if (last) begin
+        \$162  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$162  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$163  = rd_act;
+    if (\$86 ) begin
+      \$163  = 1'h1;
+    end
+    if (\$135 ) begin
+      if (last) begin
+        \$163  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$163  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$164  = \$87 ;
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$165  = \$89 ;
     if (rst) begin
       \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$166  = addr;
-    if (\$49 ) begin
-      \$166  = \$51 ;
-    end
-    if (\$96 ) begin
-      \$166  = \$106 ;
-    end
-    if (\$140 ) begin
-      \$166  = \$155 ;
+    \$166  = ws_addr;
+    if (\$90 ) begin
+      \$166  = addr[17:3];
     end
     if (rst) begin
-      \$166  = 18'h00000;
+      \$166  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$167  = left;
-    if (\$49 ) begin
-      \$167  = \$52 ;
-    end
-    if (\$96 ) begin
-      \$167  = \$107 [7:0];
-    end
-    if (\$140 ) begin
-      \$167  = \$156 [7:0];
+    \$167  = mem_wdata;
+    if (\$90 ) begin
+      \$167  = s_axi_mem_wdata;
     end
     if (rst) begin
-      \$167  = 8'h00;
+      \$167  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$168  = last;
-    if (\$49 ) begin
-      \$168  = \$54 ;
-    end
-    if (\$96 ) begin
-      \$168  = \$108 ;
-    end
-    if (\$140 ) begin
-      \$168  = \$157 ;
+    \$168  = ws_strb;
+    if (\$90 ) begin
+      \$168  = s_axi_mem_wstrb;
     end
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$169  = bad;
-    if (\$49 ) begin
-      \$169  = \$75 ;
+    \$169  = ws_resp;
+    if (\$90 ) begin
+      \$169  = \$93 ;
     end
     if (rst) begin
-      \$169  = 1'h0;
+      \$169  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$170  = incr;
-    if (\$49 ) begin
-      \$170  = \$78 ;
+    \$170  = bvalid;
+    if (\$104 ) begin
+      \$170  = 1'h0;
     end
-    if (rst) begin
-      \$170  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$171  = amask;
-    if (\$49 ) begin
-      \$171  = \$82 ;
-    end
-    if (rst) begin
-      \$171  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$172  = wmask;
-    if (\$49 ) begin
-      \$172  = \$90 ;
-    end
-    if (rst) begin
-      \$172  = 18'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$173  = wr_act;
-    if (\$91 ) begin
-      \$173  = 1'h1;
-    end
-    if (\$96 ) begin
-      if (last) begin
-        \$173  = 1'h0;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$170  = 1'h1;
       end
     end
     if (rst) begin
-      \$173  = 1'h0;
+      \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$174  = rd_act;
-    if (\$92 ) begin
-      \$174  = 1'h1;
-    end
-    if (\$140 ) begin
-      if (last) begin
-        \$174  = 1'h0;
+    \$171  = s_axi_mem_bid;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$171  = tr_id;
       end
     end
     if (rst) begin
-      \$174  = 1'h0;
+      \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$175  = \$93 ;
+    \$172  = s_axi_mem_bresp;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$172  = \$108 ;
+      end
+    end
+    if (rst) begin
+      \$172  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$173  = b_acc;
+    if (ws_valid) begin
+      (* full_case = 32'd1 *)
+      if (ws_last) begin
+        \$173  = 2'h0;
+      end else begin
+        \$173  = \$112 ;
+      end
+    end
+    if (rst) begin
+      \$173  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$174  = \$119 [2:0];
+    if (rst) begin
+      \$174  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$175  = \$127 ;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$176  = \$95 ;
+    \$176  = \$131 ;
     if (rst) begin
       \$176  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$177  = ws_addr;
-    if (\$96 ) begin
-      \$177  = addr[17:3];
+    \$177  = m0_ok;
+    if (\$135 ) begin
+      \$177  = \$139 ;
     end
     if (rst) begin
-      \$177  = 15'h0000;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$178  = mem_wdata;
-    if (\$96 ) begin
-      \$178  = s_axi_mem_wdata;
+    \$178  = m0_resp;
+    if (\$135 ) begin
+      \$178  = \$143 ;
     end
     if (rst) begin
-      \$178  = 64'h0000000000000000;
+      \$178  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$179  = ws_strb;
-    if (\$96 ) begin
-      \$179  = s_axi_mem_wstrb;
+    \$179  = m0_last;
+    if (\$135 ) begin
+      \$179  = last;
     end
     if (rst) begin
-      \$179  = 8'h00;
+      \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$180  = ws_resp;
-    if (\$96 ) begin
-      \$180  = \$99 ;
+    \$180  = m0_id;
+    if (\$135 ) begin
+      \$180  = tr_id;
     end
     if (rst) begin
-      \$180  = 2'h0;
+      \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$181  = bvalid;
-    if (\$110 ) begin
-      \$181  = 1'h0;
-    end
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$181  = 1'h1;
-      end
-    end
+    \$181  = m0_valid;
     if (rst) begin
       \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$182  = s_axi_mem_bid;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$182  = tr_id;
-      end
-    end
+    \$182  = m0_ok;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$183  = s_axi_mem_bresp;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$183  = \$114 ;
-      end
-    end
+    \$183  = m0_resp;
     if (rst) begin
       \$183  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$184  = b_acc;
-    if (ws_valid) begin
-      (* full_case = 32'd1 *)
-      if (ws_last) begin
-        \$184  = 2'h0;
-      end else begin
-        \$184  = \$118 ;
-      end
-    end
+    \$184  = m0_last;
     if (rst) begin
-      \$184  = 2'h0;
+      \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$185  = \$129 ;
+    \$185  = m0_id;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$186  = m_ok;
-    if (\$140 ) begin
-      \$186  = \$144 ;
-    end
+    \$186  = m1_valid;
     if (rst) begin
       \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$187  = m_resp;
-    if (\$140 ) begin
-      \$187  = \$148 ;
-    end
+    \$187  = m1_ok;
     if (rst) begin
-      \$187  = 2'h0;
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$188  = m_last;
-    if (\$140 ) begin
-      \$188  = last;
-    end
+    \$188  = m1_resp;
     if (rst) begin
-      \$188  = 1'h0;
+      \$188  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$189  = m_id;
-    if (\$140 ) begin
-      \$189  = tr_id;
-    end
+    \$189  = m1_last;
     if (rst) begin
       \$189  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$190  = s_axi_mem_rdata;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$190  = t_data;
-      end else begin
-        if (m_valid) begin
-          \$190  = \$162 ;
-        end
-      end
-    end
+    \$190  = m1_id;
     if (rst) begin
-      \$190  = 64'h0000000000000000;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$191  = s_axi_mem_rresp;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$191  = t_resp;
-      end else begin
-        if (m_valid) begin
-          \$191  = m_resp;
-        end
-      end
-    end
+    \$191  = m2_valid;
     if (rst) begin
-      \$191  = 2'h0;
+      \$191  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$192  = s_axi_mem_rlast;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$192  = t_last;
-      end else begin
-        if (m_valid) begin
-          \$192  = m_last;
-        end
-      end
-    end
+    \$192  = m2_ok;
     if (rst) begin
       \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$193  = s_axi_mem_rid;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-        \$193  = t_id;
-      end else begin
-        if (m_valid) begin
-          \$193  = m_id;
-        end
-      end
-    end
+    \$193  = m2_resp;
     if (rst) begin
-      \$193  = 1'h0;
+      \$193  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$194  = t_valid;
-    if (\$160 ) begin
-      if (t_valid) begin
-        \$194  = m_valid;
-      end
-    end else if (m_valid) begin
-      \$194  = 1'h1;
-    end
+    \$194  = m2_last;
     if (rst) begin
       \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$195  = t_data;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$195  = \$161 ;
-        end
-      end
-    end else if (m_valid) begin
-      \$195  = \$163 ;
-    end
+    \$195  = m2_id;
     if (rst) begin
-      \$195  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$196  = t_resp;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$196  = m_resp;
-        end
-      end
-    end else if (m_valid) begin
-      \$196  = m_resp;
-    end
-    if (rst) begin
-      \$196  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$197  = t_last;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$197  = m_last;
-        end
-      end
-    end else if (m_valid) begin
-      \$197  = m_last;
-    end
-    if (rst) begin
-      \$197  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$198  = t_id;
-    if (\$160 ) begin
-      if (t_valid) begin
-        if (m_valid) begin
-          \$198  = m_id;
-        end
-      end
-    end else if (m_valid) begin
-      \$198  = m_id;
-    end
-    if (rst) begin
-      \$198  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$199  = s_axi_mem_rvalid;
-    if (\$160 ) begin
-      (* full_case = 32'd1 *)
-      if (t_valid) begin
-      end else begin
-        \$199  = m_valid;
-      end
-    end
-    if (rst) begin
-      \$199  = 1'h0;
+      \$195  = 1'h0;
     end
   end
   assign ax_incr = \$9 [3:0];
   assign s_axi_mem_bvalid = bvalid;
-  assign h_valid = s_axi_mem_rvalid;
-  assign h_data = s_axi_mem_rdata;
-  assign h_resp = s_axi_mem_rresp;
-  assign h_last = s_axi_mem_rlast;
-  assign h_id = s_axi_mem_rid;
+  assign m3_valid = w_en;
+  assign w_data = { m3_id, m3_last, m3_resp, \$13  };
+  assign s_axi_mem_rready = r_en;
+  assign r_rdy = s_axi_mem_rvalid;
+  assign s_axi_mem_rdata = r_data[63:0];
+  assign s_axi_mem_rresp = r_data[65:64];
+  assign s_axi_mem_rlast = r_data[66];
+  assign s_axi_mem_rid = r_data[67];
   assign ws_data = mem_wdata;
-  assign mem_rdata = { 24'h000000, \port$601$0  };
+endmodule
+
+(* generator = "Amaranth" *)
+module \replay_accel_k16.mem.rq (r_en, rst, \port$367$0 , r_rdy, r_data, w_en, \port$2589$0 , \port$2591$0 , \port$2593$0 , clk);
+  reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
+`ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
+`ifndef VERILATOR
+  initial #0 \$auto$verilog_backend.cc:2355:dump_module$11  = 1'h1;
+`endif
+`endif
+  wire \$1 ;
+  wire \$10 ;
+  wire \$11 ;
+  wire \$12 ;
+  wire [3:0] \$13 ;
+  wire \$14 ;
+  wire \$15 ;
+  wire \$16 ;
+  wire \$17 ;
+  wire [3:0] \$18 ;
+  reg [2:0] \$19 ;
+  wire \$2 ;
+  reg [2:0] \$20 ;
+  reg [2:0] \$21 ;
+  wire [3:0] \$3 ;
+  wire [3:0] \$4 ;
+  wire \$5 ;
+  wire \$6 ;
+  wire [3:0] \$7 ;
+  wire [3:0] \$8 ;
+  wire \$9 ;
+  input clk;
+  wire clk;
+  (* init = 3'h0 *)
+  wire [2:0] consume;
+  reg [2:0] level = 3'h0;
+  input [1:0] \port$2589$0 ;
+  wire [1:0] \port$2589$0 ;
+  input \port$2591$0 ;
+  wire \port$2591$0 ;
+  input \port$2593$0 ;
+  wire \port$2593$0 ;
+  input [63:0] \port$367$0 ;
+  wire [63:0] \port$367$0 ;
+  (* init = 3'h0 *)
+  wire [2:0] produce;
+  output [67:0] r_data;
+  wire [67:0] r_data;
+  input r_en;
+  wire r_en;
+  (* init = 3'h0 *)
+  wire [2:0] r_level;
+  reg [2:0] r_port__addr = 3'h0;
+  wire [67:0] r_port__data;
+  output r_rdy;
+  wire r_rdy;
+  input rst;
+  wire rst;
+  wire [67:0] w_data;
+  input w_en;
+  wire w_en;
+  (* init = 3'h0 *)
+  wire [2:0] w_level;
+  reg [2:0] w_port__addr = 3'h0;
+  wire [67:0] w_port__data;
+  wire w_port__en;
+  wire w_rdy;
+  reg [67:0] storage [4:0];
+`ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
+`ifndef VERILATOR
+  initial begin : rlk_zero_9
+    integer i;
+    for (i = 0; i <= 4; i = i + 1) storage[i] = 0;
+  end
+`endif
+`endif
+  always @(posedge clk) begin
+    if (w_port__en)
+      storage[w_port__addr] <= { \port$2593$0 , \port$2591$0 , \port$2589$0 , \port$367$0  };
+  end
+  assign r_data = storage[r_port__addr];
+  assign w_rdy = level != 3'h5;
+  assign r_rdy = | level;
+  assign w_port__en = w_en & w_rdy;
+  assign \$1  = w_rdy & w_en;
+  assign \$2  = w_port__addr == 3'h4;
+  assign \$3  = w_port__addr + 1'h1;
+  assign \$4  = \$2  ? 4'h0 : \$3 ;
+  assign \$5  = r_rdy & r_en;
+  assign \$6  = r_port__addr == 3'h4;
+  assign \$7  = r_port__addr + 1'h1;
+  assign \$8  = \$6  ? 4'h0 : \$7 ;
+  assign \$9  = w_rdy & w_en;
+  assign \$10  = r_rdy & r_en;
+  assign \$11  = ~ \$10 ;
+  assign \$12  = \$9  & \$11 ;
+  assign \$13  = level + 1'h1;
+  assign \$14  = r_rdy & r_en;
+  assign \$15  = w_rdy & w_en;
+  assign \$16  = ~ \$15 ;
+  assign \$17  = \$14  & \$16 ;
+  assign \$18  = level - 1'h1;
+  always @(posedge clk)
+    w_port__addr <= \$19 ;
+  always @(posedge clk)
+    r_port__addr <= \$20 ;
+  always @(posedge clk)
+    level <= \$21 ;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$19  = w_port__addr;
+    if (\$1 ) begin
+      \$19  = \$4 [2:0];
+    end
+    if (rst) begin
+      \$19  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$20  = r_port__addr;
+    if (\$5 ) begin
+      \$20  = \$8 [2:0];
+    end
+    if (rst) begin
+      \$20  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$21  = level;
+    if (\$12 ) begin
+      \$21  = \$13 [2:0];
+    end
+    if (\$17 ) begin
+      \$21  = \$18 [2:0];
+    end
+    if (rst) begin
+      \$21  = 3'h0;
+    end
+  end
+  assign w_level = level;
+  assign r_level = level;
+  assign produce = w_port__addr;
+  assign w_port__data = { \port$2593$0 , \port$2591$0 , \port$2589$0 , \port$367$0  };
+  assign w_data = { \port$2593$0 , \port$2591$0 , \port$2589$0 , \port$367$0  };
+  assign consume = r_port__addr;
+  assign r_port__data = r_data;
 endmodule

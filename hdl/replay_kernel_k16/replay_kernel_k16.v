@@ -19,36 +19,38 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   wire \$14 ;
   wire \$15 ;
   reg [31:0] \$16 ;
-  reg \$17 ;
-  reg [31:0] \$18 ;
-  reg [31:0] \$19 ;
+  reg [32:0] \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire \$2 ;
-  reg \$20 ;
-  reg [63:0] \$21 ;
+  reg [31:0] \$20 ;
+  reg [31:0] \$21 ;
   reg \$22 ;
-  reg \$23 ;
+  reg [63:0] \$23 ;
   reg \$24 ;
   reg \$25 ;
   reg \$26 ;
   reg \$27 ;
-  reg [1:0] \$28 ;
-  wire [39:0] \$29 ;
+  reg \$28 ;
+  reg \$29 ;
   wire \$3 ;
-  wire \$30 ;
+  reg [1:0] \$30 ;
   wire \$31 ;
   wire \$32 ;
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
   wire \$36 ;
+  wire \$37 ;
   wire [32:0] \$4 ;
-  wire \$5 ;
+  wire [32:0] \$5 ;
   wire \$6 ;
   wire \$7 ;
-  wire [32:0] \$8 ;
+  wire \$8 ;
   wire \$9 ;
   (* init = 1'h0 *)
   wire \$signal ;
+  reg aligned_q = 1'h0;
   input ap_clk;
   wire ap_clk;
   input ap_rst_n;
@@ -79,8 +81,9 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   reg dma_status_write_error = 1'h0;
   (* init = 1'h0 *)
   wire done;
-  wire \done$140 ;
+  wire \done$142 ;
   wire dropped;
+  reg [32:0] \end  = 33'h000000000;
   wire error;
   (* init = 1'h0 *)
   wire flag_locked;
@@ -255,43 +258,47 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \$2  = copy_state == 1'h1;
   assign \$3  = copy_state == 2'h2;
   assign \$4  = dma_cycles + 1'h1;
-  assign \$5  = ! dma_offset[5:0];
-  assign \$6  = ! dma_bytes[2:0];
-  assign \$7  = \$5  & \$6 ;
-  assign \$8  = dma_offset + dma_bytes;
-  assign \$9  = \$8  <= 18'h28000;
-  assign \$10  = \$7  & \$9 ;
+  assign \$5  = dma_offset + dma_bytes;
+  assign \$6  = ! dma_offset[5:0];
+  assign \$7  = ! dma_bytes[2:0];
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = \end  <= 18'h28000;
+  assign \$10  = aligned_q & \$9 ;
   assign \$11  = { mem_ptr_hi, mem_ptr_lo, 6'h00 } + dma_offset;
   assign \$12  = ~ in_range;
   assign \$13  = ~ mem_enable;
-  assign \$14  = \done$140  & error;
+  assign \$14  = \done$142  & error;
   assign \$15  = dma_status_busy & dropped;
   always @(posedge ap_clk)
     dma_cycles <= \$16 ;
   always @(posedge ap_clk)
-    in_range <= \$17 ;
+    \end  <= \$17 ;
   always @(posedge ap_clk)
-    offset <= \$18 ;
+    aligned_q <= \$18 ;
   always @(posedge ap_clk)
-    nbytes <= \$19 ;
+    in_range <= \$19 ;
   always @(posedge ap_clk)
-    to_buffer <= \$20 ;
+    offset <= \$20 ;
   always @(posedge ap_clk)
-    dev <= \$21 ;
+    nbytes <= \$21 ;
   always @(posedge ap_clk)
-    dma_status_done <= \$22 ;
+    to_buffer <= \$22 ;
   always @(posedge ap_clk)
-    dma_status_read_error <= \$23 ;
+    dev <= \$23 ;
   always @(posedge ap_clk)
-    dma_status_write_error <= \$24 ;
+    dma_status_done <= \$24 ;
   always @(posedge ap_clk)
-    dma_status_locked <= \$25 ;
+    dma_status_read_error <= \$25 ;
   always @(posedge ap_clk)
-    dma_status_range <= \$26 ;
+    dma_status_write_error <= \$26 ;
   always @(posedge ap_clk)
-    dma_status_busy <= \$27 ;
+    dma_status_locked <= \$27 ;
   always @(posedge ap_clk)
-    copy_state <= \$28 ;
+    dma_status_range <= \$28 ;
+  always @(posedge ap_clk)
+    dma_status_busy <= \$29 ;
+  always @(posedge ap_clk)
+    copy_state <= \$30 ;
   \replay_kernel_k16.accel  accel (
     .clk(ap_clk),
     .dma_bytes(dma_bytes),
@@ -308,13 +315,13 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .dma_status_write_error(dma_status_write_error),
     .host_addr(host_addr),
     .host_enable(mem_enable),
+    .host_rdata(mem_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
     .interrupt(interrupt),
     .mem_ptr_hi(mem_ptr_hi),
     .mem_ptr_lo(mem_ptr_lo),
-    .\port$566$0 (\$29 ),
     .rst(rst),
     .s_axi_control_araddr(s_axi_control_araddr),
     .s_axi_control_arready(s_axi_control_arready),
@@ -339,7 +346,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .cmd__payload(cmd__payload),
     .cmd__ready(cmd__ready),
     .cmd__valid(cmd__valid),
-    .done(\done$140 ),
+    .done(\done$142 ),
     .dropped(dropped),
     .error(error),
     .m_axi_gmem_arready(m_axi_gmem_arready),
@@ -360,16 +367,16 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
     .mem_addr(host_addr),
     .mem_enable(mem_enable),
+    .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2375$0 (\$30 ),
-    .\port$2376$0 (\$31 ),
-    .\port$2377$0 (\$32 ),
-    .\port$2378$0 (\$33 ),
-    .\port$2379$0 (\$34 ),
-    .\port$2380$0 (\$35 ),
-    .\port$2381$0 (\$36 ),
-    .\port$566$0 (\$29 ),
+    .\port$2406$0 (\$31 ),
+    .\port$2407$0 (\$32 ),
+    .\port$2408$0 (\$33 ),
+    .\port$2409$0 (\$34 ),
+    .\port$2410$0 (\$35 ),
+    .\port$2411$0 (\$36 ),
+    .\port$2412$0 (\$37 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -427,81 +434,58 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$17  = \$10 ;
+    \$17  = \$5 ;
     if (rst) begin
-      \$17  = 1'h0;
+      \$17  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$18  = offset;
+    \$18  = \$8 ;
+    if (rst) begin
+      \$18  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$19  = \$10 ;
+    if (rst) begin
+      \$19  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$20  = offset;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$18  = dma_offset;
+            \$20  = dma_offset;
           end
     endcase
     if (rst) begin
-      \$18  = 32'd0;
+      \$20  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$19  = nbytes;
+    \$21  = nbytes;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$19  = dma_bytes;
+            \$21  = dma_bytes;
           end
     endcase
     if (rst) begin
-      \$19  = 32'd0;
+      \$21  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$20  = to_buffer;
+    \$22  = to_buffer;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$20  = dma_ctrl_dir;
-          end
-    endcase
-    if (rst) begin
-      \$20  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$21  = dev;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$21  = \$11 [63:0];
-          end
-    endcase
-    if (rst) begin
-      \$21  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$22  = dma_status_done;
-    casez (copy_state)
-      2'h0:
-          if (dma_ctrl_start) begin
-            \$22  = 1'h0;
-            if (\$12 ) begin
-              \$22  = 1'h1;
-            end else if (\$13 ) begin
-              \$22  = 1'h1;
-            end
-          end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$140 ) begin
-            \$22  = 1'h1;
+            \$22  = dma_ctrl_dir;
           end
     endcase
     if (rst) begin
@@ -510,57 +494,56 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$23  = dma_status_read_error;
+    \$23  = dev;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            \$23  = 1'h0;
+            \$23  = \$11 [63:0];
           end
     endcase
-    if (\$14 ) begin
-      (* full_case = 32'd1 *)
-      if (to_buffer) begin
-      end else begin
-        \$23  = 1'h1;
-      end
-    end
     if (rst) begin
-      \$23  = 1'h0;
+      \$23  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$24  = dma_status_write_error;
+    \$24  = dma_status_done;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$24  = 1'h0;
+            if (\$12 ) begin
+              \$24  = 1'h1;
+            end else if (\$13 ) begin
+              \$24  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$142 ) begin
+            \$24  = 1'h1;
           end
     endcase
-    if (\$14 ) begin
-      if (to_buffer) begin
-        \$24  = 1'h1;
-      end
-    end
     if (rst) begin
       \$24  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$25  = dma_status_locked;
+    \$25  = dma_status_read_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$25  = 1'h0;
-            if (\$12 ) begin
-            end else if (\$13 ) begin
-              \$25  = 1'h1;
-            end
           end
     endcase
-    if (\$15 ) begin
-      \$25  = 1'h1;
+    if (\$14 ) begin
+      (* full_case = 32'd1 *)
+      if (to_buffer) begin
+      end else begin
+        \$25  = 1'h1;
+      end
     end
     if (rst) begin
       \$25  = 1'h0;
@@ -568,47 +551,61 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$26  = dma_status_range;
+    \$26  = dma_status_write_error;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
             \$26  = 1'h0;
-            if (\$12 ) begin
-              \$26  = 1'h1;
-            end
           end
     endcase
+    if (\$14 ) begin
+      if (to_buffer) begin
+        \$26  = 1'h1;
+      end
+    end
     if (rst) begin
       \$26  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$27  = dma_status_busy;
+    \$27  = dma_status_locked;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
-            (* full_case = 32'd1 *)
+            \$27  = 1'h0;
             if (\$12 ) begin
             end else if (\$13 ) begin
-            end else begin
               \$27  = 1'h1;
             end
           end
-      2'h1:
-          /* empty */;
-      2'h2:
-          if (\done$140 ) begin
-            \$27  = 1'h0;
-          end
     endcase
+    if (\$15 ) begin
+      \$27  = 1'h1;
+    end
     if (rst) begin
       \$27  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$28  = copy_state;
+    \$28  = dma_status_range;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            \$28  = 1'h0;
+            if (\$12 ) begin
+              \$28  = 1'h1;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$28  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$29  = dma_status_busy;
     casez (copy_state)
       2'h0:
           if (dma_ctrl_start) begin
@@ -616,20 +613,44 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
             if (\$12 ) begin
             end else if (\$13 ) begin
             end else begin
-              \$28  = 2'h1;
+              \$29  = 1'h1;
+            end
+          end
+      2'h1:
+          /* empty */;
+      2'h2:
+          if (\done$142 ) begin
+            \$29  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$29  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$30  = copy_state;
+    casez (copy_state)
+      2'h0:
+          if (dma_ctrl_start) begin
+            (* full_case = 32'd1 *)
+            if (\$12 ) begin
+            end else if (\$13 ) begin
+            end else begin
+              \$30  = 2'h1;
             end
           end
       2'h1:
           if (cmd__ready) begin
-            \$28  = 2'h2;
+            \$30  = 2'h2;
           end
       2'h2:
-          if (\done$140 ) begin
-            \$28  = 2'h0;
+          if (\done$142 ) begin
+            \$30  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$28  = 2'h0;
+      \$30  = 2'h0;
     end
   end
   assign clk = ap_clk;
@@ -641,7 +662,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \m_axi_gmem_awvalid$56  = m_axi_gmem_awvalid;
   assign \m_axi_gmem_awready$57  = m_axi_gmem_awready;
   assign \m_axi_gmem_wdata$58  = m_axi_gmem_wdata;
-  assign \m_axi_gmem_wstrb$59  = { \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , 8'hff };
+  assign \m_axi_gmem_wstrb$59  = { \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , 8'hff };
   assign \m_axi_gmem_wlast$60  = m_axi_gmem_wlast;
   assign \m_axi_gmem_wvalid$61  = m_axi_gmem_wvalid;
   assign \m_axi_gmem_wready$62  = m_axi_gmem_wready;
@@ -682,8 +703,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign \interrupt$97  = interrupt;
   assign mem_addr = host_addr;
   assign host_enable = mem_enable;
-  assign mem_rdata = { 24'h000000, \$29  };
-  assign host_rdata = { 24'h000000, \$29  };
+  assign host_rdata = mem_rdata;
   assign mem_re = host_re;
   assign mem_wdata = host_wdata;
   assign mem_we = host_we;
@@ -697,7 +717,7 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
   assign m_axi_gmem_awid = 1'h0;
   assign m_axi_gmem_awsize = 3'h6;
   assign m_axi_gmem_awburst = 2'h1;
-  assign m_axi_gmem_wstrb = { \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , \$30 , 8'hff };
+  assign m_axi_gmem_wstrb = { \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$37 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$36 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$35 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$34 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$33 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$32 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , \$31 , 8'hff };
   assign m_axi_gmem_bready = 1'h1;
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_araddr = m_axi_gmem_awaddr;
@@ -711,8 +731,8 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, \port$566$0 , host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done
-, dma_status_read_error, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_bresp, s_axi_control_rvalid, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_wdata, host_addr, clk);
+module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, host_enable, host_re, host_we, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
+, dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, s_axi_control_bvalid, s_axi_control_bresp, s_axi_control_rvalid, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, host_rdata, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -722,10 +742,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \$1 ;
   wire \$2 ;
   reg \$3 ;
-  wire [39:0] \$4 ;
-  wire [15:0] \$5 ;
-  wire [16:0] \$6 ;
-  wire [47:0] \$7 ;
+  wire [15:0] \$4 ;
+  wire [16:0] \$5 ;
+  wire [47:0] \$6 ;
   wire ap_done;
   wire ap_idle;
   wire ap_ready;
@@ -772,6 +791,7 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   output host_enable;
   wire host_enable;
   wire \host_enable$91 ;
+  output [63:0] host_rdata;
   wire [63:0] host_rdata;
   wire [63:0] \host_rdata$93 ;
   input host_re;
@@ -800,8 +820,6 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire \op_prng$53 ;
   wire op_relaxed;
   wire \op_relaxed$55 ;
-  output [39:0] \port$566$0 ;
-  wire [39:0] \port$566$0 ;
   wire ready;
   wire refused;
   wire [31:0] response_cycles;
@@ -884,22 +902,23 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   wire [31:0] \update_size$59 ;
   wire [31:0] write_pointer;
   wire [31:0] \write_pointer$81 ;
-  assign \$2  = ~ auto_restart;
   assign refused = \$1  & \$2 ;
   always @(posedge clk)
     status_start_refused <= \$3 ;
   assign ap_idle = ~ busy;
   assign \$1  = ap_start_write & busy;
+  assign \$2  = ~ auto_restart;
   \replay_kernel_k16.accel.core  core (
     .batch_size(batch_size),
     .busy(busy),
-    .\busy$63 (status_tree_busy),
+    .\busy$61 (status_tree_busy),
     .clk(clk),
     .cycles(cycles),
     .done(ap_done),
     .error(status_error),
     .host_addr(host_addr),
     .host_enable(host_enable),
+    .host_rdata(host_rdata),
     .host_re(host_re),
     .host_wdata(host_wdata),
     .host_we(host_we),
@@ -907,19 +926,18 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$566$0 (\$4 ),
     .ready(ap_ready),
     .response_cycles(response_cycles),
     .rst(rst),
     .seed(seed),
-    .\size$87 (\$6 ),
+    .\size$85 (\$5 ),
     .start(start),
     .status_empty(status_empty),
     .status_invalid_index(status_invalid_index),
     .status_saturated(status_saturated),
-    .total(\$7 ),
+    .total(\$6 ),
     .update_size(update_size),
-    .\write_pointer$89 (\$5 )
+    .\write_pointer$87 (\$4 )
   );
   \replay_kernel_k16.accel.csr  csr (
     .ap_done(ap_done),
@@ -952,9 +970,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2960$0 (\$5 ),
-    .\port$2962$0 (\$6 ),
-    .\port$3008$0 (\$7 ),
+    .\port$3017$0 (\$4 ),
+    .\port$3019$0 (\$5 ),
+    .\port$3065$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1026,33 +1044,31 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
   assign \max_priority_hi$61  = 32'd0;
   assign \max_priority_lo$63  = max_priority_lo;
   assign \response_cycles$65  = response_cycles;
-  assign size = { 15'h0000, \$6  };
-  assign \size$67  = { 15'h0000, \$6  };
+  assign size = { 15'h0000, \$5  };
+  assign \size$67  = { 15'h0000, \$5  };
   assign \status_empty$69  = status_empty;
   assign \status_invalid_index$71  = status_invalid_index;
   assign \status_saturated$73  = status_saturated;
   assign \status_tree_busy$75  = status_tree_busy;
-  assign total_hi = { 16'h0000, \$7 [47:32] };
-  assign \total_hi$77  = { 16'h0000, \$7 [47:32] };
-  assign total_lo = \$7 [31:0];
-  assign \total_lo$79  = \$7 [31:0];
-  assign write_pointer = { 16'h0000, \$5  };
-  assign \write_pointer$81  = { 16'h0000, \$5  };
+  assign total_hi = { 16'h0000, \$6 [47:32] };
+  assign \total_hi$77  = { 16'h0000, \$6 [47:32] };
+  assign total_lo = \$6 [31:0];
+  assign \total_lo$79  = \$6 [31:0];
+  assign write_pointer = { 16'h0000, \$4  };
+  assign \write_pointer$81  = { 16'h0000, \$4  };
   assign error = status_error;
   assign start_refused = status_start_refused;
   assign \cycles$87  = cycles;
   assign \host_addr$89  = host_addr;
   assign \host_enable$91  = host_enable;
-  assign host_rdata = { 24'h000000, \$4  };
-  assign \host_rdata$93  = { 24'h000000, \$4  };
+  assign \host_rdata$93  = host_rdata;
   assign \host_re$95  = host_re;
   assign \host_wdata$97  = host_wdata;
   assign \host_we$99  = host_we;
-  assign \port$566$0  = \$4 ;
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, ready, done, cycles, response_cycles, error, busy, \write_pointer$89 , \size$87 
+module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host_we, start, op_code, op_prng, op_relaxed, batch_size, update_size, seed, host_rdata, ready, done, cycles, response_cycles, error, busy, \write_pointer$87 , \size$85 
 , max_priority_lo, total, status_empty, status_saturated, status_invalid_index, host_wdata, host_addr, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -1060,100 +1076,142 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
 `endif
 `endif
-  wire [14:0] \$1 ;
+  wire \$1 ;
   wire \$10 ;
-  wire [2:0] \$100 ;
-  wire [13:0] \$101 ;
+  wire \$100 ;
+  wire [2:0] \$101 ;
   wire \$102 ;
   wire \$103 ;
   wire \$104 ;
-  wire \$105 ;
+  wire [13:0] \$105 ;
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
   wire \$109 ;
-  wire [4:0] \$11 ;
+  wire \$11 ;
   wire \$110 ;
-  wire \$111 ;
+  wire [2:0] \$111 ;
   wire \$112 ;
   wire \$113 ;
-  wire \$114 ;
-  reg [4:0] \$115 ;
-  reg \$116 ;
-  reg \$117 ;
-  reg [31:0] \$118 ;
-  reg \$119 ;
+  wire [13:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  reg [2:0] \$120 ;
-  reg [12:0] \$121 ;
-  reg \$122 ;
-  reg [12:0] \$123 ;
-  reg \$124 ;
-  reg [1:0] \$125 ;
-  reg \$126 ;
-  reg [12:0] \$127 ;
-  reg [31:0] \$128 ;
-  reg \$129 ;
-  wire \$13 ;
-  reg \$130 ;
-  reg \$131 ;
-  reg \$132 ;
-  reg [1:0] \$133 ;
-  reg \$134 ;
-  reg \$135 ;
-  reg \$136 ;
-  reg \$137 ;
-  reg [12:0] \$138 ;
-  reg [12:0] \$139 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire [13:0] \$125 ;
+  wire [13:0] \$126 ;
+  wire [2:0] \$127 ;
+  wire [2:0] \$128 ;
+  wire [13:0] \$129 ;
+  wire [4:0] \$13 ;
+  wire [13:0] \$130 ;
+  wire [2:0] \$131 ;
+  wire [13:0] \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
   wire \$14 ;
-  reg [12:0] \$140 ;
-  reg [2:0] \$141 ;
-  reg [2:0] \$142 ;
-  reg [1:0] \$143 ;
-  reg \$144 ;
-  reg [1:0] \$145 ;
-  reg [12:0] \$146 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  reg [14:0] \$146 ;
   reg \$147 ;
-  reg \$148 ;
-  reg [2:0] \$149 ;
+  reg [7:0] \$148 ;
+  reg [63:0] \$149 ;
   wire \$15 ;
-  reg [2:0] \$150 ;
-  reg [12:0] \$151 ;
-  reg [12:0] \$152 ;
-  wire [3:0] \$16 ;
+  reg [4:0] \$150 ;
+  reg [4:0] \$151 ;
+  reg [15:0] \$152 ;
+  reg [39:0] \$153 ;
+  reg [31:0] \$154 ;
+  reg [15:0] \$155 ;
+  reg [31:0] \$156 ;
+  reg [63:0] \$157 ;
+  reg \$158 ;
+  reg \$159 ;
+  wire \$16 ;
+  reg [31:0] \$160 ;
+  reg \$161 ;
+  reg [2:0] \$162 ;
+  reg [12:0] \$163 ;
+  reg \$164 ;
+  reg [12:0] \$165 ;
+  reg \$166 ;
+  reg [1:0] \$167 ;
+  reg \$168 ;
+  reg [12:0] \$169 ;
   wire \$17 ;
-  wire \$18 ;
+  reg [31:0] \$170 ;
+  reg \$171 ;
+  reg \$172 ;
+  reg \$173 ;
+  reg \$174 ;
+  reg [1:0] \$175 ;
+  reg \$176 ;
+  reg \$177 ;
+  reg \$178 ;
+  reg \$179 ;
+  wire [3:0] \$18 ;
+  reg [12:0] \$180 ;
+  reg [12:0] \$181 ;
+  reg [12:0] \$182 ;
+  reg [2:0] \$183 ;
+  reg [2:0] \$184 ;
+  reg [1:0] \$185 ;
+  reg \$186 ;
+  reg [1:0] \$187 ;
+  reg [12:0] \$188 ;
+  reg \$189 ;
   wire \$19 ;
+  reg \$190 ;
+  reg [2:0] \$191 ;
+  reg [2:0] \$192 ;
+  reg [12:0] \$193 ;
+  reg [12:0] \$194 ;
   wire \$2 ;
   wire \$20 ;
-  wire [1:0] \$21 ;
+  wire \$21 ;
   wire \$22 ;
-  wire \$23 ;
+  wire [1:0] \$23 ;
   wire \$24 ;
   wire \$25 ;
-  wire [3:0] \$26 ;
-  wire [15:0] \$27 ;
-  wire [15:0] \$28 ;
-  wire [39:0] \$29 ;
-  wire \$3 ;
-  wire [39:0] \$30 ;
-  wire [31:0] \$31 ;
-  wire [39:0] \$32 ;
-  wire [15:0] \$33 ;
-  wire [39:0] \$34 ;
-  wire [31:0] \$35 ;
-  wire [39:0] \$36 ;
+  wire \$26 ;
+  wire \$27 ;
+  wire [3:0] \$28 ;
+  wire \$29 ;
+  wire [14:0] \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
+  wire [1:0] \$36 ;
   wire \$37 ;
-  wire \$38 ;
+  wire [3:0] \$38 ;
   wire \$39 ;
   wire \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
   wire \$43 ;
-  wire [1:0] \$44 ;
+  wire \$44 ;
   wire \$45 ;
-  wire [3:0] \$46 ;
+  wire \$46 ;
   wire \$47 ;
   wire \$48 ;
   wire \$49 ;
@@ -1168,91 +1226,91 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   wire \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire [1:0] \$6 ;
+  wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
   wire \$63 ;
-  wire [32:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [2:0] \$70 ;
+  wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
-  wire [13:0] \$74 ;
+  wire \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
-  wire \$79 ;
-  wire \$8 ;
-  wire [2:0] \$80 ;
+  wire [7:0] \$79 ;
+  wire [1:0] \$8 ;
+  wire \$80 ;
   wire \$81 ;
   wire \$82 ;
-  wire [13:0] \$83 ;
-  wire [32:0] \$84 ;
-  wire \$85 ;
-  wire \$86 ;
-  wire \$87 ;
-  wire \$88 ;
-  wire \$89 ;
+  wire \$83 ;
+  wire \$84 ;
+  wire [15:0] \$85 ;
+  wire [15:0] \$86 ;
+  wire [39:0] \$87 ;
+  wire [39:0] \$88 ;
+  wire [31:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire [13:0] \$94 ;
-  wire [13:0] \$95 ;
-  wire [2:0] \$96 ;
-  wire [2:0] \$97 ;
-  wire [13:0] \$98 ;
-  wire [13:0] \$99 ;
+  wire [39:0] \$90 ;
+  wire [15:0] \$91 ;
+  wire [39:0] \$92 ;
+  wire [31:0] \$93 ;
+  wire [39:0] \$94 ;
+  wire [32:0] \$95 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$58  = 1'h0;
+  reg \$signal$57  = 1'h0;
   reg [11:0] \$signature__addr ;
-  reg [11:0] \$signature__addr$12 ;
   reg [11:0] \$signature__addr$14 ;
-  reg [11:0] \$signature__addr$17 ;
+  reg [11:0] \$signature__addr$16 ;
   reg [11:0] \$signature__addr$19 ;
-  reg [11:0] \$signature__addr$22 ;
+  reg [11:0] \$signature__addr$21 ;
   reg [11:0] \$signature__addr$24 ;
-  reg [11:0] \$signature__addr$27 ;
+  reg [11:0] \$signature__addr$26 ;
   reg [11:0] \$signature__addr$29 ;
-  reg [11:0] \$signature__addr$7 ;
+  reg [11:0] \$signature__addr$31 ;
+  reg [11:0] \$signature__addr$9 ;
   reg [15:0] \$signature__data ;
-  reg [39:0] \$signature__data$15 ;
-  reg [31:0] \$signature__data$20 ;
-  reg [15:0] \$signature__data$25 ;
-  reg [31:0] \$signature__data$30 ;
-  wire [15:0] \$signature__data$34 ;
-  wire [39:0] \$signature__data$35 ;
-  wire [31:0] \$signature__data$36 ;
-  wire [15:0] \$signature__data$37 ;
-  wire [31:0] \$signature__data$38 ;
+  wire [15:0] \$signature__data$100 ;
+  wire [31:0] \$signature__data$102 ;
+  reg [39:0] \$signature__data$17 ;
+  reg [31:0] \$signature__data$22 ;
+  reg [15:0] \$signature__data$27 ;
+  reg [31:0] \$signature__data$32 ;
+  wire [15:0] \$signature__data$47 ;
+  wire [39:0] \$signature__data$48 ;
+  wire [31:0] \$signature__data$49 ;
   reg \$signature__en ;
-  reg [1:0] \$signature__en$10 ;
-  reg \$signature__en$13 ;
-  reg [4:0] \$signature__en$16 ;
-  reg \$signature__en$18 ;
-  reg [3:0] \$signature__en$21 ;
-  reg \$signature__en$23 ;
-  reg [1:0] \$signature__en$26 ;
-  reg \$signature__en$28 ;
-  reg [3:0] \$signature__en$31 ;
+  reg [1:0] \$signature__en$12 ;
+  reg \$signature__en$15 ;
+  reg [4:0] \$signature__en$18 ;
+  reg \$signature__en$20 ;
+  reg [3:0] \$signature__en$23 ;
+  reg \$signature__en$25 ;
+  reg [1:0] \$signature__en$28 ;
+  reg \$signature__en$30 ;
+  reg [3:0] \$signature__en$33 ;
   reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
   output busy;
   reg busy = 1'h0;
   (* init = 1'h0 *)
-  wire \busy$40 ;
-  output \busy$63 ;
-  wire \busy$63 ;
+  wire \busy$36 ;
+  output \busy$61 ;
+  wire \busy$61 ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -1289,32 +1347,45 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \cycles$77 ;
+  wire [31:0] \cycles$75 ;
   output done;
   reg done = 1'h0;
   (* init = 1'h0 *)
-  wire \done$44 ;
+  wire \done$40 ;
   wire empty;
   reg [1:0] engine_state = 2'h0;
   output [1:0] error;
   reg [1:0] error = 2'h0;
   (* init = 2'h0 *)
-  wire [1:0] \error$68 ;
+  wire [1:0] \error$66 ;
   reg [1:0] fail;
+  reg [15:0] h_data_idx_in_q = 16'h0000;
+  reg [15:0] h_data_idx_out_q = 16'h0000;
+  reg [39:0] h_data_prio_in_q = 40'h0000000000;
+  reg [31:0] h_data_prio_out_q = 32'd0;
+  reg [31:0] h_data_target_in_q = 32'd0;
   wire [2:0] h_region;
   reg [4:0] h_sel_q = 5'h00;
+  reg [4:0] h_sel_qq = 5'h00;
   wire [11:0] h_word;
   input [14:0] host_addr;
   wire [14:0] host_addr;
+  reg [14:0] host_addr_q = 15'h0000;
   output host_enable;
   wire host_enable;
-  wire [63:0] host_rdata;
+  output [63:0] host_rdata;
+  reg [63:0] host_rdata = 64'h0000000000000000;
+  (* init = 64'h0000000000000000 *)
+  wire [63:0] host_rdata_q;
   input host_re;
   wire host_re;
+  reg host_re_q = 1'h0;
   input [63:0] host_wdata;
   wire [63:0] host_wdata;
+  reg [63:0] host_wdata_q = 64'h0000000000000000;
   input [7:0] host_we;
   wire [7:0] host_we;
+  reg [7:0] host_we_q = 8'h00;
   wire invalid;
   reg [12:0] issue_i = 13'h0000;
   reg issuing = 1'h0;
@@ -1379,12 +1450,10 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   reg plan_seed = 1'h0;
   reg plan_two = 1'h0;
   reg plan_wait_tree = 1'h0;
-  output [39:0] \port$566$0 ;
-  wire [39:0] \port$566$0 ;
   output ready;
   reg ready = 1'h0;
   (* init = 1'h0 *)
-  wire \ready$42 ;
+  wire \ready$38 ;
   output [31:0] response_cycles;
   reg [31:0] response_cycles = 32'd0;
   wire [68:0] rsp__payload;
@@ -1414,11 +1483,11 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   wire saturated;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$66 ;
+  wire [31:0] \seed$64 ;
   reg seed_load;
   wire [31:0] size;
-  output [16:0] \size$87 ;
-  wire [16:0] \size$87 ;
+  output [16:0] \size$85 ;
+  wire [16:0] \size$85 ;
   input start;
   wire start;
   output status_empty;
@@ -1439,8 +1508,8 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   wire [31:0] update_size;
   reg wait_tree = 1'h0;
   wire [31:0] write_pointer;
-  output [15:0] \write_pointer$89 ;
-  wire [15:0] \write_pointer$89 ;
+  output [15:0] \write_pointer$87 ;
+  wire [15:0] \write_pointer$87 ;
   reg [15:0] buf_idx_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -1451,10 +1520,10 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$10 [0])
-      buf_idx_in[\$signature__addr$7 ][7:0] <= \$signature__data [7:0];
-    if (\$signature__en$10 [1])
-      buf_idx_in[\$signature__addr$7 ][15:8] <= \$signature__data [15:8];
+    if (\$signature__en$12 [0])
+      buf_idx_in[\$signature__addr$9 ][7:0] <= \$signature__data [7:0];
+    if (\$signature__en$12 [1])
+      buf_idx_in[\$signature__addr$9 ][15:8] <= \$signature__data [15:8];
   end
   reg [15:0] _0_;
   always @(posedge clk) begin
@@ -1462,7 +1531,7 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
       _0_ <= buf_idx_in[\$signature__addr ];
     end
   end
-  assign \$signature__data$34  = _0_;
+  assign \$signature__data$47  = _0_;
   reg [15:0] buf_idx_out [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -1473,18 +1542,18 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$26 [0])
-      buf_idx_out[\$signature__addr$24 ][7:0] <= \$signature__data$25 [7:0];
-    if (\$signature__en$26 [1])
-      buf_idx_out[\$signature__addr$24 ][15:8] <= \$signature__data$25 [15:8];
+    if (\$signature__en$28 [0])
+      buf_idx_out[\$signature__addr$26 ][7:0] <= \$signature__data$27 [7:0];
+    if (\$signature__en$28 [1])
+      buf_idx_out[\$signature__addr$26 ][15:8] <= \$signature__data$27 [15:8];
   end
   reg [15:0] _1_;
   always @(posedge clk) begin
-    if (\$signature__en$23 ) begin
-      _1_ <= buf_idx_out[\$signature__addr$22 ];
+    if (\$signature__en$25 ) begin
+      _1_ <= buf_idx_out[\$signature__addr$24 ];
     end
   end
-  assign \$signature__data$37  = _1_;
+  assign \$signature__data$100  = _1_;
   reg [39:0] buf_prio_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -1495,24 +1564,24 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$16 [0])
-      buf_prio_in[\$signature__addr$14 ][7:0] <= \$signature__data$15 [7:0];
-    if (\$signature__en$16 [1])
-      buf_prio_in[\$signature__addr$14 ][15:8] <= \$signature__data$15 [15:8];
-    if (\$signature__en$16 [2])
-      buf_prio_in[\$signature__addr$14 ][23:16] <= \$signature__data$15 [23:16];
-    if (\$signature__en$16 [3])
-      buf_prio_in[\$signature__addr$14 ][31:24] <= \$signature__data$15 [31:24];
-    if (\$signature__en$16 [4])
-      buf_prio_in[\$signature__addr$14 ][39:32] <= \$signature__data$15 [39:32];
+    if (\$signature__en$18 [0])
+      buf_prio_in[\$signature__addr$16 ][7:0] <= \$signature__data$17 [7:0];
+    if (\$signature__en$18 [1])
+      buf_prio_in[\$signature__addr$16 ][15:8] <= \$signature__data$17 [15:8];
+    if (\$signature__en$18 [2])
+      buf_prio_in[\$signature__addr$16 ][23:16] <= \$signature__data$17 [23:16];
+    if (\$signature__en$18 [3])
+      buf_prio_in[\$signature__addr$16 ][31:24] <= \$signature__data$17 [31:24];
+    if (\$signature__en$18 [4])
+      buf_prio_in[\$signature__addr$16 ][39:32] <= \$signature__data$17 [39:32];
   end
   reg [39:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$13 ) begin
-      _2_ <= buf_prio_in[\$signature__addr$12 ];
+    if (\$signature__en$15 ) begin
+      _2_ <= buf_prio_in[\$signature__addr$14 ];
     end
   end
-  assign \$signature__data$35  = _2_;
+  assign \$signature__data$48  = _2_;
   reg [31:0] buf_prio_out [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -1523,22 +1592,22 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$31 [0])
-      buf_prio_out[\$signature__addr$29 ][7:0] <= \$signature__data$30 [7:0];
-    if (\$signature__en$31 [1])
-      buf_prio_out[\$signature__addr$29 ][15:8] <= \$signature__data$30 [15:8];
-    if (\$signature__en$31 [2])
-      buf_prio_out[\$signature__addr$29 ][23:16] <= \$signature__data$30 [23:16];
-    if (\$signature__en$31 [3])
-      buf_prio_out[\$signature__addr$29 ][31:24] <= \$signature__data$30 [31:24];
+    if (\$signature__en$33 [0])
+      buf_prio_out[\$signature__addr$31 ][7:0] <= \$signature__data$32 [7:0];
+    if (\$signature__en$33 [1])
+      buf_prio_out[\$signature__addr$31 ][15:8] <= \$signature__data$32 [15:8];
+    if (\$signature__en$33 [2])
+      buf_prio_out[\$signature__addr$31 ][23:16] <= \$signature__data$32 [23:16];
+    if (\$signature__en$33 [3])
+      buf_prio_out[\$signature__addr$31 ][31:24] <= \$signature__data$32 [31:24];
   end
   reg [31:0] _3_;
   always @(posedge clk) begin
-    if (\$signature__en$28 ) begin
-      _3_ <= buf_prio_out[\$signature__addr$27 ];
+    if (\$signature__en$30 ) begin
+      _3_ <= buf_prio_out[\$signature__addr$29 ];
     end
   end
-  assign \$signature__data$38  = _3_;
+  assign \$signature__data$102  = _3_;
   reg [31:0] buf_target_in [4095:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -1549,213 +1618,266 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$21 [0])
-      buf_target_in[\$signature__addr$19 ][7:0] <= \$signature__data$20 [7:0];
-    if (\$signature__en$21 [1])
-      buf_target_in[\$signature__addr$19 ][15:8] <= \$signature__data$20 [15:8];
-    if (\$signature__en$21 [2])
-      buf_target_in[\$signature__addr$19 ][23:16] <= \$signature__data$20 [23:16];
-    if (\$signature__en$21 [3])
-      buf_target_in[\$signature__addr$19 ][31:24] <= \$signature__data$20 [31:24];
+    if (\$signature__en$23 [0])
+      buf_target_in[\$signature__addr$21 ][7:0] <= \$signature__data$22 [7:0];
+    if (\$signature__en$23 [1])
+      buf_target_in[\$signature__addr$21 ][15:8] <= \$signature__data$22 [15:8];
+    if (\$signature__en$23 [2])
+      buf_target_in[\$signature__addr$21 ][23:16] <= \$signature__data$22 [23:16];
+    if (\$signature__en$23 [3])
+      buf_target_in[\$signature__addr$21 ][31:24] <= \$signature__data$22 [31:24];
   end
   reg [31:0] _4_;
   always @(posedge clk) begin
-    if (\$signature__en$18 ) begin
-      _4_ <= buf_target_in[\$signature__addr$17 ];
+    if (\$signature__en$20 ) begin
+      _4_ <= buf_target_in[\$signature__addr$19 ];
     end
   end
-  assign \$signature__data$36  = _4_;
-  assign \$2  = ~ busy;
-  assign \$3  = ! \$1 [2:0];
-  assign \$4  = host_re & \$3 ;
-  assign \$5  = ! \$1 [2:0];
-  assign \$6  = \$5  ? host_we[1:0] : 2'h0;
-  assign \$7  = ~ busy;
-  assign \$8  = \$1 [2:0] == 1'h1;
-  assign \$9  = host_re & \$8 ;
-  assign \$10  = \$1 [2:0] == 1'h1;
-  assign \$11  = \$10  ? host_we[4:0] : 5'h00;
-  assign \$12  = ~ busy;
-  assign \$13  = \$1 [2:0] == 2'h2;
-  assign \$14  = host_re & \$13 ;
-  assign \$15  = \$1 [2:0] == 2'h2;
-  assign \$16  = \$15  ? host_we[3:0] : 4'h0;
-  assign \$17  = ~ busy;
-  assign \$18  = \$1 [2:0] == 2'h3;
-  assign \$19  = host_re & \$18 ;
-  assign \$20  = \$1 [2:0] == 2'h3;
-  assign \$21  = \$20  ? host_we[1:0] : 2'h0;
-  assign \$22  = ~ busy;
-  assign \$23  = \$1 [2:0] == 3'h4;
-  assign \$24  = host_re & \$23 ;
-  assign \$25  = \$1 [2:0] == 3'h4;
-  assign \$26  = \$25  ? host_we[3:0] : 4'h0;
-  assign \$27  = h_sel_q[0] ? \$signature__data$34  : 16'h0000;
-  assign \$29  = h_sel_q[1] ? \$signature__data$35  : 40'h0000000000;
-  assign \$30  = { 24'h000000, \$28  } | \$29 ;
-  assign \$31  = h_sel_q[2] ? \$signature__data$36  : 32'd0;
-  assign \$32  = \$30  | { 8'h00, \$31  };
-  assign \$33  = h_sel_q[3] ? \$signature__data$37  : 16'h0000;
-  assign \$34  = \$32  | { 24'h000000, \$33  };
-  assign \$35  = h_sel_q[4] ? \$signature__data$38  : 32'd0;
-  assign \$36  = \$34  | { 8'h00, \$35  };
-  assign host_enable = ~ busy;
-  assign \$37  = ~ c_valid;
-  assign \$38  = \$37  | cmd__ready;
-  assign \$39  = ~ c_valid;
-  assign \$40  = \$39  | cmd__ready;
-  assign \$41  = ~ c_valid;
-  assign \$42  = \$41  | cmd__ready;
-  assign \$43  = rsp__valid & busy;
-  assign \$44  = \$43  ? 2'h3 : 2'h0;
-  assign \$45  = rsp__valid & busy;
-  assign \$46  = \$45  ? 4'hf : 4'h0;
-  assign \$47  = op_code != 3'h6;
-  assign \$48  = op_code != 3'h7;
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = \$49  & \$signal ;
-  assign \$51  = op_code == 3'h5;
-  assign \$52  = \$51  & \$signal$58 ;
-  assign \$53  = ~ ready;
-  assign \$54  = start & \$53 ;
-  assign \$55  = ~ \busy$63 ;
-  assign \$56  = ! engine_state;
-  assign \$57  = engine_state == 1'h1;
-  assign \$58  = engine_state == 2'h2;
-  assign \$59  = ! \$1 [2:0];
-  assign \$60  = \$1 [2:0] == 1'h1;
-  assign \$61  = \$1 [2:0] == 2'h2;
-  assign \$62  = \$1 [2:0] == 2'h3;
-  assign \$63  = \$1 [2:0] == 3'h4;
-  assign \$64  = cycles + 1'h1;
-  assign \$65  = ~ c_valid;
-  assign \$66  = \$65  | cmd__ready;
-  assign \$67  = ~ c_valid;
-  assign \$68  = \$67  | cmd__ready;
-  assign \$69  = issuing & \$68 ;
-  assign \$70  = phase ? ph1_op : ph0_op;
-  assign \$71  = ~ c_valid;
-  assign \$72  = \$71  | cmd__ready;
-  assign \$73  = issuing & \$72 ;
-  assign \$74  = issue_i + 1'h1;
-  assign \$75  = issue_i == cur_last;
-  assign \$76  = ~ phase;
-  assign \$77  = \$76  & two;
-  assign \$78  = c_valid & cmd__ready;
-  assign \$79  = ~ tail_zero;
-  assign \$80  = tail - 1'h1;
-  assign \$81  = tail == 1'h1;
-  assign \$82  = rsp__valid & busy;
-  assign \$83  = rsp_j + 1'h1;
-  assign \$84  = cycles + 1'h1;
-  assign \$85  = rsp_j == rsp_last;
-  assign \$86  = ! batch_size;
-  assign \$87  = batch_size > 13'h1000;
-  assign \$88  = \$86  | \$87 ;
-  assign \$89  = ! update_size;
-  assign \$90  = update_size > 13'h1000;
-  assign \$91  = \$89  | \$90 ;
-  assign \$92  = op_code > 3'h7;
-  assign \$93  = op_code == 3'h7;
-  assign \$94  = batch_size[12:0] - 1'h1;
-  assign \$95  = batch_size[12:0] - 1'h1;
-  assign \$96  = op_prng ? 3'h1 : 3'h0;
-  assign \$97  = op_prng ? 3'h1 : 3'h0;
-  assign \$98  = update_size[12:0] - 1'h1;
-  assign \$99  = update_size[12:0] - 1'h1;
-  assign \$100  = op_prng ? 3'h1 : 3'h0;
-  assign \$101  = batch_size[12:0] - 1'h1;
-  assign \$102  = ~ ready;
-  assign \$103  = start & \$102 ;
-  assign \$104  = | plan_fail;
-  assign \$105  = ~ plan_rsp;
-  assign \$106  = ~ issuing;
-  assign \$107  = ~ c_valid;
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = \$108  & rsp_none;
-  assign \$110  = \$109  & tail_zero;
-  assign \$111  = wait_tree & \busy$63 ;
-  assign \$112  = ~ \$111 ;
-  assign \$113  = \$110  & \$112 ;
-  assign \$114  = ~ \busy$63 ;
+  assign \$signature__data$49  = _4_;
+  assign \$1  = ~ busy;
+  assign \$2  = ~ start;
+  assign host_enable = \$1  & \$2 ;
+  assign \$4  = ~ busy;
+  assign \$5  = ! \$3 [2:0];
+  assign \$6  = host_re_q & \$5 ;
+  assign \$7  = ! \$3 [2:0];
+  assign \$8  = \$7  ? host_we_q[1:0] : 2'h0;
+  assign \$9  = ~ busy;
+  assign \$10  = \$3 [2:0] == 1'h1;
+  assign \$11  = host_re_q & \$10 ;
+  assign \$12  = \$3 [2:0] == 1'h1;
+  assign \$13  = \$12  ? host_we_q[4:0] : 5'h00;
+  assign \$14  = ~ busy;
+  assign \$15  = \$3 [2:0] == 2'h2;
+  assign \$16  = host_re_q & \$15 ;
+  assign \$17  = \$3 [2:0] == 2'h2;
+  assign \$18  = \$17  ? host_we_q[3:0] : 4'h0;
+  assign \$19  = ~ busy;
+  assign \$20  = \$3 [2:0] == 2'h3;
+  assign \$21  = host_re_q & \$20 ;
+  assign \$22  = \$3 [2:0] == 2'h3;
+  assign \$23  = \$22  ? host_we_q[1:0] : 2'h0;
+  assign \$24  = ~ busy;
+  assign \$25  = \$3 [2:0] == 3'h4;
+  assign \$26  = host_re_q & \$25 ;
+  assign \$27  = \$3 [2:0] == 3'h4;
+  assign \$28  = \$27  ? host_we_q[3:0] : 4'h0;
+  assign \$29  = ~ c_valid;
+  assign \$30  = \$29  | cmd__ready;
+  assign \$31  = ~ c_valid;
+  assign \$32  = \$31  | cmd__ready;
+  assign \$33  = ~ c_valid;
+  assign \$34  = \$33  | cmd__ready;
+  assign \$35  = rsp__valid & busy;
+  assign \$36  = \$35  ? 2'h3 : 2'h0;
+  assign \$37  = rsp__valid & busy;
+  assign \$38  = \$37  ? 4'hf : 4'h0;
+  assign \$39  = op_code != 3'h6;
+  assign \$40  = op_code != 3'h7;
+  assign \$41  = \$39  & \$40 ;
+  assign \$42  = \$41  & \$signal ;
+  assign \$43  = op_code == 3'h5;
+  assign \$44  = \$43  & \$signal$57 ;
+  assign \$45  = ~ ready;
+  assign \$46  = start & \$45 ;
+  assign \$47  = ~ \busy$61 ;
+  assign \$48  = ! engine_state;
+  assign \$49  = engine_state == 1'h1;
+  assign \$50  = engine_state == 2'h2;
+  assign \$51  = ~ busy;
+  assign \$52  = ~ start;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = host_re & \$53 ;
+  assign \$55  = ~ busy;
+  assign \$56  = ~ start;
+  assign \$57  = \$55  & \$56 ;
+  assign \$58  = ~ busy;
+  assign \$59  = ~ start;
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = ~ busy;
+  assign \$62  = ~ start;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = ~ busy;
+  assign \$65  = ~ start;
+  assign \$66  = \$64  & \$65 ;
+  assign \$67  = ~ busy;
+  assign \$68  = ~ start;
+  assign \$69  = \$67  & \$68 ;
+  assign \$70  = ~ busy;
+  assign \$71  = ~ start;
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = ~ busy;
+  assign \$74  = ~ start;
+  assign \$75  = \$73  & \$74 ;
+  assign \$76  = ~ busy;
+  assign \$77  = ~ start;
+  assign \$78  = \$76  & \$77 ;
+  assign \$79  = host_we & { \$78 , \$75 , \$72 , \$69 , \$66 , \$63 , \$60 , \$57  };
+  assign \$80  = ! \$3 [2:0];
+  assign \$81  = \$3 [2:0] == 1'h1;
+  assign \$82  = \$3 [2:0] == 2'h2;
+  assign \$83  = \$3 [2:0] == 2'h3;
+  assign \$84  = \$3 [2:0] == 3'h4;
+  assign \$85  = h_sel_qq[0] ? h_data_idx_in_q : 16'h0000;
+  assign \$87  = h_sel_qq[1] ? h_data_prio_in_q : 40'h0000000000;
+  assign \$88  = { 24'h000000, \$86  } | \$87 ;
+  assign \$89  = h_sel_qq[2] ? h_data_target_in_q : 32'd0;
+  assign \$90  = \$88  | { 8'h00, \$89  };
+  assign \$91  = h_sel_qq[3] ? h_data_idx_out_q : 16'h0000;
+  assign \$92  = \$90  | { 24'h000000, \$91  };
+  assign \$93  = h_sel_qq[4] ? h_data_prio_out_q : 32'd0;
+  assign \$94  = \$92  | { 8'h00, \$93  };
+  assign \$95  = cycles + 1'h1;
+  assign \$96  = ~ c_valid;
+  assign \$97  = \$96  | cmd__ready;
+  assign \$98  = ~ c_valid;
+  assign \$99  = \$98  | cmd__ready;
+  assign \$100  = issuing & \$99 ;
+  assign \$101  = phase ? ph1_op : ph0_op;
+  assign \$102  = ~ c_valid;
+  assign \$103  = \$102  | cmd__ready;
+  assign \$104  = issuing & \$103 ;
+  assign \$105  = issue_i + 1'h1;
+  assign \$106  = issue_i == cur_last;
+  assign \$107  = ~ phase;
+  assign \$108  = \$107  & two;
+  assign \$109  = c_valid & cmd__ready;
+  assign \$110  = ~ tail_zero;
+  assign \$111  = tail - 1'h1;
+  assign \$112  = tail == 1'h1;
+  assign \$113  = rsp__valid & busy;
+  assign \$114  = rsp_j + 1'h1;
+  assign \$115  = cycles + 1'h1;
+  assign \$116  = rsp_j == rsp_last;
+  assign \$117  = ! batch_size;
+  assign \$118  = batch_size > 13'h1000;
+  assign \$119  = \$117  | \$118 ;
+  assign \$120  = ! update_size;
+  assign \$121  = update_size > 13'h1000;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = op_code > 3'h7;
+  assign \$124  = op_code == 3'h7;
+  assign \$125  = batch_size[12:0] - 1'h1;
+  assign \$126  = batch_size[12:0] - 1'h1;
+  assign \$127  = op_prng ? 3'h1 : 3'h0;
+  assign \$128  = op_prng ? 3'h1 : 3'h0;
+  assign \$129  = update_size[12:0] - 1'h1;
+  assign \$130  = update_size[12:0] - 1'h1;
+  assign \$131  = op_prng ? 3'h1 : 3'h0;
+  assign \$132  = batch_size[12:0] - 1'h1;
+  assign \$133  = ~ ready;
+  assign \$134  = start & \$133 ;
+  assign \$135  = | plan_fail;
+  assign \$136  = ~ plan_rsp;
+  assign \$137  = ~ issuing;
+  assign \$138  = ~ c_valid;
+  assign \$139  = \$137  & \$138 ;
+  assign \$140  = \$139  & rsp_none;
+  assign \$141  = \$140  & tail_zero;
+  assign \$142  = wait_tree & \busy$61 ;
+  assign \$143  = ~ \$142 ;
+  assign \$144  = \$141  & \$143 ;
+  assign \$145  = ~ \busy$61 ;
   always @(posedge clk)
-    h_sel_q <= \$115 ;
+    host_addr_q <= \$146 ;
   always @(posedge clk)
-    ready <= \$116 ;
+    host_re_q <= \$147 ;
   always @(posedge clk)
-    done <= \$117 ;
+    host_we_q <= \$148 ;
   always @(posedge clk)
-    cycles <= \$118 ;
+    host_wdata_q <= \$149 ;
   always @(posedge clk)
-    c_valid <= \$119 ;
+    h_sel_q <= \$150 ;
   always @(posedge clk)
-    c_op <= \$120 ;
+    h_sel_qq <= \$151 ;
   always @(posedge clk)
-    issue_i <= \$121 ;
+    h_data_idx_in_q <= \$152 ;
   always @(posedge clk)
-    phase <= \$122 ;
+    h_data_prio_in_q <= \$153 ;
   always @(posedge clk)
-    cur_last <= \$123 ;
+    h_data_target_in_q <= \$154 ;
   always @(posedge clk)
-    issuing <= \$124 ;
+    h_data_idx_out_q <= \$155 ;
   always @(posedge clk)
-    tail <= \$125 ;
+    h_data_prio_out_q <= \$156 ;
   always @(posedge clk)
-    tail_zero <= \$126 ;
+    host_rdata <= \$157 ;
   always @(posedge clk)
-    rsp_j <= \$127 ;
+    ready <= \$158 ;
   always @(posedge clk)
-    response_cycles <= \$128 ;
+    done <= \$159 ;
   always @(posedge clk)
-    rsp_none <= \$129 ;
+    cycles <= \$160 ;
   always @(posedge clk)
-    \$signal  <= \$130 ;
+    c_valid <= \$161 ;
   always @(posedge clk)
-    \$signal$58  <= \$131 ;
+    c_op <= \$162 ;
   always @(posedge clk)
-    bad_code <= \$132 ;
+    issue_i <= \$163 ;
   always @(posedge clk)
-    plan_fail <= \$133 ;
+    phase <= \$164 ;
   always @(posedge clk)
-    plan_seed <= \$134 ;
+    cur_last <= \$165 ;
   always @(posedge clk)
-    plan_rsp <= \$135 ;
+    issuing <= \$166 ;
   always @(posedge clk)
-    plan_two <= \$136 ;
+    tail <= \$167 ;
   always @(posedge clk)
-    plan_wait_tree <= \$137 ;
+    tail_zero <= \$168 ;
   always @(posedge clk)
-    plan_ph0_last <= \$138 ;
+    rsp_j <= \$169 ;
   always @(posedge clk)
-    plan_ph1_last <= \$139 ;
+    response_cycles <= \$170 ;
   always @(posedge clk)
-    plan_rsp_last <= \$140 ;
+    rsp_none <= \$171 ;
   always @(posedge clk)
-    plan_ph0_op <= \$141 ;
+    \$signal  <= \$172 ;
   always @(posedge clk)
-    plan_ph1_op <= \$142 ;
+    \$signal$57  <= \$173 ;
   always @(posedge clk)
-    error <= \$143 ;
+    bad_code <= \$174 ;
   always @(posedge clk)
-    busy <= \$144 ;
+    plan_fail <= \$175 ;
   always @(posedge clk)
-    engine_state <= \$145 ;
+    plan_seed <= \$176 ;
   always @(posedge clk)
-    rsp_last <= \$146 ;
+    plan_rsp <= \$177 ;
   always @(posedge clk)
-    two <= \$147 ;
+    plan_two <= \$178 ;
   always @(posedge clk)
-    wait_tree <= \$148 ;
+    plan_wait_tree <= \$179 ;
   always @(posedge clk)
-    ph0_op <= \$149 ;
+    plan_ph0_last <= \$180 ;
   always @(posedge clk)
-    ph1_op <= \$150 ;
+    plan_ph1_last <= \$181 ;
   always @(posedge clk)
-    ph0_last <= \$151 ;
+    plan_rsp_last <= \$182 ;
   always @(posedge clk)
-    ph1_last <= \$152 ;
+    plan_ph0_op <= \$183 ;
+  always @(posedge clk)
+    plan_ph1_op <= \$184 ;
+  always @(posedge clk)
+    error <= \$185 ;
+  always @(posedge clk)
+    busy <= \$186 ;
+  always @(posedge clk)
+    engine_state <= \$187 ;
+  always @(posedge clk)
+    rsp_last <= \$188 ;
+  always @(posedge clk)
+    two <= \$189 ;
+  always @(posedge clk)
+    wait_tree <= \$190 ;
+  always @(posedge clk)
+    ph0_op <= \$191 ;
+  always @(posedge clk)
+    ph1_op <= \$192 ;
+  always @(posedge clk)
+    ph0_last <= \$193 ;
+  always @(posedge clk)
+    ph1_last <= \$194 ;
   \replay_kernel_k16.accel.core.tree  tree (
-    .busy(\busy$63 ),
+    .busy(\busy$61 ),
     .clear(clear),
     .clk(clk),
     .cmd__payload(cmd__payload),
@@ -1770,15 +1892,15 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
     .rst(rst),
     .saturated(status_saturated),
     .seed(seed),
-    .size(\size$87 ),
+    .size(\size$85 ),
     .total(total),
-    .write_pointer(\write_pointer$89 )
+    .write_pointer(\write_pointer$87 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__addr  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr  = host_addr[11:0];
+    if (\$4 ) begin
+      \$signature__addr  = host_addr_q[11:0];
     end
     if (busy) begin
       \$signature__addr  = issue_i[11:0];
@@ -1787,202 +1909,202 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__en  = 1'h1;
-    if (\$2 ) begin
-      \$signature__en  = \$4 ;
+    if (\$4 ) begin
+      \$signature__en  = \$6 ;
     end
     if (busy) begin
-      \$signature__en  = \$38 ;
+      \$signature__en  = \$30 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$7  = 12'h000;
-    if (\$2 ) begin
-      \$signature__addr$7  = host_addr[11:0];
+    \$signature__addr$9  = 12'h000;
+    if (\$4 ) begin
+      \$signature__addr$9  = host_addr_q[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__data  = 16'h0000;
-    if (\$2 ) begin
-      \$signature__data  = host_wdata[15:0];
+    if (\$4 ) begin
+      \$signature__data  = host_wdata_q[15:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$10  = 2'h0;
-    if (\$2 ) begin
-      \$signature__en$10  = \$6 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$12  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$12  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$12  = issue_i[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$13  = 1'h1;
-    if (\$7 ) begin
-      \$signature__en$13  = \$9 ;
-    end
-    if (busy) begin
-      \$signature__en$13  = \$40 ;
+    \$signature__en$12  = 2'h0;
+    if (\$4 ) begin
+      \$signature__en$12  = \$8 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__addr$14  = 12'h000;
-    if (\$7 ) begin
-      \$signature__addr$14  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$15  = 40'h0000000000;
-    if (\$7 ) begin
-      \$signature__data$15  = host_wdata[39:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$16  = 5'h00;
-    if (\$7 ) begin
-      \$signature__en$16  = \$11 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$17  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$17  = host_addr[11:0];
+    if (\$9 ) begin
+      \$signature__addr$14  = host_addr_q[11:0];
     end
     if (busy) begin
-      \$signature__addr$17  = issue_i[11:0];
+      \$signature__addr$14  = issue_i[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$18  = 1'h1;
-    if (\$12 ) begin
-      \$signature__en$18  = \$14 ;
+    \$signature__en$15  = 1'h1;
+    if (\$9 ) begin
+      \$signature__en$15  = \$11 ;
     end
     if (busy) begin
-      \$signature__en$18  = \$42 ;
+      \$signature__en$15  = \$32 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$16  = 12'h000;
+    if (\$9 ) begin
+      \$signature__addr$16  = host_addr_q[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data$17  = 40'h0000000000;
+    if (\$9 ) begin
+      \$signature__data$17  = host_wdata_q[39:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$18  = 5'h00;
+    if (\$9 ) begin
+      \$signature__en$18  = \$13 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__addr$19  = 12'h000;
-    if (\$12 ) begin
-      \$signature__addr$19  = host_addr[11:0];
+    if (\$14 ) begin
+      \$signature__addr$19  = host_addr_q[11:0];
+    end
+    if (busy) begin
+      \$signature__addr$19  = issue_i[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$20  = 32'd0;
-    if (\$12 ) begin
-      \$signature__data$20  = host_wdata[31:0];
+    \$signature__en$20  = 1'h1;
+    if (\$14 ) begin
+      \$signature__en$20  = \$16 ;
+    end
+    if (busy) begin
+      \$signature__en$20  = \$34 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$21  = 4'h0;
-    if (\$12 ) begin
-      \$signature__en$21  = \$16 ;
+    \$signature__addr$21  = 12'h000;
+    if (\$14 ) begin
+      \$signature__addr$21  = host_addr_q[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$22  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$22  = host_addr[11:0];
+    \$signature__data$22  = 32'd0;
+    if (\$14 ) begin
+      \$signature__data$22  = host_wdata_q[31:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$23  = 1'h1;
-    if (\$17 ) begin
-      \$signature__en$23  = \$19 ;
+    \$signature__en$23  = 4'h0;
+    if (\$14 ) begin
+      \$signature__en$23  = \$18 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__addr$24  = 12'h000;
-    if (\$17 ) begin
-      \$signature__addr$24  = host_addr[11:0];
+    if (\$19 ) begin
+      \$signature__addr$24  = host_addr_q[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$25  = 1'h1;
+    if (\$19 ) begin
+      \$signature__en$25  = \$21 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__addr$26  = 12'h000;
+    if (\$19 ) begin
+      \$signature__addr$26  = host_addr_q[11:0];
     end
     if (busy) begin
-      \$signature__addr$24  = rsp_j[11:0];
+      \$signature__addr$26  = rsp_j[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$25  = 16'h0000;
-    if (\$17 ) begin
-      \$signature__data$25  = host_wdata[15:0];
+    \$signature__data$27  = 16'h0000;
+    if (\$19 ) begin
+      \$signature__data$27  = host_wdata_q[15:0];
     end
     if (busy) begin
-      \$signature__data$25  = rsp__payload[18:3];
+      \$signature__data$27  = rsp__payload[18:3];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$26  = 2'h0;
-    if (\$17 ) begin
-      \$signature__en$26  = \$21 ;
+    \$signature__en$28  = 2'h0;
+    if (\$19 ) begin
+      \$signature__en$28  = \$23 ;
     end
     if (busy) begin
-      \$signature__en$26  = \$44 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$27  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$27  = host_addr[11:0];
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$28  = 1'h1;
-    if (\$22 ) begin
-      \$signature__en$28  = \$24 ;
+      \$signature__en$28  = \$36 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$signature__addr$29  = 12'h000;
-    if (\$22 ) begin
-      \$signature__addr$29  = host_addr[11:0];
-    end
-    if (busy) begin
-      \$signature__addr$29  = rsp_j[11:0];
+    if (\$24 ) begin
+      \$signature__addr$29  = host_addr_q[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$30  = 32'd0;
-    if (\$22 ) begin
-      \$signature__data$30  = host_wdata[31:0];
-    end
-    if (busy) begin
-      \$signature__data$30  = rsp__payload[50:19];
+    \$signature__en$30  = 1'h1;
+    if (\$24 ) begin
+      \$signature__en$30  = \$26 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$31  = 4'h0;
-    if (\$22 ) begin
-      \$signature__en$31  = \$26 ;
+    \$signature__addr$31  = 12'h000;
+    if (\$24 ) begin
+      \$signature__addr$31  = host_addr_q[11:0];
     end
     if (busy) begin
-      \$signature__en$31  = \$46 ;
+      \$signature__addr$31  = rsp_j[11:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__data$32  = 32'd0;
+    if (\$24 ) begin
+      \$signature__data$32  = host_wdata_q[31:0];
+    end
+    if (busy) begin
+      \$signature__data$32  = rsp__payload[50:19];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$signature__en$33  = 4'h0;
+    if (\$24 ) begin
+      \$signature__en$33  = \$28 ;
+    end
+    if (busy) begin
+      \$signature__en$33  = \$38 ;
     end
   end
   always @* begin
@@ -1990,9 +2112,9 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
     fail = 2'h0;
     if (bad_code) begin
       fail = 2'h1;
-    end else if (\$50 ) begin
+    end else if (\$42 ) begin
       fail = 2'h2;
-    end else if (\$52 ) begin
+    end else if (\$44 ) begin
       fail = 2'h3;
     end
   end
@@ -2001,7 +2123,7 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
     clear = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$54 ) begin
+          if (\$46 ) begin
             clear = 1'h1;
           end
     endcase
@@ -2015,691 +2137,767 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
       2'h2:
           /* empty */;
       2'h1:
-          if (\$55 ) begin
+          if (\$47 ) begin
             seed_load = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$115  = { \$63 , \$62 , \$61 , \$60 , \$59  };
+    \$146  = host_addr;
     if (rst) begin
-      \$115  = 5'h00;
+      \$146  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$116  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$116  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$116  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$117  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            if (\$104 ) begin
-              \$117  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$117  = 1'h1;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$117  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$117  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$118  = cycles;
-    if (busy) begin
-      \$118  = \$64 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$118  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$118  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$119  = c_valid;
-    if (\$66 ) begin
-      \$119  = \$69 ;
-    end
-    if (rst) begin
-      \$119  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$120  = c_op;
-    if (\$66 ) begin
-      \$120  = \$70 ;
-    end
-    if (rst) begin
-      \$120  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$121  = issue_i;
-    if (\$73 ) begin
-      \$121  = \$74 [12:0];
-      if (\$75 ) begin
-        \$121  = 13'h0000;
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$121  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$121  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$122  = phase;
-    if (\$73 ) begin
-      if (\$75 ) begin
-        if (\$77 ) begin
-          \$122  = 1'h1;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$122  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$122  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$123  = cur_last;
-    if (\$73 ) begin
-      if (\$75 ) begin
-        if (\$77 ) begin
-          \$123  = ph1_last;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$123  = plan_ph0_last;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$123  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$124  = issuing;
-    if (\$73 ) begin
-      if (\$75 ) begin
-        (* full_case = 32'd1 *)
-        if (\$77 ) begin
-        end else begin
-          \$124  = 1'h0;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$124  = 1'h1;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$124  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$125  = tail;
-    if (\$78 ) begin
-      \$125  = 2'h3;
-    end else if (\$79 ) begin
-      \$125  = \$80 [1:0];
-    end
-    if (rst) begin
-      \$125  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$126  = tail_zero;
-    if (\$78 ) begin
-      \$126  = 1'h0;
-    end else if (\$79 ) begin
-      \$126  = \$81 ;
-    end
-    if (rst) begin
-      \$126  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$127  = rsp_j;
-    if (\$82 ) begin
-      \$127  = \$83 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$127  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$127  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$128  = response_cycles;
-    if (\$82 ) begin
-      \$128  = \$84 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$128  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$128  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$129  = rsp_none;
-    if (\$82 ) begin
-      \$129  = \$85 ;
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$129  = \$105 ;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$129  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$130  = \$88 ;
-    if (rst) begin
-      \$130  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$131  = \$91 ;
-    if (rst) begin
-      \$131  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$132  = \$92 ;
-    if (rst) begin
-      \$132  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$133  = fail;
-    if (rst) begin
-      \$133  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$134  = \$93 ;
-    if (rst) begin
-      \$134  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$135  = 1'h0;
-    casez (op_code)
-      4'h0:
-          \$135  = 1'h1;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$135  = 1'h1;
-      4'h3:
-          \$135  = 1'h1;
-      4'h4:
-          \$135  = 1'h1;
-      4'h5:
-          \$135  = 1'h1;
-    endcase
-    if (rst) begin
-      \$135  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$136  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          \$136  = 1'h1;
-    endcase
-    if (rst) begin
-      \$136  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$137  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$137  = 1'h1;
-    endcase
-    if (rst) begin
-      \$137  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$138  = \$94 [12:0];
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-          end else begin
-            \$138  = \$99 [12:0];
-          end
-      4'h6:
-          \$138  = 13'h0000;
-    endcase
-    if (rst) begin
-      \$138  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$139  = 13'h1fff;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$139  = \$98 [12:0];
-          end else begin
-            \$139  = \$101 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$139  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$140  = \$95 [12:0];
-    if (rst) begin
-      \$140  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$141  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$141  = \$96 ;
-      4'h1:
-          \$141  = 3'h2;
-      4'h2:
-          \$141  = 3'h3;
-      4'h3:
-          \$141  = 3'h4;
-      4'h4:
-          \$141  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$141  = \$97 ;
-          end else begin
-            \$141  = 3'h2;
-          end
-      4'h6:
-          \$141  = 3'h7;
-    endcase
-    if (rst) begin
-      \$141  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$142  = plan_ph1_op;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$142  = 3'h2;
-          end else begin
-            \$142  = \$100 ;
-          end
-    endcase
-    if (rst) begin
-      \$142  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$143  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            \$143  = 2'h0;
-            if (\$104 ) begin
-              \$143  = plan_fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$143  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$144  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-              \$144  = 1'h1;
-            end else begin
-              \$144  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$144  = 1'h0;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$144  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$144  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$145  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-              \$145  = 2'h1;
-            end else begin
-              \$145  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$113 ) begin
-            \$145  = 2'h0;
-          end
-      2'h1:
-          if (\$114 ) begin
-            \$145  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$145  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$146  = rsp_last;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$146  = plan_rsp_last;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$146  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$147  = two;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$147  = plan_two;
-            end
-          end
-    endcase
+    \$147  = \$54 ;
     if (rst) begin
       \$147  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$148  = wait_tree;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$148  = plan_wait_tree;
-            end
-          end
-    endcase
+    \$148  = \$79 ;
     if (rst) begin
-      \$148  = 1'h0;
+      \$148  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$149  = ph0_op;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$149  = plan_ph0_op;
-            end
-          end
-    endcase
+    \$149  = host_wdata;
     if (rst) begin
-      \$149  = 3'h0;
+      \$149  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$150  = ph1_op;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$150  = plan_ph1_op;
-            end
-          end
-    endcase
+    \$150  = { \$84 , \$83 , \$82 , \$81 , \$80  };
     if (rst) begin
-      \$150  = 3'h0;
+      \$150  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$151  = ph0_last;
-    casez (engine_state)
-      2'h0:
-          if (\$103 ) begin
-            (* full_case = 32'd1 *)
-            if (\$104 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$151  = plan_ph0_last;
-            end
-          end
-    endcase
+    \$151  = h_sel_q;
     if (rst) begin
-      \$151  = 13'h0000;
+      \$151  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$152  = ph1_last;
+    \$152  = \$signature__data$47 ;
+    if (rst) begin
+      \$152  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$153  = \$signature__data$48 ;
+    if (rst) begin
+      \$153  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$154  = \$signature__data$49 ;
+    if (rst) begin
+      \$154  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$155  = \$signature__data$100 ;
+    if (rst) begin
+      \$155  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$156  = \$signature__data$102 ;
+    if (rst) begin
+      \$156  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$157  = { 24'h000000, \$94  };
+    if (rst) begin
+      \$157  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$158  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$103 ) begin
+          if (\$134 ) begin
+            \$158  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$158  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$159  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            if (\$135 ) begin
+              \$159  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$144 ) begin
+            \$159  = 1'h1;
+          end
+      2'h1:
+          if (\$145 ) begin
+            \$159  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$159  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$160  = cycles;
+    if (busy) begin
+      \$160  = \$95 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$160  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$160  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$161  = c_valid;
+    if (\$97 ) begin
+      \$161  = \$100 ;
+    end
+    if (rst) begin
+      \$161  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$162  = c_op;
+    if (\$97 ) begin
+      \$162  = \$101 ;
+    end
+    if (rst) begin
+      \$162  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$163  = issue_i;
+    if (\$104 ) begin
+      \$163  = \$105 [12:0];
+      if (\$106 ) begin
+        \$163  = 13'h0000;
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$163  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$163  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$164  = phase;
+    if (\$104 ) begin
+      if (\$106 ) begin
+        if (\$108 ) begin
+          \$164  = 1'h1;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$164  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$165  = cur_last;
+    if (\$104 ) begin
+      if (\$106 ) begin
+        if (\$108 ) begin
+          \$165  = ph1_last;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
             (* full_case = 32'd1 *)
-            if (\$104 ) begin
+            if (\$135 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$152  = plan_ph1_last;
+              \$165  = plan_ph0_last;
             end
           end
     endcase
     if (rst) begin
-      \$152  = 13'h0000;
+      \$165  = 13'h0000;
     end
   end
-  assign h_region = \$1 [2:0];
-  assign h_word = host_addr[11:0];
-  assign host_rdata = { 24'h000000, \$36  };
-  assign \busy$40  = busy;
-  assign \ready$42  = ready;
-  assign \done$44  = done;
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$166  = issuing;
+    if (\$104 ) begin
+      if (\$106 ) begin
+        (* full_case = 32'd1 *)
+        if (\$108 ) begin
+        end else begin
+          \$166  = 1'h0;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$166  = 1'h1;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$166  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$167  = tail;
+    if (\$109 ) begin
+      \$167  = 2'h3;
+    end else if (\$110 ) begin
+      \$167  = \$111 [1:0];
+    end
+    if (rst) begin
+      \$167  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$168  = tail_zero;
+    if (\$109 ) begin
+      \$168  = 1'h0;
+    end else if (\$110 ) begin
+      \$168  = \$112 ;
+    end
+    if (rst) begin
+      \$168  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$169  = rsp_j;
+    if (\$113 ) begin
+      \$169  = \$114 [12:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$169  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$169  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$170  = response_cycles;
+    if (\$113 ) begin
+      \$170  = \$115 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$170  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$170  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$171  = rsp_none;
+    if (\$113 ) begin
+      \$171  = \$116 ;
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$171  = \$136 ;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$171  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$172  = \$119 ;
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$173  = \$122 ;
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$174  = \$123 ;
+    if (rst) begin
+      \$174  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$175  = fail;
+    if (rst) begin
+      \$175  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$176  = \$124 ;
+    if (rst) begin
+      \$176  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$177  = 1'h0;
+    casez (op_code)
+      4'h0:
+          \$177  = 1'h1;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$177  = 1'h1;
+      4'h3:
+          \$177  = 1'h1;
+      4'h4:
+          \$177  = 1'h1;
+      4'h5:
+          \$177  = 1'h1;
+    endcase
+    if (rst) begin
+      \$177  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$178  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          \$178  = 1'h1;
+    endcase
+    if (rst) begin
+      \$178  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$179  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$179  = 1'h1;
+    endcase
+    if (rst) begin
+      \$179  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$180  = \$125 [12:0];
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+          end else begin
+            \$180  = \$130 [12:0];
+          end
+      4'h6:
+          \$180  = 13'h0000;
+    endcase
+    if (rst) begin
+      \$180  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$181  = 13'h1fff;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$181  = \$129 [12:0];
+          end else begin
+            \$181  = \$132 [12:0];
+          end
+    endcase
+    if (rst) begin
+      \$181  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$182  = \$126 [12:0];
+    if (rst) begin
+      \$182  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$183  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$183  = \$127 ;
+      4'h1:
+          \$183  = 3'h2;
+      4'h2:
+          \$183  = 3'h3;
+      4'h3:
+          \$183  = 3'h4;
+      4'h4:
+          \$183  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$183  = \$128 ;
+          end else begin
+            \$183  = 3'h2;
+          end
+      4'h6:
+          \$183  = 3'h7;
+    endcase
+    if (rst) begin
+      \$183  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$184  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$184  = 3'h2;
+          end else begin
+            \$184  = \$131 ;
+          end
+    endcase
+    if (rst) begin
+      \$184  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$185  = error;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            \$185  = 2'h0;
+            if (\$135 ) begin
+              \$185  = plan_fail;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$185  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$186  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+              \$186  = 1'h1;
+            end else begin
+              \$186  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$144 ) begin
+            \$186  = 1'h0;
+          end
+      2'h1:
+          if (\$145 ) begin
+            \$186  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$187  = engine_state;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+              \$187  = 2'h1;
+            end else begin
+              \$187  = 2'h2;
+            end
+          end
+      2'h2:
+          if (\$144 ) begin
+            \$187  = 2'h0;
+          end
+      2'h1:
+          if (\$145 ) begin
+            \$187  = 2'h0;
+          end
+    endcase
+    if (rst) begin
+      \$187  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$188  = rsp_last;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$188  = plan_rsp_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$188  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$189  = two;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$189  = plan_two;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$189  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$190  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$190  = plan_wait_tree;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$190  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$191  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$191  = plan_ph0_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$191  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$192  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$192  = plan_ph1_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$192  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$193  = ph0_last;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$193  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$193  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$194  = ph1_last;
+    casez (engine_state)
+      2'h0:
+          if (\$134 ) begin
+            (* full_case = 32'd1 *)
+            if (\$135 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$194  = plan_ph1_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$194  = 13'h0000;
+    end
+  end
+  assign h_region = \$3 [2:0];
+  assign h_word = host_addr_q[11:0];
+  assign host_rdata_q = host_rdata;
+  assign \busy$36  = busy;
+  assign \ready$38  = ready;
+  assign \done$40  = done;
   assign cmd__valid = c_valid;
   assign rsp__ready = 1'h1;
-  assign \seed$66  = seed;
-  assign \error$68  = error;
+  assign \seed$64  = seed;
+  assign \error$66  = error;
   assign empty = status_empty;
   assign saturated = status_saturated;
   assign invalid = status_invalid_index;
-  assign status_tree_busy = \busy$63 ;
-  assign \cycles$77  = cycles;
+  assign status_tree_busy = \busy$61 ;
+  assign \cycles$75  = cycles;
   assign rsp_cycles = response_cycles;
   assign total_lo = total[31:0];
   assign total_hi = { 16'h0000, total[47:32] };
   assign max_priority = max_priority_lo;
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \size$87  };
-  assign write_pointer = { 16'h0000, \write_pointer$89  };
-  assign \port$566$0  = \$36 ;
+  assign size = { 15'h0000, \size$85  };
+  assign write_pointer = { 16'h0000, \write_pointer$87  };
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
   assign \cmd__payload.index  = cmd__payload[21:6];
@@ -2710,13 +2908,13 @@ module \replay_kernel_k16.accel.core (rst, \port$566$0 , host_enable, \busy$63 ,
   assign \rsp__payload.value  = rsp__payload[66:19];
   assign \rsp__payload.empty  = rsp__payload[67];
   assign \rsp__payload.invalid  = rsp__payload[68];
-  assign cmd__payload[93:62] = \$signature__data$36 ;
-  assign cmd__payload[61:22] = \$signature__data$35 ;
-  assign cmd__payload[21:6] = \$signature__data$34 ;
+  assign cmd__payload[93:62] = \$signature__data$49 ;
+  assign cmd__payload[61:22] = \$signature__data$48 ;
+  assign cmd__payload[21:6] = \$signature__data$47 ;
   assign cmd__payload[2:0] = c_op;
   assign cmd__payload[5:3] = 3'h0;
-  assign \$1  = { 12'h000, host_addr[14:12] };
-  assign \$28  = \$27 ;
+  assign \$3  = { 12'h000, host_addr_q[14:12] };
+  assign \$86  = \$85 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -16463,7 +16661,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2960$0 , \port$2962$0 , max_priority_lo, \port$3008$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3017$0 , \port$3019$0 , max_priority_lo, \port$3065$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -17029,12 +17227,12 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2960$0 ;
-  wire [15:0] \port$2960$0 ;
-  input [16:0] \port$2962$0 ;
-  wire [16:0] \port$2962$0 ;
-  input [47:0] \port$3008$0 ;
-  wire [47:0] \port$3008$0 ;
+  input [15:0] \port$3017$0 ;
+  wire [15:0] \port$3017$0 ;
+  input [16:0] \port$3019$0 ;
+  wire [16:0] \port$3019$0 ;
+  input [47:0] \port$3065$0 ;
+  wire [47:0] \port$3065$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -18242,11 +18440,11 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3008$0 [31:0];
-  assign total_hi = { 16'h0000, \port$3008$0 [47:32] };
+  assign total_lo = \port$3065$0 [31:0];
+  assign total_hi = { 16'h0000, \port$3065$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2962$0  };
-  assign write_pointer = { 16'h0000, \port$2960$0  };
+  assign size = { 15'h0000, \port$3019$0  };
+  assign write_pointer = { 16'h0000, \port$3017$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -18282,17 +18480,17 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3008$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3065$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 17'h00000, \port$3008$0 [47:32] };
+  assign \$119  = { 17'h00000, \port$3065$0 [47:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 16'h0000, \port$2962$0  };
+  assign \$125  = { 16'h0000, \port$3019$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 17'h00000, \port$2960$0  };
+  assign \$127  = { 17'h00000, \port$3017$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000010000;
   assign \$130  = \$129 ;
@@ -18343,8 +18541,8 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, \port$566$0 , mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2375$0 , \port$2376$0 , \port$2377$0 , \port$2378$0 , \port$2379$0 
-, \port$2380$0 , \port$2381$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
+module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2406$0 , \port$2407$0 , \port$2408$0 , \port$2409$0 , \port$2410$0 , \port$2411$0 
+, \port$2412$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -18438,13 +18636,13 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$175 ;
   wire \$176 ;
   wire \$177 ;
-  wire [2:0] \$178 ;
-  wire [2:0] \$179 ;
+  wire [3:0] \$178 ;
+  wire [3:0] \$179 ;
   wire \$18 ;
   wire \$180 ;
   wire \$181 ;
-  wire [2:0] \$182 ;
-  wire [2:0] \$183 ;
+  wire [3:0] \$182 ;
+  wire [3:0] \$183 ;
   wire \$184 ;
   wire \$185 ;
   wire \$186 ;
@@ -18592,28 +18790,43 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [15:0] \$313 ;
   reg [2:0] \$314 ;
   reg \$315 ;
-  reg [63:0] \$316 ;
-  reg [63:0] \$317 ;
-  reg [63:0] \$318 ;
-  reg [63:0] \$319 ;
+  reg \$316 ;
+  reg [2:0] \$317 ;
+  reg \$318 ;
+  reg [2:0] \$319 ;
   wire \$32 ;
-  reg [63:0] \$320 ;
-  reg [63:0] \$321 ;
-  reg [63:0] \$322 ;
-  reg [63:0] \$323 ;
-  reg [1:0] \$324 ;
-  reg [1:0] \$325 ;
-  reg [2:0] \$326 ;
-  reg \$327 ;
-  reg [3:0] \$328 ;
-  reg \$329 ;
+  reg \$320 ;
+  reg \$321 ;
+  reg [2:0] \$322 ;
+  reg \$323 ;
+  reg [2:0] \$324 ;
+  reg \$325 ;
+  reg \$326 ;
+  reg [2:0] \$327 ;
+  reg \$328 ;
+  reg [2:0] \$329 ;
   wire \$33 ;
   reg \$330 ;
-  reg \$331 ;
-  reg \$332 ;
-  reg [2:0] \$333 ;
-  reg \$334 ;
+  reg [63:0] \$331 ;
+  reg [63:0] \$332 ;
+  reg [63:0] \$333 ;
+  reg [63:0] \$334 ;
+  reg [63:0] \$335 ;
+  reg [63:0] \$336 ;
+  reg [63:0] \$337 ;
+  reg [63:0] \$338 ;
+  reg [2:0] \$339 ;
   wire \$34 ;
+  reg [2:0] \$340 ;
+  reg [2:0] \$341 ;
+  reg \$342 ;
+  reg [6:0] \$343 ;
+  reg \$344 ;
+  reg \$345 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg [2:0] \$348 ;
+  reg \$349 ;
   wire \$35 ;
   wire \$36 ;
   wire \$37 ;
@@ -18686,10 +18899,22 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire \$98 ;
   wire [16:0] \$99 ;
   reg \$signal  = 1'h0;
-  reg \$signal$45  = 1'h0;
-  reg \$signal$46  = 1'h0;
-  reg [2:0] \$signal$48  = 3'h0;
-  reg [2:0] \$signal$58  = 3'h0;
+  reg \$signal$137  = 1'h0;
+  reg [2:0] \$signal$138  = 3'h0;
+  reg \$signal$140  = 1'h0;
+  reg [2:0] \$signal$143  = 3'h0;
+  reg \$signal_d1  = 1'h0;
+  reg [2:0] \$signal_d1$150  = 3'h0;
+  reg \$signal_d1$151  = 1'h0;
+  reg [2:0] \$signal_d1$152  = 3'h0;
+  reg \$signal_d1_d2  = 1'h0;
+  reg [2:0] \$signal_d1_d2$155  = 3'h0;
+  reg \$signal_d1_d2$156  = 1'h0;
+  reg [2:0] \$signal_d1_d2$157  = 3'h0;
+  reg \$signal_d1_d2_d3  = 1'h0;
+  reg \$signal_d1_d2_d3$46  = 1'h0;
+  reg [2:0] \$signal_d1_d2_d3$48  = 3'h0;
+  reg [2:0] \$signal_d1_d2_d3$58  = 3'h0;
   reg [63:0] a_addr = 64'h0000000000000000;
   reg a_zero = 1'h1;
   reg ap_c0 = 1'h0;
@@ -18729,12 +18954,12 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   wire [7:0] ax_len;
   reg ax_valid = 1'h0;
   reg [15:0] beats;
-  reg [1:0] br__addr = 2'h0;
+  reg [2:0] br__addr = 3'h0;
   wire [515:0] br__data;
   reg busy = 1'h0;
   (* init = 1'h0 *)
   wire \busy$2 ;
-  reg [1:0] bw__addr = 2'h0;
+  reg [2:0] bw__addr = 3'h0;
   wire [515:0] bw__data;
   wire bw__en;
   input clk;
@@ -18812,6 +19037,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [14:0] mem_addr = 15'h0000;
   input mem_enable;
   wire mem_enable;
+  input [63:0] mem_rdata;
   wire [63:0] mem_rdata;
   output mem_re;
   wire mem_re;
@@ -18828,26 +19054,27 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg p_lastbeat = 1'h0;
   reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  output \port$2375$0 ;
-  wire \port$2375$0 ;
-  output \port$2376$0 ;
-  wire \port$2376$0 ;
-  output \port$2377$0 ;
-  wire \port$2377$0 ;
-  output \port$2378$0 ;
-  wire \port$2378$0 ;
-  output \port$2379$0 ;
-  wire \port$2379$0 ;
-  output \port$2380$0 ;
-  wire \port$2380$0 ;
-  output \port$2381$0 ;
-  wire \port$2381$0 ;
-  input [39:0] \port$566$0 ;
-  wire [39:0] \port$566$0 ;
+  output \port$2406$0 ;
+  wire \port$2406$0 ;
+  output \port$2407$0 ;
+  wire \port$2407$0 ;
+  output \port$2408$0 ;
+  wire \port$2408$0 ;
+  output \port$2409$0 ;
+  wire \port$2409$0 ;
+  output \port$2410$0 ;
+  wire \port$2410$0 ;
+  output \port$2411$0 ;
+  wire \port$2411$0 ;
+  output \port$2412$0 ;
+  wire \port$2412$0 ;
   reg q_wlast = 1'h0;
+  reg q_wlast_d1 = 1'h0;
+  reg q_wlast_d1_d2 = 1'h0;
+  reg q_wlast_d1_d2_d3 = 1'h0;
   wire rd_issue;
-  (* init = 2'h0 *)
-  wire [1:0] rd_ptr;
+  (* init = 3'h0 *)
+  wire [2:0] rd_ptr;
   output rready;
   wire rready;
   input rst;
@@ -18866,7 +19093,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg [2:0] tail = 3'h0;
   reg tail0 = 1'h0;
   reg to_dev = 1'h0;
-  reg [3:0] used = 4'h0;
+  reg [6:0] used = 7'h00;
   reg wp_c0 = 1'h0;
   reg wp_c1 = 1'h0;
   reg [8:0] wp_cap = 9'h000;
@@ -18888,22 +19115,22 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg wp_t1 = 1'h0;
   reg [6:0] wp_tb = 7'h00;
   reg [5:0] wp_tbm1 = 6'h00;
-  (* init = 2'h0 *)
-  wire [1:0] wr_ptr;
+  (* init = 3'h0 *)
+  wire [2:0] wr_ptr;
   (* init = 1'h0 *)
   wire wvalid;
-  reg [515:0] wbuf [3:0];
+  reg [515:0] wbuf [6:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
   initial begin : rlk_zero_9
     integer i;
-    for (i = 0; i <= 3; i = i + 1) wbuf[i] = 0;
+    for (i = 0; i <= 6; i = i + 1) wbuf[i] = 0;
   end
 `endif
 `endif
   always @(posedge clk) begin
     if (bw__en)
-      wbuf[bw__addr] <= { q_wlast, \$signal$58 , \$31 , \$29 , \$27 , \$25 , \$23 , \$21 , \$19 , \$17  };
+      wbuf[bw__addr] <= { q_wlast_d1_d2_d3, \$signal_d1_d2_d3$58 , \$31 , \$29 , \$27 , \$25 , \$23 , \$21 , \$19 , \$17  };
   end
   assign br__data = wbuf[br__addr];
   assign cmd__ready = ~ busy;
@@ -18921,30 +19148,30 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign \$8  = ~ \$signal ;
   assign \$9  = go_w & \$8 ;
   assign \$10  = \$9  & p_more;
-  assign \$11  = ~ used[3];
+  assign \$11  = ~ used[6];
   assign \$12  = \$10  & \$11 ;
   assign \$13  = ~ p_b0;
   assign \$14  = \$13  | wp_ready;
   assign start_beat = \$12  & \$14 ;
   assign \$15  = go_w & \$signal ;
   assign rd_issue = start_beat | \$15 ;
-  assign bw__en = \$signal$45  & \$signal$46 ;
-  assign \$16  = ! \$signal$48 ;
-  assign \$17  = \$16  ? { 24'h000000, \port$566$0  } : asm0;
-  assign \$18  = \$signal$48  == 1'h1;
-  assign \$19  = \$18  ? { 24'h000000, \port$566$0  } : asm1;
-  assign \$20  = \$signal$48  == 2'h2;
-  assign \$21  = \$20  ? { 24'h000000, \port$566$0  } : asm2;
-  assign \$22  = \$signal$48  == 2'h3;
-  assign \$23  = \$22  ? { 24'h000000, \port$566$0  } : asm3;
-  assign \$24  = \$signal$48  == 3'h4;
-  assign \$25  = \$24  ? { 24'h000000, \port$566$0  } : asm4;
-  assign \$26  = \$signal$48  == 3'h5;
-  assign \$27  = \$26  ? { 24'h000000, \port$566$0  } : asm5;
-  assign \$28  = \$signal$48  == 3'h6;
-  assign \$29  = \$28  ? { 24'h000000, \port$566$0  } : asm6;
-  assign \$30  = \$signal$48  == 3'h7;
-  assign \$31  = \$30  ? { 24'h000000, \port$566$0  } : asm7;
+  assign bw__en = \$signal_d1_d2_d3  & \$signal_d1_d2_d3$46 ;
+  assign \$16  = ! \$signal_d1_d2_d3$48 ;
+  assign \$17  = \$16  ? mem_rdata : asm0;
+  assign \$18  = \$signal_d1_d2_d3$48  == 1'h1;
+  assign \$19  = \$18  ? mem_rdata : asm1;
+  assign \$20  = \$signal_d1_d2_d3$48  == 2'h2;
+  assign \$21  = \$20  ? mem_rdata : asm2;
+  assign \$22  = \$signal_d1_d2_d3$48  == 2'h3;
+  assign \$23  = \$22  ? mem_rdata : asm3;
+  assign \$24  = \$signal_d1_d2_d3$48  == 3'h4;
+  assign \$25  = \$24  ? mem_rdata : asm4;
+  assign \$26  = \$signal_d1_d2_d3$48  == 3'h5;
+  assign \$27  = \$26  ? mem_rdata : asm5;
+  assign \$28  = \$signal_d1_d2_d3$48  == 3'h6;
+  assign \$29  = \$28  ? mem_rdata : asm6;
+  assign \$30  = \$signal_d1_d2_d3$48  == 3'h7;
+  assign \$31  = \$30  ? mem_rdata : asm7;
   assign \$32  = br__data[514:512] >= 1'h1;
   assign \$33  = br__data[514:512] >= 2'h2;
   assign \$34  = br__data[514:512] >= 2'h3;
@@ -19075,36 +19302,36 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign \$157  = p_burst == 2'h2;
   assign \$158  = p_lastbeat ? tail : 3'h7;
   assign \$159  = p_b0 ? wp_n1 : p_b1;
-  assign \$160  = ! \$signal$48 ;
-  assign \$161  = \$signal$45  & \$160 ;
-  assign \$162  = \$signal$48  == 1'h1;
-  assign \$163  = \$signal$45  & \$162 ;
-  assign \$164  = \$signal$48  == 2'h2;
-  assign \$165  = \$signal$45  & \$164 ;
-  assign \$166  = \$signal$48  == 2'h3;
-  assign \$167  = \$signal$45  & \$166 ;
-  assign \$168  = \$signal$48  == 3'h4;
-  assign \$169  = \$signal$45  & \$168 ;
-  assign \$170  = \$signal$48  == 3'h5;
-  assign \$171  = \$signal$45  & \$170 ;
-  assign \$172  = \$signal$48  == 3'h6;
-  assign \$173  = \$signal$45  & \$172 ;
-  assign \$174  = \$signal$48  == 3'h7;
-  assign \$175  = \$signal$45  & \$174 ;
-  assign \$176  = \$signal$45  & \$signal$46 ;
-  assign \$177  = bw__addr == 2'h3;
+  assign \$160  = ! \$signal_d1_d2_d3$48 ;
+  assign \$161  = \$signal_d1_d2_d3  & \$160 ;
+  assign \$162  = \$signal_d1_d2_d3$48  == 1'h1;
+  assign \$163  = \$signal_d1_d2_d3  & \$162 ;
+  assign \$164  = \$signal_d1_d2_d3$48  == 2'h2;
+  assign \$165  = \$signal_d1_d2_d3  & \$164 ;
+  assign \$166  = \$signal_d1_d2_d3$48  == 2'h3;
+  assign \$167  = \$signal_d1_d2_d3  & \$166 ;
+  assign \$168  = \$signal_d1_d2_d3$48  == 3'h4;
+  assign \$169  = \$signal_d1_d2_d3  & \$168 ;
+  assign \$170  = \$signal_d1_d2_d3$48  == 3'h5;
+  assign \$171  = \$signal_d1_d2_d3  & \$170 ;
+  assign \$172  = \$signal_d1_d2_d3$48  == 3'h6;
+  assign \$173  = \$signal_d1_d2_d3  & \$172 ;
+  assign \$174  = \$signal_d1_d2_d3$48  == 3'h7;
+  assign \$175  = \$signal_d1_d2_d3  & \$174 ;
+  assign \$176  = \$signal_d1_d2_d3  & \$signal_d1_d2_d3$46 ;
+  assign \$177  = bw__addr == 3'h6;
   assign \$178  = bw__addr + 1'h1;
-  assign \$179  = \$177  ? 3'h0 : \$178 ;
+  assign \$179  = \$177  ? 4'h0 : \$178 ;
   assign \$180  = m_axi_gmem_wvalid & m_axi_gmem_wready;
-  assign \$181  = br__addr == 2'h3;
+  assign \$181  = br__addr == 3'h6;
   assign \$182  = br__addr + 1'h1;
-  assign \$183  = \$181  ? 3'h0 : \$182 ;
-  assign \$184  = \$signal$45  & \$signal$46 ;
+  assign \$183  = \$181  ? 4'h0 : \$182 ;
+  assign \$184  = \$signal_d1_d2_d3  & \$signal_d1_d2_d3$46 ;
   assign \$185  = m_axi_gmem_wvalid & m_axi_gmem_wready;
   assign \$186  = ~ \$185 ;
   assign \$187  = \$184  & \$186 ;
   assign \$188  = m_axi_gmem_wvalid & m_axi_gmem_wready;
-  assign \$189  = \$signal$45  & \$signal$46 ;
+  assign \$189  = \$signal_d1_d2_d3  & \$signal_d1_d2_d3$46 ;
   assign \$190  = ~ \$189 ;
   assign \$191  = \$188  & \$190 ;
   assign \$192  = count + 1'h1;
@@ -19268,13 +19495,13 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   always @(posedge clk)
     wp_ready <= \$298 ;
   always @(posedge clk)
-    \$signal$45  <= \$299 ;
+    \$signal$137  <= \$299 ;
   always @(posedge clk)
-    \$signal$48  <= \$300 ;
+    \$signal$138  <= \$300 ;
   always @(posedge clk)
-    \$signal$46  <= \$301 ;
+    \$signal$140  <= \$301 ;
   always @(posedge clk)
-    \$signal$58  <= \$302 ;
+    \$signal$143  <= \$302 ;
   always @(posedge clk)
     q_wlast <= \$303 ;
   always @(posedge clk)
@@ -19302,43 +19529,73 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   always @(posedge clk)
     p_wlast <= \$315 ;
   always @(posedge clk)
-    asm0 <= \$316 ;
+    \$signal_d1  <= \$316 ;
   always @(posedge clk)
-    asm1 <= \$317 ;
+    \$signal_d1$150  <= \$317 ;
   always @(posedge clk)
-    asm2 <= \$318 ;
+    \$signal_d1$151  <= \$318 ;
   always @(posedge clk)
-    asm3 <= \$319 ;
+    \$signal_d1$152  <= \$319 ;
   always @(posedge clk)
-    asm4 <= \$320 ;
+    q_wlast_d1 <= \$320 ;
   always @(posedge clk)
-    asm5 <= \$321 ;
+    \$signal_d1_d2  <= \$321 ;
   always @(posedge clk)
-    asm6 <= \$322 ;
+    \$signal_d1_d2$155  <= \$322 ;
   always @(posedge clk)
-    asm7 <= \$323 ;
+    \$signal_d1_d2$156  <= \$323 ;
   always @(posedge clk)
-    bw__addr <= \$324 ;
+    \$signal_d1_d2$157  <= \$324 ;
   always @(posedge clk)
-    br__addr <= \$325 ;
+    q_wlast_d1_d2 <= \$325 ;
   always @(posedge clk)
-    count <= \$326 ;
+    \$signal_d1_d2_d3  <= \$326 ;
   always @(posedge clk)
-    m_axi_gmem_wvalid <= \$327 ;
+    \$signal_d1_d2_d3$48  <= \$327 ;
   always @(posedge clk)
-    used <= \$328 ;
+    \$signal_d1_d2_d3$46  <= \$328 ;
   always @(posedge clk)
-    busy <= \$329 ;
+    \$signal_d1_d2_d3$58  <= \$329 ;
   always @(posedge clk)
-    to_dev <= \$330 ;
+    q_wlast_d1_d2_d3 <= \$330 ;
   always @(posedge clk)
-    go_r <= \$331 ;
+    asm0 <= \$331 ;
   always @(posedge clk)
-    go_w <= \$332 ;
+    asm1 <= \$332 ;
   always @(posedge clk)
-    tail <= \$333 ;
+    asm2 <= \$333 ;
   always @(posedge clk)
-    tail0 <= \$334 ;
+    asm3 <= \$334 ;
+  always @(posedge clk)
+    asm4 <= \$335 ;
+  always @(posedge clk)
+    asm5 <= \$336 ;
+  always @(posedge clk)
+    asm6 <= \$337 ;
+  always @(posedge clk)
+    asm7 <= \$338 ;
+  always @(posedge clk)
+    bw__addr <= \$339 ;
+  always @(posedge clk)
+    br__addr <= \$340 ;
+  always @(posedge clk)
+    count <= \$341 ;
+  always @(posedge clk)
+    m_axi_gmem_wvalid <= \$342 ;
+  always @(posedge clk)
+    used <= \$343 ;
+  always @(posedge clk)
+    busy <= \$344 ;
+  always @(posedge clk)
+    to_dev <= \$345 ;
+  always @(posedge clk)
+    go_r <= \$346 ;
+  always @(posedge clk)
+    go_w <= \$347 ;
+  always @(posedge clk)
+    tail <= \$348 ;
+  always @(posedge clk)
+    tail0 <= \$349 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
     ap_chg = 1'h0;
@@ -19895,7 +20152,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$300  = \$signal$48 ;
+    \$300  = \$signal$138 ;
     if (rd_issue) begin
       \$300  = p_idx;
     end
@@ -19905,7 +20162,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$301  = \$signal$46 ;
+    \$301  = \$signal$140 ;
     if (rd_issue) begin
       \$301  = \$137 ;
     end
@@ -19915,7 +20172,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$302  = \$signal$58 ;
+    \$302  = \$signal$143 ;
     if (rd_issue) begin
       \$302  = \$139 ;
     end
@@ -20104,207 +20361,312 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$316  = asm0;
-    if (\$161 ) begin
-      \$316  = { 24'h000000, \port$566$0  };
-    end
+    \$316  = \$signal$137 ;
     if (rst) begin
-      \$316  = 64'h0000000000000000;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$317  = asm1;
-    if (\$163 ) begin
-      \$317  = { 24'h000000, \port$566$0  };
-    end
+    \$317  = \$signal$138 ;
     if (rst) begin
-      \$317  = 64'h0000000000000000;
+      \$317  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$318  = asm2;
-    if (\$165 ) begin
-      \$318  = { 24'h000000, \port$566$0  };
-    end
+    \$318  = \$signal$140 ;
     if (rst) begin
-      \$318  = 64'h0000000000000000;
+      \$318  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$319  = asm3;
-    if (\$167 ) begin
-      \$319  = { 24'h000000, \port$566$0  };
-    end
+    \$319  = \$signal$143 ;
     if (rst) begin
-      \$319  = 64'h0000000000000000;
+      \$319  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$320  = asm4;
-    if (\$169 ) begin
-      \$320  = { 24'h000000, \port$566$0  };
-    end
+    \$320  = q_wlast;
     if (rst) begin
-      \$320  = 64'h0000000000000000;
+      \$320  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$321  = asm5;
-    if (\$171 ) begin
-      \$321  = { 24'h000000, \port$566$0  };
-    end
+    \$321  = \$signal_d1 ;
     if (rst) begin
-      \$321  = 64'h0000000000000000;
+      \$321  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$322  = asm6;
-    if (\$173 ) begin
-      \$322  = { 24'h000000, \port$566$0  };
-    end
+    \$322  = \$signal_d1$150 ;
     if (rst) begin
-      \$322  = 64'h0000000000000000;
+      \$322  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$323  = asm7;
-    if (\$175 ) begin
-      \$323  = { 24'h000000, \port$566$0  };
-    end
+    \$323  = \$signal_d1$151 ;
     if (rst) begin
-      \$323  = 64'h0000000000000000;
+      \$323  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$324  = bw__addr;
-    if (\$176 ) begin
-      \$324  = \$179 [1:0];
-    end
+    \$324  = \$signal_d1$152 ;
     if (rst) begin
-      \$324  = 2'h0;
+      \$324  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$325  = br__addr;
-    if (\$180 ) begin
-      \$325  = \$183 [1:0];
-    end
+    \$325  = q_wlast_d1;
     if (rst) begin
-      \$325  = 2'h0;
+      \$325  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$326  = count;
-    if (\$187 ) begin
-      \$326  = \$192 [2:0];
-    end else if (\$191 ) begin
-      \$326  = \$193 [2:0];
-    end
+    \$326  = \$signal_d1_d2 ;
     if (rst) begin
-      \$326  = 3'h0;
+      \$326  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$327  = m_axi_gmem_wvalid;
-    if (\$187 ) begin
-      \$327  = 1'h1;
-    end else if (\$191 ) begin
-      \$327  = \$194 ;
-    end
+    \$327  = \$signal_d1_d2$155 ;
     if (rst) begin
-      \$327  = 1'h0;
+      \$327  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$328  = used;
-    if (\$197 ) begin
-      \$328  = { used[2:0], 1'h1 };
-    end else if (\$200 ) begin
-      \$328  = { 1'h0, used[3:1] };
-    end
+    \$328  = \$signal_d1_d2$156 ;
     if (rst) begin
-      \$328  = 4'h0;
+      \$328  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$329  = busy;
-    if (\$205 ) begin
-      \$329  = 1'h1;
-    end
-    if (\$243 ) begin
-      \$329  = 1'h0;
-    end
+    \$329  = \$signal_d1_d2$157 ;
     if (rst) begin
-      \$329  = 1'h0;
+      \$329  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$330  = to_dev;
-    if (\$205 ) begin
-      \$330  = cmd__payload[95];
-    end
+    \$330  = q_wlast_d1_d2;
     if (rst) begin
       \$330  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$331  = go_r;
+    \$331  = asm0;
+    if (\$161 ) begin
+      \$331  = mem_rdata;
+    end
+    if (rst) begin
+      \$331  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$332  = asm1;
+    if (\$163 ) begin
+      \$332  = mem_rdata;
+    end
+    if (rst) begin
+      \$332  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$333  = asm2;
+    if (\$165 ) begin
+      \$333  = mem_rdata;
+    end
+    if (rst) begin
+      \$333  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$334  = asm3;
+    if (\$167 ) begin
+      \$334  = mem_rdata;
+    end
+    if (rst) begin
+      \$334  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$335  = asm4;
+    if (\$169 ) begin
+      \$335  = mem_rdata;
+    end
+    if (rst) begin
+      \$335  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$336  = asm5;
+    if (\$171 ) begin
+      \$336  = mem_rdata;
+    end
+    if (rst) begin
+      \$336  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$337  = asm6;
+    if (\$173 ) begin
+      \$337  = mem_rdata;
+    end
+    if (rst) begin
+      \$337  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$338  = asm7;
+    if (\$175 ) begin
+      \$338  = mem_rdata;
+    end
+    if (rst) begin
+      \$338  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$339  = bw__addr;
+    if (\$176 ) begin
+      \$339  = \$179 [2:0];
+    end
+    if (rst) begin
+      \$339  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$340  = br__addr;
+    if (\$180 ) begin
+      \$340  = \$183 [2:0];
+    end
+    if (rst) begin
+      \$340  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$341  = count;
+    if (\$187 ) begin
+      \$341  = \$192 [2:0];
+    end else if (\$191 ) begin
+      \$341  = \$193 [2:0];
+    end
+    if (rst) begin
+      \$341  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$342  = m_axi_gmem_wvalid;
+    if (\$187 ) begin
+      \$342  = 1'h1;
+    end else if (\$191 ) begin
+      \$342  = \$194 ;
+    end
+    if (rst) begin
+      \$342  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$343  = used;
+    if (\$197 ) begin
+      \$343  = { used[5:0], 1'h1 };
+    end else if (\$200 ) begin
+      \$343  = { 1'h0, used[6:1] };
+    end
+    if (rst) begin
+      \$343  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$344  = busy;
     if (\$205 ) begin
-      \$331  = \$206 ;
+      \$344  = 1'h1;
     end
     if (\$243 ) begin
-      \$331  = 1'h0;
+      \$344  = 1'h0;
     end
     if (rst) begin
-      \$331  = 1'h0;
+      \$344  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$332  = go_w;
+    \$345  = to_dev;
     if (\$205 ) begin
-      \$332  = cmd__payload[95];
+      \$345  = cmd__payload[95];
+    end
+    if (rst) begin
+      \$345  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$346  = go_r;
+    if (\$205 ) begin
+      \$346  = \$206 ;
     end
     if (\$243 ) begin
-      \$332  = 1'h0;
+      \$346  = 1'h0;
     end
     if (rst) begin
-      \$332  = 1'h0;
+      \$346  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$333  = tail;
+    \$347  = go_w;
     if (\$205 ) begin
-      \$333  = \$234 [2:0];
+      \$347  = cmd__payload[95];
+    end
+    if (\$243 ) begin
+      \$347  = 1'h0;
     end
     if (rst) begin
-      \$333  = 3'h0;
+      \$347  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
-    \$334  = tail0;
+    \$348  = tail;
     if (\$205 ) begin
-      \$334  = \$235 ;
+      \$348  = \$234 [2:0];
     end
     if (rst) begin
-      \$334  = 1'h0;
+      \$348  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$11 ) begin end
+    \$349  = tail0;
+    if (\$205 ) begin
+      \$349  = \$235 ;
+    end
+    if (rst) begin
+      \$349  = 1'h0;
     end
   end
   assign \busy$2  = busy;
@@ -20321,8 +20683,7 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_arburst = 2'h1;
   assign m_axi_gmem_rready = rready;
   assign wr_ptr = bw__addr;
-  assign bw__data = { q_wlast, \$signal$58 , \$31 , \$29 , \$27 , \$25 , \$23 , \$21 , \$19 , \$17  };
-  assign mem_rdata = { 24'h000000, \port$566$0  };
+  assign bw__data = { q_wlast_d1_d2_d3, \$signal_d1_d2_d3$58 , \$31 , \$29 , \$27 , \$25 , \$23 , \$21 , \$19 , \$17  };
   assign rd_ptr = br__addr;
   assign lane_on = { \$38 , \$37 , \$36 , \$35 , \$34 , \$33 , \$32 , 1'h1 };
   assign wvalid = m_axi_gmem_wvalid;
@@ -20330,13 +20691,13 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2375$0  = \$32 ;
-  assign \port$2376$0  = \$33 ;
-  assign \port$2377$0  = \$34 ;
-  assign \port$2378$0  = \$35 ;
-  assign \port$2379$0  = \$36 ;
-  assign \port$2380$0  = \$37 ;
-  assign \port$2381$0  = \$38 ;
+  assign \port$2406$0  = \$32 ;
+  assign \port$2407$0  = \$33 ;
+  assign \port$2408$0  = \$34 ;
+  assign \port$2409$0  = \$35 ;
+  assign \port$2410$0  = \$36 ;
+  assign \port$2411$0  = \$37 ;
+  assign \port$2412$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

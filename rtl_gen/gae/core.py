@@ -10,8 +10,10 @@ from sw.gae.spec import (GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, G
                          gae_register_map)
 
 from sw.fixed import FixedFormat
+from sw.shell.spec import HOST_READ_LATENCY
 
 from ..fixed import saturate_fast
+from ..shell.host_port import register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .pe import GaeProcessingElement, _select
@@ -50,8 +52,11 @@ class GaeCore(wiring.Component):
     While busy the host port is disabled (``host_enable`` = 0). Sticky flags (cleared at each
     start): ``dequant_overflow``, ``pe_overflow``, ``requant_overflow``.
 
-    Host port: word address in units of ``axi_data_width`` bits over all regions; read data one
-    cycle after ``host_re``; ``host_we`` are byte enables.
+    Host port: word address in units of ``axi_data_width`` bits over all regions; read data
+    :data:`~sw.shell.spec.HOST_READ_LATENCY` (4) cycles after ``host_re``: the request
+    registered, the block RAM, its output register, the region and sub-word multiplexer into
+    a register; ``host_we`` are byte enables, written from the registered request (one cycle
+    after the port). ``host_enable`` is low while busy and while ``start`` is high.
 
     Members
     -------
@@ -79,7 +84,8 @@ class GaeCore(wiring.Component):
             "ctrl": In(RunControlSignature(error_bits=3)),
             "args": In(ArgsSignature(regmap)),
             "status": Out(StatusSignature(regmap)),
-            "host": In(MemoryPortSignature(data_width=D, addr_width=host_addr_bits)),
+            "host": In(MemoryPortSignature(data_width=D, addr_width=host_addr_bits,
+                                           read_latency=HOST_READ_LATENCY)),
         })
 
     @property
@@ -92,10 +98,10 @@ class GaeCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rports, wports = self._memories(m)
+        rports, wports, rq = self._memories(m)
         seq = self._sequencer(m)
-        host = self._host_reads(m, seq, rports)
-        s2 = self._dequantize(m, seq, rports)
+        host = self._host_reads(m, seq, rports, rq)
+        s2 = self._dequantize(m, seq, rports, rq)
         pes, pe_ovf = self._processing_elements(m, seq, s2)
         any_req_ovf = self._write_back(m, seq, pes, wports, host)
         # The lanes' masked overflow bits registered, their OR feeding the sticky flag: the
@@ -112,16 +118,20 @@ class GaeCore(wiring.Component):
     # Each step below adds its logic to ``m`` and returns what later steps use; the order of
     # the calls in :meth:`elaborate` is the order of the statements in the netlist.
     def _memories(self, m):
-        """One simple dual-port memory per region: ``(read ports, write ports)`` by name."""
+        """One simple dual-port memory per region: ``(read ports, write ports, read data
+        registers)`` by name (the register at each block RAM's output, shared by the host's
+        reads and the dequantizer's)."""
         cfg = self._config
-        rports, wports = {}, {}
+        rports, wports, rq = {}, {}, {}
         for name in cfg.regions:
             width = cfg.region_word_bits(name)
             mem = memory.Memory(shape=unsigned(width), depth=cfg.depth, init=[])
             m.submodules[f"mem_{name}"] = mem
             rports[name] = mem.read_port()
             wports[name] = mem.write_port(granularity=8)
-        return rports, wports
+            rq[name] = Signal(width, name=f"rdata_{name}_q")
+            m.d.sync += rq[name].eq(rports[name].data)
+        return rports, wports, rq
 
     def _sequencer(self, m):
         """Run control: the arguments latched at start, their checks (STATUS.ERROR), the
@@ -154,7 +164,7 @@ class GaeCore(wiring.Component):
         err = Signal(3)
         cycles = Signal(32)
         m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.error.eq(err),
-                     self.ctrl.cycles.eq(cycles), self.host.enable.eq(~busy)]
+                     self.ctrl.cycles.eq(cycles)]
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
 
@@ -163,6 +173,7 @@ class GaeCore(wiring.Component):
         grp_base = Signal(14)        # first group of the current super-group
         lane = Signal(range(max(L, 2)))
         t = Signal(ab + 1)
+        t_zero = Signal()            # t == 0, a register (the row loop's end off the compare)
         boot = Signal()              # reading bootstrap rows
         issue = Signal()             # a read is issued this cycle
         drain = Signal(range(self.drain + 1))
@@ -237,7 +248,7 @@ class GaeCore(wiring.Component):
             with m.State("START_GROUPS"):
                 # rows = (T + 1) * G, so T * G = rows - G: the bootstrap row.
                 m.d.sync += [row_base.eq(rows - G), grp_base.eq(0), lane.eq(0), boot.eq(1),
-                             t.eq(T)]
+                             t.eq(T), t_zero.eq(0)]      # T >= 1 (0 is refused)
                 with m.If(settle == 0):
                     m.next = "READ"
             with m.State("READ"):
@@ -246,16 +257,18 @@ class GaeCore(wiring.Component):
                 with m.If(lane == L - 1):
                     m.d.sync += lane.eq(0)
                     with m.If(boot):
-                        m.d.sync += [boot.eq(0), t.eq(t - 1), row_base.eq(row_base - G)]
-                    with m.Elif(t == 0):
+                        m.d.sync += [boot.eq(0), t.eq(t - 1), t_zero.eq(t == 1),
+                                     row_base.eq(row_base - G)]
+                    with m.Elif(t_zero):
                         with m.If(last_group):
                             m.d.sync += drain.eq(self.drain)
                             m.next = "DRAIN"
                         with m.Else():
                             m.d.sync += [grp_base.eq(grp_base + L), row_base.eq(rows - G),
-                                         t.eq(T), boot.eq(1)]
+                                         t.eq(T), t_zero.eq(0), boot.eq(1)]
                     with m.Else():
-                        m.d.sync += [t.eq(t - 1), row_base.eq(row_base - G)]
+                        m.d.sync += [t.eq(t - 1), t_zero.eq(t == 1),
+                                     row_base.eq(row_base - G)]
                 with m.Else():
                     m.d.sync += lane.eq(lane + 1)
             with m.State("DRAIN"):
@@ -279,18 +292,20 @@ class GaeCore(wiring.Component):
         return _Sequence(args=a, busy=busy, issue=issue, rd_addr=rd_addr, lane=lane, boot=boot,
                          first=first, grp=grp, nvalid_of=nvalid_of)
 
-    def _host_reads(self, m, seq, rports):
-        """The read ports: the sequence's reads while busy, the host's while idle (data one
-        cycle after ``host.re``, region and sub-word selected then). Returns the decoded host
-        address (:class:`_HostAddress`)."""
+    def _host_reads(self, m, seq, rports, rq):
+        """The read ports: the sequence's reads while busy, the host's while idle, from the
+        registered request (:func:`~rtl_gen.shell.host_port.register_host_requests`); the
+        data registered at the block RAM's output, then region and sub-word selected into a
+        register. Returns the decoded host address (:class:`_HostAddress`)."""
         cfg = self._config
         D = cfg.axi_data_width
         D_bytes = D // 8
+        req = register_host_requests(m, self.host, busy=seq.busy, start=self.ctrl.start)
         word_sel_bits = (cfg.region_bytes // D_bytes - 1).bit_length()
         host_region = Signal(range(max(2, len(cfg.regions))))
         host_word = Signal(word_sel_bits)
-        m.d.comb += [host_word.eq(self.host.addr[:word_sel_bits]),
-                     host_region.eq(self.host.addr[word_sel_bits:])]
+        m.d.comb += [host_word.eq(req.addr[:word_sel_bits]),
+                     host_region.eq(req.addr[word_sel_bits:])]
         host_sub, host_row = {}, {}
         for name in cfg.regions:
             sub_bits = (cfg.region_sub_words(name) - 1).bit_length()
@@ -302,26 +317,35 @@ class GaeCore(wiring.Component):
                 m.d.comb += [rp.addr.eq(seq.rd_addr), rp.en.eq(seq.issue)]
             with m.Else():
                 m.d.comb += [rp.addr.eq(host_row[name]),
-                             rp.en.eq(self.host.re & (host_region == cfg.regions.index(name)))]
-        # Host read data: select region and sub-word one cycle later.
+                             rp.en.eq(req.re & (host_region == cfg.regions.index(name)))]
+        # Host read data: the block RAM's output registered (the rewards, values and dones
+        # registers are the dequantizer's, see _dequantize), then region and sub-word selected
+        # into a register, from the address delayed to match.
         h_region_q = Signal.like(host_region)
         h_word_q = Signal.like(host_word)
-        m.d.sync += [h_region_q.eq(host_region), h_word_q.eq(host_word)]
-        with m.Switch(h_region_q):
+        h_region_qq = Signal.like(host_region)
+        h_word_qq = Signal.like(host_word)
+        m.d.sync += [h_region_q.eq(host_region), h_word_q.eq(host_word),
+                     h_region_qq.eq(h_region_q), h_word_qq.eq(h_word_q)]
+        rdata = Signal(D, name="host_rdata_q")
+        m.d.comb += self.host.rdata.eq(rdata)
+        with m.Switch(h_region_qq):
             for idx, name in enumerate(cfg.regions):
                 with m.Case(idx):
                     subs = cfg.region_sub_words(name)
                     width = cfg.region_word_bits(name)
-                    data = rports[name].data
+                    data = rq[name]
                     words = [data[i * D:min((i + 1) * D, width)] for i in range(subs)
                              if i * D < width]
                     words += [Const(0, D)] * (subs - len(words))
                     sub_bits = (subs - 1).bit_length()
-                    sel = h_word_q[:sub_bits] if sub_bits else Const(0, 1)
-                    m.d.comb += self.host.rdata.eq(_select(words, sel) if subs > 1 else words[0])
-        return _HostAddress(region=host_region, sub=host_sub, row=host_row)
+                    sel = h_word_qq[:sub_bits] if sub_bits else Const(0, 1)
+                    m.d.sync += rdata.eq(_select(words, sel) if subs > 1 else words[0])
+        return _HostAddress(region=host_region, sub=host_sub, row=host_row, request=req)
 
-    def _dequantize(self, m, seq, rports):
+
+
+    def _dequantize(self, m, seq, rports, rq):
         """The read data's way to the PEs (``config.READ_LATENCY`` registers): the block RAM,
         its output register, the dequantizer's partial products (``code * scale``, one DSP48E2
         each), their sum with the offset, the saturation to the data format (stage 2);
@@ -350,9 +374,7 @@ class GaeCore(wiring.Component):
         c1 = {**c1, "nvalid": seq.nvalid_of(c1["grp"])}
         del c1["grp"]
         c2 = delay(c1, "rd2")           # its output register
-        rq = {name: Signal(len(rports[name].data), name=f"rdata_{name}_q")
-              for name in ("rewards", "values", "dones")}
-        m.d.sync += [rq[name].eq(rports[name].data) for name in rq]
+
         c3 = delay(c2, "rd3")           # the product
         c4 = delay(c3, "rd4")           # shifted
         s2c = delay(c4, "s2")           # saturated: stage 2
@@ -543,10 +565,10 @@ class GaeCore(wiring.Component):
             subs = cfg.region_sub_words(name)
             sub_bits = (subs - 1).bit_length()
             sel = host.sub[name] if sub_bits else Const(0, 1)
-            host_data = _cat([self.host.wdata] * subs)[:width]
+            host_data = _cat([host.request.wdata] * subs)[:width]
             host_en_full = Signal(subs * D_bytes, name=f"host_en_{name}")
-            hit = self.host.we.any() & (host.region == cfg.regions.index(name))
-            m.d.comb += host_en_full.eq(Mux(hit, self.host.we, 0) << (sel * D_bytes))
+            hit = host.region == cfg.regions.index(name)
+            m.d.comb += host_en_full.eq(Mux(hit, host.request.we, 0) << (sel * D_bytes))
             with m.If(seq.busy):
                 m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(data), wp.en.eq(core_en)]
             with m.Else():
@@ -587,10 +609,12 @@ class _Sequence:
 
 @dataclass(frozen=True)
 class _HostAddress:
-    """The host's word address decoded: region, and per region the sub-word and row."""
+    """The host's registered request (:class:`~rtl_gen.shell.host_port.HostRequest`) and its
+    word address decoded: region, and per region the sub-word and row."""
     region: Signal
     sub: dict
     row: dict
+    request: object
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ from sw.learner.layout import mem_addr_bits, region_bytes, regions, sub_words
 from sw.learner.schedule import stages
 from sw.learner.spec import (LEARNER_ERRORS, LEARNER_FLAGS, STATUS_FLAGS, SYNC_BITS,
                              LearnerConfig, learner_register_map)
+from sw.shell.spec import HOST_READ_LATENCY
 
+from ..shell.host_port import register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .stages import STAGE_BLOCKS
@@ -101,9 +103,11 @@ class LearnerCore(wiring.Component):
     S multipliers γ·Q (DQN) or S squarers (MSE) in LOSS, S η·G multipliers per layer in WU.
 
     Host port (only while idle, ``host_enable``): word addresses in ``axi_data_width`` units of
-    the map of :mod:`sw.learner.layout`; read data one cycle after ``host_re``; ``host_we``
-    are byte enables; writes to result regions and reads or writes past a region's words are
-    ignored (reads return 0).
+    the map of :mod:`sw.learner.layout`; read data :data:`~sw.shell.spec.HOST_READ_LATENCY`
+    cycles after ``host_re``; ``host_we`` are byte enables, written one cycle after the port
+    (the request is registered); writes to result regions and reads or writes past a region's
+    words are ignored (reads return 0). ``host_enable`` is low during a step and while
+    ``start`` is high.
 
     Parameters
     ----------
@@ -143,7 +147,8 @@ class LearnerCore(wiring.Component):
             "ctrl": In(RunControlSignature(error_bits=2)),
             "args": In(ArgsSignature(regmap)),
             "status": Out(StatusSignature(regmap)),
-            "host": In(MemoryPortSignature(data_width=D, addr_width=host_bits)),
+            "host": In(MemoryPortSignature(data_width=D, addr_width=host_bits,
+                                           read_latency=HOST_READ_LATENCY)),
         })
 
     @property
@@ -166,7 +171,7 @@ class LearnerCore(wiring.Component):
         cycles = Signal(32)
         err = Signal(2)
         m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.cycles.eq(cycles),
-                     self.ctrl.error.eq(err), self.host.enable.eq(~busy)]
+                     self.ctrl.error.eq(err)]
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
         # This step copies the updated weights into tw<l> (the name is the shipped Verilog's).
@@ -254,19 +259,34 @@ class LearnerCore(wiring.Component):
 
     # -- host port --------------------------------------------------------------------------------
     def _host_port(self, m, bufs, busy):
-        """The host port on the buffers' port 0 and write ports, while not ``busy``."""
+        """The host port on the buffers' port 0 and write ports, while not ``busy``: the
+        request registered (:func:`~rtl_gen.shell.host_port.register_host_requests`), the
+        block RAMs' data registered, then the region's and-or and the sub-word into a
+        register (read latency :data:`~sw.shell.spec.HOST_READ_LATENCY`)."""
         cfg = self._config
         D = cfg.axi_data_width
         DB = D // 8
         local_bits = (region_bytes(cfg) // DB - 1).bit_length()
-        addr = self.host.addr
+        req = register_host_requests(m, self.host, busy=busy, start=self.ctrl.start)
+        addr = req.addr
         local = addr[:local_bits]
         reg = addr[local_bits:]
         idle = ~busy
         rd = []
-        r_loc = Signal(max(local_bits, 1), name="host_local_q")
-        r_ok = Signal(name="host_ok_q")
-        m.d.sync += r_loc.eq(local)
+
+        def delay2(value, name):
+            # ``value`` two cycles later: with the block RAM's data, then with its register.
+            q = Signal.like(value, name=f"{name}_q")
+            qq = Signal.like(value, name=f"{name}_qq")
+            m.d.sync += [q.eq(value), qq.eq(q)]
+            return qq
+
+        def data_q(value, name):
+            q = Signal(len(value), name=name)
+            m.d.sync += q.eq(value)
+            return q
+
+        r_loc = delay2(local if local_bits else Const(0, 1), "host_local")
         oks = []
         dp = cfg.dp
         pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
@@ -279,12 +299,12 @@ class LearnerCore(wiring.Component):
             oks.append(in_range)
             if r.name in bufs:
                 buf = bufs[r.name]
-                buf.read_port(0).use(idle & self.host.re & in_range, blk, idle)
-                word = buf.read_port(0).data
+                buf.read_port(0).use(idle & req.re & in_range, blk, idle)
+                word = data_q(buf.read_port(0).data, f"host_data_{r.name}")
             elif r.name.startswith("grad"):           # the reduced gradient, in pipeline 0
                 buf = bufs[f"{r.name}@0"]
-                buf.read_port(0).use(idle & self.host.re & in_range, blk, idle)
-                word = buf.read_port(0).data
+                buf.read_port(0).use(idle & req.re & in_range, blk, idle)
+                word = data_q(buf.read_port(0).data, f"host_data_{r.name}")
             else:
                 # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
                 # p lives in pipeline p mod dp as its local sub-batch p div dp.
@@ -292,13 +312,12 @@ class LearnerCore(wiring.Component):
                 cgf, rgf = blk[:gb], blk[gb:]
                 pipe = rgf[pb:pb + db]
                 local_blk = Cat(cgf, rgf[:pb], rgf[pb + db:])
-                pipe_q = Signal(db, name=f"host_pipe_{r.name}")
-                m.d.sync += pipe_q.eq(pipe)
+                pipe_q = delay2(pipe, f"host_pipe_{r.name}") if db else pipe
                 words = []
                 for d in range(dp):
                     port = bufs[f"{r.name}@{d}"].read_port(0)
-                    port.use(idle & self.host.re & in_range & (pipe == d), local_blk, idle)
-                    words.append(port.data)
+                    port.use(idle & req.re & in_range & (pipe == d), local_blk, idle)
+                    words.append(data_q(port.data, f"host_data_{r.name}_{d}"))
                 word = Const(0, len(words[0]))
                 for d, x in enumerate(words):
                     word = Mux(pipe_q == d, x, word)
@@ -313,14 +332,15 @@ class LearnerCore(wiring.Component):
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
                 hit = idle & in_range
                 sel_w = local[:sbits] if sbits else Const(0, 1)
-                m.d.comb += full.eq(Cat(*[Mux(hit & (sel_w == i), self.host.we, 0)
+                m.d.comb += full.eq(Cat(*[Mux(hit & (sel_w == i), req.we, 0)
                                           for i in range(sub)]))
                 assert buf.granularity == 8
                 buf.write(full[:nbytes], blk,
-                          Cat(*([self.host.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
-        m.d.sync += r_ok.eq(self.host.re & idle & or_all(oks))
-        # The region decoded one-hot into registers: an and-or of the regions' words.
-        r_hit = Signal(len(rd), name="host_hit_q")
-        m.d.sync += r_hit.eq(Cat(*[reg == idx for idx, _ in rd]))
+                          Cat(*([req.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
+        # Whether the read hit a region, and which (one-hot), beside the data.
+        r_ok = delay2(req.re & idle & or_all(oks), "host_ok")
+        r_hit = delay2(Cat(*[reg == idx for idx, _ in rd]), "host_hit")
         out = or_all(Mux(r_hit[i], data, 0) for i, (_, data) in enumerate(rd))
-        m.d.comb += self.host.rdata.eq(Mux(r_ok, out, 0))
+        rdata = Signal(D, name="host_rdata_q")
+        m.d.sync += rdata.eq(Mux(r_ok, out, 0))
+        m.d.comb += self.host.rdata.eq(rdata)

@@ -8,7 +8,9 @@ from amaranth.lib.wiring import In, Out
 
 from sw.replay.spec import (REGIONS, REPLAY_ERRORS, TAIL, WORD_BYTES, ReplayOp, SumTreeConfig,
                            field_bits, region_bits, region_words, replay_register_map)
+from sw.shell.spec import HOST_READ_LATENCY
 
+from ..shell.host_port import register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .layouts import SumTreeOp
@@ -46,7 +48,9 @@ class ReplayCore(wiring.Component):
         The tree's sticky flags, ``status_tree_busy``, ``response_cycles``, the root
         (``total_lo``/``_hi``), the maximum-priority register, ``size``, ``write_pointer``.
     host : ``In(MemoryPortSignature(64, ...))``
-        The buffers as 64-bit words, region after region (``host.enable`` low while busy).
+        The buffers as 64-bit words, region after region (``host.enable`` low while busy or
+        starting); read data :data:`~sw.shell.spec.HOST_READ_LATENCY` cycles after
+        ``host.re``, writes one cycle after the port (the request is registered).
     """
 
     def __init__(self, config: SumTreeConfig):
@@ -60,7 +64,8 @@ class ReplayCore(wiring.Component):
             "args": In(ArgsSignature(regmap)),
             "status": Out(StatusSignature(regmap)),
             "host": In(MemoryPortSignature(data_width=8 * WORD_BYTES,
-                                           addr_width=max(1, (words - 1).bit_length()))),
+                                           addr_width=max(1, (words - 1).bit_length()),
+                                           read_latency=HOST_READ_LATENCY)),
         })
 
     @property
@@ -85,27 +90,36 @@ class ReplayCore(wiring.Component):
             mems[name] = mem
             rports[name] = mem.read_port()
             wports[name] = mem.write_port(granularity=8)
+        # The host's requests registered (read data HOST_READ_LATENCY cycles later: the
+        # request, the block RAM, its output register, the region's and-or into a register).
+        req = register_host_requests(m, hmem, busy=busy, start=ctrl.start)
         h_region = Signal(range(len(REGIONS) + 1))
         h_word = Signal(max(1, rbits))
-        m.d.comb += [h_region.eq(hmem.addr >> rbits), h_word.eq(hmem.addr[:rbits]
-                                                                   if rbits else 0)]
-        # The region of a host read, registered one-hot: the read data is an AND-OR of the
-        # memories' outputs, no decode after them.
+        m.d.comb += [h_region.eq(req.addr >> rbits), h_word.eq(req.addr[:rbits]
+                                                                  if rbits else 0)]
+        # The region of a host read, registered one-hot twice (with the block RAM's data and
+        # with its output register): the read data is an AND-OR of the registered outputs.
         h_sel_q = Signal(len(REGIONS), name="h_sel_q")
-        m.d.sync += h_sel_q.eq(Cat(h_region == r for r in range(len(REGIONS))))
+        h_sel_qq = Signal(len(REGIONS), name="h_sel_qq")
+        m.d.sync += [h_sel_q.eq(Cat(h_region == r for r in range(len(REGIONS)))),
+                     h_sel_qq.eq(h_sel_q)]
         rdata = 0
         for r, name in enumerate(REGIONS):
             bits = region_bits(cfg, name)
-            rdata = rdata | Mux(h_sel_q[r], rports[name].data, 0)
+            data_q = Signal(len(rports[name].data), name=f"h_data_{name.lower()}_q")
+            m.d.sync += data_q.eq(rports[name].data)
+            rdata = rdata | Mux(h_sel_qq[r], data_q, 0)
             with m.If(~busy):
                 m.d.comb += [
                     rports[name].addr.eq(h_word),
-                    rports[name].en.eq(hmem.re & (h_region == r)),
+                    rports[name].en.eq(req.re & (h_region == r)),
                     wports[name].addr.eq(h_word),
-                    wports[name].data.eq(hmem.wdata[:field_bits(cfg, name)]),
-                    wports[name].en.eq(Mux(h_region == r, hmem.we[:bits // 8], 0)),
+                    wports[name].data.eq(req.wdata[:field_bits(cfg, name)]),
+                    wports[name].en.eq(Mux(h_region == r, req.we[:bits // 8], 0)),
                 ]
-        m.d.comb += [hmem.rdata.eq(rdata), hmem.enable.eq(~busy)]
+        rdata_q = Signal(len(hmem.rdata), name="host_rdata_q")
+        m.d.sync += rdata_q.eq(rdata)
+        m.d.comb += hmem.rdata.eq(rdata_q)
 
         # -- control --------------------------------------------------------------------------
         ready = Signal()

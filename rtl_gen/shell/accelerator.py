@@ -213,7 +213,8 @@ class AcceleratorShell(wiring.Component):
         self._mem_words = mem_words
         if host_port == "axi":
             self._mem = AxiMemorySlave(data_width=D, addr_width=mem_addr_bits, id_width=1,
-                                       depth=self._mem_words, prefix="s_axi_mem")
+                                       depth=self._mem_words, prefix="s_axi_mem",
+                                       mem_read_latency=host_sig.read_latency)
             members = shell_members(self._csr, self._mem)
         else:
             self._mem = None

@@ -18,7 +18,6 @@ BOUNDARY_BYTES = 4096
 #: Entries of the write-data buffer between the local reads and the W channel: a beat holds a
 #: slot from its first local read until its W handshake, about three cycles, so four keep the
 #: W channel busy every cycle.
-WRITE_BUFFER_DEPTH = 4
 
 
 def _is_int(value):
@@ -73,6 +72,9 @@ class AxiDma(wiring.Component):
     prefix : str
         Name prefix of the flat AXI ports (``"m_axi_gmem"`` gives ``m_axi_gmem_araddr``, the
         names Vivado and cocotbext-axi's ``AxiBus.from_prefix`` recognise).
+    mem_read_latency : int
+        Cycles from ``mem.re`` to the word on ``mem.rdata``, 1 to 8 (the memory port
+        signature's ``read_latency``).
 
     Members
     -------
@@ -97,13 +99,15 @@ class AxiDma(wiring.Component):
         A local access was due while ``mem.enable`` was 0 (it was dropped).
     mem : ``Out(MemoryPortSignature(D, mem_addr_width))``
         The local memory port (signals ``mem_addr``, ``mem_re``, ...). Reads: the word must be
-        on ``mem.rdata`` in the cycle after ``mem.re`` (a synchronous read port, e.g. a block
-        RAM). Writes set all byte enables and take effect at the end of the cycle. ``mem.re``
+        on ``mem.rdata`` ``mem_read_latency`` cycles after ``mem.re`` (1: a synchronous read
+        port, e.g. a block RAM; reads are pipelined, one per cycle). Writes set all byte
+        enables and take effect at the end of the cycle. ``mem.re``
         and ``mem.we`` are never set in the same cycle. While ``mem.enable`` is 0 (the
         memory's owner is busy) accesses are dropped (``re``/``we`` held low) and the copy goes
         on; ``dropped`` is high in each such cycle. All outputs come from registers except
         ``mem.addr``/``mem.re``/``mem.we``/``mem.wdata`` (one multiplexer or gate after
-        registers) and the W channel, read combinationally from a 4-entry LUT-RAM buffer.
+        registers) and the W channel, read combinationally from a
+        (:attr:`write_buffer_depth`)-entry LUT-RAM buffer.
 
     Timing (cycles of ``clk``, no back-pressure, a memory with latency L: first R beat L
     cycles after the AR handshake, B L cycles after the last W beat):
@@ -120,8 +124,9 @@ class AxiDma(wiring.Component):
       ``done`` (bursts follow each other without gaps when ``max_outstanding`` >= 2 and
       bursts span at least 3 local words).
     * Writes: one local read per cycle from the third cycle after the command handshake; a
-      beat's ``wvalid`` rises 2 cycles after its last local read. N words take ``N + L + 6``
-      cycles to ``done`` (after the last B response). 0 words take 2 cycles either way.
+      beat's ``wvalid`` rises ``1 + mem_read_latency`` cycles after its last local read. N
+      words take ``N + L + 5 + mem_read_latency`` cycles to ``done`` (after the last B
+      response). 0 words take 2 cycles either way.
     * Throughput: one local word (``mem_data_width`` bits) per cycle in either direction.
 
     Raises
@@ -133,7 +138,8 @@ class AxiDma(wiring.Component):
     DATA_WIDTHS = (32, 64, 128, 256, 512)
 
     def __init__(self, *, data_width, mem_data_width, mem_addr_width, addr_width=64,
-                 max_burst=256, max_outstanding=4, id_width=1, prefix="m_axi_gmem"):
+                 max_burst=256, max_outstanding=4, id_width=1, prefix="m_axi_gmem",
+                 mem_read_latency=1):
         widths = ", ".join(map(str, self.DATA_WIDTHS))
         if not _is_int(data_width) or data_width not in self.DATA_WIDTHS:
             raise ValueError(f"data_width must be one of {widths}, not {data_width!r}")
@@ -156,6 +162,10 @@ class AxiDma(wiring.Component):
         if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
             raise ValueError(f"prefix must be letters and digits joined by single underscores, "
                              f"not {prefix!r}")
+        if not _is_int(mem_read_latency) or not 1 <= mem_read_latency <= 8:
+            raise ValueError(f"mem_read_latency must be an integer from 1 to 8, "
+                             f"not {mem_read_latency!r}")
+        self._mem_read_latency = mem_read_latency
         self._data_width = data_width
         self._mem_data_width = mem_data_width
         self._mem_addr_width = mem_addr_width
@@ -186,7 +196,8 @@ class AxiDma(wiring.Component):
             "cmd": In(stream.Signature(self.command_layout)),
             "busy": Out(1), "done": Out(1), "error": Out(1),
             "mem": Out(MemoryPortSignature(data_width=mem_data_width,
-                                           addr_width=mem_addr_width)),
+                                           addr_width=mem_addr_width,
+                                           read_latency=mem_read_latency)),
             "dropped": Out(1),
         })
         super().__init__(members)
@@ -195,6 +206,16 @@ class AxiDma(wiring.Component):
     @property
     def data_width(self) -> int:
         return self._data_width
+
+    @property
+    def mem_read_latency(self) -> int:
+        return self._mem_read_latency
+
+    @property
+    def write_buffer_depth(self) -> int:
+        """Entries of the W buffer: ``mem_read_latency + 3`` (a beat's slot is reserved from
+        its first local read until its W handshake)."""
+        return self._mem_read_latency + 3
 
     @property
     def mem_data_width(self) -> int:
@@ -306,7 +327,7 @@ class AxiDma(wiring.Component):
         page_bits = 12 - bb                         # beat-offset bits in a 4 KiB page
         aw_bits = self._addr_width
         cw = self._mem_addr_width + 1               # word and beat counts
-        F = WRITE_BUFFER_DEPTH
+        F = self.write_buffer_depth
         max_out = self._max_outstanding
 
         cmd = self.cmd.payload
@@ -421,7 +442,7 @@ class AxiDma(wiring.Component):
         beat_last_lane = Mux(p_lastbeat, tail, r - 1) if r > 1 else Const(0)
         cur_last_lane = Mux(mid_beat, p_last_lane, beat_last_lane) if r > 1 else Const(0)
         cur_wlast = Mux(mid_beat, p_wlast, beat_wlast) if r > 1 else beat_wlast
-        # Tags of the read in flight: data arrives on mem_rdata in the next cycle.
+        # Tags of the read in flight: data arrives on mem_rdata mem_read_latency cycles later.
         q_valid, q_idx, q_final = Signal(), Signal(lw), Signal()
         q_last_lane, q_wlast = Signal(lw), Signal()
         m.d.sync += q_valid.eq(rd_issue)
@@ -446,6 +467,12 @@ class AxiDma(wiring.Component):
             if r > 1:
                 m.d.sync += [p_last_lane.eq(beat_last_lane), p_wlast.eq(beat_wlast)]
 
+        # Further stages of the tags up to the local memory's read latency.
+        for k in range(1, self._mem_read_latency):
+            tags = (q_valid, q_idx, q_final, q_last_lane, q_wlast)
+            nxt = tuple(Signal.like(t, name=f"{t.name}_d{k}") for t in tags)
+            m.d.sync += [n.eq(t) for n, t in zip(nxt, tags)]
+            q_valid, q_idx, q_final, q_last_lane, q_wlast = nxt
         asm = [Signal(D, name=f"asm{j}") for j in range(r)]
         for j in range(r):
             with m.If(q_valid & ((q_idx == j) if r > 1 else 1)):

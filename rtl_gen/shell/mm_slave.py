@@ -5,6 +5,7 @@ import re
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .signatures import MemoryPortSignature
@@ -60,24 +61,27 @@ class AxiMemorySlave(wiring.Component):
 
     * ``mem.addr`` ``Out(mem_addr_width)``: word address, ``mem_addr_width = max(1,
       ceil(log2(depth)))``; valid when ``mem.re`` or any ``mem.we`` bit is set.
-    * ``mem_re`` ``Out(1)``: read; the word must appear on ``mem_rdata`` in the next cycle (a
-      read port with one register, e.g. ``amaranth.lib.memory`` ``read_port(domain="sync")``
-      or a BRAM without its output register). ``mem_rdata`` is ignored in other cycles.
+    * ``mem_re`` ``Out(1)``: read; the word must appear on ``mem_rdata`` ``mem_read_latency``
+      cycles later (1: a read port with one register, e.g. ``amaranth.lib.memory``
+      ``read_port(domain="sync")``; more: registers after it). Reads are pipelined, one per
+      cycle. ``mem_rdata`` is ignored in other cycles.
     * ``mem_we`` ``Out(data_width // 8)``: byte write enables, ``mem_wdata`` ``Out(data_width)``:
       the word, byte ``i`` in bits ``8*i .. 8*i+7``; written at the end of the cycle.
     * ``mem_re`` and ``mem_we`` are never set in the same cycle. Everything except ``mem_re`` is
-      driven from registers; ``mem_re`` also depends on ``rready`` (the R channel's skid buffer
-      accounting), and ``mem_re``/``mem_we`` are gated by ``enable``.
+      driven from registers; ``mem_re`` also depends on ``rready`` (the R queue's accounting),
+      and ``mem_re``/``mem_we`` are gated by ``enable``. The R channel is read from a
+      ``mem_read_latency + 1``-entry LUT-RAM queue (address and valid flag in registers).
     * ``enable`` ``In(1, init=1)``: when 0, no memory access happens and every beat answers
       ``SLVERR``. It is sampled in the cycle of the memory access, so a beat answers ``OKAY`` if
       and only if it accessed the memory. Hold it low while the accelerator owns the memory.
 
     Timing (cycle ``c`` is the handshake's rising edge; "n later" means valid in cycle ``c+n``):
 
-    * Read: the first R beat is valid 3 cycles after the AR handshake (``read_latency``). A
-      burst of N beats uses the memory port N cycles, and streams one beat per cycle while
-      ``rready`` stays high; an R-channel stall stops the reads with a 2-entry skid buffer, so
-      no beat is lost. The next AR is accepted the cycle after the last beat is read from
+    * Read: the first R beat is valid ``mem_read_latency + 2`` cycles after the AR handshake
+      (:attr:`read_latency`). A burst of N beats uses the memory port N cycles, and streams one
+      beat per cycle while ``rready`` stays high; an R-channel stall stops the reads (a read is
+      issued only if the queue has room for it behind every read in flight), so no beat is
+      lost. The next AR is accepted the cycle after the last beat is read from
       memory: back-to-back N-beat read bursts take N + 1 cycles each (single beats 2).
     * Write: ``wready`` rises the cycle after the AW handshake and stays high for the whole
       burst (one beat per cycle); the memory is written 1 cycle after each W handshake and
@@ -101,6 +105,9 @@ class AxiMemorySlave(wiring.Component):
         (None) is the whole address space.
     prefix : str
         Name prefix of the AXI ports (``"s_axi_mem"`` gives ``s_axi_mem_awaddr``).
+    mem_read_latency : int
+        Cycles from ``mem_re`` to the word on ``mem_rdata``, 1 to 8 (the memory port
+        signature's ``read_latency``).
 
     Members
     -------
@@ -132,12 +139,11 @@ class AxiMemorySlave(wiring.Component):
     """
 
     DATA_WIDTHS = (32, 64, 128, 256, 512)
-    #: Cycles from the AR handshake to the first valid R beat.
-    read_latency = 3
     #: Cycles from the last W handshake to ``bvalid``.
     write_response_latency = 2
 
-    def __init__(self, *, data_width, addr_width, id_width=1, depth=None, prefix="s_axi_mem"):
+    def __init__(self, *, data_width, addr_width, id_width=1, depth=None, prefix="s_axi_mem",
+                 mem_read_latency=1):
         if data_width not in self.DATA_WIDTHS or isinstance(data_width, bool):
             raise ValueError(f"data_width must be one of "
                              f"{', '.join(map(str, self.DATA_WIDTHS))}, not {data_width!r}")
@@ -160,6 +166,11 @@ class AxiMemorySlave(wiring.Component):
         if not _PREFIX_RE.fullmatch(prefix):
             raise ValueError(f"prefix must be letters and digits joined by single underscores, "
                              f"not {prefix!r}")
+        if (not isinstance(mem_read_latency, int) or isinstance(mem_read_latency, bool)
+                or not 1 <= mem_read_latency <= 8):
+            raise ValueError(f"mem_read_latency must be an integer from 1 to 8, "
+                             f"not {mem_read_latency!r}")
+        self._mem_read_latency = mem_read_latency
         self._data_width = data_width
         self._addr_width = addr_width
         self._id_width = id_width
@@ -200,13 +211,23 @@ class AxiMemorySlave(wiring.Component):
             f"{p}_rvalid": Out(1),
             f"{p}_rready": In(1),
             "mem":         Out(MemoryPortSignature(data_width=data_width,
-                                               addr_width=self._mem_addr_width)),
+                                               addr_width=self._mem_addr_width,
+                                               read_latency=mem_read_latency)),
         })
         super().__init__(members)
 
     @property
     def data_width(self) -> int:
         return self._data_width
+
+    @property
+    def mem_read_latency(self) -> int:
+        return self._mem_read_latency
+
+    @property
+    def read_latency(self) -> int:
+        """Cycles from the AR handshake to the first valid R beat: ``mem_read_latency + 2``."""
+        return self._mem_read_latency + 2
 
     @property
     def addr_width(self) -> int:
@@ -352,68 +373,49 @@ class AxiMemorySlave(wiring.Component):
                 m.d.sync += b_acc.eq(worst(b_acc, ws_final))
         m.d.comb += a("bvalid").eq(bvalid)
 
-        # -- read: issue -> memory stage (mem_rdata) -> 2-entry R buffer (head drives R) -------
-        m_valid = Signal()                     # a read issued last cycle: data on mem_rdata
-        m_ok = Signal()
-        m_resp = Signal(2)
-        m_last = Signal()
-        m_id = Signal(self._id_width)
-        h_valid = Signal()
-        h_data = Signal(self._data_width)
-        h_resp = Signal(2)
-        h_last = Signal()
-        h_id = Signal(self._id_width)
-        t_valid = Signal()
-        t_data = Signal(self._data_width)
-        t_resp = Signal(2)
-        t_last = Signal()
-        t_id = Signal(self._id_width)
-
-        pop = h_valid & a("rready")
-        # Issue only if the buffer has room for the result after this cycle's pop and the
-        # result already in flight: occupancy - pop + m_valid <= 1.
-        space = Mux(~h_valid, 1, Mux(~t_valid, pop | ~m_valid, pop & ~m_valid))
-        issue = rd_act & space
+        # -- read: issue -> L memory stages (mem_rdata in the last) -> (L+1)-entry R queue ------
+        L = self._mem_read_latency
+        depth = L + 1
+        stages = [{"valid": Signal(name=f"m{k}_valid"), "ok": Signal(name=f"m{k}_ok"),
+                   "resp": Signal(2, name=f"m{k}_resp"), "last": Signal(name=f"m{k}_last"),
+                   "id": Signal(self._id_width, name=f"m{k}_id")} for k in range(L)]
+        m.submodules.rq = rq = SyncFIFO(width=self._data_width + 3 + self._id_width, depth=depth)
+        pop = rq.r_rdy & a("rready")
+        # Reads issued and not yet popped, at most ``depth``: a read is issued only if the
+        # queue has room for its beat behind every beat in flight.
+        owed = Signal(range(depth + 1))
+        full = Signal()                        # owed == depth, a register
+        issue = rd_act & (~full | pop)
         rd_ok = ~bad & in_range & self.mem.enable
-        m.d.sync += m_valid.eq(issue)
+        owed_next = owed + issue - pop
+        m.d.sync += [owed.eq(owed_next), full.eq(owed_next == depth)]
+        m.d.sync += stages[0]["valid"].eq(issue)
         with m.If(issue):
             m.d.sync += [
-                m_ok.eq(rd_ok),
-                m_resp.eq(Mux(self.mem.enable, beat_resp, SLVERR)),
-                m_last.eq(last),
-                m_id.eq(tr_id),
+                stages[0]["ok"].eq(rd_ok),
+                stages[0]["resp"].eq(Mux(self.mem.enable, beat_resp, SLVERR)),
+                stages[0]["last"].eq(last),
+                stages[0]["id"].eq(tr_id),
             ]
             advance()
             with m.If(last):
                 m.d.sync += [rd_act.eq(0), turn_w.eq(a("awvalid"))]
-
-        m_data = Mux(m_ok, self.mem.rdata, 0)
-        m_entry = [m_data, m_resp, m_last, m_id]
-        h_entry = [h_data, h_resp, h_last, h_id]
-        t_entry = [t_data, t_resp, t_last, t_id]
-
-        def load(dst, src):
-            m.d.sync += [d.eq(s) for d, s in zip(dst, src)]
-
-        with m.If(pop | ~h_valid):
-            with m.If(t_valid):
-                load(h_entry, t_entry)
-                m.d.sync += t_valid.eq(m_valid)
-                with m.If(m_valid):
-                    load(t_entry, m_entry)
-            with m.Else():
-                m.d.sync += h_valid.eq(m_valid)
-                with m.If(m_valid):
-                    load(h_entry, m_entry)
-        with m.Elif(m_valid):
-            m.d.sync += t_valid.eq(1)
-            load(t_entry, m_entry)
+        for prev, nxt in zip(stages, stages[1:]):
+            m.d.sync += [nxt[k].eq(prev[k]) for k in prev]
+        out = stages[-1]
         m.d.comb += [
-            a("rvalid").eq(h_valid),
-            a("rdata").eq(h_data),
-            a("rresp").eq(h_resp),
-            a("rlast").eq(h_last),
-            a("rid").eq(h_id),
+            rq.w_en.eq(out["valid"]),
+            rq.w_data.eq(Cat(Mux(out["ok"], self.mem.rdata, 0), out["resp"], out["last"],
+                             out["id"])),
+            rq.r_en.eq(a("rready")),
+        ]
+        D = self._data_width
+        m.d.comb += [
+            a("rvalid").eq(rq.r_rdy),
+            a("rdata").eq(rq.r_data[:D]),
+            a("rresp").eq(rq.r_data[D:D + 2]),
+            a("rlast").eq(rq.r_data[D + 2]),
+            a("rid").eq(rq.r_data[D + 3:]),
         ]
 
         # -- memory port: the write stage and read issue never coincide -----------------------

@@ -68,21 +68,37 @@ class MemoryPortSignature(FlatSignature):
     """A host's word port into an accelerator's memory, seen from the host (the initiator).
 
     ``addr`` ``Out(addr_width)`` (word address), ``re`` ``Out(1)`` (read: the word is on
-    ``rdata`` ``In(data_width)`` in the next cycle), ``we`` ``Out(data_width // 8)`` (byte
-    write enables), ``wdata`` ``Out(data_width)``, and ``enable`` ``In(1, init=1)``: 1 while
-    the host may access the memory (the core is idle); accesses while it is 0 do not touch the
-    memory (read data is then undefined). Latency 1 (read), throughput one word per cycle.
+    ``rdata`` ``In(data_width)`` ``read_latency`` cycles later; ``addr`` and ``re`` may change
+    every cycle, reads are pipelined), ``we`` ``Out(data_width // 8)`` (byte write enables),
+    ``wdata`` ``Out(data_width)``, and ``enable`` ``In(1, init=1)``: 1 while the host may access
+    the memory (the core is idle); accesses while it is 0 do not touch the memory (read data is
+    then undefined). A write is seen by reads issued from the next cycle on. Throughput one
+    word per cycle.
+
+    ``read_latency`` is part of the signature (two ports with different latencies are
+    different signatures): a shell takes it from the core it serves.
     """
 
-    def __init__(self, *, data_width: int, addr_width: int):
+    def __init__(self, *, data_width: int, addr_width: int, read_latency: int = 1):
         if not isinstance(data_width, int) or data_width < 8 or data_width % 8:
             raise ValueError(f"data_width must be a positive multiple of 8, not {data_width!r}")
         if not isinstance(addr_width, int) or addr_width < 1:
             raise ValueError(f"addr_width must be a positive integer, not {addr_width!r}")
+        if not isinstance(read_latency, int) or isinstance(read_latency, bool) \
+                or not 1 <= read_latency <= 8:
+            raise ValueError(f"read_latency must be an integer from 1 to 8, "
+                             f"not {read_latency!r}")
         self.data_width, self.addr_width = data_width, addr_width
+        self.read_latency = read_latency
         super().__init__({"enable": In(1, init=1), "addr": Out(addr_width), "re": Out(1),
                           "we": Out(data_width // 8), "wdata": Out(data_width),
                           "rdata": In(data_width)})
+
+    def __eq__(self, other):
+        return super().__eq__(other) and self.read_latency == other.read_latency
+
+    def __hash__(self):
+        return hash((tuple(self.members), self.read_latency))
 
 
 class RunControlSignature(FlatSignature):

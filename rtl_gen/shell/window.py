@@ -107,7 +107,7 @@ class WindowKernel(wiring.Component):
         self._dma = AxiDma(data_width=config.gmem_data_width, mem_data_width=host.data_width,
                            mem_addr_width=host.addr_width, addr_width=64,
                            max_burst=config.max_burst, max_outstanding=config.max_outstanding,
-                           prefix=GMEM)
+                           prefix=GMEM, mem_read_latency=host.read_latency)
         members = {"ap_clk": In(1), "ap_rst_n": In(1), "interrupt": Out(1)}
         members.update({n: m for n, m in accel.signature.members.items()
                         if n.startswith("s_axi_control_")})
@@ -169,14 +169,17 @@ class WindowKernel(wiring.Component):
 
         aligned = (csr.dma_offset[:ab] == 0 if ab else Const(1)) & \
             (csr.dma_bytes[:wb] == 0 if wb else Const(1))
-        fits = (csr.dma_offset + csr.dma_bytes) <= self.window_bytes    # 33-bit sum
-        # The range check is registered every cycle from DMA_OFFSET and DMA_BYTES, so it is one
-        # cycle old when DMA_CTRL.START is seen: it always holds the values of the last writes,
+        # The range check is registered every cycle from DMA_OFFSET and DMA_BYTES in two
+        # stages (their 33-bit sum and the alignment, then the compare), so it is two cycles
+        # old when DMA_CTRL.START is seen: it always holds the values of the last writes,
         # since a write to DMA_CTRL commits at least 3 cycles after the one before it
         # (AxiLiteCsr: one write every write_latency + 1 cycles) and START shows one cycle
         # after its commit.
+        end = Signal(33)
+        aligned_q = Signal()
         in_range = Signal()
-        m.d.sync += in_range.eq(aligned & fits)
+        m.d.sync += [end.eq(csr.dma_offset + csr.dma_bytes), aligned_q.eq(aligned),
+                     in_range.eq(aligned_q & (end <= self.window_bytes))]
         dev = Signal(64)                            # device address of the copy
         n_words = nbytes[wb:]
 

@@ -112,8 +112,8 @@ def window_copy_cycles(config, traffic) -> int:
     to whole window words, :func:`sw.shell.spec.copy_cycles` at :data:`DDR_LATENCY`."""
     from sw.shell.spec import copy_cycles
     wb = config.window_word_bits // 8
-    return sum(copy_cycles(-(-n // wb) * wb, wb, latency=DDR_LATENCY)
-               for _, _, n in traffic.transfers)
+    return sum(copy_cycles(-(-n // wb) * wb, wb, latency=DDR_LATENCY, to_device=kind == "read")
+               for kind, _, n in traffic.transfers)
 
 
 def load_average() -> str:

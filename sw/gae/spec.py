@@ -637,5 +637,6 @@ def kernel_run_cycles(config: GaeKernelConfig, num_timesteps: int, num_trajector
     The host's register accesses between them are not counted."""
     plan = copy_plan(config, num_timesteps, num_trajectories)
     wb = config.axi_data_width // 8
-    return (sum(copy_cycles(n, wb, latency=latency) for _, _, n in plan["in"] + plan["out"])
+    return (sum(copy_cycles(n, wb, latency=latency) for _, _, n in plan["in"])
+            + sum(copy_cycles(n, wb, latency=latency, to_device=True) for _, _, n in plan["out"])
             + run_cycles(config.accel, num_timesteps, num_trajectories))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
 
-__all__ = ["SHELL_FIELDS", "SHELL_VERSION", "DmaParams", "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS", "DMA_FLAGS",
+__all__ = ["SHELL_FIELDS", "SHELL_VERSION", "HOST_READ_LATENCY", "DmaParams", "GMEM", "KERNEL_POINTER", "CONTROL_ADDR_WIDTH", "GMEM_WIDTHS", "DMA_FLAGS",
            "TO_ACCELERATOR", "TO_BUFFER", "DMA_PARAMS", "without_dma_params", "check_dma_params",
            "window_kernel_register_map", "kernel_register_map", "copy_cycles", "kernel_args"]
 
@@ -25,6 +25,13 @@ __all__ = ["SHELL_FIELDS", "SHELL_VERSION", "DmaParams", "GMEM", "KERNEL_POINTER
 #: drives itself, not the core: the error code of the last start, the refused-start flag and
 #: the cycle count of the last run.
 SHELL_FIELDS = (("STATUS", "ERROR"), ("STATUS", "START_REFUSED"), ("CYCLES", "CYCLES"))
+
+#: Cycles from a host read of a core's memory (``host.re``) to its word on ``host.rdata``, in
+#: every shipped core: the request registered in the core, the block RAM, a register at its
+#: output (Vivado absorbs it into the RAM's output register), the region and sub-word
+#: multiplexer into a register. The shells (:class:`~rtl_gen.shell.mm_slave.AxiMemorySlave`,
+#: :class:`~rtl_gen.shell.dma.AxiDma`) take the latency from the core's port signature.
+HOST_READ_LATENCY = 4
 
 #: Name of the kernel's AXI4 master (the ``m_axi`` port Vitis connects to device memory).
 GMEM = "m_axi_gmem"
@@ -201,15 +208,24 @@ def window_kernel_register_map(name: str, base: RegisterMap, *, gmem_data_width:
     return RegisterMap.with_ap_ctrl_hs(name, base.user_registers + extra, doc=doc)
 
 
-def copy_cycles(nbytes: int, word_bytes: int, *, latency: int) -> int:
+def copy_cycles(nbytes: int, word_bytes: int, *, latency: int, to_device: bool = False,
+                local_read_latency: int = HOST_READ_LATENCY) -> int:
     """DMA_CYCLES of an accepted copy of ``nbytes`` when device memory never stalls and
-    answers ``latency`` cycles after a request: ``N + L + 7`` (``N`` words; 0 words: 3).
+    answers ``latency`` cycles after a request: ``N + L + 7`` into the accelerator, ``N + L +
+    6 + R`` out of it (``to_device``: its memory read with latency ``R =
+    local_read_latency``); 0 words: 3.
 
     The 7: the command state (1), the DMA's burst planners (2: the first burst's length is
     registered in two stages before the first request or local read), the request register
-    (1), the last word's local write or the W buffer (2), ``done`` (1)."""
+    (1), the last word's local write or the W buffer (1 + R out of the accelerator, 2 into it),
+    ``done`` (1)."""
+    if not isinstance(local_read_latency, int) or local_read_latency < 1:
+        raise ValueError(f"local_read_latency must be a positive integer, "
+                         f"not {local_read_latency!r}")
     n = nbytes // word_bytes
-    return n + latency + 7 if n else 3
+    if not n:
+        return 3
+    return n + latency + (6 + local_read_latency if to_device else 7)
 
 
 def kernel_register_map(config: DmaParams) -> RegisterMap:

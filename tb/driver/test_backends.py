@@ -352,7 +352,8 @@ def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
     one_run = plan_copies(cfg, T, M)
     runs = len(shell.copies) // len(one_run)
     assert shell.copies == one_run * runs and runs >= len(got)
-    assert card.last_copy_cycles == copy_cycles(one_run[-1][1], 8, latency=FAKE_LATENCY)
+    assert card.last_copy_cycles == copy_cycles(one_run[-1][1], 8, latency=FAKE_LATENCY,
+                                                to_device=one_run[-1][2])
 
 
 def test_xrt_without_register_access_says_so(monkeypatch):

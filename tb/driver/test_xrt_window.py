@@ -58,7 +58,8 @@ def test_replay_session_through_xrt_device_equals_golden(monkeypatch):
     same(session(card), session(ReplayGoldenDevice(SumTreeConfig(**REPLAY))))
     assert shell.copies and all(st == 2 for *_, st in shell.copies)
     assert card.memory.last_copy_cycles == copy_cycles(shell.copies[-1][1], 8,
-                                                       latency=FAKE_LATENCY)
+                                                       latency=FAKE_LATENCY,
+                                                       to_device=shell.copies[-1][2])
 
 
 def test_learner_session_through_xrt_device_equals_golden(monkeypatch):

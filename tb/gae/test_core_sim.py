@@ -61,14 +61,18 @@ def run_core(cfg, codes, args, *, runs=1):
         ctx.set(dut.host.we, 0)
 
     async def host_read(ctx, name, nbytes):
+        # One read per cycle; each word on rdata read_latency cycles after its read.
         base = region_base(cfg, name) // DB
+        n, lat = nbytes // DB, dut.host.signature.read_latency
         buf = bytearray()
-        for i in range(nbytes // DB):
-            ctx.set(dut.host.addr, base + i)
-            ctx.set(dut.host.re, 1)
+        for c in range(n + lat - 1):
+            if c < n:
+                ctx.set(dut.host.addr, base + c)
+            ctx.set(dut.host.re, int(c < n))
             await ctx.tick()
-            ctx.set(dut.host.re, 0)
-            buf += ctx.get(dut.host.rdata).to_bytes(DB, "little")
+            if c + 1 >= lat:
+                buf += ctx.get(dut.host.rdata).to_bytes(DB, "little")
+        ctx.set(dut.host.re, 0)
         return bytes(buf)
 
     async def bench(ctx):

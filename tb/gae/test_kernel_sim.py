@@ -31,8 +31,8 @@ from rtl_gen.gae.kernel import GaeKernel
 from sw.gae.spec import (GaeCoreConfig, GaeKernelConfig, copy_plan, gae_kernel_register_map,
                          gae_register_map, kernel_run_cycles, run_cycles)
 from sw.registry import BLOCKS
-from sw.shell.spec import (DMA_FLAGS, GMEM, SHELL_VERSION, TO_ACCELERATOR, TO_BUFFER,
-                           copy_cycles, window_kernel_register_map)
+from sw.shell.spec import (DMA_FLAGS, GMEM, HOST_READ_LATENCY, SHELL_VERSION, TO_ACCELERATOR,
+                           TO_BUFFER, copy_cycles, window_kernel_register_map)
 from window_sim import BUFFER, simulate_kernel
 
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
@@ -154,9 +154,12 @@ def test_copy_plan_and_kernel_cycles():
     assert plan == {"in": [("rewards", 0, 8192 * 16), ("values", rb, 8200 * 16),
                            ("dones", 2 * rb, 8192 * 16)],
                     "out": [("rewards", 0, 8192 * 16), ("values", rb, 8192 * 16)]}
-    # Five copies of N words (N + L + 7 cycles each), then the run.
+    # Three copies in of N words (N + L + 7 cycles each), two out (N + L + 6 + R: the
+    # accelerator's memory read with latency R), then the run.
+    R = HOST_READ_LATENCY
     assert kernel_run_cycles(cfg, 1024, 64, latency=3) == \
-        (8192 + 8200 + 8192 + 2 * 8192) + 5 * (3 + 7) + run_cycles(cfg.accel, 1024, 64)
+        (8192 + 8200 + 8192 + 2 * 8192) + 3 * (3 + 7) + 2 * (3 + 6 + R) \
+        + run_cycles(cfg.accel, 1024, 64)
     odd = GaeKernelConfig.from_dict(CONFIGS["n5-full-il2"])
     plan = copy_plan(odd, 7, 6)                                  # G = 2
     assert [n for _, _, n in plan["in"]] == [14 * 8, 16 * 8, 14 * 8]

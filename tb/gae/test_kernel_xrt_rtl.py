@@ -70,7 +70,7 @@ if cocotb is not None:
         direction, _, nbytes = syncs[-1]
         assert direction == "from_device"
         assert card.last_copy_cycles == copy_cycles(nbytes, kcfg.axi_data_width // 8,
-                                                    latency=AXI_RAM_LATENCY)
+                                                    latency=AXI_RAM_LATENCY, to_device=True)
         dut._log.info("GaeDriver through XrtDevice == GoldenDevice (%d computes, runs %s; %d "
                       "buffer syncs, %d bursts in, %d out)", len(rtl["compute"]),
                       [c[2] for c in rtl["compute"]], len(syncs), len(host.reads),

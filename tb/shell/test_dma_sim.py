@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, unsigned
+from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -35,8 +35,9 @@ P = "m_axi_gmem"
 
 
 class DmaHarness(wiring.Component):
-    """An :class:`AxiDma` whose local port ``mem`` drives a ``Memory`` (``self.mem``); the
-    port's ``enable`` is the harness port ``enable`` (``In(1, init=1)``)."""
+    """An :class:`AxiDma` whose local port ``mem`` drives a ``Memory`` (``self.mem``), its read
+    data through ``mem_read_latency - 1`` registers; the port's ``enable`` is the harness port
+    ``enable`` (``In(1, init=1)``)."""
 
     def __init__(self, **params):
         self.dma = AxiDma(**params)
@@ -55,8 +56,13 @@ class DmaHarness(wiring.Component):
         wp = self.mem.write_port(granularity=8)
         rp = self.mem.read_port()
         port = d.mem
+        rdata = rp.data
+        for k in range(d.mem_read_latency - 1):
+            q = Signal.like(rdata, name=f"rdata_q{k}")
+            m.d.sync += q.eq(rdata)
+            rdata = q
         m.d.comb += [wp.addr.eq(port.addr), wp.en.eq(port.we), wp.data.eq(port.wdata),
-                     rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rp.data),
+                     rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rdata),
                      port.enable.eq(self.enable)]
         m.d.comb += [d.cmd.valid.eq(self.cmd.valid), d.cmd.payload.eq(self.cmd.payload),
                      self.cmd.ready.eq(d.cmd.ready)]
@@ -132,6 +138,8 @@ def params_for(W, D, **kw):
      r"max_burst must be an integer from 1 to 256, not 257"),
     (dict(data_width=64, mem_data_width=64, mem_addr_width=8, max_outstanding=0),
      r"max_outstanding must be an integer from 1 to 32, not 0"),
+    (dict(data_width=64, mem_data_width=64, mem_addr_width=8, mem_read_latency=9),
+     r"mem_read_latency must be an integer from 1 to 8, not 9"),
     (dict(data_width=64, mem_data_width=64, mem_addr_width=8, id_width=True),
      r"id_width must be an integer from 1 to 16, not True"),
     (dict(data_width=64, mem_data_width=64, mem_addr_width=8, prefix="m__x"),
@@ -200,10 +208,12 @@ CASES = [
 
 @pytest.mark.parametrize("W,D,max_burst,outstanding", CASES,
                          ids=[f"w{c[0]}-d{c[1]}-b{c[2]}-o{c[3]}" for c in CASES])
-@pytest.mark.parametrize("stall", [0.0, 0.4])
-def test_copies_both_ways(W, D, max_burst, outstanding, stall):
-    """Random blocks in, then out to another address: bytes, bursts and limits as specified."""
-    params = params_for(W, D, max_burst=max_burst, max_outstanding=outstanding)
+@pytest.mark.parametrize("stall,R", [(0.0, 1), (0.4, 1), (0.0, 3), (0.4, 3)])
+def test_copies_both_ways(W, D, max_burst, outstanding, stall, R):
+    """Random blocks in, then out to another address: bytes, bursts and limits as specified
+    (local read latency R)."""
+    params = params_for(W, D, max_burst=max_burst, max_outstanding=outstanding,
+                        mem_read_latency=R)
     rng = random.Random(hash((W, D, max_burst, stall)) & 0xFFFF)
     Wb, Db = W // 8, D // 8
     # Word counts: single, a beat and a bit, crossing 4 KiB and max_burst; not multiples of r.
@@ -279,10 +289,11 @@ def test_zero_words_and_errors():
 
 
 @pytest.mark.parametrize("W,D", [(128, 128), (512, 128)])
-def test_exact_cycles_without_stalls(W, D):
+@pytest.mark.parametrize("R", [1, 3])
+def test_exact_cycles_without_stalls(W, D, R):
     """One local word per cycle both ways; the fixed costs per command are what the docstring
-    says (latency L of the slave, no stalls)."""
-    params = params_for(W, D, max_outstanding=4)
+    says (latency L of the slave, local read latency R, no stalls)."""
+    params = params_for(W, D, max_outstanding=4, mem_read_latency=R)
     L = 3
     words = 1000
     r = W // D
@@ -305,22 +316,23 @@ def test_exact_cycles_without_stalls(W, D):
     # ``done`` rises one cycle later.
     assert t_in == 4 + L + words + 2, (t_in, t_out)
     # Writes: one local read per cycle from the third cycle after the command (the W beats'
-    # planner); a beat leaves 2 cycles after its last read, its B comes L cycles after the last
-    # beat, ``done`` one cycle later.
-    assert t_out == 3 + words + 1 + L + 2, (t_in, t_out)
+    # planner); a beat leaves R + 1 cycles after its last read, its B comes L cycles after the
+    # last beat, ``done`` one cycle later.
+    assert t_out == 3 + words + R + L + 2, (t_in, t_out)
     beats = -(-words // r)
     assert [(a, n) for _, a, n in ram.ar] == AxiDma.bursts(0, beats, data_width=W)
     assert [(a, n) for _, a, n in ram.aw] == AxiDma.bursts(0x10000, beats, data_width=W)
 
 
-@pytest.mark.parametrize("to_device", [0, 1], ids=["to-local", "to-device"])
-def test_enable_low_drops_local_accesses(to_device):
+@pytest.mark.parametrize("to_device,R", [(0, 1), (1, 1), (1, 3)],
+                         ids=["to-local", "to-device", "to-device-r3"])
+def test_enable_low_drops_local_accesses(to_device, R):
     """While ``mem.enable`` is 0 the DMA holds ``mem.re``/``mem.we`` low and raises ``dropped``
     in each cycle a local access was due; the copy goes on with the cycles of an undisturbed
     one. Enable is low for the first half of the accesses of a 40-word copy (W = 2 D), then
     for all of them: exactly the words accessed while enable was 1 move."""
     W, D, L, words = 128, 64, 3, 40
-    params = params_for(W, D)
+    params = params_for(W, D, mem_read_latency=R)
     rng = random.Random(5 + to_device)
     Db = D // 8
     image = bytes(rng.getrandbits(8) for _ in range(words * Db))
@@ -374,5 +386,6 @@ def test_enable_low_drops_local_accesses(to_device):
         first = words // 2 if gate == "half" else words      # first word accessed
         assert log["dropped"] == list(range(first)), gate
         assert log["access"] == list(range(first, words)), gate
-        # dropping does not change the copy's timing (docstring: N + L + 6 cycles)
-        assert cycles == words + L + 6, (gate, cycles)
+        # dropping does not change the copy's timing (docstring: N + L + 6 cycles in, N + L
+        # + 5 + R out)
+        assert cycles == words + L + (5 + R if to_device else 6), (gate, cycles)

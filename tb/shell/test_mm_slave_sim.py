@@ -72,6 +72,8 @@ def beat_addresses(addr, length, size, burst):
     (dict(data_width=32, addr_width=12, depth=0), ValueError, r"depth .* not 0"),
     (dict(data_width=32, addr_width=12, depth=2.0), ValueError, r"depth .* not 2.0"),
     (dict(data_width=32, addr_width=12, prefix=3), TypeError, r"prefix must be a string, not 3"),
+    (dict(data_width=32, addr_width=12, mem_read_latency=0), ValueError,
+     r"mem_read_latency must be an integer from 1 to 8, not 0"),
     (dict(data_width=32, addr_width=12, prefix="a__b"), ValueError,
      r"prefix must be letters and digits joined by single underscores, not 'a__b'"),
 ])
@@ -151,9 +153,12 @@ def full_strb(params):
     return (1 << (params["data_width"] // 8)) - 1
 
 
-def test_sim_exact_latency_and_rate():
+@pytest.mark.parametrize("mem_latency", [1, 3])
+def test_sim_exact_latency_and_rate(mem_latency):
     """16-beat write then read, nothing stalls: beats every cycle, B and R latencies exact."""
-    params = dict(data_width=32, addr_width=12, id_width=2)
+    params = dict(data_width=32, addr_width=12, id_width=2, mem_read_latency=mem_latency)
+    read_latency = AxiMemorySlave(**params).read_latency
+    assert read_latency == mem_latency + 2
     words = [random.Random(1).getrandbits(32) for _ in range(16)]
 
     async def tb(ctx, dut):
@@ -172,17 +177,16 @@ def test_sim_exact_latency_and_rate():
     assert (bid, bresp) == (1, AxiResp.OKAY)
     ar = r["ar"][0]
     cycles = [c for c, *_ in r["r"]]
-    assert cycles == list(range(ar + AxiMemorySlave.read_latency,
-                                ar + AxiMemorySlave.read_latency + 16))
+    assert cycles == list(range(ar + read_latency, ar + read_latency + 16))
     assert [d for _, _, d, _, _ in r["r"]] == words
     assert [(i, rs, lst) for _, i, _, rs, lst in r["r"]] == [(2, 0, k == 15) for k in range(16)]
     assert [addr for _, addr in r["re"]] == list(range(0x10, 0x20))
 
 
-@pytest.mark.parametrize("stall", [0.0, 0.7])
-def test_sim_single_beat_transactions(stall):
+@pytest.mark.parametrize("stall,mem_latency", [(0.0, 1), (0.7, 1), (0.0, 3), (0.7, 3)])
+def test_sim_single_beat_transactions(stall, mem_latency):
     """Single-beat writes every 3 cycles and reads every 2; no B lost when bready stalls."""
-    params = dict(data_width=32, addr_width=12, id_width=3)
+    params = dict(data_width=32, addr_width=12, id_width=3, mem_read_latency=mem_latency)
 
     async def tb(ctx, dut):
         m = SimMaster(dut, stall=stall, seed=3)
@@ -317,10 +321,13 @@ def test_sim_burst_addresses_random(data):
     assert [lst for *_, lst in r["r"]] == [0] * length + [1]
 
 
-@pytest.mark.parametrize("idle,stall", [(0.0, 0.0), (0.3, 0.0), (0.0, 0.5), (0.4, 0.4)])
-def test_sim_random_traffic(idle, stall):
+@pytest.mark.parametrize("idle,stall,mem_latency", [
+    (0.0, 0.0, 1), (0.3, 0.0, 1), (0.0, 0.5, 1), (0.4, 0.4, 1), (0.0, 0.0, 3), (0.0, 0.5, 3),
+    (0.4, 0.4, 3)])
+def test_sim_random_traffic(idle, stall, mem_latency):
     """Reads and writes pending together, random gaps and stalls: data, IDs, round robin."""
-    params = dict(data_width=32, addr_width=12, id_width=4, depth=256)
+    params = dict(data_width=32, addr_width=12, id_width=4, depth=256,
+                  mem_read_latency=mem_latency)
     rng = random.Random(int(1000 * idle + 10 * stall))
     writes, reads = [], []
     model = [0] * 256

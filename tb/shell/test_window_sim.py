@@ -133,6 +133,9 @@ def test_register_map_and_kernel_args():
     assert args["scalars"] == scalars == ["OP", "BATCH_SIZE", "UPDATE_SIZE", "SEED"]
     assert cfg.accel == SumTreeConfig(**SMALL) and k.latency == cfg.latency
     assert shell_spec.copy_cycles(80, 8, latency=2) == 10 + 2 + 7
+    assert shell_spec.copy_cycles(80, 8, latency=2, to_device=True) == \
+        10 + 2 + 6 + shell_spec.HOST_READ_LATENCY
+    assert k.accelerator.host.signature.read_latency == shell_spec.HOST_READ_LATENCY
     ports = set(k.signature.members)
     assert "s_axi_mem_awaddr" not in ports and "m_axi_gmem_araddr" in ports
     assert {"ap_clk", "ap_rst_n", "interrupt", "s_axi_control_awaddr"} <= ports
@@ -249,7 +252,8 @@ def test_replay_kernel_in_amaranth_simulator():
         assert st == 2 and cyc == shell_spec.copy_cycles(window, 8, latency=L), cyc
         ram.load(BUF, bytes(window))
         st, cyc = await bus.copy(ctx, 0, window, 1)
-        assert st == 2 and cyc == shell_spec.copy_cycles(window, 8, latency=L), cyc
+        assert st == 2 and cyc == shell_spec.copy_cycles(window, 8, latency=L,
+                                                         to_device=True), cyc
         assert ram.dump(BUF, window) == image
         # 2. A run between copies: INSERT of 6 priorities, outputs copied out.
         pr = rng.integers(1, 1 << 10, 6)
@@ -343,7 +347,8 @@ def test_learner_kernel_in_amaranth_simulator():
         ram.load(BUF, bytes(dut.window_bytes))
         for name, img in imgs.items():
             st, cyc = await bus.copy(ctx, l_base(cfg, name), len(img), 1)
-            assert st == 2 and cyc == shell_spec.copy_cycles(len(img), 4, latency=L)
+            assert st == 2 and cyc == shell_spec.copy_cycles(len(img), 4, latency=L,
+                                                             to_device=True)
             assert ram.dump(BUF + l_base(cfg, name), len(img)) == img, name
         await bus.wr(ctx, "BATCH_SIZE", 4)
         await bus.wr(ctx, "CTRL", 1)
