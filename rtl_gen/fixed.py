@@ -107,6 +107,31 @@ def saturate_fast(m, value, fmt: FixedFormat, *, name: str):
     return result, overflow
 
 
+def saturate_staged(m, value, fmt: FixedFormat, *, name: str):
+    """:func:`saturate_fast` over one register stage: the range checks (bit tests of the high
+    bits) and the low bits of ``value`` are registered, and the result is one multiplexer
+    after them. Returns ``(result, overflow)``, both one cycle behind ``value``. ``value`` and
+    ``fmt`` must have the same signedness and ``value`` must be wider than ``fmt``."""
+    value = Value.cast(value)
+    vshape = value.shape()
+    w = fmt.width
+    if vshape.signed != fmt.signed or vshape.width <= w:
+        raise ValueError(f"value must be wider than fmt and of its signedness, not "
+                         f"{vshape!r} for {fmt!r}")
+    hi, lo = Signal(name=f"{name}_hi"), Signal(name=f"{name}_lo")
+    low = Signal(fixed_shape(fmt), name=f"{name}_low")
+    if fmt.signed:
+        sign = value[-1]
+        high = value[w - 1:-1]           # must all equal the sign
+        m.d.sync += [hi.eq(~sign & high.any()), lo.eq(sign & ~high.all())]
+    else:
+        m.d.sync += [hi.eq(value[w:].any()), lo.eq(0)]
+    m.d.sync += low.eq(value[:w])
+    result = Mux(hi, Const(fmt.max_raw, fixed_shape(fmt)),
+                 Mux(lo, Const(fmt.min_raw, fixed_shape(fmt)), low))
+    return result, hi | lo
+
+
 # -- packing ------------------------------------------------------------------------------------
 def _fields(layout: data.StructLayout):
     for name, field in layout:

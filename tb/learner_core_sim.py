@@ -67,6 +67,7 @@ class CoreHost:
         if dqn:
             ctx.set(dut.args.sync_target, case.sync_target)
             ctx.set(dut.args.sync_period, period)
+        await ctx.tick()                    # the arguments stable the cycle before start
         ctx.set(dut.ctrl.start, 1)
         await ctx.tick()
         ctx.set(dut.ctrl.start, 0)

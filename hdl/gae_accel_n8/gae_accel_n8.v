@@ -449,63 +449,122 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [32:0] \$1 ;
   wire \$10 ;
   wire [32:0] \$100 ;
+  reg [26:0] \$1000 ;
+  reg [26:0] \$1001 ;
+  reg [44:0] \$1002 ;
+  reg [45:0] \$1003 ;
+  reg [7:0] \$1004 ;
+  reg [45:0] \$1005 ;
+  reg \$1006 ;
+  reg \$1007 ;
+  reg [26:0] \$1008 ;
+  reg [26:0] \$1009 ;
   wire [33:0] \$101 ;
-  wire [25:0] \$102 ;
-  wire [40:0] \$103 ;
-  wire [40:0] \$104 ;
-  wire [25:0] \$105 ;
-  wire [40:0] \$106 ;
-  wire [40:0] \$107 ;
+  reg [44:0] \$1010 ;
+  reg [45:0] \$1011 ;
+  reg [7:0] \$1012 ;
+  reg [45:0] \$1013 ;
+  reg \$1014 ;
+  reg \$1015 ;
+  reg [26:0] \$1016 ;
+  reg [26:0] \$1017 ;
+  reg [44:0] \$1018 ;
+  reg [45:0] \$1019 ;
+  wire \$102 ;
+  reg [7:0] \$1020 ;
+  reg [45:0] \$1021 ;
+  reg \$1022 ;
+  reg \$1023 ;
+  reg [26:0] \$1024 ;
+  reg [26:0] \$1025 ;
+  reg [44:0] \$1026 ;
+  reg [45:0] \$1027 ;
+  reg [7:0] \$1028 ;
+  reg [45:0] \$1029 ;
+  wire \$103 ;
+  reg \$1030 ;
+  reg \$1031 ;
+  reg [26:0] \$1032 ;
+  reg [26:0] \$1033 ;
+  reg [44:0] \$1034 ;
+  reg [45:0] \$1035 ;
+  reg [7:0] \$1036 ;
+  reg [45:0] \$1037 ;
+  reg \$1038 ;
+  reg \$1039 ;
+  wire \$104 ;
+  reg [26:0] \$1040 ;
+  reg [26:0] \$1041 ;
+  reg [44:0] \$1042 ;
+  reg [45:0] \$1043 ;
+  reg [7:0] \$1044 ;
+  reg [45:0] \$1045 ;
+  reg \$1046 ;
+  reg \$1047 ;
+  reg [26:0] \$1048 ;
+  reg [26:0] \$1049 ;
+  wire \$105 ;
+  reg [44:0] \$1050 ;
+  reg [45:0] \$1051 ;
+  reg [7:0] \$1052 ;
+  reg \$1053 ;
+  reg [7:0] \$1054 ;
+  reg \$1055 ;
+  reg \$1056 ;
+  reg \$1057 ;
+  reg \$1058 ;
+  wire \$106 ;
+  wire \$107 ;
   wire \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
-  wire [25:0] \$113 ;
-  wire [40:0] \$114 ;
-  wire [40:0] \$115 ;
-  wire [25:0] \$116 ;
-  wire [40:0] \$117 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire [25:0] \$117 ;
   wire [40:0] \$118 ;
-  wire \$119 ;
+  wire [40:0] \$119 ;
   wire [32:0] \$12 ;
-  wire \$120 ;
-  wire \$121 ;
-  wire \$122 ;
+  wire [25:0] \$120 ;
+  wire [40:0] \$121 ;
+  wire [40:0] \$122 ;
   wire \$123 ;
-  wire [25:0] \$124 ;
-  wire [40:0] \$125 ;
-  wire [40:0] \$126 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
   wire [25:0] \$127 ;
   wire [40:0] \$128 ;
   wire [40:0] \$129 ;
   wire [32:0] \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
+  wire [25:0] \$130 ;
+  wire [40:0] \$131 ;
+  wire [40:0] \$132 ;
   wire \$133 ;
   wire \$134 ;
-  wire [25:0] \$135 ;
-  wire [40:0] \$136 ;
-  wire [40:0] \$137 ;
-  wire [25:0] \$138 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire [25:0] \$137 ;
+  wire [40:0] \$138 ;
   wire [40:0] \$139 ;
   wire [32:0] \$14 ;
-  wire [40:0] \$140 ;
-  wire \$141 ;
-  wire \$142 ;
+  wire [25:0] \$140 ;
+  wire [40:0] \$141 ;
+  wire [40:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  wire [25:0] \$146 ;
-  wire [40:0] \$147 ;
+  wire \$146 ;
+  wire [25:0] \$147 ;
   wire [40:0] \$148 ;
-  wire [25:0] \$149 ;
+  wire [40:0] \$149 ;
   wire [32:0] \$15 ;
-  wire [40:0] \$150 ;
+  wire [25:0] \$150 ;
   wire [40:0] \$151 ;
-  wire \$152 ;
+  wire [40:0] \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
@@ -521,35 +580,35 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$164 ;
   wire \$165 ;
   wire \$166 ;
-  wire \$167 ;
-  wire [25:0] \$168 ;
+  wire [25:0] \$167 ;
+  wire [40:0] \$168 ;
   wire [40:0] \$169 ;
   wire [13:0] \$17 ;
-  wire [40:0] \$170 ;
-  wire [25:0] \$171 ;
+  wire [25:0] \$170 ;
+  wire [40:0] \$171 ;
   wire [40:0] \$172 ;
-  wire [40:0] \$173 ;
+  wire \$173 ;
   wire \$174 ;
   wire \$175 ;
   wire \$176 ;
-  wire \$177 ;
-  wire \$178 ;
-  wire [25:0] \$179 ;
+  wire [25:0] \$177 ;
+  wire [40:0] \$178 ;
+  wire [40:0] \$179 ;
   wire [14:0] \$18 ;
-  wire [40:0] \$180 ;
+  wire [25:0] \$180 ;
   wire [40:0] \$181 ;
-  wire [25:0] \$182 ;
-  wire [40:0] \$183 ;
-  wire [40:0] \$184 ;
+  wire [40:0] \$182 ;
+  wire \$183 ;
+  wire \$184 ;
   wire \$185 ;
   wire \$186 ;
-  wire \$187 ;
-  wire \$188 ;
-  wire \$189 ;
+  wire [25:0] \$187 ;
+  wire [40:0] \$188 ;
+  wire [40:0] \$189 ;
   wire [14:0] \$19 ;
-  wire \$190 ;
-  wire \$191 ;
-  wire \$192 ;
+  wire [25:0] \$190 ;
+  wire [40:0] \$191 ;
+  wire [40:0] \$192 ;
   wire \$193 ;
   wire \$194 ;
   wire \$195 ;
@@ -570,27 +629,27 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$208 ;
   wire \$209 ;
   wire [34:0] \$21 ;
-  wire [46:0] \$210 ;
-  wire [47:0] \$211 ;
-  wire [46:0] \$212 ;
-  wire [47:0] \$213 ;
-  wire [46:0] \$214 ;
-  wire [46:0] \$215 ;
-  wire [44:0] \$216 ;
-  wire [45:0] \$217 ;
+  wire \$210 ;
+  wire \$211 ;
+  wire \$212 ;
+  wire \$213 ;
+  wire \$214 ;
+  wire \$215 ;
+  wire \$216 ;
+  wire \$217 ;
   wire \$218 ;
   wire \$219 ;
   wire \$22 ;
-  wire [8:0] \$220 ;
-  wire [8:0] \$221 ;
-  wire [46:0] \$222 ;
-  wire [46:0] \$223 ;
-  wire [44:0] \$224 ;
-  wire [45:0] \$225 ;
-  wire \$226 ;
-  wire \$227 ;
-  wire [8:0] \$228 ;
-  wire [8:0] \$229 ;
+  wire \$220 ;
+  wire \$221 ;
+  wire \$222 ;
+  wire \$223 ;
+  wire [46:0] \$224 ;
+  wire [47:0] \$225 ;
+  wire [46:0] \$226 ;
+  wire [47:0] \$227 ;
+  wire \$228 ;
+  wire \$229 ;
   wire [16:0] \$23 ;
   wire \$230 ;
   wire \$231 ;
@@ -601,128 +660,128 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$236 ;
   wire \$237 ;
   wire \$238 ;
-  wire [46:0] \$239 ;
+  wire \$239 ;
   wire \$24 ;
-  wire [46:0] \$240 ;
-  wire [44:0] \$241 ;
-  wire [45:0] \$242 ;
-  wire \$243 ;
-  wire \$244 ;
-  wire [8:0] \$245 ;
-  wire [8:0] \$246 ;
-  wire [46:0] \$247 ;
-  wire [46:0] \$248 ;
-  wire [44:0] \$249 ;
+  wire \$240 ;
+  wire \$241 ;
+  wire \$242 ;
+  wire [46:0] \$243 ;
+  wire [46:0] \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [45:0] \$250 ;
-  wire \$251 ;
-  wire \$252 ;
-  wire [8:0] \$253 ;
-  wire [8:0] \$254 ;
+  wire \$250 ;
+  wire [26:0] \$251 ;
+  wire [26:0] \$252 ;
+  wire [44:0] \$253 ;
+  wire [45:0] \$254 ;
   wire \$255 ;
   wire \$256 ;
-  wire \$257 ;
-  wire \$258 ;
-  wire \$259 ;
+  wire [8:0] \$257 ;
+  wire [8:0] \$258 ;
+  wire [46:0] \$259 ;
   wire [15:0] \$26 ;
-  wire \$260 ;
+  wire [46:0] \$260 ;
   wire \$261 ;
   wire \$262 ;
   wire \$263 ;
-  wire [46:0] \$264 ;
-  wire [46:0] \$265 ;
-  wire [44:0] \$266 ;
-  wire [45:0] \$267 ;
-  wire \$268 ;
-  wire \$269 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire [26:0] \$267 ;
+  wire [26:0] \$268 ;
+  wire [44:0] \$269 ;
   wire \$27 ;
-  wire [8:0] \$270 ;
-  wire [8:0] \$271 ;
-  wire [46:0] \$272 ;
-  wire [46:0] \$273 ;
-  wire [44:0] \$274 ;
-  wire [45:0] \$275 ;
+  wire [45:0] \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire [8:0] \$273 ;
+  wire [8:0] \$274 ;
+  wire \$275 ;
   wire \$276 ;
   wire \$277 ;
-  wire [8:0] \$278 ;
-  wire [8:0] \$279 ;
+  wire \$278 ;
+  wire \$279 ;
   wire [16:0] \$28 ;
   wire \$280 ;
   wire \$281 ;
   wire \$282 ;
-  wire \$283 ;
-  wire \$284 ;
+  wire [46:0] \$283 ;
+  wire [46:0] \$284 ;
   wire \$285 ;
   wire \$286 ;
   wire \$287 ;
   wire \$288 ;
-  wire [46:0] \$289 ;
+  wire \$289 ;
   wire [14:0] \$29 ;
-  wire [46:0] \$290 ;
-  wire [44:0] \$291 ;
-  wire [45:0] \$292 ;
-  wire \$293 ;
-  wire \$294 ;
-  wire [8:0] \$295 ;
-  wire [8:0] \$296 ;
-  wire [46:0] \$297 ;
-  wire [46:0] \$298 ;
-  wire [44:0] \$299 ;
+  wire \$290 ;
+  wire [26:0] \$291 ;
+  wire [26:0] \$292 ;
+  wire [44:0] \$293 ;
+  wire [45:0] \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire [8:0] \$297 ;
+  wire [8:0] \$298 ;
+  wire [46:0] \$299 ;
   wire [1:0] \$3 ;
   wire [16:0] \$30 ;
-  wire [45:0] \$300 ;
+  wire [46:0] \$300 ;
   wire \$301 ;
   wire \$302 ;
-  wire [8:0] \$303 ;
-  wire [8:0] \$304 ;
+  wire \$303 ;
+  wire \$304 ;
   wire \$305 ;
   wire \$306 ;
-  wire \$307 ;
-  wire \$308 ;
-  wire \$309 ;
+  wire [26:0] \$307 ;
+  wire [26:0] \$308 ;
+  wire [44:0] \$309 ;
   wire [15:0] \$31 ;
-  wire \$310 ;
+  wire [45:0] \$310 ;
   wire \$311 ;
   wire \$312 ;
-  wire \$313 ;
-  wire [46:0] \$314 ;
-  wire [46:0] \$315 ;
-  wire [44:0] \$316 ;
-  wire [45:0] \$317 ;
+  wire [8:0] \$313 ;
+  wire [8:0] \$314 ;
+  wire \$315 ;
+  wire \$316 ;
+  wire \$317 ;
   wire \$318 ;
   wire \$319 ;
   wire \$32 ;
-  wire [8:0] \$320 ;
-  wire [8:0] \$321 ;
-  wire [46:0] \$322 ;
+  wire \$320 ;
+  wire \$321 ;
+  wire \$322 ;
   wire [46:0] \$323 ;
-  wire [44:0] \$324 ;
-  wire [45:0] \$325 ;
+  wire [46:0] \$324 ;
+  wire \$325 ;
   wire \$326 ;
   wire \$327 ;
-  wire [8:0] \$328 ;
-  wire [8:0] \$329 ;
+  wire \$328 ;
+  wire \$329 ;
   wire [16:0] \$33 ;
   wire \$330 ;
-  wire \$331 ;
-  wire \$332 ;
-  wire \$333 ;
-  wire \$334 ;
+  wire [26:0] \$331 ;
+  wire [26:0] \$332 ;
+  wire [44:0] \$333 ;
+  wire [45:0] \$334 ;
   wire \$335 ;
   wire \$336 ;
-  wire \$337 ;
-  wire \$338 ;
+  wire [8:0] \$337 ;
+  wire [8:0] \$338 ;
   wire [46:0] \$339 ;
   wire [1:0] \$34 ;
   wire [46:0] \$340 ;
-  wire [44:0] \$341 ;
-  wire [45:0] \$342 ;
+  wire \$341 ;
+  wire \$342 ;
   wire \$343 ;
   wire \$344 ;
-  wire [8:0] \$345 ;
-  wire [8:0] \$346 ;
-  wire [46:0] \$347 ;
-  wire [46:0] \$348 ;
+  wire \$345 ;
+  wire \$346 ;
+  wire [26:0] \$347 ;
+  wire [26:0] \$348 ;
   wire [44:0] \$349 ;
   wire [5:0] \$35 ;
   wire [45:0] \$350 ;
@@ -739,53 +798,53 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$360 ;
   wire \$361 ;
   wire \$362 ;
-  wire \$363 ;
+  wire [46:0] \$363 ;
   wire [46:0] \$364 ;
-  wire [46:0] \$365 ;
-  wire [44:0] \$366 ;
-  wire [45:0] \$367 ;
+  wire \$365 ;
+  wire \$366 ;
+  wire \$367 ;
   wire \$368 ;
   wire \$369 ;
   wire \$37 ;
-  wire [8:0] \$370 ;
-  wire [8:0] \$371 ;
-  wire [46:0] \$372 ;
-  wire [46:0] \$373 ;
-  wire [44:0] \$374 ;
-  wire [45:0] \$375 ;
+  wire \$370 ;
+  wire [26:0] \$371 ;
+  wire [26:0] \$372 ;
+  wire [44:0] \$373 ;
+  wire [45:0] \$374 ;
+  wire \$375 ;
   wire \$376 ;
-  wire \$377 ;
+  wire [8:0] \$377 ;
   wire [8:0] \$378 ;
-  wire [8:0] \$379 ;
+  wire [46:0] \$379 ;
   wire \$38 ;
-  wire \$380 ;
+  wire [46:0] \$380 ;
   wire \$381 ;
   wire \$382 ;
   wire \$383 ;
   wire \$384 ;
   wire \$385 ;
   wire \$386 ;
-  wire \$387 ;
-  wire \$388 ;
-  wire [46:0] \$389 ;
+  wire [26:0] \$387 ;
+  wire [26:0] \$388 ;
+  wire [44:0] \$389 ;
   wire \$39 ;
-  wire [46:0] \$390 ;
-  wire [44:0] \$391 ;
-  wire [45:0] \$392 ;
-  wire \$393 ;
-  wire \$394 ;
-  wire [8:0] \$395 ;
-  wire [8:0] \$396 ;
-  wire [46:0] \$397 ;
-  wire [46:0] \$398 ;
-  wire [44:0] \$399 ;
+  wire [45:0] \$390 ;
+  wire \$391 ;
+  wire \$392 ;
+  wire [8:0] \$393 ;
+  wire [8:0] \$394 ;
+  wire \$395 ;
+  wire \$396 ;
+  wire \$397 ;
+  wire \$398 ;
+  wire \$399 ;
   wire \$4 ;
   wire \$40 ;
-  wire [45:0] \$400 ;
+  wire \$400 ;
   wire \$401 ;
   wire \$402 ;
-  wire [8:0] \$403 ;
-  wire [8:0] \$404 ;
+  wire [46:0] \$403 ;
+  wire [46:0] \$404 ;
   wire \$405 ;
   wire \$406 ;
   wire \$407 ;
@@ -793,43 +852,43 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$409 ;
   wire \$41 ;
   wire \$410 ;
-  wire \$411 ;
-  wire \$412 ;
-  wire \$413 ;
-  wire \$414 ;
+  wire [26:0] \$411 ;
+  wire [26:0] \$412 ;
+  wire [44:0] \$413 ;
+  wire [45:0] \$414 ;
   wire \$415 ;
   wire \$416 ;
-  wire \$417 ;
-  wire \$418 ;
-  wire \$419 ;
+  wire [8:0] \$417 ;
+  wire [8:0] \$418 ;
+  wire [46:0] \$419 ;
   wire \$42 ;
-  wire \$420 ;
+  wire [46:0] \$420 ;
   wire \$421 ;
   wire \$422 ;
   wire \$423 ;
   wire \$424 ;
   wire \$425 ;
   wire \$426 ;
-  wire \$427 ;
-  wire \$428 ;
-  wire \$429 ;
+  wire [26:0] \$427 ;
+  wire [26:0] \$428 ;
+  wire [44:0] \$429 ;
   wire \$43 ;
-  wire \$430 ;
+  wire [45:0] \$430 ;
   wire \$431 ;
   wire \$432 ;
-  wire \$433 ;
-  wire \$434 ;
+  wire [8:0] \$433 ;
+  wire [8:0] \$434 ;
   wire \$435 ;
   wire \$436 ;
   wire \$437 ;
   wire \$438 ;
   wire \$439 ;
   wire \$44 ;
-  wire [16:0] \$440 ;
-  wire [17:0] \$441 ;
-  wire [14:0] \$442 ;
-  wire \$443 ;
-  wire \$444 ;
+  wire \$440 ;
+  wire \$441 ;
+  wire \$442 ;
+  wire [46:0] \$443 ;
+  wire [46:0] \$444 ;
   wire \$445 ;
   wire \$446 ;
   wire \$447 ;
@@ -837,585 +896,633 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$449 ;
   wire \$45 ;
   wire \$450 ;
-  wire \$451 ;
-  wire \$452 ;
-  wire \$453 ;
-  wire \$454 ;
-  wire [35:0] \$455 ;
-  wire [32:0] \$456 ;
-  wire [32:0] \$457 ;
-  wire \$458 ;
-  wire \$459 ;
+  wire [26:0] \$451 ;
+  wire [26:0] \$452 ;
+  wire [44:0] \$453 ;
+  wire [45:0] \$454 ;
+  wire \$455 ;
+  wire \$456 ;
+  wire [8:0] \$457 ;
+  wire [8:0] \$458 ;
+  wire [46:0] \$459 ;
   wire \$46 ;
-  wire \$460 ;
+  wire [46:0] \$460 ;
   wire \$461 ;
-  wire [35:0] \$462 ;
-  wire [32:0] \$463 ;
-  wire [32:0] \$464 ;
+  wire \$462 ;
+  wire \$463 ;
+  wire \$464 ;
   wire \$465 ;
   wire \$466 ;
-  wire \$467 ;
-  wire \$468 ;
-  wire [35:0] \$469 ;
+  wire [26:0] \$467 ;
+  wire [26:0] \$468 ;
+  wire [44:0] \$469 ;
   wire \$47 ;
-  wire [32:0] \$470 ;
-  wire [32:0] \$471 ;
+  wire [45:0] \$470 ;
+  wire \$471 ;
   wire \$472 ;
-  wire \$473 ;
-  wire \$474 ;
+  wire [8:0] \$473 ;
+  wire [8:0] \$474 ;
   wire \$475 ;
-  wire [35:0] \$476 ;
-  wire [32:0] \$477 ;
-  wire [32:0] \$478 ;
+  wire \$476 ;
+  wire \$477 ;
+  wire \$478 ;
   wire \$479 ;
   wire \$48 ;
   wire \$480 ;
   wire \$481 ;
   wire \$482 ;
-  wire [35:0] \$483 ;
-  wire [32:0] \$484 ;
-  wire [32:0] \$485 ;
+  wire [46:0] \$483 ;
+  wire [46:0] \$484 ;
+  wire \$485 ;
   wire \$486 ;
   wire \$487 ;
   wire \$488 ;
   wire \$489 ;
   wire \$49 ;
-  wire [35:0] \$490 ;
-  wire [32:0] \$491 ;
-  wire [32:0] \$492 ;
-  wire \$493 ;
-  wire \$494 ;
+  wire \$490 ;
+  wire [26:0] \$491 ;
+  wire [26:0] \$492 ;
+  wire [44:0] \$493 ;
+  wire [45:0] \$494 ;
   wire \$495 ;
   wire \$496 ;
-  wire [35:0] \$497 ;
-  wire [32:0] \$498 ;
-  wire [32:0] \$499 ;
+  wire [8:0] \$497 ;
+  wire [8:0] \$498 ;
+  wire [46:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$500 ;
+  wire [46:0] \$500 ;
   wire \$501 ;
   wire \$502 ;
   wire \$503 ;
-  wire [35:0] \$504 ;
-  wire [32:0] \$505 ;
-  wire [32:0] \$506 ;
-  wire \$507 ;
-  wire \$508 ;
-  wire \$509 ;
+  wire \$504 ;
+  wire \$505 ;
+  wire \$506 ;
+  wire [26:0] \$507 ;
+  wire [26:0] \$508 ;
+  wire [44:0] \$509 ;
   wire \$51 ;
-  wire \$510 ;
-  wire [35:0] \$511 ;
-  wire [32:0] \$512 ;
-  wire [32:0] \$513 ;
-  wire \$514 ;
+  wire [45:0] \$510 ;
+  wire \$511 ;
+  wire \$512 ;
+  wire [8:0] \$513 ;
+  wire [8:0] \$514 ;
   wire \$515 ;
   wire \$516 ;
   wire \$517 ;
-  wire [35:0] \$518 ;
-  wire [32:0] \$519 ;
+  wire \$518 ;
+  wire \$519 ;
   wire \$52 ;
-  wire [32:0] \$520 ;
+  wire \$520 ;
   wire \$521 ;
   wire \$522 ;
-  wire \$523 ;
-  wire \$524 ;
-  wire [35:0] \$525 ;
-  wire [32:0] \$526 ;
-  wire [32:0] \$527 ;
+  wire [46:0] \$523 ;
+  wire [46:0] \$524 ;
+  wire \$525 ;
+  wire \$526 ;
+  wire \$527 ;
   wire \$528 ;
   wire \$529 ;
   wire \$53 ;
   wire \$530 ;
-  wire \$531 ;
-  wire [35:0] \$532 ;
-  wire [32:0] \$533 ;
-  wire [32:0] \$534 ;
+  wire [26:0] \$531 ;
+  wire [26:0] \$532 ;
+  wire [44:0] \$533 ;
+  wire [45:0] \$534 ;
   wire \$535 ;
   wire \$536 ;
-  wire \$537 ;
-  wire \$538 ;
-  wire [35:0] \$539 ;
+  wire [8:0] \$537 ;
+  wire [8:0] \$538 ;
+  wire [46:0] \$539 ;
   wire \$54 ;
-  wire [32:0] \$540 ;
-  wire [32:0] \$541 ;
+  wire [46:0] \$540 ;
+  wire \$541 ;
   wire \$542 ;
   wire \$543 ;
   wire \$544 ;
   wire \$545 ;
-  wire [35:0] \$546 ;
-  wire [32:0] \$547 ;
-  wire [32:0] \$548 ;
-  wire \$549 ;
+  wire \$546 ;
+  wire [26:0] \$547 ;
+  wire [26:0] \$548 ;
+  wire [44:0] \$549 ;
   wire \$55 ;
-  wire \$550 ;
+  wire [45:0] \$550 ;
   wire \$551 ;
   wire \$552 ;
-  wire [35:0] \$553 ;
-  wire [32:0] \$554 ;
-  wire [32:0] \$555 ;
+  wire [8:0] \$553 ;
+  wire [8:0] \$554 ;
+  wire \$555 ;
   wire \$556 ;
   wire \$557 ;
   wire \$558 ;
   wire \$559 ;
   wire \$56 ;
-  wire [35:0] \$560 ;
-  wire [32:0] \$561 ;
-  wire [32:0] \$562 ;
+  wire \$560 ;
+  wire \$561 ;
+  wire \$562 ;
   wire \$563 ;
   wire \$564 ;
   wire \$565 ;
   wire \$566 ;
   wire \$567 ;
-  wire [27:0] \$568 ;
-  wire [27:0] \$569 ;
+  wire \$568 ;
+  wire \$569 ;
   wire \$57 ;
   wire \$570 ;
   wire \$571 ;
   wire \$572 ;
   wire \$573 ;
-  wire [27:0] \$574 ;
-  wire [27:0] \$575 ;
+  wire \$574 ;
+  wire \$575 ;
   wire \$576 ;
   wire \$577 ;
   wire \$578 ;
   wire \$579 ;
   wire \$58 ;
-  wire [27:0] \$580 ;
-  wire [27:0] \$581 ;
+  wire \$580 ;
+  wire \$581 ;
   wire \$582 ;
   wire \$583 ;
   wire \$584 ;
   wire \$585 ;
-  wire [27:0] \$586 ;
-  wire [27:0] \$587 ;
+  wire \$586 ;
+  wire \$587 ;
   wire \$588 ;
-  wire \$589 ;
+  wire [16:0] \$589 ;
   wire \$59 ;
-  wire \$590 ;
-  wire \$591 ;
-  wire [27:0] \$592 ;
-  wire [27:0] \$593 ;
+  wire [17:0] \$590 ;
+  wire [14:0] \$591 ;
+  wire \$592 ;
+  wire \$593 ;
   wire \$594 ;
   wire \$595 ;
   wire \$596 ;
   wire \$597 ;
-  wire [27:0] \$598 ;
-  wire [27:0] \$599 ;
+  wire \$598 ;
+  wire \$599 ;
   wire \$6 ;
   wire \$60 ;
   wire \$600 ;
   wire \$601 ;
   wire \$602 ;
   wire \$603 ;
-  wire [27:0] \$604 ;
-  wire [27:0] \$605 ;
-  wire \$606 ;
+  wire [35:0] \$604 ;
+  wire [32:0] \$605 ;
+  wire [32:0] \$606 ;
   wire \$607 ;
   wire \$608 ;
   wire \$609 ;
   wire \$61 ;
-  wire [27:0] \$610 ;
-  wire [27:0] \$611 ;
-  wire \$612 ;
-  wire \$613 ;
+  wire \$610 ;
+  wire [35:0] \$611 ;
+  wire [32:0] \$612 ;
+  wire [32:0] \$613 ;
   wire \$614 ;
   wire \$615 ;
-  wire [27:0] \$616 ;
-  wire [27:0] \$617 ;
-  wire \$618 ;
-  wire \$619 ;
+  wire \$616 ;
+  wire \$617 ;
+  wire [35:0] \$618 ;
+  wire [32:0] \$619 ;
   wire \$62 ;
-  wire \$620 ;
+  wire [32:0] \$620 ;
   wire \$621 ;
-  wire [27:0] \$622 ;
-  wire [27:0] \$623 ;
+  wire \$622 ;
+  wire \$623 ;
   wire \$624 ;
-  wire \$625 ;
-  wire \$626 ;
-  wire \$627 ;
-  wire [27:0] \$628 ;
-  wire [27:0] \$629 ;
+  wire [35:0] \$625 ;
+  wire [32:0] \$626 ;
+  wire [32:0] \$627 ;
+  wire \$628 ;
+  wire \$629 ;
   wire \$63 ;
   wire \$630 ;
   wire \$631 ;
-  wire \$632 ;
-  wire \$633 ;
-  wire [27:0] \$634 ;
-  wire [27:0] \$635 ;
+  wire [35:0] \$632 ;
+  wire [32:0] \$633 ;
+  wire [32:0] \$634 ;
+  wire \$635 ;
   wire \$636 ;
   wire \$637 ;
   wire \$638 ;
-  wire \$639 ;
+  wire [35:0] \$639 ;
   wire \$64 ;
-  wire [27:0] \$640 ;
-  wire [27:0] \$641 ;
+  wire [32:0] \$640 ;
+  wire [32:0] \$641 ;
   wire \$642 ;
   wire \$643 ;
   wire \$644 ;
   wire \$645 ;
-  wire [27:0] \$646 ;
-  wire [27:0] \$647 ;
-  wire \$648 ;
+  wire [35:0] \$646 ;
+  wire [32:0] \$647 ;
+  wire [32:0] \$648 ;
   wire \$649 ;
   wire \$65 ;
   wire \$650 ;
   wire \$651 ;
-  wire [27:0] \$652 ;
-  wire [27:0] \$653 ;
-  wire \$654 ;
-  wire \$655 ;
+  wire \$652 ;
+  wire [35:0] \$653 ;
+  wire [32:0] \$654 ;
+  wire [32:0] \$655 ;
   wire \$656 ;
   wire \$657 ;
-  wire [27:0] \$658 ;
-  wire [27:0] \$659 ;
+  wire \$658 ;
+  wire \$659 ;
   wire \$66 ;
-  wire \$660 ;
-  wire [15:0] \$661 ;
-  wire [5:0] \$662 ;
-  wire [78:0] \$663 ;
+  wire [35:0] \$660 ;
+  wire [32:0] \$661 ;
+  wire [32:0] \$662 ;
+  wire \$663 ;
   wire \$664 ;
-  wire [15:0] \$665 ;
-  wire [5:0] \$666 ;
-  wire [78:0] \$667 ;
-  wire \$668 ;
-  wire [15:0] \$669 ;
+  wire \$665 ;
+  wire \$666 ;
+  wire [35:0] \$667 ;
+  wire [32:0] \$668 ;
+  wire [32:0] \$669 ;
   wire \$67 ;
-  wire [5:0] \$670 ;
-  wire [78:0] \$671 ;
+  wire \$670 ;
+  wire \$671 ;
   wire \$672 ;
   wire \$673 ;
-  wire \$674 ;
-  wire \$675 ;
-  wire \$676 ;
+  wire [35:0] \$674 ;
+  wire [32:0] \$675 ;
+  wire [32:0] \$676 ;
   wire \$677 ;
   wire \$678 ;
   wire \$679 ;
   wire \$68 ;
   wire \$680 ;
-  wire \$681 ;
-  wire \$682 ;
-  wire \$683 ;
+  wire [35:0] \$681 ;
+  wire [32:0] \$682 ;
+  wire [32:0] \$683 ;
   wire \$684 ;
   wire \$685 ;
   wire \$686 ;
   wire \$687 ;
-  wire \$688 ;
-  wire \$689 ;
+  wire [35:0] \$688 ;
+  wire [32:0] \$689 ;
   wire \$69 ;
-  wire \$690 ;
+  wire [32:0] \$690 ;
   wire \$691 ;
   wire \$692 ;
   wire \$693 ;
   wire \$694 ;
-  wire \$695 ;
-  wire \$696 ;
-  wire \$697 ;
+  wire [35:0] \$695 ;
+  wire [32:0] \$696 ;
+  wire [32:0] \$697 ;
   wire \$698 ;
   wire \$699 ;
   wire \$7 ;
   wire \$70 ;
-  reg [63:0] \$700 ;
-  reg [63:0] \$701 ;
-  reg [7:0] \$702 ;
-  reg [31:0] \$703 ;
-  reg \$704 ;
-  reg \$705 ;
-  reg \$706 ;
-  reg \$707 ;
-  reg \$708 ;
-  reg \$709 ;
+  wire \$700 ;
+  wire \$701 ;
+  wire [35:0] \$702 ;
+  wire [32:0] \$703 ;
+  wire [32:0] \$704 ;
+  wire \$705 ;
+  wire \$706 ;
+  wire \$707 ;
+  wire \$708 ;
+  wire [35:0] \$709 ;
   wire \$71 ;
-  reg \$710 ;
-  reg [2:0] \$711 ;
-  reg [31:0] \$712 ;
-  reg [31:0] \$713 ;
-  reg [16:0] \$714 ;
-  reg [16:0] \$715 ;
-  reg [31:0] \$716 ;
-  reg [31:0] \$717 ;
-  reg [31:0] \$718 ;
-  reg [31:0] \$719 ;
+  wire [32:0] \$710 ;
+  wire [32:0] \$711 ;
+  wire \$712 ;
+  wire \$713 ;
+  wire [15:0] \$714 ;
+  wire [5:0] \$715 ;
+  wire [78:0] \$716 ;
+  wire \$717 ;
+  wire [15:0] \$718 ;
+  wire [5:0] \$719 ;
   wire \$72 ;
-  reg [31:0] \$720 ;
-  reg [31:0] \$721 ;
-  reg [31:0] \$722 ;
-  reg [31:0] \$723 ;
-  reg [14:0] \$724 ;
-  reg [14:0] \$725 ;
-  reg [15:0] \$726 ;
-  reg [15:0] \$727 ;
-  reg [33:0] \$728 ;
-  reg [13:0] \$729 ;
+  wire [78:0] \$720 ;
+  wire \$721 ;
+  wire [15:0] \$722 ;
+  wire [5:0] \$723 ;
+  wire [78:0] \$724 ;
+  wire \$725 ;
+  wire \$726 ;
+  wire \$727 ;
+  wire \$728 ;
+  wire \$729 ;
   wire \$73 ;
-  reg [12:0] \$730 ;
-  reg [15:0] \$731 ;
-  reg \$732 ;
-  reg [2:0] \$733 ;
-  reg [12:0] \$734 ;
-  reg [14:0] \$735 ;
-  reg [3:0] \$736 ;
-  reg [15:0] \$737 ;
-  reg [13:0] \$738 ;
-  reg \$739 ;
+  wire \$730 ;
+  wire \$731 ;
+  wire \$732 ;
+  wire \$733 ;
+  wire \$734 ;
+  wire \$735 ;
+  wire \$736 ;
+  wire \$737 ;
+  wire \$738 ;
+  wire \$739 ;
   wire \$74 ;
-  reg \$740 ;
-  reg [14:0] \$741 ;
-  reg \$742 ;
-  reg [4:0] \$743 ;
-  reg \$744 ;
-  reg [15:0] \$745 ;
-  reg \$746 ;
-  reg [15:0] \$747 ;
-  reg [127:0] \$748 ;
-  reg [1:0] \$749 ;
+  wire \$740 ;
+  wire \$741 ;
+  wire \$742 ;
+  wire \$743 ;
+  wire \$744 ;
+  wire \$745 ;
+  wire \$746 ;
+  wire \$747 ;
+  wire \$748 ;
+  wire \$749 ;
   wire \$75 ;
-  reg [13:0] \$750 ;
-  reg [1:0] \$751 ;
-  reg [13:0] \$752 ;
-  reg [127:0] \$753 ;
-  reg \$754 ;
-  reg \$755 ;
-  reg \$756 ;
+  wire \$750 ;
+  wire \$751 ;
+  wire \$752 ;
+  reg [63:0] \$753 ;
+  reg [63:0] \$754 ;
+  reg [7:0] \$755 ;
+  reg [31:0] \$756 ;
   reg \$757 ;
-  reg [15:0] \$758 ;
-  reg [13:0] \$759 ;
+  reg \$758 ;
+  reg \$759 ;
   wire \$76 ;
   reg \$760 ;
   reg \$761 ;
   reg \$762 ;
   reg \$763 ;
-  reg [15:0] \$764 ;
-  reg [3:0] \$765 ;
-  reg \$766 ;
-  reg \$767 ;
-  reg \$768 ;
-  reg \$769 ;
+  reg [2:0] \$764 ;
+  reg [31:0] \$765 ;
+  reg [31:0] \$766 ;
+  reg [16:0] \$767 ;
+  reg [16:0] \$768 ;
+  reg [31:0] \$769 ;
   wire \$77 ;
-  reg [15:0] \$770 ;
-  reg [3:0] \$771 ;
-  reg \$772 ;
-  reg \$773 ;
-  reg \$774 ;
-  reg \$775 ;
-  reg [15:0] \$776 ;
-  reg [3:0] \$777 ;
-  reg \$778 ;
-  reg \$779 ;
+  reg [31:0] \$770 ;
+  reg [31:0] \$771 ;
+  reg [31:0] \$772 ;
+  reg [31:0] \$773 ;
+  reg [31:0] \$774 ;
+  reg [31:0] \$775 ;
+  reg [31:0] \$776 ;
+  reg [14:0] \$777 ;
+  reg [14:0] \$778 ;
+  reg [15:0] \$779 ;
   wire \$78 ;
-  reg \$780 ;
-  reg \$781 ;
-  reg [15:0] \$782 ;
-  reg [3:0] \$783 ;
-  reg [33:0] \$784 ;
-  reg [33:0] \$785 ;
-  reg [7:0] \$786 ;
-  reg [7:0] \$787 ;
-  reg [7:0] \$788 ;
-  reg [25:0] \$789 ;
+  reg [15:0] \$780 ;
+  reg [33:0] \$781 ;
+  reg [13:0] \$782 ;
+  reg [12:0] \$783 ;
+  reg [15:0] \$784 ;
+  reg \$785 ;
+  reg [2:0] \$786 ;
+  reg [12:0] \$787 ;
+  reg [14:0] \$788 ;
+  reg [3:0] \$789 ;
   wire \$79 ;
-  reg [34:0] \$790 ;
-  reg [31:0] \$791 ;
-  reg [25:0] \$792 ;
-  reg [34:0] \$793 ;
-  reg [31:0] \$794 ;
-  reg [7:0] \$795 ;
-  reg [25:0] \$796 ;
-  reg [34:0] \$797 ;
-  reg [31:0] \$798 ;
-  reg [25:0] \$799 ;
+  reg [15:0] \$790 ;
+  reg [13:0] \$791 ;
+  reg \$792 ;
+  reg \$793 ;
+  reg [14:0] \$794 ;
+  reg \$795 ;
+  reg [4:0] \$796 ;
+  reg \$797 ;
+  reg [15:0] \$798 ;
+  reg \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg [34:0] \$800 ;
-  reg [31:0] \$801 ;
-  reg [25:0] \$802 ;
-  reg [34:0] \$803 ;
-  reg [31:0] \$804 ;
-  reg [25:0] \$805 ;
-  reg [34:0] \$806 ;
-  reg [31:0] \$807 ;
-  reg [25:0] \$808 ;
-  reg [34:0] \$809 ;
+  reg [15:0] \$800 ;
+  reg [127:0] \$801 ;
+  reg [1:0] \$802 ;
+  reg [13:0] \$803 ;
+  reg [1:0] \$804 ;
+  reg [13:0] \$805 ;
+  reg [127:0] \$806 ;
+  reg \$807 ;
+  reg \$808 ;
+  reg \$809 ;
   wire \$81 ;
-  reg [31:0] \$810 ;
-  reg [25:0] \$811 ;
-  reg [34:0] \$812 ;
-  reg [31:0] \$813 ;
-  reg [25:0] \$814 ;
-  reg [34:0] \$815 ;
-  reg [31:0] \$816 ;
-  reg [25:0] \$817 ;
-  reg [34:0] \$818 ;
-  reg [31:0] \$819 ;
+  reg \$810 ;
+  reg [15:0] \$811 ;
+  reg [13:0] \$812 ;
+  reg \$813 ;
+  reg \$814 ;
+  reg \$815 ;
+  reg \$816 ;
+  reg [15:0] \$817 ;
+  reg [3:0] \$818 ;
+  reg \$819 ;
   wire \$82 ;
-  reg [25:0] \$820 ;
-  reg [34:0] \$821 ;
-  reg [31:0] \$822 ;
-  reg [25:0] \$823 ;
-  reg [34:0] \$824 ;
-  reg [31:0] \$825 ;
-  reg [25:0] \$826 ;
-  reg [34:0] \$827 ;
-  reg [31:0] \$828 ;
-  reg [25:0] \$829 ;
+  reg \$820 ;
+  reg \$821 ;
+  reg \$822 ;
+  reg [15:0] \$823 ;
+  reg [3:0] \$824 ;
+  reg \$825 ;
+  reg \$826 ;
+  reg \$827 ;
+  reg \$828 ;
+  reg [15:0] \$829 ;
   wire \$83 ;
-  reg [34:0] \$830 ;
-  reg [31:0] \$831 ;
-  reg [25:0] \$832 ;
-  reg [34:0] \$833 ;
-  reg [31:0] \$834 ;
-  reg [25:0] \$835 ;
-  reg [34:0] \$836 ;
-  reg [31:0] \$837 ;
-  reg \$838 ;
-  reg [31:0] \$839 ;
+  reg [3:0] \$830 ;
+  reg \$831 ;
+  reg \$832 ;
+  reg \$833 ;
+  reg \$834 ;
+  reg [15:0] \$835 ;
+  reg [3:0] \$836 ;
+  reg [33:0] \$837 ;
+  reg [33:0] \$838 ;
+  reg [7:0] \$839 ;
   wire \$84 ;
-  reg [31:0] \$840 ;
-  reg [31:0] \$841 ;
-  reg [31:0] \$842 ;
-  reg [31:0] \$843 ;
-  reg [31:0] \$844 ;
+  reg [7:0] \$840 ;
+  reg [7:0] \$841 ;
+  reg [15:0] \$842 ;
+  reg [25:0] \$843 ;
+  reg [34:0] \$844 ;
   reg [31:0] \$845 ;
-  reg [31:0] \$846 ;
-  reg \$847 ;
-  reg [13:0] \$848 ;
-  reg [3:0] \$849 ;
+  reg [25:0] \$846 ;
+  reg [34:0] \$847 ;
+  reg [31:0] \$848 ;
+  reg [7:0] \$849 ;
   wire \$85 ;
-  reg \$850 ;
-  reg [13:0] \$851 ;
-  reg [3:0] \$852 ;
-  reg \$853 ;
-  reg [13:0] \$854 ;
-  reg [3:0] \$855 ;
-  reg \$856 ;
-  reg [13:0] \$857 ;
-  reg [3:0] \$858 ;
-  reg \$859 ;
+  reg [25:0] \$850 ;
+  reg [34:0] \$851 ;
+  reg [31:0] \$852 ;
+  reg [25:0] \$853 ;
+  reg [34:0] \$854 ;
+  reg [31:0] \$855 ;
+  reg [25:0] \$856 ;
+  reg [34:0] \$857 ;
+  reg [31:0] \$858 ;
+  reg [25:0] \$859 ;
   wire \$86 ;
-  reg [13:0] \$860 ;
-  reg [3:0] \$861 ;
-  reg [7:0] \$862 ;
-  reg [41:0] \$863 ;
-  reg [41:0] \$864 ;
-  reg [45:0] \$865 ;
-  reg [26:0] \$866 ;
-  reg [44:0] \$867 ;
-  reg [45:0] \$868 ;
-  reg [7:0] \$869 ;
+  reg [34:0] \$860 ;
+  reg [31:0] \$861 ;
+  reg [25:0] \$862 ;
+  reg [34:0] \$863 ;
+  reg [31:0] \$864 ;
+  reg [25:0] \$865 ;
+  reg [34:0] \$866 ;
+  reg [31:0] \$867 ;
+  reg [25:0] \$868 ;
+  reg [34:0] \$869 ;
   wire \$87 ;
-  reg [45:0] \$870 ;
-  reg [26:0] \$871 ;
-  reg [44:0] \$872 ;
-  reg [45:0] \$873 ;
-  reg [7:0] \$874 ;
-  reg [7:0] \$875 ;
-  reg [45:0] \$876 ;
-  reg [26:0] \$877 ;
-  reg [44:0] \$878 ;
-  reg [45:0] \$879 ;
+  reg [31:0] \$870 ;
+  reg [25:0] \$871 ;
+  reg [34:0] \$872 ;
+  reg [31:0] \$873 ;
+  reg [25:0] \$874 ;
+  reg [34:0] \$875 ;
+  reg [31:0] \$876 ;
+  reg [25:0] \$877 ;
+  reg [34:0] \$878 ;
+  reg [31:0] \$879 ;
   wire \$88 ;
-  reg [7:0] \$880 ;
-  reg [45:0] \$881 ;
-  reg [26:0] \$882 ;
-  reg [44:0] \$883 ;
-  reg [45:0] \$884 ;
-  reg [7:0] \$885 ;
-  reg [45:0] \$886 ;
-  reg [26:0] \$887 ;
-  reg [44:0] \$888 ;
-  reg [45:0] \$889 ;
+  reg [25:0] \$880 ;
+  reg [34:0] \$881 ;
+  reg [31:0] \$882 ;
+  reg [25:0] \$883 ;
+  reg [34:0] \$884 ;
+  reg [31:0] \$885 ;
+  reg [25:0] \$886 ;
+  reg [34:0] \$887 ;
+  reg [31:0] \$888 ;
+  reg [25:0] \$889 ;
   wire \$89 ;
-  reg [7:0] \$890 ;
-  reg [45:0] \$891 ;
-  reg [26:0] \$892 ;
-  reg [44:0] \$893 ;
-  reg [45:0] \$894 ;
-  reg [7:0] \$895 ;
-  reg [45:0] \$896 ;
-  reg [26:0] \$897 ;
-  reg [44:0] \$898 ;
-  reg [45:0] \$899 ;
+  reg [34:0] \$890 ;
+  reg [31:0] \$891 ;
+  reg \$892 ;
+  reg [31:0] \$893 ;
+  reg [31:0] \$894 ;
+  reg [31:0] \$895 ;
+  reg [31:0] \$896 ;
+  reg [31:0] \$897 ;
+  reg [31:0] \$898 ;
+  reg [31:0] \$899 ;
   wire \$9 ;
   wire [15:0] \$90 ;
-  reg [7:0] \$900 ;
-  reg [45:0] \$901 ;
-  reg [26:0] \$902 ;
-  reg [44:0] \$903 ;
-  reg [45:0] \$904 ;
-  reg [7:0] \$905 ;
-  reg [45:0] \$906 ;
-  reg [26:0] \$907 ;
-  reg [44:0] \$908 ;
-  reg [45:0] \$909 ;
+  reg [31:0] \$900 ;
+  reg \$901 ;
+  reg [13:0] \$902 ;
+  reg [3:0] \$903 ;
+  reg \$904 ;
+  reg [13:0] \$905 ;
+  reg [3:0] \$906 ;
+  reg \$907 ;
+  reg [13:0] \$908 ;
+  reg [3:0] \$909 ;
   wire \$91 ;
-  reg [7:0] \$910 ;
-  reg [45:0] \$911 ;
-  reg [26:0] \$912 ;
-  reg [44:0] \$913 ;
-  reg [45:0] \$914 ;
-  reg [7:0] \$915 ;
-  reg [45:0] \$916 ;
-  reg [26:0] \$917 ;
-  reg [44:0] \$918 ;
-  reg [45:0] \$919 ;
+  reg \$910 ;
+  reg [13:0] \$911 ;
+  reg [3:0] \$912 ;
+  reg \$913 ;
+  reg [13:0] \$914 ;
+  reg [3:0] \$915 ;
+  reg \$916 ;
+  reg [13:0] \$917 ;
+  reg [3:0] \$918 ;
+  reg [15:0] \$919 ;
   wire \$92 ;
   reg [7:0] \$920 ;
-  reg [45:0] \$921 ;
-  reg [26:0] \$922 ;
-  reg [44:0] \$923 ;
+  reg [41:0] \$921 ;
+  reg [41:0] \$922 ;
+  reg [15:0] \$923 ;
   reg [45:0] \$924 ;
-  reg [7:0] \$925 ;
-  reg [45:0] \$926 ;
+  reg \$925 ;
+  reg \$926 ;
   reg [26:0] \$927 ;
-  reg [44:0] \$928 ;
-  reg [45:0] \$929 ;
+  reg [26:0] \$928 ;
+  reg [44:0] \$929 ;
   wire \$93 ;
-  reg [7:0] \$930 ;
-  reg [45:0] \$931 ;
-  reg [26:0] \$932 ;
-  reg [44:0] \$933 ;
-  reg [45:0] \$934 ;
-  reg [7:0] \$935 ;
-  reg [45:0] \$936 ;
-  reg [26:0] \$937 ;
-  reg [44:0] \$938 ;
-  reg [45:0] \$939 ;
+  reg [45:0] \$930 ;
+  reg [7:0] \$931 ;
+  reg [45:0] \$932 ;
+  reg \$933 ;
+  reg \$934 ;
+  reg [26:0] \$935 ;
+  reg [26:0] \$936 ;
+  reg [44:0] \$937 ;
+  reg [45:0] \$938 ;
+  reg [7:0] \$939 ;
   wire \$94 ;
   reg [7:0] \$940 ;
   reg [45:0] \$941 ;
-  reg [26:0] \$942 ;
-  reg [44:0] \$943 ;
-  reg [45:0] \$944 ;
-  reg [7:0] \$945 ;
-  reg \$946 ;
-  reg [7:0] \$947 ;
-  reg \$948 ;
-  reg \$949 ;
+  reg \$942 ;
+  reg \$943 ;
+  reg [26:0] \$944 ;
+  reg [26:0] \$945 ;
+  reg [44:0] \$946 ;
+  reg [45:0] \$947 ;
+  reg [7:0] \$948 ;
+  reg [45:0] \$949 ;
   wire \$95 ;
   reg \$950 ;
   reg \$951 ;
+  reg [26:0] \$952 ;
+  reg [26:0] \$953 ;
+  reg [44:0] \$954 ;
+  reg [45:0] \$955 ;
+  reg [7:0] \$956 ;
+  reg [45:0] \$957 ;
+  reg \$958 ;
+  reg \$959 ;
   wire [3:0] \$96 ;
+  reg [26:0] \$960 ;
+  reg [26:0] \$961 ;
+  reg [44:0] \$962 ;
+  reg [45:0] \$963 ;
+  reg [7:0] \$964 ;
+  reg [45:0] \$965 ;
+  reg \$966 ;
+  reg \$967 ;
+  reg [26:0] \$968 ;
+  reg [26:0] \$969 ;
   wire [3:0] \$97 ;
+  reg [44:0] \$970 ;
+  reg [45:0] \$971 ;
+  reg [7:0] \$972 ;
+  reg [45:0] \$973 ;
+  reg \$974 ;
+  reg \$975 ;
+  reg [26:0] \$976 ;
+  reg [26:0] \$977 ;
+  reg [44:0] \$978 ;
+  reg [45:0] \$979 ;
   wire [32:0] \$98 ;
+  reg [7:0] \$980 ;
+  reg [45:0] \$981 ;
+  reg \$982 ;
+  reg \$983 ;
+  reg [26:0] \$984 ;
+  reg [26:0] \$985 ;
+  reg [44:0] \$986 ;
+  reg [45:0] \$987 ;
+  reg [7:0] \$988 ;
+  reg [45:0] \$989 ;
   wire [33:0] \$99 ;
+  reg \$990 ;
+  reg \$991 ;
+  reg [26:0] \$992 ;
+  reg [26:0] \$993 ;
+  reg [44:0] \$994 ;
+  reg [45:0] \$995 ;
+  reg [7:0] \$996 ;
+  reg [45:0] \$997 ;
+  reg \$998 ;
+  reg \$999 ;
   reg [14:0] \$signal  = 15'h0000;
   reg [13:0] \$signature__addr ;
-  reg [13:0] \$signature__addr$342 ;
-  reg [13:0] \$signature__addr$344 ;
-  reg [13:0] \$signature__addr$503 ;
-  reg [13:0] \$signature__addr$509 ;
-  reg [13:0] \$signature__addr$513 ;
+  reg [13:0] \$signature__addr$380 ;
+  reg [13:0] \$signature__addr$382 ;
+  reg [13:0] \$signature__addr$477 ;
+  reg [13:0] \$signature__addr$483 ;
+  reg [13:0] \$signature__addr$487 ;
   wire [63:0] \$signature__data ;
+  reg [63:0] \$signature__data$478 ;
+  reg [63:0] \$signature__data$484 ;
+  reg [7:0] \$signature__data$488 ;
   wire [63:0] \$signature__data$5 ;
-  reg [63:0] \$signature__data$504 ;
-  reg [63:0] \$signature__data$510 ;
-  reg [7:0] \$signature__data$514 ;
   wire [7:0] \$signature__data$7 ;
   reg \$signature__en ;
-  reg \$signature__en$343 ;
-  reg \$signature__en$345 ;
-  reg [7:0] \$signature__en$505 ;
-  reg [7:0] \$signature__en$511 ;
-  reg \$signature__en$515 ;
+  reg \$signature__en$381 ;
+  reg \$signature__en$383 ;
+  reg [7:0] \$signature__en$479 ;
+  reg [7:0] \$signature__en$485 ;
+  reg \$signature__en$489 ;
   reg [12:0] G = 13'h0000;
   reg [12:0] G_minus_1 = 13'h0000;
   reg [14:0] G_minus_L = 15'h0000;
@@ -1452,7 +1559,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   output busy;
   reg busy = 1'h0;
   (* init = 1'h0 *)
-  wire \busy$336 ;
+  wire \busy$374 ;
   reg chk_capacity = 1'h0;
   reg chk_coefficient = 1'h0;
   reg chk_no_timesteps = 1'h0;
@@ -1463,7 +1570,8 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \cycles$338 ;
+  wire [31:0] \cycles$376 ;
+  reg [15:0] deq_lanes_gtlo = 16'h0000;
   reg [7:0] deq_ovf_bits = 8'h00;
   wire [31:0] deq_r0;
   wire [34:0] deq_r0_full;
@@ -1593,39 +1701,39 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   input [16:0] gamma;
   wire [16:0] gamma;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$399 ;
+  wire [16:0] \gamma$437 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$404 ;
+  wire [16:0] \gamma$442 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$409 ;
+  wire [16:0] \gamma$447 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$414 ;
+  wire [16:0] \gamma$452 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$419 ;
+  wire [16:0] \gamma$457 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$424 ;
+  wire [16:0] \gamma$462 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$429 ;
+  wire [16:0] \gamma$467 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$434 ;
+  wire [16:0] \gamma$472 ;
   input [16:0] gamma_lambda;
   wire [16:0] gamma_lambda;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$400 ;
+  wire [16:0] \gamma_lambda$438 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$405 ;
+  wire [16:0] \gamma_lambda$443 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$410 ;
+  wire [16:0] \gamma_lambda$448 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$415 ;
+  wire [16:0] \gamma_lambda$453 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$420 ;
+  wire [16:0] \gamma_lambda$458 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$425 ;
+  wire [16:0] \gamma_lambda$463 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$430 ;
+  wire [16:0] \gamma_lambda$468 ;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma_lambda$435 ;
+  wire [16:0] \gamma_lambda$473 ;
   wire [13:0] grp;
   reg [13:0] grp_base = 14'h0000;
   reg [1:0] h_region_q = 2'h0;
@@ -1656,62 +1764,62 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [15:0] host_we_q = 16'h0000;
   wire [13:0] host_word;
   wire [121:0] i__payload;
-  wire [121:0] \i__payload$402 ;
-  wire [31:0] \i__payload$402.bootstrap ;
-  wire \i__payload$402.done ;
-  wire \i__payload$402.first ;
-  wire [31:0] \i__payload$402.reward ;
-  wire [15:0] \i__payload$402.timestep ;
-  wire [7:0] \i__payload$402.trajectory ;
-  wire [31:0] \i__payload$402.value ;
-  wire [121:0] \i__payload$407 ;
-  wire [31:0] \i__payload$407.bootstrap ;
-  wire \i__payload$407.done ;
-  wire \i__payload$407.first ;
-  wire [31:0] \i__payload$407.reward ;
-  wire [15:0] \i__payload$407.timestep ;
-  wire [7:0] \i__payload$407.trajectory ;
-  wire [31:0] \i__payload$407.value ;
-  wire [121:0] \i__payload$412 ;
-  wire [31:0] \i__payload$412.bootstrap ;
-  wire \i__payload$412.done ;
-  wire \i__payload$412.first ;
-  wire [31:0] \i__payload$412.reward ;
-  wire [15:0] \i__payload$412.timestep ;
-  wire [7:0] \i__payload$412.trajectory ;
-  wire [31:0] \i__payload$412.value ;
-  wire [121:0] \i__payload$417 ;
-  wire [31:0] \i__payload$417.bootstrap ;
-  wire \i__payload$417.done ;
-  wire \i__payload$417.first ;
-  wire [31:0] \i__payload$417.reward ;
-  wire [15:0] \i__payload$417.timestep ;
-  wire [7:0] \i__payload$417.trajectory ;
-  wire [31:0] \i__payload$417.value ;
-  wire [121:0] \i__payload$422 ;
-  wire [31:0] \i__payload$422.bootstrap ;
-  wire \i__payload$422.done ;
-  wire \i__payload$422.first ;
-  wire [31:0] \i__payload$422.reward ;
-  wire [15:0] \i__payload$422.timestep ;
-  wire [7:0] \i__payload$422.trajectory ;
-  wire [31:0] \i__payload$422.value ;
-  wire [121:0] \i__payload$427 ;
-  wire [31:0] \i__payload$427.bootstrap ;
-  wire \i__payload$427.done ;
-  wire \i__payload$427.first ;
-  wire [31:0] \i__payload$427.reward ;
-  wire [15:0] \i__payload$427.timestep ;
-  wire [7:0] \i__payload$427.trajectory ;
-  wire [31:0] \i__payload$427.value ;
-  wire [121:0] \i__payload$432 ;
-  wire [31:0] \i__payload$432.bootstrap ;
-  wire \i__payload$432.done ;
-  wire \i__payload$432.first ;
-  wire [31:0] \i__payload$432.reward ;
-  wire [15:0] \i__payload$432.timestep ;
-  wire [7:0] \i__payload$432.trajectory ;
-  wire [31:0] \i__payload$432.value ;
+  wire [121:0] \i__payload$440 ;
+  wire [31:0] \i__payload$440.bootstrap ;
+  wire \i__payload$440.done ;
+  wire \i__payload$440.first ;
+  wire [31:0] \i__payload$440.reward ;
+  wire [15:0] \i__payload$440.timestep ;
+  wire [7:0] \i__payload$440.trajectory ;
+  wire [31:0] \i__payload$440.value ;
+  wire [121:0] \i__payload$445 ;
+  wire [31:0] \i__payload$445.bootstrap ;
+  wire \i__payload$445.done ;
+  wire \i__payload$445.first ;
+  wire [31:0] \i__payload$445.reward ;
+  wire [15:0] \i__payload$445.timestep ;
+  wire [7:0] \i__payload$445.trajectory ;
+  wire [31:0] \i__payload$445.value ;
+  wire [121:0] \i__payload$450 ;
+  wire [31:0] \i__payload$450.bootstrap ;
+  wire \i__payload$450.done ;
+  wire \i__payload$450.first ;
+  wire [31:0] \i__payload$450.reward ;
+  wire [15:0] \i__payload$450.timestep ;
+  wire [7:0] \i__payload$450.trajectory ;
+  wire [31:0] \i__payload$450.value ;
+  wire [121:0] \i__payload$455 ;
+  wire [31:0] \i__payload$455.bootstrap ;
+  wire \i__payload$455.done ;
+  wire \i__payload$455.first ;
+  wire [31:0] \i__payload$455.reward ;
+  wire [15:0] \i__payload$455.timestep ;
+  wire [7:0] \i__payload$455.trajectory ;
+  wire [31:0] \i__payload$455.value ;
+  wire [121:0] \i__payload$460 ;
+  wire [31:0] \i__payload$460.bootstrap ;
+  wire \i__payload$460.done ;
+  wire \i__payload$460.first ;
+  wire [31:0] \i__payload$460.reward ;
+  wire [15:0] \i__payload$460.timestep ;
+  wire [7:0] \i__payload$460.trajectory ;
+  wire [31:0] \i__payload$460.value ;
+  wire [121:0] \i__payload$465 ;
+  wire [31:0] \i__payload$465.bootstrap ;
+  wire \i__payload$465.done ;
+  wire \i__payload$465.first ;
+  wire [31:0] \i__payload$465.reward ;
+  wire [15:0] \i__payload$465.timestep ;
+  wire [7:0] \i__payload$465.trajectory ;
+  wire [31:0] \i__payload$465.value ;
+  wire [121:0] \i__payload$470 ;
+  wire [31:0] \i__payload$470.bootstrap ;
+  wire \i__payload$470.done ;
+  wire \i__payload$470.first ;
+  wire [31:0] \i__payload$470.reward ;
+  wire [15:0] \i__payload$470.timestep ;
+  wire [7:0] \i__payload$470.trajectory ;
+  wire [31:0] \i__payload$470.value ;
   wire [31:0] \i__payload.bootstrap ;
   wire \i__payload.done ;
   wire \i__payload.first ;
@@ -1720,13 +1828,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [7:0] \i__payload.trajectory ;
   wire [31:0] \i__payload.value ;
   wire i__valid;
-  wire \i__valid$401 ;
-  wire \i__valid$406 ;
-  wire \i__valid$411 ;
-  wire \i__valid$416 ;
-  wire \i__valid$421 ;
-  wire \i__valid$426 ;
-  wire \i__valid$431 ;
+  wire \i__valid$439 ;
+  wire \i__valid$444 ;
+  wire \i__valid$449 ;
+  wire \i__valid$454 ;
+  wire \i__valid$459 ;
+  wire \i__valid$464 ;
+  wire \i__valid$469 ;
   reg issue;
   reg lane = 1'h0;
   reg last_group = 1'h0;
@@ -1737,61 +1845,61 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [31:0] num_trajectories;
   reg [15:0] nxt_rows = 16'h0000;
   wire [88:0] o__payload;
-  wire [88:0] \o__payload$240 ;
-  wire [31:0] \o__payload$240.advantage ;
-  wire \o__payload$240.overflow ;
-  wire [31:0] \o__payload$240.rtg ;
-  wire [15:0] \o__payload$240.timestep ;
-  wire [7:0] \o__payload$240.trajectory ;
-  wire [88:0] \o__payload$253 ;
-  wire [31:0] \o__payload$253.advantage ;
-  wire \o__payload$253.overflow ;
-  wire [31:0] \o__payload$253.rtg ;
-  wire [15:0] \o__payload$253.timestep ;
-  wire [7:0] \o__payload$253.trajectory ;
-  wire [88:0] \o__payload$266 ;
-  wire [31:0] \o__payload$266.advantage ;
-  wire \o__payload$266.overflow ;
-  wire [31:0] \o__payload$266.rtg ;
-  wire [15:0] \o__payload$266.timestep ;
-  wire [7:0] \o__payload$266.trajectory ;
-  wire [88:0] \o__payload$279 ;
-  wire [31:0] \o__payload$279.advantage ;
-  wire \o__payload$279.overflow ;
-  wire [31:0] \o__payload$279.rtg ;
-  wire [15:0] \o__payload$279.timestep ;
-  wire [7:0] \o__payload$279.trajectory ;
-  wire [88:0] \o__payload$292 ;
-  wire [31:0] \o__payload$292.advantage ;
-  wire \o__payload$292.overflow ;
-  wire [31:0] \o__payload$292.rtg ;
-  wire [15:0] \o__payload$292.timestep ;
-  wire [7:0] \o__payload$292.trajectory ;
-  wire [88:0] \o__payload$305 ;
-  wire [31:0] \o__payload$305.advantage ;
-  wire \o__payload$305.overflow ;
-  wire [31:0] \o__payload$305.rtg ;
-  wire [15:0] \o__payload$305.timestep ;
-  wire [7:0] \o__payload$305.trajectory ;
+  wire [88:0] \o__payload$250 ;
+  wire [31:0] \o__payload$250.advantage ;
+  wire \o__payload$250.overflow ;
+  wire [31:0] \o__payload$250.rtg ;
+  wire [15:0] \o__payload$250.timestep ;
+  wire [7:0] \o__payload$250.trajectory ;
+  wire [88:0] \o__payload$267 ;
+  wire [31:0] \o__payload$267.advantage ;
+  wire \o__payload$267.overflow ;
+  wire [31:0] \o__payload$267.rtg ;
+  wire [15:0] \o__payload$267.timestep ;
+  wire [7:0] \o__payload$267.trajectory ;
+  wire [88:0] \o__payload$284 ;
+  wire [31:0] \o__payload$284.advantage ;
+  wire \o__payload$284.overflow ;
+  wire [31:0] \o__payload$284.rtg ;
+  wire [15:0] \o__payload$284.timestep ;
+  wire [7:0] \o__payload$284.trajectory ;
+  wire [88:0] \o__payload$301 ;
+  wire [31:0] \o__payload$301.advantage ;
+  wire \o__payload$301.overflow ;
+  wire [31:0] \o__payload$301.rtg ;
+  wire [15:0] \o__payload$301.timestep ;
+  wire [7:0] \o__payload$301.trajectory ;
   wire [88:0] \o__payload$318 ;
   wire [31:0] \o__payload$318.advantage ;
   wire \o__payload$318.overflow ;
   wire [31:0] \o__payload$318.rtg ;
   wire [15:0] \o__payload$318.timestep ;
   wire [7:0] \o__payload$318.trajectory ;
+  wire [88:0] \o__payload$335 ;
+  wire [31:0] \o__payload$335.advantage ;
+  wire \o__payload$335.overflow ;
+  wire [31:0] \o__payload$335.rtg ;
+  wire [15:0] \o__payload$335.timestep ;
+  wire [7:0] \o__payload$335.trajectory ;
+  wire [88:0] \o__payload$352 ;
+  wire [31:0] \o__payload$352.advantage ;
+  wire \o__payload$352.overflow ;
+  wire [31:0] \o__payload$352.rtg ;
+  wire [15:0] \o__payload$352.timestep ;
+  wire [7:0] \o__payload$352.trajectory ;
   wire [31:0] \o__payload.advantage ;
   wire \o__payload.overflow ;
   wire [31:0] \o__payload.rtg ;
   wire [15:0] \o__payload.timestep ;
   wire [7:0] \o__payload.trajectory ;
   wire o__ready;
-  wire \o__ready$403 ;
-  wire \o__ready$408 ;
-  wire \o__ready$413 ;
-  wire \o__ready$418 ;
-  wire \o__ready$423 ;
-  wire \o__ready$428 ;
-  wire \o__ready$433 ;
+  wire \o__ready$441 ;
+  wire \o__ready$446 ;
+  wire \o__ready$451 ;
+  wire \o__ready$456 ;
+  wire \o__ready$461 ;
+  wire \o__ready$466 ;
+  wire \o__ready$471 ;
   wire o__valid;
   wire pe_in_valid;
   reg [7:0] pe_ovf_lanes = 8'h00;
@@ -1840,162 +1948,115 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [15:0] rows = 16'h0000;
   reg [26:0] rq_a0_op = 27'h0000000;
   reg [44:0] rq_a0_pp = 45'h000000000000;
-  wire [26:0] rq_a0_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a0_sat_full;
-  wire rq_a0_sat_hi;
-  wire rq_a0_sat_lo;
-  wire rq_a0_sat_ovf;
+  reg rq_a0_sat_hi = 1'h0;
+  reg rq_a0_sat_lo = 1'h0;
+  reg [26:0] rq_a0_sat_low = 27'h0000000;
   reg [45:0] rq_a0_sum = 46'h000000000000;
   reg [45:0] rq_a0_x = 46'h000000000000;
   reg [26:0] rq_a1_op = 27'h0000000;
   reg [44:0] rq_a1_pp = 45'h000000000000;
-  wire [26:0] rq_a1_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a1_sat_full;
-  wire rq_a1_sat_hi;
-  wire rq_a1_sat_lo;
-  wire rq_a1_sat_ovf;
+  reg rq_a1_sat_hi = 1'h0;
+  reg rq_a1_sat_lo = 1'h0;
+  reg [26:0] rq_a1_sat_low = 27'h0000000;
   reg [45:0] rq_a1_sum = 46'h000000000000;
   reg [45:0] rq_a1_x = 46'h000000000000;
   reg [26:0] rq_a2_op = 27'h0000000;
   reg [44:0] rq_a2_pp = 45'h000000000000;
-  wire [26:0] rq_a2_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a2_sat_full;
-  wire rq_a2_sat_hi;
-  wire rq_a2_sat_lo;
-  wire rq_a2_sat_ovf;
+  reg rq_a2_sat_hi = 1'h0;
+  reg rq_a2_sat_lo = 1'h0;
+  reg [26:0] rq_a2_sat_low = 27'h0000000;
   reg [45:0] rq_a2_sum = 46'h000000000000;
   reg [45:0] rq_a2_x = 46'h000000000000;
   reg [26:0] rq_a3_op = 27'h0000000;
   reg [44:0] rq_a3_pp = 45'h000000000000;
-  wire [26:0] rq_a3_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a3_sat_full;
-  wire rq_a3_sat_hi;
-  wire rq_a3_sat_lo;
-  wire rq_a3_sat_ovf;
+  reg rq_a3_sat_hi = 1'h0;
+  reg rq_a3_sat_lo = 1'h0;
+  reg [26:0] rq_a3_sat_low = 27'h0000000;
   reg [45:0] rq_a3_sum = 46'h000000000000;
   reg [45:0] rq_a3_x = 46'h000000000000;
   reg [26:0] rq_a4_op = 27'h0000000;
   reg [44:0] rq_a4_pp = 45'h000000000000;
-  wire [26:0] rq_a4_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a4_sat_full;
-  wire rq_a4_sat_hi;
-  wire rq_a4_sat_lo;
-  wire rq_a4_sat_ovf;
+  reg rq_a4_sat_hi = 1'h0;
+  reg rq_a4_sat_lo = 1'h0;
+  reg [26:0] rq_a4_sat_low = 27'h0000000;
   reg [45:0] rq_a4_sum = 46'h000000000000;
   reg [45:0] rq_a4_x = 46'h000000000000;
   reg [26:0] rq_a5_op = 27'h0000000;
   reg [44:0] rq_a5_pp = 45'h000000000000;
-  wire [26:0] rq_a5_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a5_sat_full;
-  wire rq_a5_sat_hi;
-  wire rq_a5_sat_lo;
-  wire rq_a5_sat_ovf;
+  reg rq_a5_sat_hi = 1'h0;
+  reg rq_a5_sat_lo = 1'h0;
+  reg [26:0] rq_a5_sat_low = 27'h0000000;
   reg [45:0] rq_a5_sum = 46'h000000000000;
   reg [45:0] rq_a5_x = 46'h000000000000;
   reg [26:0] rq_a6_op = 27'h0000000;
   reg [44:0] rq_a6_pp = 45'h000000000000;
-  wire [26:0] rq_a6_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a6_sat_full;
-  wire rq_a6_sat_hi;
-  wire rq_a6_sat_lo;
-  wire rq_a6_sat_ovf;
+  reg rq_a6_sat_hi = 1'h0;
+  reg rq_a6_sat_lo = 1'h0;
+  reg [26:0] rq_a6_sat_low = 27'h0000000;
   reg [45:0] rq_a6_sum = 46'h000000000000;
   reg [45:0] rq_a6_x = 46'h000000000000;
   reg [26:0] rq_a7_op = 27'h0000000;
   reg [44:0] rq_a7_pp = 45'h000000000000;
-  wire [26:0] rq_a7_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_a7_sat_full;
-  wire rq_a7_sat_hi;
-  wire rq_a7_sat_lo;
-  wire rq_a7_sat_ovf;
+  reg rq_a7_sat_hi = 1'h0;
+  reg rq_a7_sat_lo = 1'h0;
+  reg [26:0] rq_a7_sat_low = 27'h0000000;
   reg [45:0] rq_a7_sum = 46'h000000000000;
   reg [45:0] rq_a7_x = 46'h000000000000;
+  reg [15:0] rq_lanes_gtlo = 16'h0000;
   reg [26:0] rq_r0_op = 27'h0000000;
   reg [44:0] rq_r0_pp = 45'h000000000000;
-  wire [26:0] rq_r0_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r0_sat_full;
-  wire rq_r0_sat_hi;
-  wire rq_r0_sat_lo;
-  wire rq_r0_sat_ovf;
+  reg rq_r0_sat_hi = 1'h0;
+  reg rq_r0_sat_lo = 1'h0;
+  reg [26:0] rq_r0_sat_low = 27'h0000000;
   reg [45:0] rq_r0_sum = 46'h000000000000;
   reg [45:0] rq_r0_x = 46'h000000000000;
   reg [26:0] rq_r1_op = 27'h0000000;
   reg [44:0] rq_r1_pp = 45'h000000000000;
-  wire [26:0] rq_r1_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r1_sat_full;
-  wire rq_r1_sat_hi;
-  wire rq_r1_sat_lo;
-  wire rq_r1_sat_ovf;
+  reg rq_r1_sat_hi = 1'h0;
+  reg rq_r1_sat_lo = 1'h0;
+  reg [26:0] rq_r1_sat_low = 27'h0000000;
   reg [45:0] rq_r1_sum = 46'h000000000000;
   reg [45:0] rq_r1_x = 46'h000000000000;
   reg [26:0] rq_r2_op = 27'h0000000;
   reg [44:0] rq_r2_pp = 45'h000000000000;
-  wire [26:0] rq_r2_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r2_sat_full;
-  wire rq_r2_sat_hi;
-  wire rq_r2_sat_lo;
-  wire rq_r2_sat_ovf;
+  reg rq_r2_sat_hi = 1'h0;
+  reg rq_r2_sat_lo = 1'h0;
+  reg [26:0] rq_r2_sat_low = 27'h0000000;
   reg [45:0] rq_r2_sum = 46'h000000000000;
   reg [45:0] rq_r2_x = 46'h000000000000;
   reg [26:0] rq_r3_op = 27'h0000000;
   reg [44:0] rq_r3_pp = 45'h000000000000;
-  wire [26:0] rq_r3_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r3_sat_full;
-  wire rq_r3_sat_hi;
-  wire rq_r3_sat_lo;
-  wire rq_r3_sat_ovf;
+  reg rq_r3_sat_hi = 1'h0;
+  reg rq_r3_sat_lo = 1'h0;
+  reg [26:0] rq_r3_sat_low = 27'h0000000;
   reg [45:0] rq_r3_sum = 46'h000000000000;
   reg [45:0] rq_r3_x = 46'h000000000000;
   reg [26:0] rq_r4_op = 27'h0000000;
   reg [44:0] rq_r4_pp = 45'h000000000000;
-  wire [26:0] rq_r4_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r4_sat_full;
-  wire rq_r4_sat_hi;
-  wire rq_r4_sat_lo;
-  wire rq_r4_sat_ovf;
+  reg rq_r4_sat_hi = 1'h0;
+  reg rq_r4_sat_lo = 1'h0;
+  reg [26:0] rq_r4_sat_low = 27'h0000000;
   reg [45:0] rq_r4_sum = 46'h000000000000;
   reg [45:0] rq_r4_x = 46'h000000000000;
   reg [26:0] rq_r5_op = 27'h0000000;
   reg [44:0] rq_r5_pp = 45'h000000000000;
-  wire [26:0] rq_r5_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r5_sat_full;
-  wire rq_r5_sat_hi;
-  wire rq_r5_sat_lo;
-  wire rq_r5_sat_ovf;
+  reg rq_r5_sat_hi = 1'h0;
+  reg rq_r5_sat_lo = 1'h0;
+  reg [26:0] rq_r5_sat_low = 27'h0000000;
   reg [45:0] rq_r5_sum = 46'h000000000000;
   reg [45:0] rq_r5_x = 46'h000000000000;
   reg [26:0] rq_r6_op = 27'h0000000;
   reg [44:0] rq_r6_pp = 45'h000000000000;
-  wire [26:0] rq_r6_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r6_sat_full;
-  wire rq_r6_sat_hi;
-  wire rq_r6_sat_lo;
-  wire rq_r6_sat_ovf;
+  reg rq_r6_sat_hi = 1'h0;
+  reg rq_r6_sat_lo = 1'h0;
+  reg [26:0] rq_r6_sat_low = 27'h0000000;
   reg [45:0] rq_r6_sum = 46'h000000000000;
   reg [45:0] rq_r6_x = 46'h000000000000;
   reg [26:0] rq_r7_op = 27'h0000000;
   reg [44:0] rq_r7_pp = 45'h000000000000;
-  wire [26:0] rq_r7_sat;
-  (* init = 46'h000000000000 *)
-  wire [45:0] rq_r7_sat_full;
-  wire rq_r7_sat_hi;
-  wire rq_r7_sat_lo;
-  wire rq_r7_sat_ovf;
+  reg rq_r7_sat_hi = 1'h0;
+  reg rq_r7_sat_lo = 1'h0;
+  reg [26:0] rq_r7_sat_low = 27'h0000000;
   reg [45:0] rq_r7_sum = 46'h000000000000;
   reg [45:0] rq_r7_x = 46'h000000000000;
   input rst;
@@ -2076,6 +2137,10 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [13:0] wb4_addr = 14'h0000;
   reg [3:0] wb4_lanes = 4'h0;
   reg wb4_valid = 1'h0;
+  reg [13:0] wb5_addr = 14'h0000;
+  reg [3:0] wb5_lanes = 4'h0;
+  reg wb5_valid = 1'h0;
+  reg [15:0] wb_lanes_gtlo = 16'h0000;
   wire [63:0] wdata_rewards;
   wire [63:0] wdata_values;
   (* init = 8'h00 *)
@@ -2092,13 +2157,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$515 )
-      mem_dones[\$signature__addr$513 ] <= \$signature__data$514 ;
+    if (\$signature__en$489 )
+      mem_dones[\$signature__addr$487 ] <= \$signature__data$488 ;
   end
   reg [7:0] _0_;
   always @(posedge clk) begin
-    if (\$signature__en$345 ) begin
-      _0_ <= mem_dones[\$signature__addr$344 ];
+    if (\$signature__en$383 ) begin
+      _0_ <= mem_dones[\$signature__addr$382 ];
     end
   end
   assign \$signature__data$7  = _0_;
@@ -2112,22 +2177,22 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$505 [0])
-      mem_rewards[\$signature__addr$503 ][7:0] <= \$signature__data$504 [7:0];
-    if (\$signature__en$505 [1])
-      mem_rewards[\$signature__addr$503 ][15:8] <= \$signature__data$504 [15:8];
-    if (\$signature__en$505 [2])
-      mem_rewards[\$signature__addr$503 ][23:16] <= \$signature__data$504 [23:16];
-    if (\$signature__en$505 [3])
-      mem_rewards[\$signature__addr$503 ][31:24] <= \$signature__data$504 [31:24];
-    if (\$signature__en$505 [4])
-      mem_rewards[\$signature__addr$503 ][39:32] <= \$signature__data$504 [39:32];
-    if (\$signature__en$505 [5])
-      mem_rewards[\$signature__addr$503 ][47:40] <= \$signature__data$504 [47:40];
-    if (\$signature__en$505 [6])
-      mem_rewards[\$signature__addr$503 ][55:48] <= \$signature__data$504 [55:48];
-    if (\$signature__en$505 [7])
-      mem_rewards[\$signature__addr$503 ][63:56] <= \$signature__data$504 [63:56];
+    if (\$signature__en$479 [0])
+      mem_rewards[\$signature__addr$477 ][7:0] <= \$signature__data$478 [7:0];
+    if (\$signature__en$479 [1])
+      mem_rewards[\$signature__addr$477 ][15:8] <= \$signature__data$478 [15:8];
+    if (\$signature__en$479 [2])
+      mem_rewards[\$signature__addr$477 ][23:16] <= \$signature__data$478 [23:16];
+    if (\$signature__en$479 [3])
+      mem_rewards[\$signature__addr$477 ][31:24] <= \$signature__data$478 [31:24];
+    if (\$signature__en$479 [4])
+      mem_rewards[\$signature__addr$477 ][39:32] <= \$signature__data$478 [39:32];
+    if (\$signature__en$479 [5])
+      mem_rewards[\$signature__addr$477 ][47:40] <= \$signature__data$478 [47:40];
+    if (\$signature__en$479 [6])
+      mem_rewards[\$signature__addr$477 ][55:48] <= \$signature__data$478 [55:48];
+    if (\$signature__en$479 [7])
+      mem_rewards[\$signature__addr$477 ][63:56] <= \$signature__data$478 [63:56];
   end
   reg [63:0] _1_;
   always @(posedge clk) begin
@@ -2146,30 +2211,77 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$511 [0])
-      mem_values[\$signature__addr$509 ][7:0] <= \$signature__data$510 [7:0];
-    if (\$signature__en$511 [1])
-      mem_values[\$signature__addr$509 ][15:8] <= \$signature__data$510 [15:8];
-    if (\$signature__en$511 [2])
-      mem_values[\$signature__addr$509 ][23:16] <= \$signature__data$510 [23:16];
-    if (\$signature__en$511 [3])
-      mem_values[\$signature__addr$509 ][31:24] <= \$signature__data$510 [31:24];
-    if (\$signature__en$511 [4])
-      mem_values[\$signature__addr$509 ][39:32] <= \$signature__data$510 [39:32];
-    if (\$signature__en$511 [5])
-      mem_values[\$signature__addr$509 ][47:40] <= \$signature__data$510 [47:40];
-    if (\$signature__en$511 [6])
-      mem_values[\$signature__addr$509 ][55:48] <= \$signature__data$510 [55:48];
-    if (\$signature__en$511 [7])
-      mem_values[\$signature__addr$509 ][63:56] <= \$signature__data$510 [63:56];
+    if (\$signature__en$485 [0])
+      mem_values[\$signature__addr$483 ][7:0] <= \$signature__data$484 [7:0];
+    if (\$signature__en$485 [1])
+      mem_values[\$signature__addr$483 ][15:8] <= \$signature__data$484 [15:8];
+    if (\$signature__en$485 [2])
+      mem_values[\$signature__addr$483 ][23:16] <= \$signature__data$484 [23:16];
+    if (\$signature__en$485 [3])
+      mem_values[\$signature__addr$483 ][31:24] <= \$signature__data$484 [31:24];
+    if (\$signature__en$485 [4])
+      mem_values[\$signature__addr$483 ][39:32] <= \$signature__data$484 [39:32];
+    if (\$signature__en$485 [5])
+      mem_values[\$signature__addr$483 ][47:40] <= \$signature__data$484 [47:40];
+    if (\$signature__en$485 [6])
+      mem_values[\$signature__addr$483 ][55:48] <= \$signature__data$484 [55:48];
+    if (\$signature__en$485 [7])
+      mem_values[\$signature__addr$483 ][63:56] <= \$signature__data$484 [63:56];
   end
   reg [63:0] _2_;
   always @(posedge clk) begin
-    if (\$signature__en$343 ) begin
-      _2_ <= mem_values[\$signature__addr$342 ];
+    if (\$signature__en$381 ) begin
+      _2_ <= mem_values[\$signature__addr$380 ];
     end
   end
   assign \$signature__data$5  = _2_;
+  assign \$1  = cycles + 1'h1;
+  assign \$3  = settle - 1'h1;
+  assign \$4  = ! num_timesteps;
+  assign \$5  = ! num_trajectories;
+  assign \$6  = num_timesteps >= 14'h2008;
+  assign \$7  = num_trajectories > 13'h1000;
+  assign \$8  = \$6  | \$7 ;
+  assign \$9  = gamma > 17'h10000;
+  assign \$10  = gamma_lambda > 17'h10000;
+  assign \$11  = \$9  | \$10 ;
+  assign \$12  = num_timesteps - 1'h1;
+  assign \$13  = num_timesteps + 1'h1;
+  assign \$14  = num_timesteps + 1'h1;
+  assign \$15  = 14'h2007 - num_timesteps;
+  assign \$16  = G + 1'h1;
+  assign \$17  = G + 1'h1;
+  assign \$18  = \$17  - 1'h1;
+  assign \$19  = $signed(rem) - $signed(5'h08);
+  assign \$20  = nxt_rows + T_plus_1;
+  assign \$21  = $signed(room) - $signed({ 1'h0, T_plus_1 });
+  assign \$22  = $signed(rem) <= $signed(5'h08);
+  assign \$23  = rows - G;
+  assign \$24  = ! settle;
+  assign \$25  = ! lane;
+  assign \$26  = t - 1'h1;
+  assign \$27  = t == 1'h1;
+  assign \$28  = row_base - G;
+  assign \$29  = grp_base + 1'h1;
+  assign \$30  = rows - G;
+  assign \$31  = t - 1'h1;
+  assign \$32  = t == 1'h1;
+  assign \$33  = row_base - G;
+  assign \$34  = lane + 1'h1;
+  assign \$35  = drain - 1'h1;
+  assign \$36  = ! drain;
+  assign \$37  = $signed({ 1'h0, grp_base }) >= $signed(G_minus_L);
+  assign \$38  = ~ busy;
+  assign \$39  = ~ start;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = host_re & \$40 ;
+  assign \$42  = ~ busy;
+  assign \$43  = ~ start;
+  assign \$44  = \$42  & \$43 ;
+  assign \$45  = ~ busy;
+  assign \$46  = ~ start;
+  assign \$47  = \$45  & \$46 ;
+  assign \$48  = ~ busy;
   assign \$49  = ~ start;
   assign \$50  = \$48  & \$49 ;
   assign \$51  = ~ busy;
@@ -2221,1201 +2333,1267 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$97  = \$94  ? 4'h8 : \$96 ;
   assign \$99  = $signed(\$98 ) + $signed(2'h1);
   assign \$101  = $signed(\$100 ) + $signed(2'h1);
-  assign \$102  = $signed(rdata_rewards_q[7:0]) * $signed(arg_reward_scale[17:0]);
-  assign \$104  = $signed(\$103 ) >>> arg_reward_scale[28:24];
-  assign \$105  = $signed(rdata_values_q[7:0]) * $signed(arg_value_scale[17:0]);
-  assign \$107  = $signed(\$106 ) >>> arg_value_scale[28:24];
-  assign \$108  = ~ rd4_boot;
-  assign \$109  = deq_r0_ovf & \$108 ;
-  assign \$110  = \$109  | deq_v0_ovf;
-  assign \$111  = rd4_nvalid > 1'h0;
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = $signed(rdata_rewards_q[15:8]) * $signed(arg_reward_scale[17:0]);
-  assign \$115  = $signed(\$114 ) >>> arg_reward_scale[28:24];
-  assign \$116  = $signed(rdata_values_q[15:8]) * $signed(arg_value_scale[17:0]);
-  assign \$118  = $signed(\$117 ) >>> arg_value_scale[28:24];
-  assign \$119  = ~ rd4_boot;
-  assign \$120  = deq_r1_ovf & \$119 ;
-  assign \$121  = \$120  | deq_v1_ovf;
-  assign \$122  = rd4_nvalid > 1'h1;
-  assign \$123  = \$121  & \$122 ;
-  assign \$124  = $signed(rdata_rewards_q[23:16]) * $signed(arg_reward_scale[17:0]);
-  assign \$126  = $signed(\$125 ) >>> arg_reward_scale[28:24];
-  assign \$127  = $signed(rdata_values_q[23:16]) * $signed(arg_value_scale[17:0]);
-  assign \$129  = $signed(\$128 ) >>> arg_value_scale[28:24];
-  assign \$130  = ~ rd4_boot;
-  assign \$131  = deq_r2_ovf & \$130 ;
-  assign \$132  = \$131  | deq_v2_ovf;
-  assign \$133  = rd4_nvalid > 2'h2;
-  assign \$134  = \$132  & \$133 ;
-  assign \$135  = $signed(rdata_rewards_q[31:24]) * $signed(arg_reward_scale[17:0]);
-  assign \$137  = $signed(\$136 ) >>> arg_reward_scale[28:24];
-  assign \$138  = $signed(rdata_values_q[31:24]) * $signed(arg_value_scale[17:0]);
-  assign \$140  = $signed(\$139 ) >>> arg_value_scale[28:24];
-  assign \$141  = ~ rd4_boot;
-  assign \$142  = deq_r3_ovf & \$141 ;
-  assign \$143  = \$142  | deq_v3_ovf;
-  assign \$144  = rd4_nvalid > 2'h3;
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = $signed(rdata_rewards_q[39:32]) * $signed(arg_reward_scale[17:0]);
-  assign \$148  = $signed(\$147 ) >>> arg_reward_scale[28:24];
-  assign \$149  = $signed(rdata_values_q[39:32]) * $signed(arg_value_scale[17:0]);
-  assign \$151  = $signed(\$150 ) >>> arg_value_scale[28:24];
-  assign \$152  = ~ rd4_boot;
-  assign \$153  = deq_r4_ovf & \$152 ;
-  assign \$154  = \$153  | deq_v4_ovf;
-  assign \$155  = rd4_nvalid > 3'h4;
-  assign \$156  = \$154  & \$155 ;
-  assign \$157  = $signed(rdata_rewards_q[47:40]) * $signed(arg_reward_scale[17:0]);
+  assign \$102  = rd3_nvalid > 1'h0;
+  assign \$103  = rd3_nvalid > 1'h1;
+  assign \$104  = rd3_nvalid > 2'h2;
+  assign \$105  = rd3_nvalid > 2'h3;
+  assign \$106  = rd3_nvalid > 3'h4;
+  assign \$107  = rd3_nvalid > 3'h5;
+  assign \$108  = rd3_nvalid > 3'h6;
+  assign \$109  = rd3_nvalid > 3'h7;
+  assign \$110  = rd3_nvalid > 4'h8;
+  assign \$111  = rd3_nvalid > 4'h9;
+  assign \$112  = rd3_nvalid > 4'ha;
+  assign \$113  = rd3_nvalid > 4'hb;
+  assign \$114  = rd3_nvalid > 4'hc;
+  assign \$115  = rd3_nvalid > 4'hd;
+  assign \$116  = rd3_nvalid > 4'he;
+  assign \$117  = $signed(rdata_rewards_q[7:0]) * $signed(arg_reward_scale[17:0]);
+  assign \$119  = $signed(\$118 ) >>> arg_reward_scale[28:24];
+  assign \$120  = $signed(rdata_values_q[7:0]) * $signed(arg_value_scale[17:0]);
+  assign \$122  = $signed(\$121 ) >>> arg_value_scale[28:24];
+  assign \$123  = ~ rd4_boot;
+  assign \$124  = deq_r0_ovf & \$123 ;
+  assign \$125  = \$124  | deq_v0_ovf;
+  assign \$126  = \$125  & deq_lanes_gtlo[0];
+  assign \$127  = $signed(rdata_rewards_q[15:8]) * $signed(arg_reward_scale[17:0]);
+  assign \$129  = $signed(\$128 ) >>> arg_reward_scale[28:24];
+  assign \$130  = $signed(rdata_values_q[15:8]) * $signed(arg_value_scale[17:0]);
+  assign \$132  = $signed(\$131 ) >>> arg_value_scale[28:24];
+  assign \$133  = ~ rd4_boot;
+  assign \$134  = deq_r1_ovf & \$133 ;
+  assign \$135  = \$134  | deq_v1_ovf;
+  assign \$136  = \$135  & deq_lanes_gtlo[1];
+  assign \$137  = $signed(rdata_rewards_q[23:16]) * $signed(arg_reward_scale[17:0]);
+  assign \$139  = $signed(\$138 ) >>> arg_reward_scale[28:24];
+  assign \$140  = $signed(rdata_values_q[23:16]) * $signed(arg_value_scale[17:0]);
+  assign \$142  = $signed(\$141 ) >>> arg_value_scale[28:24];
+  assign \$143  = ~ rd4_boot;
+  assign \$144  = deq_r2_ovf & \$143 ;
+  assign \$145  = \$144  | deq_v2_ovf;
+  assign \$146  = \$145  & deq_lanes_gtlo[2];
+  assign \$147  = $signed(rdata_rewards_q[31:24]) * $signed(arg_reward_scale[17:0]);
+  assign \$149  = $signed(\$148 ) >>> arg_reward_scale[28:24];
+  assign \$150  = $signed(rdata_values_q[31:24]) * $signed(arg_value_scale[17:0]);
+  assign \$152  = $signed(\$151 ) >>> arg_value_scale[28:24];
+  assign \$153  = ~ rd4_boot;
+  assign \$154  = deq_r3_ovf & \$153 ;
+  assign \$155  = \$154  | deq_v3_ovf;
+  assign \$156  = \$155  & deq_lanes_gtlo[3];
+  assign \$157  = $signed(rdata_rewards_q[39:32]) * $signed(arg_reward_scale[17:0]);
   assign \$159  = $signed(\$158 ) >>> arg_reward_scale[28:24];
-  assign \$160  = $signed(rdata_values_q[47:40]) * $signed(arg_value_scale[17:0]);
+  assign \$160  = $signed(rdata_values_q[39:32]) * $signed(arg_value_scale[17:0]);
   assign \$162  = $signed(\$161 ) >>> arg_value_scale[28:24];
   assign \$163  = ~ rd4_boot;
-  assign \$164  = deq_r5_ovf & \$163 ;
-  assign \$165  = \$164  | deq_v5_ovf;
-  assign \$166  = rd4_nvalid > 3'h5;
-  assign \$167  = \$165  & \$166 ;
-  assign \$168  = $signed(rdata_rewards_q[55:48]) * $signed(arg_reward_scale[17:0]);
-  assign \$170  = $signed(\$169 ) >>> arg_reward_scale[28:24];
-  assign \$171  = $signed(rdata_values_q[55:48]) * $signed(arg_value_scale[17:0]);
-  assign \$173  = $signed(\$172 ) >>> arg_value_scale[28:24];
-  assign \$174  = ~ rd4_boot;
-  assign \$175  = deq_r6_ovf & \$174 ;
-  assign \$176  = \$175  | deq_v6_ovf;
-  assign \$177  = rd4_nvalid > 3'h6;
-  assign \$178  = \$176  & \$177 ;
-  assign \$179  = $signed(rdata_rewards_q[63:56]) * $signed(arg_reward_scale[17:0]);
-  assign \$181  = $signed(\$180 ) >>> arg_reward_scale[28:24];
-  assign \$182  = $signed(rdata_values_q[63:56]) * $signed(arg_value_scale[17:0]);
-  assign \$184  = $signed(\$183 ) >>> arg_value_scale[28:24];
-  assign \$185  = ~ rd4_boot;
-  assign \$186  = deq_r7_ovf & \$185 ;
-  assign \$187  = \$186  | deq_v7_ovf;
-  assign \$188  = rd4_nvalid > 3'h7;
-  assign \$189  = \$187  & \$188 ;
-  assign \$190  = | deq_ovf_bits;
-  assign \$191  = s2_valid & \$190 ;
-  assign \$192  = s2_valid & s2_boot;
-  assign \$194  = wb3_lanes > 1'h0;
-  assign \$195  = wb3_valid & \$194 ;
-  assign \$196  = wb3_lanes > 1'h1;
-  assign \$197  = wb3_valid & \$196 ;
-  assign \$198  = wb3_lanes > 2'h2;
-  assign \$199  = wb3_valid & \$198 ;
-  assign \$200  = wb3_lanes > 2'h3;
-  assign \$201  = wb3_valid & \$200 ;
-  assign \$202  = wb3_lanes > 3'h4;
-  assign \$203  = wb3_valid & \$202 ;
-  assign \$204  = wb3_lanes > 3'h5;
-  assign \$205  = wb3_valid & \$204 ;
-  assign \$206  = wb3_lanes > 3'h6;
-  assign \$207  = wb3_valid & \$206 ;
+  assign \$164  = deq_r4_ovf & \$163 ;
+  assign \$165  = \$164  | deq_v4_ovf;
+  assign \$166  = \$165  & deq_lanes_gtlo[4];
+  assign \$167  = $signed(rdata_rewards_q[47:40]) * $signed(arg_reward_scale[17:0]);
+  assign \$169  = $signed(\$168 ) >>> arg_reward_scale[28:24];
+  assign \$170  = $signed(rdata_values_q[47:40]) * $signed(arg_value_scale[17:0]);
+  assign \$172  = $signed(\$171 ) >>> arg_value_scale[28:24];
+  assign \$173  = ~ rd4_boot;
+  assign \$174  = deq_r5_ovf & \$173 ;
+  assign \$175  = \$174  | deq_v5_ovf;
+  assign \$176  = \$175  & deq_lanes_gtlo[5];
+  assign \$177  = $signed(rdata_rewards_q[55:48]) * $signed(arg_reward_scale[17:0]);
+  assign \$179  = $signed(\$178 ) >>> arg_reward_scale[28:24];
+  assign \$180  = $signed(rdata_values_q[55:48]) * $signed(arg_value_scale[17:0]);
+  assign \$182  = $signed(\$181 ) >>> arg_value_scale[28:24];
+  assign \$183  = ~ rd4_boot;
+  assign \$184  = deq_r6_ovf & \$183 ;
+  assign \$185  = \$184  | deq_v6_ovf;
+  assign \$186  = \$185  & deq_lanes_gtlo[6];
+  assign \$187  = $signed(rdata_rewards_q[63:56]) * $signed(arg_reward_scale[17:0]);
+  assign \$189  = $signed(\$188 ) >>> arg_reward_scale[28:24];
+  assign \$190  = $signed(rdata_values_q[63:56]) * $signed(arg_value_scale[17:0]);
+  assign \$192  = $signed(\$191 ) >>> arg_value_scale[28:24];
+  assign \$193  = ~ rd4_boot;
+  assign \$194  = deq_r7_ovf & \$193 ;
+  assign \$195  = \$194  | deq_v7_ovf;
+  assign \$196  = \$195  & deq_lanes_gtlo[7];
+  assign \$197  = | deq_ovf_bits;
+  assign \$198  = s2_valid & \$197 ;
+  assign \$199  = s2_valid & s2_boot;
+  assign \$201  = wb3_lanes > 1'h0;
+  assign \$202  = wb3_lanes > 1'h1;
+  assign \$203  = wb3_lanes > 2'h2;
+  assign \$204  = wb3_lanes > 2'h3;
+  assign \$205  = wb3_lanes > 3'h4;
+  assign \$206  = wb3_lanes > 3'h5;
+  assign \$207  = wb3_lanes > 3'h6;
   assign \$208  = wb3_lanes > 3'h7;
-  assign \$209  = wb3_valid & \$208 ;
-  assign \$211  = $signed(\$210 ) + $signed(26'h1000000);
-  assign \$213  = $signed(\$212 ) + $signed(26'h1000000);
-  assign \$215  = $signed(\$214 ) >>> arg_adv_scale[28:24];
-  assign \$216  = $signed(rq_a0_op) * $signed(arg_adv_scale[17:0]);
-  assign \$217  = $signed(rq_a0_pp) + $signed(adv_offset_rnd);
-  assign \$218  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
-  assign \$219  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
-  assign \$220  = \$219  ? 9'h181 : { 1'h0, rq_a0_sum[32:25] };
-  assign \$221  = \$218  ? 9'h07f : \$220 ;
-  assign \$223  = $signed(\$222 ) >>> arg_rtg_scale[28:24];
-  assign \$224  = $signed(rq_r0_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$225  = $signed(rq_r0_pp) + $signed(rtg_offset_rnd);
-  assign \$226  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
-  assign \$227  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
-  assign \$228  = \$227  ? 9'h181 : { 1'h0, rq_r0_sum[32:25] };
-  assign \$229  = \$226  ? 9'h07f : \$228 ;
-  assign \$230  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
-  assign \$231  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
-  assign \$232  = \$230  | \$231 ;
-  assign \$233  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
-  assign \$234  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
-  assign \$235  = \$233  | \$234 ;
-  assign \$236  = \$232  | \$235 ;
-  assign \$237  = wb3_lanes > 1'h0;
-  assign \$238  = \$236  & \$237 ;
-  assign \$240  = $signed(\$239 ) >>> arg_adv_scale[28:24];
-  assign \$241  = $signed(rq_a1_op) * $signed(arg_adv_scale[17:0]);
-  assign \$242  = $signed(rq_a1_pp) + $signed(adv_offset_rnd);
-  assign \$243  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
-  assign \$244  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
-  assign \$245  = \$244  ? 9'h181 : { 1'h0, rq_a1_sum[32:25] };
-  assign \$246  = \$243  ? 9'h07f : \$245 ;
-  assign \$248  = $signed(\$247 ) >>> arg_rtg_scale[28:24];
-  assign \$249  = $signed(rq_r1_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$250  = $signed(rq_r1_pp) + $signed(rtg_offset_rnd);
-  assign \$251  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
-  assign \$252  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
-  assign \$253  = \$252  ? 9'h181 : { 1'h0, rq_r1_sum[32:25] };
-  assign \$254  = \$251  ? 9'h07f : \$253 ;
-  assign \$255  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
-  assign \$256  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
-  assign \$259  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
-  assign \$260  = \$258  | \$259 ;
-  assign \$261  = \$257  | \$260 ;
-  assign \$262  = wb3_lanes > 1'h1;
+  assign \$209  = wb3_lanes > 4'h8;
+  assign \$210  = wb3_lanes > 4'h9;
+  assign \$211  = wb3_lanes > 4'ha;
+  assign \$212  = wb3_lanes > 4'hb;
+  assign \$213  = wb3_lanes > 4'hc;
+  assign \$214  = wb3_lanes > 4'hd;
+  assign \$215  = wb3_lanes > 4'he;
+  assign \$216  = wb4_valid & wb_lanes_gtlo[0];
+  assign \$217  = wb4_valid & wb_lanes_gtlo[1];
+  assign \$218  = wb4_valid & wb_lanes_gtlo[2];
+  assign \$219  = wb4_valid & wb_lanes_gtlo[3];
+  assign \$220  = wb4_valid & wb_lanes_gtlo[4];
+  assign \$221  = wb4_valid & wb_lanes_gtlo[5];
+  assign \$222  = wb4_valid & wb_lanes_gtlo[6];
+  assign \$223  = wb4_valid & wb_lanes_gtlo[7];
+  assign \$225  = $signed(\$224 ) + $signed(26'h1000000);
+  assign \$227  = $signed(\$226 ) + $signed(26'h1000000);
+  assign \$228  = wb3_lanes > 1'h0;
+  assign \$229  = wb3_lanes > 1'h1;
+  assign \$230  = wb3_lanes > 2'h2;
+  assign \$231  = wb3_lanes > 2'h3;
+  assign \$232  = wb3_lanes > 3'h4;
+  assign \$233  = wb3_lanes > 3'h5;
+  assign \$234  = wb3_lanes > 3'h6;
+  assign \$235  = wb3_lanes > 3'h7;
+  assign \$236  = wb3_lanes > 4'h8;
+  assign \$237  = wb3_lanes > 4'h9;
+  assign \$238  = wb3_lanes > 4'ha;
+  assign \$239  = wb3_lanes > 4'hb;
+  assign \$240  = wb3_lanes > 4'hc;
+  assign \$241  = wb3_lanes > 4'hd;
+  assign \$242  = wb3_lanes > 4'he;
+  assign \$244  = $signed(\$243 ) >>> arg_adv_scale[28:24];
+  assign \$245  = ~ rq_a0_x[45];
+  assign \$246  = | rq_a0_x[44:26];
+  assign \$247  = \$245  & \$246 ;
+  assign \$248  = & rq_a0_x[44:26];
+  assign \$249  = ~ \$248 ;
+  assign \$250  = rq_a0_x[45] & \$249 ;
+  assign \$251  = rq_a0_sat_lo ? 27'h4000000 : rq_a0_sat_low;
+  assign \$252  = rq_a0_sat_hi ? 27'h3ffffff : \$251 ;
+  assign \$253  = $signed(rq_a0_op) * $signed(arg_adv_scale[17:0]);
+  assign \$254  = $signed(rq_a0_pp) + $signed(adv_offset_rnd);
+  assign \$255  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
+  assign \$256  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
+  assign \$257  = \$256  ? 9'h181 : { 1'h0, rq_a0_sum[32:25] };
+  assign \$258  = \$255  ? 9'h07f : \$257 ;
+  assign \$260  = $signed(\$259 ) >>> arg_rtg_scale[28:24];
+  assign \$261  = ~ rq_r0_x[45];
+  assign \$262  = | rq_r0_x[44:26];
   assign \$263  = \$261  & \$262 ;
-  assign \$265  = $signed(\$264 ) >>> arg_adv_scale[28:24];
-  assign \$266  = $signed(rq_a2_op) * $signed(arg_adv_scale[17:0]);
-  assign \$267  = $signed(rq_a2_pp) + $signed(adv_offset_rnd);
-  assign \$268  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
-  assign \$269  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
-  assign \$270  = \$269  ? 9'h181 : { 1'h0, rq_a2_sum[32:25] };
-  assign \$271  = \$268  ? 9'h07f : \$270 ;
-  assign \$273  = $signed(\$272 ) >>> arg_rtg_scale[28:24];
-  assign \$274  = $signed(rq_r2_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$275  = $signed(rq_r2_pp) + $signed(rtg_offset_rnd);
-  assign \$276  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
-  assign \$277  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
-  assign \$278  = \$277  ? 9'h181 : { 1'h0, rq_r2_sum[32:25] };
-  assign \$279  = \$276  ? 9'h07f : \$278 ;
-  assign \$280  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
-  assign \$281  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
-  assign \$282  = \$280  | \$281 ;
-  assign \$283  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
-  assign \$284  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
-  assign \$285  = \$283  | \$284 ;
-  assign \$286  = \$282  | \$285 ;
-  assign \$287  = wb3_lanes > 2'h2;
-  assign \$288  = \$286  & \$287 ;
-  assign \$290  = $signed(\$289 ) >>> arg_adv_scale[28:24];
-  assign \$291  = $signed(rq_a3_op) * $signed(arg_adv_scale[17:0]);
-  assign \$292  = $signed(rq_a3_pp) + $signed(adv_offset_rnd);
-  assign \$293  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
-  assign \$294  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
-  assign \$295  = \$294  ? 9'h181 : { 1'h0, rq_a3_sum[32:25] };
-  assign \$296  = \$293  ? 9'h07f : \$295 ;
-  assign \$298  = $signed(\$297 ) >>> arg_rtg_scale[28:24];
-  assign \$299  = $signed(rq_r3_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$300  = $signed(rq_r3_pp) + $signed(rtg_offset_rnd);
-  assign \$301  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
-  assign \$302  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
-  assign \$303  = \$302  ? 9'h181 : { 1'h0, rq_r3_sum[32:25] };
-  assign \$304  = \$301  ? 9'h07f : \$303 ;
-  assign \$305  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
-  assign \$306  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
-  assign \$307  = \$305  | \$306 ;
-  assign \$308  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
-  assign \$309  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
-  assign \$310  = \$308  | \$309 ;
-  assign \$311  = \$307  | \$310 ;
-  assign \$312  = wb3_lanes > 2'h3;
-  assign \$313  = \$311  & \$312 ;
-  assign \$315  = $signed(\$314 ) >>> arg_adv_scale[28:24];
-  assign \$316  = $signed(rq_a4_op) * $signed(arg_adv_scale[17:0]);
-  assign \$317  = $signed(rq_a4_pp) + $signed(adv_offset_rnd);
-  assign \$318  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
-  assign \$319  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
-  assign \$320  = \$319  ? 9'h181 : { 1'h0, rq_a4_sum[32:25] };
-  assign \$321  = \$318  ? 9'h07f : \$320 ;
-  assign \$323  = $signed(\$322 ) >>> arg_rtg_scale[28:24];
-  assign \$324  = $signed(rq_r4_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$325  = $signed(rq_r4_pp) + $signed(rtg_offset_rnd);
-  assign \$326  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
-  assign \$327  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
-  assign \$328  = \$327  ? 9'h181 : { 1'h0, rq_r4_sum[32:25] };
-  assign \$329  = \$326  ? 9'h07f : \$328 ;
-  assign \$330  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
-  assign \$331  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
-  assign \$332  = \$330  | \$331 ;
-  assign \$333  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
-  assign \$334  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
-  assign \$335  = \$333  | \$334 ;
-  assign \$336  = \$332  | \$335 ;
-  assign \$337  = wb3_lanes > 3'h4;
-  assign \$338  = \$336  & \$337 ;
-  assign \$340  = $signed(\$339 ) >>> arg_adv_scale[28:24];
-  assign \$341  = $signed(rq_a5_op) * $signed(arg_adv_scale[17:0]);
-  assign \$342  = $signed(rq_a5_pp) + $signed(adv_offset_rnd);
-  assign \$343  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
-  assign \$344  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
-  assign \$345  = \$344  ? 9'h181 : { 1'h0, rq_a5_sum[32:25] };
-  assign \$346  = \$343  ? 9'h07f : \$345 ;
-  assign \$348  = $signed(\$347 ) >>> arg_rtg_scale[28:24];
-  assign \$349  = $signed(rq_r5_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$350  = $signed(rq_r5_pp) + $signed(rtg_offset_rnd);
-  assign \$351  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
-  assign \$352  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
-  assign \$353  = \$352  ? 9'h181 : { 1'h0, rq_r5_sum[32:25] };
+  assign \$264  = & rq_r0_x[44:26];
+  assign \$265  = ~ \$264 ;
+  assign \$266  = rq_r0_x[45] & \$265 ;
+  assign \$267  = rq_r0_sat_lo ? 27'h4000000 : rq_r0_sat_low;
+  assign \$268  = rq_r0_sat_hi ? 27'h3ffffff : \$267 ;
+  assign \$269  = $signed(rq_r0_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$270  = $signed(rq_r0_pp) + $signed(rtg_offset_rnd);
+  assign \$271  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
+  assign \$272  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
+  assign \$273  = \$272  ? 9'h181 : { 1'h0, rq_r0_sum[32:25] };
+  assign \$274  = \$271  ? 9'h07f : \$273 ;
+  assign \$275  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
+  assign \$276  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
+  assign \$277  = \$275  | \$276 ;
+  assign \$278  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
+  assign \$279  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
+  assign \$280  = \$278  | \$279 ;
+  assign \$281  = \$277  | \$280 ;
+  assign \$282  = \$281  & rq_lanes_gtlo[0];
+  assign \$284  = $signed(\$283 ) >>> arg_adv_scale[28:24];
+  assign \$285  = ~ rq_a1_x[45];
+  assign \$286  = | rq_a1_x[44:26];
+  assign \$287  = \$285  & \$286 ;
+  assign \$288  = & rq_a1_x[44:26];
+  assign \$289  = ~ \$288 ;
+  assign \$290  = rq_a1_x[45] & \$289 ;
+  assign \$291  = rq_a1_sat_lo ? 27'h4000000 : rq_a1_sat_low;
+  assign \$292  = rq_a1_sat_hi ? 27'h3ffffff : \$291 ;
+  assign \$293  = $signed(rq_a1_op) * $signed(arg_adv_scale[17:0]);
+  assign \$294  = $signed(rq_a1_pp) + $signed(adv_offset_rnd);
+  assign \$295  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
+  assign \$296  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
+  assign \$297  = \$296  ? 9'h181 : { 1'h0, rq_a1_sum[32:25] };
+  assign \$298  = \$295  ? 9'h07f : \$297 ;
+  assign \$300  = $signed(\$299 ) >>> arg_rtg_scale[28:24];
+  assign \$301  = ~ rq_r1_x[45];
+  assign \$302  = | rq_r1_x[44:26];
+  assign \$303  = \$301  & \$302 ;
+  assign \$304  = & rq_r1_x[44:26];
+  assign \$305  = ~ \$304 ;
+  assign \$306  = rq_r1_x[45] & \$305 ;
+  assign \$307  = rq_r1_sat_lo ? 27'h4000000 : rq_r1_sat_low;
+  assign \$308  = rq_r1_sat_hi ? 27'h3ffffff : \$307 ;
+  assign \$309  = $signed(rq_r1_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$310  = $signed(rq_r1_pp) + $signed(rtg_offset_rnd);
+  assign \$311  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
+  assign \$312  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
+  assign \$313  = \$312  ? 9'h181 : { 1'h0, rq_r1_sum[32:25] };
+  assign \$314  = \$311  ? 9'h07f : \$313 ;
+  assign \$315  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
+  assign \$316  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
+  assign \$317  = \$315  | \$316 ;
+  assign \$318  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
+  assign \$319  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
+  assign \$320  = \$318  | \$319 ;
+  assign \$321  = \$317  | \$320 ;
+  assign \$322  = \$321  & rq_lanes_gtlo[1];
+  assign \$324  = $signed(\$323 ) >>> arg_adv_scale[28:24];
+  assign \$325  = ~ rq_a2_x[45];
+  assign \$326  = | rq_a2_x[44:26];
+  assign \$327  = \$325  & \$326 ;
+  assign \$328  = & rq_a2_x[44:26];
+  assign \$329  = ~ \$328 ;
+  assign \$330  = rq_a2_x[45] & \$329 ;
+  assign \$331  = rq_a2_sat_lo ? 27'h4000000 : rq_a2_sat_low;
+  assign \$332  = rq_a2_sat_hi ? 27'h3ffffff : \$331 ;
+  assign \$333  = $signed(rq_a2_op) * $signed(arg_adv_scale[17:0]);
+  assign \$334  = $signed(rq_a2_pp) + $signed(adv_offset_rnd);
+  assign \$335  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
+  assign \$336  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
+  assign \$337  = \$336  ? 9'h181 : { 1'h0, rq_a2_sum[32:25] };
+  assign \$338  = \$335  ? 9'h07f : \$337 ;
+  assign \$340  = $signed(\$339 ) >>> arg_rtg_scale[28:24];
+  assign \$341  = ~ rq_r2_x[45];
+  assign \$342  = | rq_r2_x[44:26];
+  assign \$343  = \$341  & \$342 ;
+  assign \$344  = & rq_r2_x[44:26];
+  assign \$345  = ~ \$344 ;
+  assign \$346  = rq_r2_x[45] & \$345 ;
+  assign \$347  = rq_r2_sat_lo ? 27'h4000000 : rq_r2_sat_low;
+  assign \$348  = rq_r2_sat_hi ? 27'h3ffffff : \$347 ;
+  assign \$349  = $signed(rq_r2_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$350  = $signed(rq_r2_pp) + $signed(rtg_offset_rnd);
+  assign \$351  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
+  assign \$352  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
+  assign \$353  = \$352  ? 9'h181 : { 1'h0, rq_r2_sum[32:25] };
   assign \$354  = \$351  ? 9'h07f : \$353 ;
-  assign \$355  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
-  assign \$356  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$355  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
+  assign \$356  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
   assign \$357  = \$355  | \$356 ;
-  assign \$358  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
-  assign \$359  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$358  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
+  assign \$359  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
   assign \$360  = \$358  | \$359 ;
   assign \$361  = \$357  | \$360 ;
-  assign \$362  = wb3_lanes > 3'h5;
-  assign \$363  = \$361  & \$362 ;
-  assign \$365  = $signed(\$364 ) >>> arg_adv_scale[28:24];
-  assign \$366  = $signed(rq_a6_op) * $signed(arg_adv_scale[17:0]);
-  assign \$367  = $signed(rq_a6_pp) + $signed(adv_offset_rnd);
-  assign \$368  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
-  assign \$369  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
-  assign \$370  = \$369  ? 9'h181 : { 1'h0, rq_a6_sum[32:25] };
-  assign \$371  = \$368  ? 9'h07f : \$370 ;
-  assign \$373  = $signed(\$372 ) >>> arg_rtg_scale[28:24];
-  assign \$374  = $signed(rq_r6_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$375  = $signed(rq_r6_pp) + $signed(rtg_offset_rnd);
-  assign \$376  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
-  assign \$377  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
-  assign \$378  = \$377  ? 9'h181 : { 1'h0, rq_r6_sum[32:25] };
-  assign \$379  = \$376  ? 9'h07f : \$378 ;
-  assign \$380  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
-  assign \$381  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
-  assign \$382  = \$380  | \$381 ;
-  assign \$383  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
-  assign \$384  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
-  assign \$385  = \$383  | \$384 ;
-  assign \$386  = \$382  | \$385 ;
-  assign \$387  = wb3_lanes > 3'h6;
-  assign \$388  = \$386  & \$387 ;
-  assign \$390  = $signed(\$389 ) >>> arg_adv_scale[28:24];
-  assign \$391  = $signed(rq_a7_op) * $signed(arg_adv_scale[17:0]);
-  assign \$392  = $signed(rq_a7_pp) + $signed(adv_offset_rnd);
-  assign \$393  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
-  assign \$394  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
-  assign \$395  = \$394  ? 9'h181 : { 1'h0, rq_a7_sum[32:25] };
-  assign \$396  = \$393  ? 9'h07f : \$395 ;
-  assign \$398  = $signed(\$397 ) >>> arg_rtg_scale[28:24];
-  assign \$399  = $signed(rq_r7_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$400  = $signed(rq_r7_pp) + $signed(rtg_offset_rnd);
-  assign \$401  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
-  assign \$402  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
-  assign \$403  = \$402  ? 9'h181 : { 1'h0, rq_r7_sum[32:25] };
-  assign \$404  = \$401  ? 9'h07f : \$403 ;
-  assign \$405  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
-  assign \$406  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
-  assign \$407  = \$405  | \$406 ;
-  assign \$408  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
-  assign \$409  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
-  assign \$410  = \$408  | \$409 ;
-  assign \$411  = \$407  | \$410 ;
-  assign \$412  = wb3_lanes > 3'h7;
-  assign \$413  = \$411  & \$412 ;
-  assign \$414  = | req_ovf_bits;
-  assign \$415  = wb4_valid & \$414 ;
-  assign \$416  = o__payload[88:81] > 1'h0;
-  assign \$417  = o__payload[64] & \$416 ;
-  assign \$418  = o__payload[88:81] > 1'h1;
-  assign \$419  = \o__payload$240 [64] & \$418 ;
-  assign \$420  = o__payload[88:81] > 2'h2;
-  assign \$421  = \o__payload$253 [64] & \$420 ;
-  assign \$422  = o__payload[88:81] > 2'h3;
-  assign \$423  = \o__payload$266 [64] & \$422 ;
-  assign \$424  = o__payload[88:81] > 3'h4;
-  assign \$425  = \o__payload$279 [64] & \$424 ;
-  assign \$426  = o__payload[88:81] > 3'h5;
-  assign \$427  = \o__payload$292 [64] & \$426 ;
-  assign \$428  = o__payload[88:81] > 3'h6;
-  assign \$429  = \o__payload$305 [64] & \$428 ;
-  assign \$430  = o__payload[88:81] > 3'h7;
-  assign \$431  = \o__payload$318 [64] & \$430 ;
-  assign \$432  = ~ busy;
-  assign \$433  = start & \$432 ;
-  assign \$434  = ~ busy;
-  assign \$435  = start & \$434 ;
-  assign \$436  = ~ busy;
-  assign \$437  = start & \$436 ;
-  assign \$438  = | pe_ovf_lanes;
-  assign \$439  = pe_ovf_valid & \$438 ;
-  assign \$440  = row_base + grp_base;
-  assign \$441  = \$440  + lane;
-  assign \$442  = grp_base + lane;
-  assign \$443  = ~ busy;
-  assign \$444  = ~ start;
-  assign host_enable = \$443  & \$444 ;
-  assign \$445  = ! host_addr_q[15:14];
-  assign \$446  = host_re_q & \$445 ;
-  assign \$447  = host_addr_q[15:14] == 1'h1;
-  assign \$448  = host_re_q & \$447 ;
-  assign \$449  = host_addr_q[15:14] == 2'h2;
-  assign \$450  = host_re_q & \$449 ;
-  assign \$451  = ~ \$455 [35];
-  assign \$452  = | \$455 [34:32];
-  assign deq_r0_hi = \$451  & \$452 ;
-  assign \$453  = & \$455 [34:32];
-  assign \$454  = ~ \$453 ;
-  assign deq_r0_lo = \$455 [35] & \$454 ;
-  assign \$455  = $signed(deq_r0_q) + $signed(reward_offset_rnd);
-  assign deq_r0_ovf = deq_r0_hi | deq_r0_lo;
-  assign \$456  = deq_r0_lo ? 33'h180000000 : { 1'h0, \$455 [32:1] };
-  assign \$457  = deq_r0_hi ? 33'h07fffffff : \$456 ;
-  assign \$458  = ~ \$462 [35];
-  assign \$459  = | \$462 [34:32];
-  assign deq_v0_hi = \$458  & \$459 ;
-  assign \$460  = & \$462 [34:32];
-  assign \$461  = ~ \$460 ;
-  assign deq_v0_lo = \$462 [35] & \$461 ;
-  assign \$462  = $signed(deq_v0_q) + $signed(value_offset_rnd);
-  assign deq_v0_ovf = deq_v0_hi | deq_v0_lo;
-  assign \$463  = deq_v0_lo ? 33'h180000000 : { 1'h0, \$462 [32:1] };
-  assign \$464  = deq_v0_hi ? 33'h07fffffff : \$463 ;
-  assign \$465  = ~ \$469 [35];
-  assign \$466  = | \$469 [34:32];
-  assign deq_r1_hi = \$465  & \$466 ;
-  assign \$467  = & \$469 [34:32];
-  assign \$468  = ~ \$467 ;
-  assign deq_r1_lo = \$469 [35] & \$468 ;
-  assign \$469  = $signed(deq_r1_q) + $signed(reward_offset_rnd);
-  assign deq_r1_ovf = deq_r1_hi | deq_r1_lo;
-  assign \$470  = deq_r1_lo ? 33'h180000000 : { 1'h0, \$469 [32:1] };
-  assign \$471  = deq_r1_hi ? 33'h07fffffff : \$470 ;
-  assign \$472  = ~ \$476 [35];
-  assign \$473  = | \$476 [34:32];
-  assign deq_v1_hi = \$472  & \$473 ;
-  assign \$474  = & \$476 [34:32];
-  assign \$475  = ~ \$474 ;
-  assign deq_v1_lo = \$476 [35] & \$475 ;
-  assign \$476  = $signed(deq_v1_q) + $signed(value_offset_rnd);
-  assign deq_v1_ovf = deq_v1_hi | deq_v1_lo;
-  assign \$477  = deq_v1_lo ? 33'h180000000 : { 1'h0, \$476 [32:1] };
-  assign \$478  = deq_v1_hi ? 33'h07fffffff : \$477 ;
-  assign \$479  = ~ \$483 [35];
-  assign \$480  = | \$483 [34:32];
-  assign deq_r2_hi = \$479  & \$480 ;
-  assign \$481  = & \$483 [34:32];
-  assign \$482  = ~ \$481 ;
-  assign deq_r2_lo = \$483 [35] & \$482 ;
-  assign \$483  = $signed(deq_r2_q) + $signed(reward_offset_rnd);
-  assign deq_r2_ovf = deq_r2_hi | deq_r2_lo;
-  assign \$484  = deq_r2_lo ? 33'h180000000 : { 1'h0, \$483 [32:1] };
-  assign \$485  = deq_r2_hi ? 33'h07fffffff : \$484 ;
-  assign \$486  = ~ \$490 [35];
-  assign \$487  = | \$490 [34:32];
-  assign deq_v2_hi = \$486  & \$487 ;
-  assign \$488  = & \$490 [34:32];
+  assign \$362  = \$361  & rq_lanes_gtlo[2];
+  assign \$364  = $signed(\$363 ) >>> arg_adv_scale[28:24];
+  assign \$365  = ~ rq_a3_x[45];
+  assign \$366  = | rq_a3_x[44:26];
+  assign \$367  = \$365  & \$366 ;
+  assign \$368  = & rq_a3_x[44:26];
+  assign \$369  = ~ \$368 ;
+  assign \$370  = rq_a3_x[45] & \$369 ;
+  assign \$371  = rq_a3_sat_lo ? 27'h4000000 : rq_a3_sat_low;
+  assign \$372  = rq_a3_sat_hi ? 27'h3ffffff : \$371 ;
+  assign \$373  = $signed(rq_a3_op) * $signed(arg_adv_scale[17:0]);
+  assign \$374  = $signed(rq_a3_pp) + $signed(adv_offset_rnd);
+  assign \$375  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
+  assign \$376  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
+  assign \$377  = \$376  ? 9'h181 : { 1'h0, rq_a3_sum[32:25] };
+  assign \$378  = \$375  ? 9'h07f : \$377 ;
+  assign \$380  = $signed(\$379 ) >>> arg_rtg_scale[28:24];
+  assign \$381  = ~ rq_r3_x[45];
+  assign \$382  = | rq_r3_x[44:26];
+  assign \$383  = \$381  & \$382 ;
+  assign \$384  = & rq_r3_x[44:26];
+  assign \$385  = ~ \$384 ;
+  assign \$386  = rq_r3_x[45] & \$385 ;
+  assign \$387  = rq_r3_sat_lo ? 27'h4000000 : rq_r3_sat_low;
+  assign \$388  = rq_r3_sat_hi ? 27'h3ffffff : \$387 ;
+  assign \$389  = $signed(rq_r3_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$390  = $signed(rq_r3_pp) + $signed(rtg_offset_rnd);
+  assign \$391  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
+  assign \$392  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
+  assign \$393  = \$392  ? 9'h181 : { 1'h0, rq_r3_sum[32:25] };
+  assign \$394  = \$391  ? 9'h07f : \$393 ;
+  assign \$395  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
+  assign \$396  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
+  assign \$397  = \$395  | \$396 ;
+  assign \$398  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
+  assign \$399  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
+  assign \$400  = \$398  | \$399 ;
+  assign \$401  = \$397  | \$400 ;
+  assign \$402  = \$401  & rq_lanes_gtlo[3];
+  assign \$404  = $signed(\$403 ) >>> arg_adv_scale[28:24];
+  assign \$405  = ~ rq_a4_x[45];
+  assign \$406  = | rq_a4_x[44:26];
+  assign \$407  = \$405  & \$406 ;
+  assign \$408  = & rq_a4_x[44:26];
+  assign \$409  = ~ \$408 ;
+  assign \$410  = rq_a4_x[45] & \$409 ;
+  assign \$411  = rq_a4_sat_lo ? 27'h4000000 : rq_a4_sat_low;
+  assign \$412  = rq_a4_sat_hi ? 27'h3ffffff : \$411 ;
+  assign \$413  = $signed(rq_a4_op) * $signed(arg_adv_scale[17:0]);
+  assign \$414  = $signed(rq_a4_pp) + $signed(adv_offset_rnd);
+  assign \$415  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
+  assign \$416  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
+  assign \$417  = \$416  ? 9'h181 : { 1'h0, rq_a4_sum[32:25] };
+  assign \$418  = \$415  ? 9'h07f : \$417 ;
+  assign \$420  = $signed(\$419 ) >>> arg_rtg_scale[28:24];
+  assign \$421  = ~ rq_r4_x[45];
+  assign \$422  = | rq_r4_x[44:26];
+  assign \$423  = \$421  & \$422 ;
+  assign \$424  = & rq_r4_x[44:26];
+  assign \$425  = ~ \$424 ;
+  assign \$426  = rq_r4_x[45] & \$425 ;
+  assign \$427  = rq_r4_sat_lo ? 27'h4000000 : rq_r4_sat_low;
+  assign \$428  = rq_r4_sat_hi ? 27'h3ffffff : \$427 ;
+  assign \$429  = $signed(rq_r4_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$430  = $signed(rq_r4_pp) + $signed(rtg_offset_rnd);
+  assign \$431  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
+  assign \$432  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
+  assign \$433  = \$432  ? 9'h181 : { 1'h0, rq_r4_sum[32:25] };
+  assign \$434  = \$431  ? 9'h07f : \$433 ;
+  assign \$435  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
+  assign \$436  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
+  assign \$437  = \$435  | \$436 ;
+  assign \$438  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
+  assign \$439  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
+  assign \$440  = \$438  | \$439 ;
+  assign \$441  = \$437  | \$440 ;
+  assign \$442  = \$441  & rq_lanes_gtlo[4];
+  assign \$444  = $signed(\$443 ) >>> arg_adv_scale[28:24];
+  assign \$445  = ~ rq_a5_x[45];
+  assign \$446  = | rq_a5_x[44:26];
+  assign \$447  = \$445  & \$446 ;
+  assign \$448  = & rq_a5_x[44:26];
+  assign \$449  = ~ \$448 ;
+  assign \$450  = rq_a5_x[45] & \$449 ;
+  assign \$451  = rq_a5_sat_lo ? 27'h4000000 : rq_a5_sat_low;
+  assign \$452  = rq_a5_sat_hi ? 27'h3ffffff : \$451 ;
+  assign \$453  = $signed(rq_a5_op) * $signed(arg_adv_scale[17:0]);
+  assign \$454  = $signed(rq_a5_pp) + $signed(adv_offset_rnd);
+  assign \$455  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
+  assign \$456  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$457  = \$456  ? 9'h181 : { 1'h0, rq_a5_sum[32:25] };
+  assign \$458  = \$455  ? 9'h07f : \$457 ;
+  assign \$460  = $signed(\$459 ) >>> arg_rtg_scale[28:24];
+  assign \$461  = ~ rq_r5_x[45];
+  assign \$462  = | rq_r5_x[44:26];
+  assign \$463  = \$461  & \$462 ;
+  assign \$464  = & rq_r5_x[44:26];
+  assign \$465  = ~ \$464 ;
+  assign \$466  = rq_r5_x[45] & \$465 ;
+  assign \$467  = rq_r5_sat_lo ? 27'h4000000 : rq_r5_sat_low;
+  assign \$468  = rq_r5_sat_hi ? 27'h3ffffff : \$467 ;
+  assign \$469  = $signed(rq_r5_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$470  = $signed(rq_r5_pp) + $signed(rtg_offset_rnd);
+  assign \$471  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
+  assign \$472  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$473  = \$472  ? 9'h181 : { 1'h0, rq_r5_sum[32:25] };
+  assign \$474  = \$471  ? 9'h07f : \$473 ;
+  assign \$475  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
+  assign \$476  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$477  = \$475  | \$476 ;
+  assign \$478  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
+  assign \$479  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$480  = \$478  | \$479 ;
+  assign \$481  = \$477  | \$480 ;
+  assign \$482  = \$481  & rq_lanes_gtlo[5];
+  assign \$484  = $signed(\$483 ) >>> arg_adv_scale[28:24];
+  assign \$485  = ~ rq_a6_x[45];
+  assign \$486  = | rq_a6_x[44:26];
+  assign \$487  = \$485  & \$486 ;
+  assign \$488  = & rq_a6_x[44:26];
   assign \$489  = ~ \$488 ;
-  assign deq_v2_lo = \$490 [35] & \$489 ;
-  assign \$490  = $signed(deq_v2_q) + $signed(value_offset_rnd);
-  assign deq_v2_ovf = deq_v2_hi | deq_v2_lo;
-  assign \$491  = deq_v2_lo ? 33'h180000000 : { 1'h0, \$490 [32:1] };
-  assign \$492  = deq_v2_hi ? 33'h07fffffff : \$491 ;
-  assign \$493  = ~ \$497 [35];
-  assign \$494  = | \$497 [34:32];
-  assign deq_r3_hi = \$493  & \$494 ;
-  assign \$495  = & \$497 [34:32];
-  assign \$496  = ~ \$495 ;
-  assign deq_r3_lo = \$497 [35] & \$496 ;
-  assign \$497  = $signed(deq_r3_q) + $signed(reward_offset_rnd);
-  assign deq_r3_ovf = deq_r3_hi | deq_r3_lo;
-  assign \$498  = deq_r3_lo ? 33'h180000000 : { 1'h0, \$497 [32:1] };
-  assign \$499  = deq_r3_hi ? 33'h07fffffff : \$498 ;
-  assign \$500  = ~ \$504 [35];
-  assign \$501  = | \$504 [34:32];
-  assign deq_v3_hi = \$500  & \$501 ;
-  assign \$502  = & \$504 [34:32];
-  assign \$503  = ~ \$502 ;
-  assign deq_v3_lo = \$504 [35] & \$503 ;
-  assign \$504  = $signed(deq_v3_q) + $signed(value_offset_rnd);
-  assign deq_v3_ovf = deq_v3_hi | deq_v3_lo;
-  assign \$505  = deq_v3_lo ? 33'h180000000 : { 1'h0, \$504 [32:1] };
-  assign \$506  = deq_v3_hi ? 33'h07fffffff : \$505 ;
-  assign \$507  = ~ \$511 [35];
-  assign \$508  = | \$511 [34:32];
-  assign deq_r4_hi = \$507  & \$508 ;
-  assign \$509  = & \$511 [34:32];
-  assign \$510  = ~ \$509 ;
-  assign deq_r4_lo = \$511 [35] & \$510 ;
-  assign \$511  = $signed(deq_r4_q) + $signed(reward_offset_rnd);
-  assign deq_r4_ovf = deq_r4_hi | deq_r4_lo;
-  assign \$512  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$511 [32:1] };
-  assign \$513  = deq_r4_hi ? 33'h07fffffff : \$512 ;
-  assign \$514  = ~ \$518 [35];
-  assign \$515  = | \$518 [34:32];
-  assign deq_v4_hi = \$514  & \$515 ;
-  assign \$516  = & \$518 [34:32];
-  assign \$517  = ~ \$516 ;
-  assign deq_v4_lo = \$518 [35] & \$517 ;
-  assign \$518  = $signed(deq_v4_q) + $signed(value_offset_rnd);
-  assign deq_v4_ovf = deq_v4_hi | deq_v4_lo;
-  assign \$519  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$518 [32:1] };
-  assign \$520  = deq_v4_hi ? 33'h07fffffff : \$519 ;
-  assign \$521  = ~ \$525 [35];
-  assign \$522  = | \$525 [34:32];
-  assign deq_r5_hi = \$521  & \$522 ;
-  assign \$523  = & \$525 [34:32];
-  assign \$524  = ~ \$523 ;
-  assign deq_r5_lo = \$525 [35] & \$524 ;
-  assign \$525  = $signed(deq_r5_q) + $signed(reward_offset_rnd);
-  assign deq_r5_ovf = deq_r5_hi | deq_r5_lo;
-  assign \$526  = deq_r5_lo ? 33'h180000000 : { 1'h0, \$525 [32:1] };
-  assign \$527  = deq_r5_hi ? 33'h07fffffff : \$526 ;
-  assign \$528  = ~ \$532 [35];
-  assign \$529  = | \$532 [34:32];
-  assign deq_v5_hi = \$528  & \$529 ;
-  assign \$530  = & \$532 [34:32];
-  assign \$531  = ~ \$530 ;
-  assign deq_v5_lo = \$532 [35] & \$531 ;
-  assign \$532  = $signed(deq_v5_q) + $signed(value_offset_rnd);
-  assign deq_v5_ovf = deq_v5_hi | deq_v5_lo;
-  assign \$533  = deq_v5_lo ? 33'h180000000 : { 1'h0, \$532 [32:1] };
-  assign \$534  = deq_v5_hi ? 33'h07fffffff : \$533 ;
-  assign \$535  = ~ \$539 [35];
-  assign \$536  = | \$539 [34:32];
-  assign deq_r6_hi = \$535  & \$536 ;
-  assign \$537  = & \$539 [34:32];
-  assign \$538  = ~ \$537 ;
-  assign deq_r6_lo = \$539 [35] & \$538 ;
-  assign \$539  = $signed(deq_r6_q) + $signed(reward_offset_rnd);
-  assign deq_r6_ovf = deq_r6_hi | deq_r6_lo;
-  assign \$540  = deq_r6_lo ? 33'h180000000 : { 1'h0, \$539 [32:1] };
-  assign \$541  = deq_r6_hi ? 33'h07fffffff : \$540 ;
-  assign \$542  = ~ \$546 [35];
-  assign \$543  = | \$546 [34:32];
-  assign deq_v6_hi = \$542  & \$543 ;
-  assign \$544  = & \$546 [34:32];
+  assign \$490  = rq_a6_x[45] & \$489 ;
+  assign \$491  = rq_a6_sat_lo ? 27'h4000000 : rq_a6_sat_low;
+  assign \$492  = rq_a6_sat_hi ? 27'h3ffffff : \$491 ;
+  assign \$493  = $signed(rq_a6_op) * $signed(arg_adv_scale[17:0]);
+  assign \$494  = $signed(rq_a6_pp) + $signed(adv_offset_rnd);
+  assign \$495  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
+  assign \$496  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
+  assign \$497  = \$496  ? 9'h181 : { 1'h0, rq_a6_sum[32:25] };
+  assign \$498  = \$495  ? 9'h07f : \$497 ;
+  assign \$500  = $signed(\$499 ) >>> arg_rtg_scale[28:24];
+  assign \$501  = ~ rq_r6_x[45];
+  assign \$502  = | rq_r6_x[44:26];
+  assign \$503  = \$501  & \$502 ;
+  assign \$504  = & rq_r6_x[44:26];
+  assign \$505  = ~ \$504 ;
+  assign \$506  = rq_r6_x[45] & \$505 ;
+  assign \$507  = rq_r6_sat_lo ? 27'h4000000 : rq_r6_sat_low;
+  assign \$508  = rq_r6_sat_hi ? 27'h3ffffff : \$507 ;
+  assign \$509  = $signed(rq_r6_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$510  = $signed(rq_r6_pp) + $signed(rtg_offset_rnd);
+  assign \$511  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
+  assign \$512  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
+  assign \$513  = \$512  ? 9'h181 : { 1'h0, rq_r6_sum[32:25] };
+  assign \$514  = \$511  ? 9'h07f : \$513 ;
+  assign \$515  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
+  assign \$516  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
+  assign \$517  = \$515  | \$516 ;
+  assign \$518  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
+  assign \$519  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
+  assign \$520  = \$518  | \$519 ;
+  assign \$521  = \$517  | \$520 ;
+  assign \$522  = \$521  & rq_lanes_gtlo[6];
+  assign \$524  = $signed(\$523 ) >>> arg_adv_scale[28:24];
+  assign \$525  = ~ rq_a7_x[45];
+  assign \$526  = | rq_a7_x[44:26];
+  assign \$527  = \$525  & \$526 ;
+  assign \$528  = & rq_a7_x[44:26];
+  assign \$529  = ~ \$528 ;
+  assign \$530  = rq_a7_x[45] & \$529 ;
+  assign \$531  = rq_a7_sat_lo ? 27'h4000000 : rq_a7_sat_low;
+  assign \$532  = rq_a7_sat_hi ? 27'h3ffffff : \$531 ;
+  assign \$533  = $signed(rq_a7_op) * $signed(arg_adv_scale[17:0]);
+  assign \$534  = $signed(rq_a7_pp) + $signed(adv_offset_rnd);
+  assign \$535  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
+  assign \$536  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
+  assign \$537  = \$536  ? 9'h181 : { 1'h0, rq_a7_sum[32:25] };
+  assign \$538  = \$535  ? 9'h07f : \$537 ;
+  assign \$540  = $signed(\$539 ) >>> arg_rtg_scale[28:24];
+  assign \$541  = ~ rq_r7_x[45];
+  assign \$542  = | rq_r7_x[44:26];
+  assign \$543  = \$541  & \$542 ;
+  assign \$544  = & rq_r7_x[44:26];
   assign \$545  = ~ \$544 ;
-  assign deq_v6_lo = \$546 [35] & \$545 ;
-  assign \$546  = $signed(deq_v6_q) + $signed(value_offset_rnd);
-  assign deq_v6_ovf = deq_v6_hi | deq_v6_lo;
-  assign \$547  = deq_v6_lo ? 33'h180000000 : { 1'h0, \$546 [32:1] };
-  assign \$548  = deq_v6_hi ? 33'h07fffffff : \$547 ;
-  assign \$549  = ~ \$553 [35];
-  assign \$550  = | \$553 [34:32];
-  assign deq_r7_hi = \$549  & \$550 ;
-  assign \$551  = & \$553 [34:32];
-  assign \$552  = ~ \$551 ;
-  assign deq_r7_lo = \$553 [35] & \$552 ;
-  assign \$553  = $signed(deq_r7_q) + $signed(reward_offset_rnd);
-  assign deq_r7_ovf = deq_r7_hi | deq_r7_lo;
-  assign \$554  = deq_r7_lo ? 33'h180000000 : { 1'h0, \$553 [32:1] };
-  assign \$555  = deq_r7_hi ? 33'h07fffffff : \$554 ;
-  assign \$556  = ~ \$560 [35];
-  assign \$557  = | \$560 [34:32];
-  assign deq_v7_hi = \$556  & \$557 ;
-  assign \$558  = & \$560 [34:32];
-  assign \$559  = ~ \$558 ;
-  assign deq_v7_lo = \$560 [35] & \$559 ;
-  assign \$560  = $signed(deq_v7_q) + $signed(value_offset_rnd);
-  assign deq_v7_ovf = deq_v7_hi | deq_v7_lo;
-  assign \$561  = deq_v7_lo ? 33'h180000000 : { 1'h0, \$560 [32:1] };
-  assign \$562  = deq_v7_hi ? 33'h07fffffff : \$561 ;
-  assign \$563  = ~ s2_boot;
-  assign pe_in_valid = s2_valid & \$563 ;
-  assign \$564  = ~ rq_a0_x[45];
-  assign \$565  = | rq_a0_x[44:26];
-  assign rq_a0_sat_hi = \$564  & \$565 ;
-  assign \$566  = & rq_a0_x[44:26];
-  assign \$567  = ~ \$566 ;
-  assign rq_a0_sat_lo = rq_a0_x[45] & \$567 ;
-  assign rq_a0_sat_ovf = rq_a0_sat_hi | rq_a0_sat_lo;
-  assign \$568  = rq_a0_sat_lo ? 28'hc000000 : { 1'h0, rq_a0_x[26:0] };
-  assign \$569  = rq_a0_sat_hi ? 28'h3ffffff : \$568 ;
-  assign \$570  = ~ rq_r0_x[45];
-  assign \$571  = | rq_r0_x[44:26];
-  assign rq_r0_sat_hi = \$570  & \$571 ;
-  assign \$572  = & rq_r0_x[44:26];
-  assign \$573  = ~ \$572 ;
-  assign rq_r0_sat_lo = rq_r0_x[45] & \$573 ;
-  assign rq_r0_sat_ovf = rq_r0_sat_hi | rq_r0_sat_lo;
-  assign \$574  = rq_r0_sat_lo ? 28'hc000000 : { 1'h0, rq_r0_x[26:0] };
-  assign \$575  = rq_r0_sat_hi ? 28'h3ffffff : \$574 ;
-  assign \$576  = ~ rq_a1_x[45];
-  assign \$577  = | rq_a1_x[44:26];
-  assign rq_a1_sat_hi = \$576  & \$577 ;
-  assign \$578  = & rq_a1_x[44:26];
-  assign \$579  = ~ \$578 ;
-  assign rq_a1_sat_lo = rq_a1_x[45] & \$579 ;
-  assign rq_a1_sat_ovf = rq_a1_sat_hi | rq_a1_sat_lo;
-  assign \$580  = rq_a1_sat_lo ? 28'hc000000 : { 1'h0, rq_a1_x[26:0] };
-  assign \$581  = rq_a1_sat_hi ? 28'h3ffffff : \$580 ;
-  assign \$582  = ~ rq_r1_x[45];
-  assign \$583  = | rq_r1_x[44:26];
-  assign rq_r1_sat_hi = \$582  & \$583 ;
-  assign \$584  = & rq_r1_x[44:26];
-  assign \$585  = ~ \$584 ;
-  assign rq_r1_sat_lo = rq_r1_x[45] & \$585 ;
-  assign rq_r1_sat_ovf = rq_r1_sat_hi | rq_r1_sat_lo;
-  assign \$586  = rq_r1_sat_lo ? 28'hc000000 : { 1'h0, rq_r1_x[26:0] };
-  assign \$587  = rq_r1_sat_hi ? 28'h3ffffff : \$586 ;
-  assign \$588  = ~ rq_a2_x[45];
-  assign \$589  = | rq_a2_x[44:26];
-  assign rq_a2_sat_hi = \$588  & \$589 ;
-  assign \$590  = & rq_a2_x[44:26];
-  assign \$591  = ~ \$590 ;
-  assign rq_a2_sat_lo = rq_a2_x[45] & \$591 ;
-  assign rq_a2_sat_ovf = rq_a2_sat_hi | rq_a2_sat_lo;
-  assign \$592  = rq_a2_sat_lo ? 28'hc000000 : { 1'h0, rq_a2_x[26:0] };
-  assign \$593  = rq_a2_sat_hi ? 28'h3ffffff : \$592 ;
-  assign \$594  = ~ rq_r2_x[45];
-  assign \$595  = | rq_r2_x[44:26];
-  assign rq_r2_sat_hi = \$594  & \$595 ;
-  assign \$596  = & rq_r2_x[44:26];
-  assign \$597  = ~ \$596 ;
-  assign rq_r2_sat_lo = rq_r2_x[45] & \$597 ;
-  assign rq_r2_sat_ovf = rq_r2_sat_hi | rq_r2_sat_lo;
-  assign \$598  = rq_r2_sat_lo ? 28'hc000000 : { 1'h0, rq_r2_x[26:0] };
-  assign \$599  = rq_r2_sat_hi ? 28'h3ffffff : \$598 ;
-  assign \$600  = ~ rq_a3_x[45];
-  assign \$601  = | rq_a3_x[44:26];
-  assign rq_a3_sat_hi = \$600  & \$601 ;
-  assign \$602  = & rq_a3_x[44:26];
+  assign \$546  = rq_r7_x[45] & \$545 ;
+  assign \$547  = rq_r7_sat_lo ? 27'h4000000 : rq_r7_sat_low;
+  assign \$548  = rq_r7_sat_hi ? 27'h3ffffff : \$547 ;
+  assign \$549  = $signed(rq_r7_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$550  = $signed(rq_r7_pp) + $signed(rtg_offset_rnd);
+  assign \$551  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
+  assign \$552  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
+  assign \$553  = \$552  ? 9'h181 : { 1'h0, rq_r7_sum[32:25] };
+  assign \$554  = \$551  ? 9'h07f : \$553 ;
+  assign \$555  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
+  assign \$556  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
+  assign \$557  = \$555  | \$556 ;
+  assign \$558  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
+  assign \$559  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
+  assign \$560  = \$558  | \$559 ;
+  assign \$561  = \$557  | \$560 ;
+  assign \$562  = \$561  & rq_lanes_gtlo[7];
+  assign \$563  = | req_ovf_bits;
+  assign \$564  = wb5_valid & \$563 ;
+  assign \$565  = o__payload[88:81] > 1'h0;
+  assign \$566  = o__payload[64] & \$565 ;
+  assign \$567  = o__payload[88:81] > 1'h1;
+  assign \$568  = \o__payload$250 [64] & \$567 ;
+  assign \$569  = o__payload[88:81] > 2'h2;
+  assign \$570  = \o__payload$267 [64] & \$569 ;
+  assign \$571  = o__payload[88:81] > 2'h3;
+  assign \$572  = \o__payload$284 [64] & \$571 ;
+  assign \$573  = o__payload[88:81] > 3'h4;
+  assign \$574  = \o__payload$301 [64] & \$573 ;
+  assign \$575  = o__payload[88:81] > 3'h5;
+  assign \$576  = \o__payload$318 [64] & \$575 ;
+  assign \$577  = o__payload[88:81] > 3'h6;
+  assign \$578  = \o__payload$335 [64] & \$577 ;
+  assign \$579  = o__payload[88:81] > 3'h7;
+  assign \$580  = \o__payload$352 [64] & \$579 ;
+  assign \$581  = ~ busy;
+  assign \$582  = start & \$581 ;
+  assign \$583  = ~ busy;
+  assign \$584  = start & \$583 ;
+  assign \$585  = ~ busy;
+  assign \$586  = start & \$585 ;
+  assign \$587  = | pe_ovf_lanes;
+  assign \$588  = pe_ovf_valid & \$587 ;
+  assign \$589  = row_base + grp_base;
+  assign \$590  = \$589  + lane;
+  assign \$591  = grp_base + lane;
+  assign \$592  = ~ busy;
+  assign \$593  = ~ start;
+  assign host_enable = \$592  & \$593 ;
+  assign \$594  = ! host_addr_q[15:14];
+  assign \$595  = host_re_q & \$594 ;
+  assign \$596  = host_addr_q[15:14] == 1'h1;
+  assign \$597  = host_re_q & \$596 ;
+  assign \$598  = host_addr_q[15:14] == 2'h2;
+  assign \$599  = host_re_q & \$598 ;
+  assign \$600  = ~ \$604 [35];
+  assign \$601  = | \$604 [34:32];
+  assign deq_r0_hi = \$600  & \$601 ;
+  assign \$602  = & \$604 [34:32];
   assign \$603  = ~ \$602 ;
-  assign rq_a3_sat_lo = rq_a3_x[45] & \$603 ;
-  assign rq_a3_sat_ovf = rq_a3_sat_hi | rq_a3_sat_lo;
-  assign \$604  = rq_a3_sat_lo ? 28'hc000000 : { 1'h0, rq_a3_x[26:0] };
-  assign \$605  = rq_a3_sat_hi ? 28'h3ffffff : \$604 ;
-  assign \$606  = ~ rq_r3_x[45];
-  assign \$607  = | rq_r3_x[44:26];
-  assign rq_r3_sat_hi = \$606  & \$607 ;
-  assign \$608  = & rq_r3_x[44:26];
-  assign \$609  = ~ \$608 ;
-  assign rq_r3_sat_lo = rq_r3_x[45] & \$609 ;
-  assign rq_r3_sat_ovf = rq_r3_sat_hi | rq_r3_sat_lo;
-  assign \$610  = rq_r3_sat_lo ? 28'hc000000 : { 1'h0, rq_r3_x[26:0] };
-  assign \$611  = rq_r3_sat_hi ? 28'h3ffffff : \$610 ;
-  assign \$612  = ~ rq_a4_x[45];
-  assign \$613  = | rq_a4_x[44:26];
-  assign rq_a4_sat_hi = \$612  & \$613 ;
-  assign \$614  = & rq_a4_x[44:26];
-  assign \$615  = ~ \$614 ;
-  assign rq_a4_sat_lo = rq_a4_x[45] & \$615 ;
-  assign rq_a4_sat_ovf = rq_a4_sat_hi | rq_a4_sat_lo;
-  assign \$616  = rq_a4_sat_lo ? 28'hc000000 : { 1'h0, rq_a4_x[26:0] };
-  assign \$617  = rq_a4_sat_hi ? 28'h3ffffff : \$616 ;
-  assign \$618  = ~ rq_r4_x[45];
-  assign \$619  = | rq_r4_x[44:26];
-  assign rq_r4_sat_hi = \$618  & \$619 ;
-  assign \$620  = & rq_r4_x[44:26];
-  assign \$621  = ~ \$620 ;
-  assign rq_r4_sat_lo = rq_r4_x[45] & \$621 ;
-  assign rq_r4_sat_ovf = rq_r4_sat_hi | rq_r4_sat_lo;
-  assign \$622  = rq_r4_sat_lo ? 28'hc000000 : { 1'h0, rq_r4_x[26:0] };
-  assign \$623  = rq_r4_sat_hi ? 28'h3ffffff : \$622 ;
-  assign \$624  = ~ rq_a5_x[45];
-  assign \$625  = | rq_a5_x[44:26];
-  assign rq_a5_sat_hi = \$624  & \$625 ;
-  assign \$626  = & rq_a5_x[44:26];
-  assign \$627  = ~ \$626 ;
-  assign rq_a5_sat_lo = rq_a5_x[45] & \$627 ;
-  assign rq_a5_sat_ovf = rq_a5_sat_hi | rq_a5_sat_lo;
-  assign \$628  = rq_a5_sat_lo ? 28'hc000000 : { 1'h0, rq_a5_x[26:0] };
-  assign \$629  = rq_a5_sat_hi ? 28'h3ffffff : \$628 ;
-  assign \$630  = ~ rq_r5_x[45];
-  assign \$631  = | rq_r5_x[44:26];
-  assign rq_r5_sat_hi = \$630  & \$631 ;
-  assign \$632  = & rq_r5_x[44:26];
-  assign \$633  = ~ \$632 ;
-  assign rq_r5_sat_lo = rq_r5_x[45] & \$633 ;
-  assign rq_r5_sat_ovf = rq_r5_sat_hi | rq_r5_sat_lo;
-  assign \$634  = rq_r5_sat_lo ? 28'hc000000 : { 1'h0, rq_r5_x[26:0] };
-  assign \$635  = rq_r5_sat_hi ? 28'h3ffffff : \$634 ;
-  assign \$636  = ~ rq_a6_x[45];
-  assign \$637  = | rq_a6_x[44:26];
-  assign rq_a6_sat_hi = \$636  & \$637 ;
-  assign \$638  = & rq_a6_x[44:26];
-  assign \$639  = ~ \$638 ;
-  assign rq_a6_sat_lo = rq_a6_x[45] & \$639 ;
-  assign rq_a6_sat_ovf = rq_a6_sat_hi | rq_a6_sat_lo;
-  assign \$640  = rq_a6_sat_lo ? 28'hc000000 : { 1'h0, rq_a6_x[26:0] };
-  assign \$641  = rq_a6_sat_hi ? 28'h3ffffff : \$640 ;
-  assign \$642  = ~ rq_r6_x[45];
-  assign \$643  = | rq_r6_x[44:26];
-  assign rq_r6_sat_hi = \$642  & \$643 ;
-  assign \$644  = & rq_r6_x[44:26];
+  assign deq_r0_lo = \$604 [35] & \$603 ;
+  assign \$604  = $signed(deq_r0_q) + $signed(reward_offset_rnd);
+  assign deq_r0_ovf = deq_r0_hi | deq_r0_lo;
+  assign \$605  = deq_r0_lo ? 33'h180000000 : { 1'h0, \$604 [32:1] };
+  assign \$606  = deq_r0_hi ? 33'h07fffffff : \$605 ;
+  assign \$607  = ~ \$611 [35];
+  assign \$608  = | \$611 [34:32];
+  assign deq_v0_hi = \$607  & \$608 ;
+  assign \$609  = & \$611 [34:32];
+  assign \$610  = ~ \$609 ;
+  assign deq_v0_lo = \$611 [35] & \$610 ;
+  assign \$611  = $signed(deq_v0_q) + $signed(value_offset_rnd);
+  assign deq_v0_ovf = deq_v0_hi | deq_v0_lo;
+  assign \$612  = deq_v0_lo ? 33'h180000000 : { 1'h0, \$611 [32:1] };
+  assign \$613  = deq_v0_hi ? 33'h07fffffff : \$612 ;
+  assign \$614  = ~ \$618 [35];
+  assign \$615  = | \$618 [34:32];
+  assign deq_r1_hi = \$614  & \$615 ;
+  assign \$616  = & \$618 [34:32];
+  assign \$617  = ~ \$616 ;
+  assign deq_r1_lo = \$618 [35] & \$617 ;
+  assign \$618  = $signed(deq_r1_q) + $signed(reward_offset_rnd);
+  assign deq_r1_ovf = deq_r1_hi | deq_r1_lo;
+  assign \$619  = deq_r1_lo ? 33'h180000000 : { 1'h0, \$618 [32:1] };
+  assign \$620  = deq_r1_hi ? 33'h07fffffff : \$619 ;
+  assign \$621  = ~ \$625 [35];
+  assign \$622  = | \$625 [34:32];
+  assign deq_v1_hi = \$621  & \$622 ;
+  assign \$623  = & \$625 [34:32];
+  assign \$624  = ~ \$623 ;
+  assign deq_v1_lo = \$625 [35] & \$624 ;
+  assign \$625  = $signed(deq_v1_q) + $signed(value_offset_rnd);
+  assign deq_v1_ovf = deq_v1_hi | deq_v1_lo;
+  assign \$626  = deq_v1_lo ? 33'h180000000 : { 1'h0, \$625 [32:1] };
+  assign \$627  = deq_v1_hi ? 33'h07fffffff : \$626 ;
+  assign \$628  = ~ \$632 [35];
+  assign \$629  = | \$632 [34:32];
+  assign deq_r2_hi = \$628  & \$629 ;
+  assign \$630  = & \$632 [34:32];
+  assign \$631  = ~ \$630 ;
+  assign deq_r2_lo = \$632 [35] & \$631 ;
+  assign \$632  = $signed(deq_r2_q) + $signed(reward_offset_rnd);
+  assign deq_r2_ovf = deq_r2_hi | deq_r2_lo;
+  assign \$633  = deq_r2_lo ? 33'h180000000 : { 1'h0, \$632 [32:1] };
+  assign \$634  = deq_r2_hi ? 33'h07fffffff : \$633 ;
+  assign \$635  = ~ \$639 [35];
+  assign \$636  = | \$639 [34:32];
+  assign deq_v2_hi = \$635  & \$636 ;
+  assign \$637  = & \$639 [34:32];
+  assign \$638  = ~ \$637 ;
+  assign deq_v2_lo = \$639 [35] & \$638 ;
+  assign \$639  = $signed(deq_v2_q) + $signed(value_offset_rnd);
+  assign deq_v2_ovf = deq_v2_hi | deq_v2_lo;
+  assign \$640  = deq_v2_lo ? 33'h180000000 : { 1'h0, \$639 [32:1] };
+  assign \$641  = deq_v2_hi ? 33'h07fffffff : \$640 ;
+  assign \$642  = ~ \$646 [35];
+  assign \$643  = | \$646 [34:32];
+  assign deq_r3_hi = \$642  & \$643 ;
+  assign \$644  = & \$646 [34:32];
   assign \$645  = ~ \$644 ;
-  assign rq_r6_sat_lo = rq_r6_x[45] & \$645 ;
-  assign rq_r6_sat_ovf = rq_r6_sat_hi | rq_r6_sat_lo;
-  assign \$646  = rq_r6_sat_lo ? 28'hc000000 : { 1'h0, rq_r6_x[26:0] };
-  assign \$647  = rq_r6_sat_hi ? 28'h3ffffff : \$646 ;
-  assign \$648  = ~ rq_a7_x[45];
-  assign \$649  = | rq_a7_x[44:26];
-  assign rq_a7_sat_hi = \$648  & \$649 ;
-  assign \$650  = & rq_a7_x[44:26];
-  assign \$651  = ~ \$650 ;
-  assign rq_a7_sat_lo = rq_a7_x[45] & \$651 ;
-  assign rq_a7_sat_ovf = rq_a7_sat_hi | rq_a7_sat_lo;
-  assign \$652  = rq_a7_sat_lo ? 28'hc000000 : { 1'h0, rq_a7_x[26:0] };
-  assign \$653  = rq_a7_sat_hi ? 28'h3ffffff : \$652 ;
-  assign \$654  = ~ rq_r7_x[45];
-  assign \$655  = | rq_r7_x[44:26];
-  assign rq_r7_sat_hi = \$654  & \$655 ;
-  assign \$656  = & rq_r7_x[44:26];
-  assign \$657  = ~ \$656 ;
-  assign rq_r7_sat_lo = rq_r7_x[45] & \$657 ;
-  assign rq_r7_sat_ovf = rq_r7_sat_hi | rq_r7_sat_lo;
-  assign \$658  = rq_r7_sat_lo ? 28'hc000000 : { 1'h0, rq_r7_x[26:0] };
-  assign \$659  = rq_r7_sat_hi ? 28'h3ffffff : \$658 ;
-  assign \$660  = ! host_addr_q[15:14];
-  assign \$661  = \$660  ? host_we_q : 16'h0000;
-  assign \$664  = host_addr_q[15:14] == 1'h1;
-  assign \$665  = \$664  ? host_we_q : 16'h0000;
-  assign \$668  = host_addr_q[15:14] == 2'h2;
-  assign \$669  = \$668  ? host_we_q : 16'h0000;
-  assign \$672  = ! ctrl_state;
-  assign \$673  = ctrl_state == 1'h1;
-  assign \$674  = ctrl_state == 2'h2;
-  assign \$675  = ctrl_state == 2'h3;
-  assign \$676  = ctrl_state == 3'h4;
+  assign deq_r3_lo = \$646 [35] & \$645 ;
+  assign \$646  = $signed(deq_r3_q) + $signed(reward_offset_rnd);
+  assign deq_r3_ovf = deq_r3_hi | deq_r3_lo;
+  assign \$647  = deq_r3_lo ? 33'h180000000 : { 1'h0, \$646 [32:1] };
+  assign \$648  = deq_r3_hi ? 33'h07fffffff : \$647 ;
+  assign \$649  = ~ \$653 [35];
+  assign \$650  = | \$653 [34:32];
+  assign deq_v3_hi = \$649  & \$650 ;
+  assign \$651  = & \$653 [34:32];
+  assign \$652  = ~ \$651 ;
+  assign deq_v3_lo = \$653 [35] & \$652 ;
+  assign \$653  = $signed(deq_v3_q) + $signed(value_offset_rnd);
+  assign deq_v3_ovf = deq_v3_hi | deq_v3_lo;
+  assign \$654  = deq_v3_lo ? 33'h180000000 : { 1'h0, \$653 [32:1] };
+  assign \$655  = deq_v3_hi ? 33'h07fffffff : \$654 ;
+  assign \$656  = ~ \$660 [35];
+  assign \$657  = | \$660 [34:32];
+  assign deq_r4_hi = \$656  & \$657 ;
+  assign \$658  = & \$660 [34:32];
+  assign \$659  = ~ \$658 ;
+  assign deq_r4_lo = \$660 [35] & \$659 ;
+  assign \$660  = $signed(deq_r4_q) + $signed(reward_offset_rnd);
+  assign deq_r4_ovf = deq_r4_hi | deq_r4_lo;
+  assign \$661  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$660 [32:1] };
+  assign \$662  = deq_r4_hi ? 33'h07fffffff : \$661 ;
+  assign \$663  = ~ \$667 [35];
+  assign \$664  = | \$667 [34:32];
+  assign deq_v4_hi = \$663  & \$664 ;
+  assign \$665  = & \$667 [34:32];
+  assign \$666  = ~ \$665 ;
+  assign deq_v4_lo = \$667 [35] & \$666 ;
+  assign \$667  = $signed(deq_v4_q) + $signed(value_offset_rnd);
+  assign deq_v4_ovf = deq_v4_hi | deq_v4_lo;
+  assign \$668  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$667 [32:1] };
+  assign \$669  = deq_v4_hi ? 33'h07fffffff : \$668 ;
+  assign \$670  = ~ \$674 [35];
+  assign \$671  = | \$674 [34:32];
+  assign deq_r5_hi = \$670  & \$671 ;
+  assign \$672  = & \$674 [34:32];
+  assign \$673  = ~ \$672 ;
+  assign deq_r5_lo = \$674 [35] & \$673 ;
+  assign \$674  = $signed(deq_r5_q) + $signed(reward_offset_rnd);
+  assign deq_r5_ovf = deq_r5_hi | deq_r5_lo;
+  assign \$675  = deq_r5_lo ? 33'h180000000 : { 1'h0, \$674 [32:1] };
+  assign \$676  = deq_r5_hi ? 33'h07fffffff : \$675 ;
+  assign \$677  = ~ \$681 [35];
+  assign \$678  = | \$681 [34:32];
+  assign deq_v5_hi = \$677  & \$678 ;
+  assign \$679  = & \$681 [34:32];
+  assign \$680  = ~ \$679 ;
+  assign deq_v5_lo = \$681 [35] & \$680 ;
+  assign \$681  = $signed(deq_v5_q) + $signed(value_offset_rnd);
+  assign deq_v5_ovf = deq_v5_hi | deq_v5_lo;
+  assign \$682  = deq_v5_lo ? 33'h180000000 : { 1'h0, \$681 [32:1] };
+  assign \$683  = deq_v5_hi ? 33'h07fffffff : \$682 ;
+  assign \$684  = ~ \$688 [35];
+  assign \$685  = | \$688 [34:32];
+  assign deq_r6_hi = \$684  & \$685 ;
+  assign \$686  = & \$688 [34:32];
+  assign \$687  = ~ \$686 ;
+  assign deq_r6_lo = \$688 [35] & \$687 ;
+  assign \$688  = $signed(deq_r6_q) + $signed(reward_offset_rnd);
+  assign deq_r6_ovf = deq_r6_hi | deq_r6_lo;
+  assign \$689  = deq_r6_lo ? 33'h180000000 : { 1'h0, \$688 [32:1] };
+  assign \$690  = deq_r6_hi ? 33'h07fffffff : \$689 ;
+  assign \$691  = ~ \$695 [35];
+  assign \$692  = | \$695 [34:32];
+  assign deq_v6_hi = \$691  & \$692 ;
+  assign \$693  = & \$695 [34:32];
+  assign \$694  = ~ \$693 ;
+  assign deq_v6_lo = \$695 [35] & \$694 ;
+  assign \$695  = $signed(deq_v6_q) + $signed(value_offset_rnd);
+  assign deq_v6_ovf = deq_v6_hi | deq_v6_lo;
+  assign \$696  = deq_v6_lo ? 33'h180000000 : { 1'h0, \$695 [32:1] };
+  assign \$697  = deq_v6_hi ? 33'h07fffffff : \$696 ;
+  assign \$698  = ~ \$702 [35];
+  assign \$699  = | \$702 [34:32];
+  assign deq_r7_hi = \$698  & \$699 ;
+  assign \$700  = & \$702 [34:32];
+  assign \$701  = ~ \$700 ;
+  assign deq_r7_lo = \$702 [35] & \$701 ;
+  assign \$702  = $signed(deq_r7_q) + $signed(reward_offset_rnd);
+  assign deq_r7_ovf = deq_r7_hi | deq_r7_lo;
+  assign \$703  = deq_r7_lo ? 33'h180000000 : { 1'h0, \$702 [32:1] };
+  assign \$704  = deq_r7_hi ? 33'h07fffffff : \$703 ;
+  assign \$705  = ~ \$709 [35];
+  assign \$706  = | \$709 [34:32];
+  assign deq_v7_hi = \$705  & \$706 ;
+  assign \$707  = & \$709 [34:32];
+  assign \$708  = ~ \$707 ;
+  assign deq_v7_lo = \$709 [35] & \$708 ;
+  assign \$709  = $signed(deq_v7_q) + $signed(value_offset_rnd);
+  assign deq_v7_ovf = deq_v7_hi | deq_v7_lo;
+  assign \$710  = deq_v7_lo ? 33'h180000000 : { 1'h0, \$709 [32:1] };
+  assign \$711  = deq_v7_hi ? 33'h07fffffff : \$710 ;
+  assign \$712  = ~ s2_boot;
+  assign pe_in_valid = s2_valid & \$712 ;
+  assign \$713  = ! host_addr_q[15:14];
+  assign \$714  = \$713  ? host_we_q : 16'h0000;
+  assign \$717  = host_addr_q[15:14] == 1'h1;
+  assign \$718  = \$717  ? host_we_q : 16'h0000;
+  assign \$721  = host_addr_q[15:14] == 2'h2;
+  assign \$722  = \$721  ? host_we_q : 16'h0000;
+  assign \$725  = ! ctrl_state;
+  assign \$726  = ctrl_state == 1'h1;
+  assign \$727  = ctrl_state == 2'h2;
+  assign \$728  = ctrl_state == 2'h3;
+  assign \$729  = ctrl_state == 3'h4;
   always @(posedge clk)
-    rdata_rewards_q <= \$700 ;
+    rdata_rewards_q <= \$753 ;
   always @(posedge clk)
-    rdata_values_q <= \$701 ;
+    rdata_values_q <= \$754 ;
   always @(posedge clk)
-    rdata_dones_q <= \$702 ;
+    rdata_dones_q <= \$755 ;
   always @(posedge clk)
-    cycles <= \$703 ;
+    cycles <= \$756 ;
   always @(posedge clk)
-    settle <= \$704 ;
+    settle <= \$757 ;
   always @(posedge clk)
-    ready <= \$705 ;
+    ready <= \$758 ;
   always @(posedge clk)
-    done <= \$706 ;
+    done <= \$759 ;
   always @(posedge clk)
-    chk_no_timesteps <= \$707 ;
+    chk_no_timesteps <= \$760 ;
   always @(posedge clk)
-    chk_no_trajectories <= \$708 ;
+    chk_no_trajectories <= \$761 ;
   always @(posedge clk)
-    chk_capacity <= \$709 ;
+    chk_capacity <= \$762 ;
   always @(posedge clk)
-    chk_coefficient <= \$710 ;
+    chk_coefficient <= \$763 ;
   always @(posedge clk)
-    err <= \$711 ;
+    err <= \$764 ;
   always @(posedge clk)
-    arg_num_timesteps <= \$712 ;
+    arg_num_timesteps <= \$765 ;
   always @(posedge clk)
-    arg_num_trajectories <= \$713 ;
+    arg_num_trajectories <= \$766 ;
   always @(posedge clk)
-    arg_gamma <= \$714 ;
+    arg_gamma <= \$767 ;
   always @(posedge clk)
-    arg_gamma_lambda <= \$715 ;
+    arg_gamma_lambda <= \$768 ;
   always @(posedge clk)
-    arg_reward_scale <= \$716 ;
+    arg_reward_scale <= \$769 ;
   always @(posedge clk)
-    arg_reward_offset <= \$717 ;
+    arg_reward_offset <= \$770 ;
   always @(posedge clk)
-    arg_value_scale <= \$718 ;
+    arg_value_scale <= \$771 ;
   always @(posedge clk)
-    arg_value_offset <= \$719 ;
+    arg_value_offset <= \$772 ;
   always @(posedge clk)
-    arg_adv_scale <= \$720 ;
+    arg_adv_scale <= \$773 ;
   always @(posedge clk)
-    arg_adv_offset <= \$721 ;
+    arg_adv_offset <= \$774 ;
   always @(posedge clk)
-    arg_rtg_scale <= \$722 ;
+    arg_rtg_scale <= \$775 ;
   always @(posedge clk)
-    arg_rtg_offset <= \$723 ;
+    arg_rtg_offset <= \$776 ;
   always @(posedge clk)
-    T <= \$724 ;
+    T <= \$777 ;
   always @(posedge clk)
-    \$signal  <= \$725 ;
+    \$signal  <= \$778 ;
   always @(posedge clk)
-    T_plus_1 <= \$726 ;
+    T_plus_1 <= \$779 ;
   always @(posedge clk)
-    nxt_rows <= \$727 ;
+    nxt_rows <= \$780 ;
   always @(posedge clk)
-    room <= \$728 ;
+    room <= \$781 ;
   always @(posedge clk)
-    rem <= \$729 ;
+    rem <= \$782 ;
   always @(posedge clk)
-    G <= \$730 ;
+    G <= \$783 ;
   always @(posedge clk)
-    rows <= \$731 ;
+    rows <= \$784 ;
   always @(posedge clk)
-    busy <= \$732 ;
+    busy <= \$785 ;
   always @(posedge clk)
-    ctrl_state <= \$733 ;
+    ctrl_state <= \$786 ;
   always @(posedge clk)
-    G_minus_1 <= \$734 ;
+    G_minus_1 <= \$787 ;
   always @(posedge clk)
-    G_minus_L <= \$735 ;
+    G_minus_L <= \$788 ;
   always @(posedge clk)
-    last_lanes <= \$736 ;
+    last_lanes <= \$789 ;
   always @(posedge clk)
-    row_base <= \$737 ;
+    row_base <= \$790 ;
   always @(posedge clk)
-    grp_base <= \$738 ;
+    grp_base <= \$791 ;
   always @(posedge clk)
-    lane <= \$739 ;
+    lane <= \$792 ;
   always @(posedge clk)
-    boot <= \$740 ;
+    boot <= \$793 ;
   always @(posedge clk)
-    t <= \$741 ;
+    t <= \$794 ;
   always @(posedge clk)
-    t_zero <= \$742 ;
+    t_zero <= \$795 ;
   always @(posedge clk)
-    drain <= \$743 ;
+    drain <= \$796 ;
   always @(posedge clk)
-    last_group <= \$744 ;
+    last_group <= \$797 ;
   always @(posedge clk)
-    host_addr_q <= \$745 ;
+    host_addr_q <= \$798 ;
   always @(posedge clk)
-    host_re_q <= \$746 ;
+    host_re_q <= \$799 ;
   always @(posedge clk)
-    host_we_q <= \$747 ;
+    host_we_q <= \$800 ;
   always @(posedge clk)
-    host_wdata_q <= \$748 ;
+    host_wdata_q <= \$801 ;
   always @(posedge clk)
-    h_region_q <= \$749 ;
+    h_region_q <= \$802 ;
   always @(posedge clk)
-    h_word_q <= \$750 ;
+    h_word_q <= \$803 ;
   always @(posedge clk)
-    h_region_qq <= \$751 ;
+    h_region_qq <= \$804 ;
   always @(posedge clk)
-    h_word_qq <= \$752 ;
+    h_word_qq <= \$805 ;
   always @(posedge clk)
-    host_rdata_q <= \$753 ;
+    host_rdata_q <= \$806 ;
   always @(posedge clk)
-    rd1_valid <= \$754 ;
+    rd1_valid <= \$807 ;
   always @(posedge clk)
-    rd1_boot <= \$755 ;
+    rd1_boot <= \$808 ;
   always @(posedge clk)
-    rd1_first <= \$756 ;
+    rd1_first <= \$809 ;
   always @(posedge clk)
-    rd1_lane <= \$757 ;
+    rd1_lane <= \$810 ;
   always @(posedge clk)
-    rd1_addr <= \$758 ;
+    rd1_addr <= \$811 ;
   always @(posedge clk)
-    rd1_grp <= \$759 ;
+    rd1_grp <= \$812 ;
   always @(posedge clk)
-    rd2_valid <= \$760 ;
+    rd2_valid <= \$813 ;
   always @(posedge clk)
-    rd2_boot <= \$761 ;
+    rd2_boot <= \$814 ;
   always @(posedge clk)
-    rd2_first <= \$762 ;
+    rd2_first <= \$815 ;
   always @(posedge clk)
-    rd2_lane <= \$763 ;
+    rd2_lane <= \$816 ;
   always @(posedge clk)
-    rd2_addr <= \$764 ;
+    rd2_addr <= \$817 ;
   always @(posedge clk)
-    rd2_nvalid <= \$765 ;
+    rd2_nvalid <= \$818 ;
   always @(posedge clk)
-    rd3_valid <= \$766 ;
+    rd3_valid <= \$819 ;
   always @(posedge clk)
-    rd3_boot <= \$767 ;
+    rd3_boot <= \$820 ;
   always @(posedge clk)
-    rd3_first <= \$768 ;
+    rd3_first <= \$821 ;
   always @(posedge clk)
-    rd3_lane <= \$769 ;
+    rd3_lane <= \$822 ;
   always @(posedge clk)
-    rd3_addr <= \$770 ;
+    rd3_addr <= \$823 ;
   always @(posedge clk)
-    rd3_nvalid <= \$771 ;
+    rd3_nvalid <= \$824 ;
   always @(posedge clk)
-    rd4_valid <= \$772 ;
+    rd4_valid <= \$825 ;
   always @(posedge clk)
-    rd4_boot <= \$773 ;
+    rd4_boot <= \$826 ;
   always @(posedge clk)
-    rd4_first <= \$774 ;
+    rd4_first <= \$827 ;
   always @(posedge clk)
-    rd4_lane <= \$775 ;
+    rd4_lane <= \$828 ;
   always @(posedge clk)
-    rd4_addr <= \$776 ;
+    rd4_addr <= \$829 ;
   always @(posedge clk)
-    rd4_nvalid <= \$777 ;
+    rd4_nvalid <= \$830 ;
   always @(posedge clk)
-    s2_valid <= \$778 ;
+    s2_valid <= \$831 ;
   always @(posedge clk)
-    s2_boot <= \$779 ;
+    s2_boot <= \$832 ;
   always @(posedge clk)
-    s2_first <= \$780 ;
+    s2_first <= \$833 ;
   always @(posedge clk)
-    s2_lane <= \$781 ;
+    s2_lane <= \$834 ;
   always @(posedge clk)
-    s2_addr <= \$782 ;
+    s2_addr <= \$835 ;
   always @(posedge clk)
-    s2_nvalid <= \$783 ;
+    s2_nvalid <= \$836 ;
   always @(posedge clk)
-    reward_offset_rnd <= \$784 ;
+    reward_offset_rnd <= \$837 ;
   always @(posedge clk)
-    value_offset_rnd <= \$785 ;
+    value_offset_rnd <= \$838 ;
   always @(posedge clk)
-    rd3_dones <= \$786 ;
+    rd3_dones <= \$839 ;
   always @(posedge clk)
-    rd4_dones <= \$787 ;
+    rd4_dones <= \$840 ;
   always @(posedge clk)
-    s2_d <= \$788 ;
+    s2_d <= \$841 ;
   always @(posedge clk)
-    deq_r0_pp <= \$789 ;
+    deq_lanes_gtlo <= \$842 ;
   always @(posedge clk)
-    deq_r0_q <= \$790 ;
+    deq_r0_pp <= \$843 ;
   always @(posedge clk)
-    s2_r0 <= \$791 ;
+    deq_r0_q <= \$844 ;
   always @(posedge clk)
-    deq_v0_pp <= \$792 ;
+    s2_r0 <= \$845 ;
   always @(posedge clk)
-    deq_v0_q <= \$793 ;
+    deq_v0_pp <= \$846 ;
   always @(posedge clk)
-    s2_v0 <= \$794 ;
+    deq_v0_q <= \$847 ;
   always @(posedge clk)
-    deq_ovf_bits <= \$795 ;
+    s2_v0 <= \$848 ;
   always @(posedge clk)
-    deq_r1_pp <= \$796 ;
+    deq_ovf_bits <= \$849 ;
   always @(posedge clk)
-    deq_r1_q <= \$797 ;
+    deq_r1_pp <= \$850 ;
   always @(posedge clk)
-    s2_r1 <= \$798 ;
+    deq_r1_q <= \$851 ;
   always @(posedge clk)
-    deq_v1_pp <= \$799 ;
+    s2_r1 <= \$852 ;
   always @(posedge clk)
-    deq_v1_q <= \$800 ;
+    deq_v1_pp <= \$853 ;
   always @(posedge clk)
-    s2_v1 <= \$801 ;
+    deq_v1_q <= \$854 ;
   always @(posedge clk)
-    deq_r2_pp <= \$802 ;
+    s2_v1 <= \$855 ;
   always @(posedge clk)
-    deq_r2_q <= \$803 ;
+    deq_r2_pp <= \$856 ;
   always @(posedge clk)
-    s2_r2 <= \$804 ;
+    deq_r2_q <= \$857 ;
   always @(posedge clk)
-    deq_v2_pp <= \$805 ;
+    s2_r2 <= \$858 ;
   always @(posedge clk)
-    deq_v2_q <= \$806 ;
+    deq_v2_pp <= \$859 ;
   always @(posedge clk)
-    s2_v2 <= \$807 ;
+    deq_v2_q <= \$860 ;
   always @(posedge clk)
-    deq_r3_pp <= \$808 ;
+    s2_v2 <= \$861 ;
   always @(posedge clk)
-    deq_r3_q <= \$809 ;
+    deq_r3_pp <= \$862 ;
   always @(posedge clk)
-    s2_r3 <= \$810 ;
+    deq_r3_q <= \$863 ;
   always @(posedge clk)
-    deq_v3_pp <= \$811 ;
+    s2_r3 <= \$864 ;
   always @(posedge clk)
-    deq_v3_q <= \$812 ;
+    deq_v3_pp <= \$865 ;
   always @(posedge clk)
-    s2_v3 <= \$813 ;
+    deq_v3_q <= \$866 ;
   always @(posedge clk)
-    deq_r4_pp <= \$814 ;
+    s2_v3 <= \$867 ;
   always @(posedge clk)
-    deq_r4_q <= \$815 ;
+    deq_r4_pp <= \$868 ;
   always @(posedge clk)
-    s2_r4 <= \$816 ;
+    deq_r4_q <= \$869 ;
   always @(posedge clk)
-    deq_v4_pp <= \$817 ;
+    s2_r4 <= \$870 ;
   always @(posedge clk)
-    deq_v4_q <= \$818 ;
+    deq_v4_pp <= \$871 ;
   always @(posedge clk)
-    s2_v4 <= \$819 ;
+    deq_v4_q <= \$872 ;
   always @(posedge clk)
-    deq_r5_pp <= \$820 ;
+    s2_v4 <= \$873 ;
   always @(posedge clk)
-    deq_r5_q <= \$821 ;
+    deq_r5_pp <= \$874 ;
   always @(posedge clk)
-    s2_r5 <= \$822 ;
+    deq_r5_q <= \$875 ;
   always @(posedge clk)
-    deq_v5_pp <= \$823 ;
+    s2_r5 <= \$876 ;
   always @(posedge clk)
-    deq_v5_q <= \$824 ;
+    deq_v5_pp <= \$877 ;
   always @(posedge clk)
-    s2_v5 <= \$825 ;
+    deq_v5_q <= \$878 ;
   always @(posedge clk)
-    deq_r6_pp <= \$826 ;
+    s2_v5 <= \$879 ;
   always @(posedge clk)
-    deq_r6_q <= \$827 ;
+    deq_r6_pp <= \$880 ;
   always @(posedge clk)
-    s2_r6 <= \$828 ;
+    deq_r6_q <= \$881 ;
   always @(posedge clk)
-    deq_v6_pp <= \$829 ;
+    s2_r6 <= \$882 ;
   always @(posedge clk)
-    deq_v6_q <= \$830 ;
+    deq_v6_pp <= \$883 ;
   always @(posedge clk)
-    s2_v6 <= \$831 ;
+    deq_v6_q <= \$884 ;
   always @(posedge clk)
-    deq_r7_pp <= \$832 ;
+    s2_v6 <= \$885 ;
   always @(posedge clk)
-    deq_r7_q <= \$833 ;
+    deq_r7_pp <= \$886 ;
   always @(posedge clk)
-    s2_r7 <= \$834 ;
+    deq_r7_q <= \$887 ;
   always @(posedge clk)
-    deq_v7_pp <= \$835 ;
+    s2_r7 <= \$888 ;
   always @(posedge clk)
-    deq_v7_q <= \$836 ;
+    deq_v7_pp <= \$889 ;
   always @(posedge clk)
-    s2_v7 <= \$837 ;
+    deq_v7_q <= \$890 ;
   always @(posedge clk)
-    any_deq_ovf <= \$838 ;
+    s2_v7 <= \$891 ;
   always @(posedge clk)
-    boot0_0 <= \$839 ;
+    any_deq_ovf <= \$892 ;
   always @(posedge clk)
-    boot0_1 <= \$840 ;
+    boot0_0 <= \$893 ;
   always @(posedge clk)
-    boot0_2 <= \$841 ;
+    boot0_1 <= \$894 ;
   always @(posedge clk)
-    boot0_3 <= \$842 ;
+    boot0_2 <= \$895 ;
   always @(posedge clk)
-    boot0_4 <= \$843 ;
+    boot0_3 <= \$896 ;
   always @(posedge clk)
-    boot0_5 <= \$844 ;
+    boot0_4 <= \$897 ;
   always @(posedge clk)
-    boot0_6 <= \$845 ;
+    boot0_5 <= \$898 ;
   always @(posedge clk)
-    boot0_7 <= \$846 ;
+    boot0_6 <= \$899 ;
   always @(posedge clk)
-    wb0_valid <= \$847 ;
+    boot0_7 <= \$900 ;
   always @(posedge clk)
-    wb0_addr <= \$848 ;
+    wb0_valid <= \$901 ;
   always @(posedge clk)
-    wb0_lanes <= \$849 ;
+    wb0_addr <= \$902 ;
   always @(posedge clk)
-    wb1_valid <= \$850 ;
+    wb0_lanes <= \$903 ;
   always @(posedge clk)
-    wb1_addr <= \$851 ;
+    wb1_valid <= \$904 ;
   always @(posedge clk)
-    wb1_lanes <= \$852 ;
+    wb1_addr <= \$905 ;
   always @(posedge clk)
-    wb2_valid <= \$853 ;
+    wb1_lanes <= \$906 ;
   always @(posedge clk)
-    wb2_addr <= \$854 ;
+    wb2_valid <= \$907 ;
   always @(posedge clk)
-    wb2_lanes <= \$855 ;
+    wb2_addr <= \$908 ;
   always @(posedge clk)
-    wb3_valid <= \$856 ;
+    wb2_lanes <= \$909 ;
   always @(posedge clk)
-    wb3_addr <= \$857 ;
+    wb3_valid <= \$910 ;
   always @(posedge clk)
-    wb3_lanes <= \$858 ;
+    wb3_addr <= \$911 ;
   always @(posedge clk)
-    wb4_valid <= \$859 ;
+    wb3_lanes <= \$912 ;
   always @(posedge clk)
-    wb4_addr <= \$860 ;
+    wb4_valid <= \$913 ;
   always @(posedge clk)
-    wb4_lanes <= \$861 ;
+    wb4_addr <= \$914 ;
   always @(posedge clk)
-    w_lane_en <= \$862 ;
+    wb4_lanes <= \$915 ;
   always @(posedge clk)
-    adv_offset_rnd <= \$863 ;
+    wb5_valid <= \$916 ;
   always @(posedge clk)
-    rtg_offset_rnd <= \$864 ;
+    wb5_addr <= \$917 ;
   always @(posedge clk)
-    rq_a0_x <= \$865 ;
+    wb5_lanes <= \$918 ;
   always @(posedge clk)
-    rq_a0_op <= \$866 ;
+    wb_lanes_gtlo <= \$919 ;
   always @(posedge clk)
-    rq_a0_pp <= \$867 ;
+    w_lane_en <= \$920 ;
   always @(posedge clk)
-    rq_a0_sum <= \$868 ;
+    adv_offset_rnd <= \$921 ;
   always @(posedge clk)
-    w_adv0 <= \$869 ;
+    rtg_offset_rnd <= \$922 ;
   always @(posedge clk)
-    rq_r0_x <= \$870 ;
+    rq_lanes_gtlo <= \$923 ;
   always @(posedge clk)
-    rq_r0_op <= \$871 ;
+    rq_a0_x <= \$924 ;
   always @(posedge clk)
-    rq_r0_pp <= \$872 ;
+    rq_a0_sat_hi <= \$925 ;
   always @(posedge clk)
-    rq_r0_sum <= \$873 ;
+    rq_a0_sat_lo <= \$926 ;
   always @(posedge clk)
-    w_rtg0 <= \$874 ;
+    rq_a0_sat_low <= \$927 ;
   always @(posedge clk)
-    req_ovf_bits <= \$875 ;
+    rq_a0_op <= \$928 ;
   always @(posedge clk)
-    rq_a1_x <= \$876 ;
+    rq_a0_pp <= \$929 ;
   always @(posedge clk)
-    rq_a1_op <= \$877 ;
+    rq_a0_sum <= \$930 ;
   always @(posedge clk)
-    rq_a1_pp <= \$878 ;
+    w_adv0 <= \$931 ;
   always @(posedge clk)
-    rq_a1_sum <= \$879 ;
+    rq_r0_x <= \$932 ;
   always @(posedge clk)
-    w_adv1 <= \$880 ;
+    rq_r0_sat_hi <= \$933 ;
   always @(posedge clk)
-    rq_r1_x <= \$881 ;
+    rq_r0_sat_lo <= \$934 ;
   always @(posedge clk)
-    rq_r1_op <= \$882 ;
+    rq_r0_sat_low <= \$935 ;
   always @(posedge clk)
-    rq_r1_pp <= \$883 ;
+    rq_r0_op <= \$936 ;
   always @(posedge clk)
-    rq_r1_sum <= \$884 ;
+    rq_r0_pp <= \$937 ;
   always @(posedge clk)
-    w_rtg1 <= \$885 ;
+    rq_r0_sum <= \$938 ;
   always @(posedge clk)
-    rq_a2_x <= \$886 ;
+    w_rtg0 <= \$939 ;
   always @(posedge clk)
-    rq_a2_op <= \$887 ;
+    req_ovf_bits <= \$940 ;
   always @(posedge clk)
-    rq_a2_pp <= \$888 ;
+    rq_a1_x <= \$941 ;
   always @(posedge clk)
-    rq_a2_sum <= \$889 ;
+    rq_a1_sat_hi <= \$942 ;
   always @(posedge clk)
-    w_adv2 <= \$890 ;
+    rq_a1_sat_lo <= \$943 ;
   always @(posedge clk)
-    rq_r2_x <= \$891 ;
+    rq_a1_sat_low <= \$944 ;
   always @(posedge clk)
-    rq_r2_op <= \$892 ;
+    rq_a1_op <= \$945 ;
   always @(posedge clk)
-    rq_r2_pp <= \$893 ;
+    rq_a1_pp <= \$946 ;
   always @(posedge clk)
-    rq_r2_sum <= \$894 ;
+    rq_a1_sum <= \$947 ;
   always @(posedge clk)
-    w_rtg2 <= \$895 ;
+    w_adv1 <= \$948 ;
   always @(posedge clk)
-    rq_a3_x <= \$896 ;
+    rq_r1_x <= \$949 ;
   always @(posedge clk)
-    rq_a3_op <= \$897 ;
+    rq_r1_sat_hi <= \$950 ;
   always @(posedge clk)
-    rq_a3_pp <= \$898 ;
+    rq_r1_sat_lo <= \$951 ;
   always @(posedge clk)
-    rq_a3_sum <= \$899 ;
+    rq_r1_sat_low <= \$952 ;
   always @(posedge clk)
-    w_adv3 <= \$900 ;
+    rq_r1_op <= \$953 ;
   always @(posedge clk)
-    rq_r3_x <= \$901 ;
+    rq_r1_pp <= \$954 ;
   always @(posedge clk)
-    rq_r3_op <= \$902 ;
+    rq_r1_sum <= \$955 ;
   always @(posedge clk)
-    rq_r3_pp <= \$903 ;
+    w_rtg1 <= \$956 ;
   always @(posedge clk)
-    rq_r3_sum <= \$904 ;
+    rq_a2_x <= \$957 ;
   always @(posedge clk)
-    w_rtg3 <= \$905 ;
+    rq_a2_sat_hi <= \$958 ;
   always @(posedge clk)
-    rq_a4_x <= \$906 ;
+    rq_a2_sat_lo <= \$959 ;
   always @(posedge clk)
-    rq_a4_op <= \$907 ;
+    rq_a2_sat_low <= \$960 ;
   always @(posedge clk)
-    rq_a4_pp <= \$908 ;
+    rq_a2_op <= \$961 ;
   always @(posedge clk)
-    rq_a4_sum <= \$909 ;
+    rq_a2_pp <= \$962 ;
   always @(posedge clk)
-    w_adv4 <= \$910 ;
+    rq_a2_sum <= \$963 ;
   always @(posedge clk)
-    rq_r4_x <= \$911 ;
+    w_adv2 <= \$964 ;
   always @(posedge clk)
-    rq_r4_op <= \$912 ;
+    rq_r2_x <= \$965 ;
   always @(posedge clk)
-    rq_r4_pp <= \$913 ;
+    rq_r2_sat_hi <= \$966 ;
   always @(posedge clk)
-    rq_r4_sum <= \$914 ;
+    rq_r2_sat_lo <= \$967 ;
   always @(posedge clk)
-    w_rtg4 <= \$915 ;
+    rq_r2_sat_low <= \$968 ;
   always @(posedge clk)
-    rq_a5_x <= \$916 ;
+    rq_r2_op <= \$969 ;
   always @(posedge clk)
-    rq_a5_op <= \$917 ;
+    rq_r2_pp <= \$970 ;
   always @(posedge clk)
-    rq_a5_pp <= \$918 ;
+    rq_r2_sum <= \$971 ;
   always @(posedge clk)
-    rq_a5_sum <= \$919 ;
+    w_rtg2 <= \$972 ;
   always @(posedge clk)
-    w_adv5 <= \$920 ;
+    rq_a3_x <= \$973 ;
   always @(posedge clk)
-    rq_r5_x <= \$921 ;
+    rq_a3_sat_hi <= \$974 ;
   always @(posedge clk)
-    rq_r5_op <= \$922 ;
+    rq_a3_sat_lo <= \$975 ;
   always @(posedge clk)
-    rq_r5_pp <= \$923 ;
+    rq_a3_sat_low <= \$976 ;
   always @(posedge clk)
-    rq_r5_sum <= \$924 ;
+    rq_a3_op <= \$977 ;
   always @(posedge clk)
-    w_rtg5 <= \$925 ;
+    rq_a3_pp <= \$978 ;
   always @(posedge clk)
-    rq_a6_x <= \$926 ;
+    rq_a3_sum <= \$979 ;
   always @(posedge clk)
-    rq_a6_op <= \$927 ;
+    w_adv3 <= \$980 ;
   always @(posedge clk)
-    rq_a6_pp <= \$928 ;
+    rq_r3_x <= \$981 ;
   always @(posedge clk)
-    rq_a6_sum <= \$929 ;
+    rq_r3_sat_hi <= \$982 ;
   always @(posedge clk)
-    w_adv6 <= \$930 ;
+    rq_r3_sat_lo <= \$983 ;
   always @(posedge clk)
-    rq_r6_x <= \$931 ;
+    rq_r3_sat_low <= \$984 ;
   always @(posedge clk)
-    rq_r6_op <= \$932 ;
+    rq_r3_op <= \$985 ;
   always @(posedge clk)
-    rq_r6_pp <= \$933 ;
+    rq_r3_pp <= \$986 ;
   always @(posedge clk)
-    rq_r6_sum <= \$934 ;
+    rq_r3_sum <= \$987 ;
   always @(posedge clk)
-    w_rtg6 <= \$935 ;
+    w_rtg3 <= \$988 ;
   always @(posedge clk)
-    rq_a7_x <= \$936 ;
+    rq_a4_x <= \$989 ;
   always @(posedge clk)
-    rq_a7_op <= \$937 ;
+    rq_a4_sat_hi <= \$990 ;
   always @(posedge clk)
-    rq_a7_pp <= \$938 ;
+    rq_a4_sat_lo <= \$991 ;
   always @(posedge clk)
-    rq_a7_sum <= \$939 ;
+    rq_a4_sat_low <= \$992 ;
   always @(posedge clk)
-    w_adv7 <= \$940 ;
+    rq_a4_op <= \$993 ;
   always @(posedge clk)
-    rq_r7_x <= \$941 ;
+    rq_a4_pp <= \$994 ;
   always @(posedge clk)
-    rq_r7_op <= \$942 ;
+    rq_a4_sum <= \$995 ;
   always @(posedge clk)
-    rq_r7_pp <= \$943 ;
+    w_adv4 <= \$996 ;
   always @(posedge clk)
-    rq_r7_sum <= \$944 ;
+    rq_r4_x <= \$997 ;
   always @(posedge clk)
-    w_rtg7 <= \$945 ;
+    rq_r4_sat_hi <= \$998 ;
   always @(posedge clk)
-    any_req_ovf <= \$946 ;
+    rq_r4_sat_lo <= \$999 ;
   always @(posedge clk)
-    pe_ovf_lanes <= \$947 ;
+    rq_r4_sat_low <= \$1000 ;
   always @(posedge clk)
-    pe_ovf_valid <= \$948 ;
+    rq_r4_op <= \$1001 ;
   always @(posedge clk)
-    flag_dequant_overflow <= \$949 ;
+    rq_r4_pp <= \$1002 ;
   always @(posedge clk)
-    flag_requant_overflow <= \$950 ;
+    rq_r4_sum <= \$1003 ;
   always @(posedge clk)
-    flag_pe_overflow <= \$951 ;
-  assign \$1  = cycles + 1'h1;
-  assign \$3  = settle - 1'h1;
-  assign \$4  = ! num_timesteps;
-  assign \$5  = ! num_trajectories;
-  assign \$6  = num_timesteps >= 14'h2008;
-  assign \$7  = num_trajectories > 13'h1000;
-  assign \$8  = \$6  | \$7 ;
-  assign \$9  = gamma > 17'h10000;
-  assign \$10  = gamma_lambda > 17'h10000;
-  assign \$11  = \$9  | \$10 ;
-  assign \$12  = num_timesteps - 1'h1;
-  assign \$13  = num_timesteps + 1'h1;
-  assign \$14  = num_timesteps + 1'h1;
-  assign \$15  = 14'h2007 - num_timesteps;
-  assign \$16  = G + 1'h1;
-  assign \$17  = G + 1'h1;
-  assign \$18  = \$17  - 1'h1;
-  assign \$19  = $signed(rem) - $signed(5'h08);
-  assign \$20  = nxt_rows + T_plus_1;
-  assign \$21  = $signed(room) - $signed({ 1'h0, T_plus_1 });
-  assign \$22  = $signed(rem) <= $signed(5'h08);
-  assign \$23  = rows - G;
-  assign \$24  = ! settle;
-  assign \$25  = ! lane;
-  assign \$26  = t - 1'h1;
-  assign \$27  = t == 1'h1;
-  assign \$28  = row_base - G;
-  assign \$29  = grp_base + 1'h1;
-  assign \$30  = rows - G;
-  assign \$31  = t - 1'h1;
-  assign \$32  = t == 1'h1;
-  assign \$33  = row_base - G;
-  assign \$34  = lane + 1'h1;
-  assign \$35  = drain - 1'h1;
-  assign \$36  = ! drain;
-  assign \$37  = $signed({ 1'h0, grp_base }) >= $signed(G_minus_L);
-  assign \$38  = ~ busy;
-  assign \$39  = ~ start;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = host_re & \$40 ;
-  assign \$42  = ~ busy;
-  assign \$43  = ~ start;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = ~ busy;
-  assign \$46  = ~ start;
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = ~ busy;
+    w_rtg4 <= \$1004 ;
+  always @(posedge clk)
+    rq_a5_x <= \$1005 ;
+  always @(posedge clk)
+    rq_a5_sat_hi <= \$1006 ;
+  always @(posedge clk)
+    rq_a5_sat_lo <= \$1007 ;
+  always @(posedge clk)
+    rq_a5_sat_low <= \$1008 ;
+  always @(posedge clk)
+    rq_a5_op <= \$1009 ;
+  always @(posedge clk)
+    rq_a5_pp <= \$1010 ;
+  always @(posedge clk)
+    rq_a5_sum <= \$1011 ;
+  always @(posedge clk)
+    w_adv5 <= \$1012 ;
+  always @(posedge clk)
+    rq_r5_x <= \$1013 ;
+  always @(posedge clk)
+    rq_r5_sat_hi <= \$1014 ;
+  always @(posedge clk)
+    rq_r5_sat_lo <= \$1015 ;
+  always @(posedge clk)
+    rq_r5_sat_low <= \$1016 ;
+  always @(posedge clk)
+    rq_r5_op <= \$1017 ;
+  always @(posedge clk)
+    rq_r5_pp <= \$1018 ;
+  always @(posedge clk)
+    rq_r5_sum <= \$1019 ;
+  always @(posedge clk)
+    w_rtg5 <= \$1020 ;
+  always @(posedge clk)
+    rq_a6_x <= \$1021 ;
+  always @(posedge clk)
+    rq_a6_sat_hi <= \$1022 ;
+  always @(posedge clk)
+    rq_a6_sat_lo <= \$1023 ;
+  always @(posedge clk)
+    rq_a6_sat_low <= \$1024 ;
+  always @(posedge clk)
+    rq_a6_op <= \$1025 ;
+  always @(posedge clk)
+    rq_a6_pp <= \$1026 ;
+  always @(posedge clk)
+    rq_a6_sum <= \$1027 ;
+  always @(posedge clk)
+    w_adv6 <= \$1028 ;
+  always @(posedge clk)
+    rq_r6_x <= \$1029 ;
+  always @(posedge clk)
+    rq_r6_sat_hi <= \$1030 ;
+  always @(posedge clk)
+    rq_r6_sat_lo <= \$1031 ;
+  always @(posedge clk)
+    rq_r6_sat_low <= \$1032 ;
+  always @(posedge clk)
+    rq_r6_op <= \$1033 ;
+  always @(posedge clk)
+    rq_r6_pp <= \$1034 ;
+  always @(posedge clk)
+    rq_r6_sum <= \$1035 ;
+  always @(posedge clk)
+    w_rtg6 <= \$1036 ;
+  always @(posedge clk)
+    rq_a7_x <= \$1037 ;
+  always @(posedge clk)
+    rq_a7_sat_hi <= \$1038 ;
+  always @(posedge clk)
+    rq_a7_sat_lo <= \$1039 ;
+  always @(posedge clk)
+    rq_a7_sat_low <= \$1040 ;
+  always @(posedge clk)
+    rq_a7_op <= \$1041 ;
+  always @(posedge clk)
+    rq_a7_pp <= \$1042 ;
+  always @(posedge clk)
+    rq_a7_sum <= \$1043 ;
+  always @(posedge clk)
+    w_adv7 <= \$1044 ;
+  always @(posedge clk)
+    rq_r7_x <= \$1045 ;
+  always @(posedge clk)
+    rq_r7_sat_hi <= \$1046 ;
+  always @(posedge clk)
+    rq_r7_sat_lo <= \$1047 ;
+  always @(posedge clk)
+    rq_r7_sat_low <= \$1048 ;
+  always @(posedge clk)
+    rq_r7_op <= \$1049 ;
+  always @(posedge clk)
+    rq_r7_pp <= \$1050 ;
+  always @(posedge clk)
+    rq_r7_sum <= \$1051 ;
+  always @(posedge clk)
+    w_rtg7 <= \$1052 ;
+  always @(posedge clk)
+    any_req_ovf <= \$1053 ;
+  always @(posedge clk)
+    pe_ovf_lanes <= \$1054 ;
+  always @(posedge clk)
+    pe_ovf_valid <= \$1055 ;
+  always @(posedge clk)
+    flag_dequant_overflow <= \$1056 ;
+  always @(posedge clk)
+    flag_requant_overflow <= \$1057 ;
+  always @(posedge clk)
+    flag_pe_overflow <= \$1058 ;
   \gae_accel_n8.gae_pe  pe0 (
     .clear(1'h0),
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(i__payload),
-    .i__ready(\$677 ),
+    .i__ready(\$730 ),
     .i__valid(pe_in_valid),
     .o__payload(o__payload),
     .o__ready(1'h1),
     .o__valid(o__valid),
-    .overflow(\$678 ),
+    .overflow(\$731 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe1 (
@@ -3423,13 +3601,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$402 ),
-    .i__ready(\$679 ),
+    .i__payload(\i__payload$440 ),
+    .i__ready(\$732 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$240 ),
+    .o__payload(\o__payload$250 ),
     .o__ready(1'h1),
-    .o__valid(\$680 ),
-    .overflow(\$681 ),
+    .o__valid(\$733 ),
+    .overflow(\$734 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe2 (
@@ -3437,13 +3615,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$407 ),
-    .i__ready(\$682 ),
+    .i__payload(\i__payload$445 ),
+    .i__ready(\$735 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$253 ),
+    .o__payload(\o__payload$267 ),
     .o__ready(1'h1),
-    .o__valid(\$683 ),
-    .overflow(\$684 ),
+    .o__valid(\$736 ),
+    .overflow(\$737 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe3 (
@@ -3451,13 +3629,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$412 ),
-    .i__ready(\$685 ),
+    .i__payload(\i__payload$450 ),
+    .i__ready(\$738 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$266 ),
+    .o__payload(\o__payload$284 ),
     .o__ready(1'h1),
-    .o__valid(\$686 ),
-    .overflow(\$687 ),
+    .o__valid(\$739 ),
+    .overflow(\$740 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe4 (
@@ -3465,13 +3643,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$417 ),
-    .i__ready(\$688 ),
+    .i__payload(\i__payload$455 ),
+    .i__ready(\$741 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$279 ),
+    .o__payload(\o__payload$301 ),
     .o__ready(1'h1),
-    .o__valid(\$689 ),
-    .overflow(\$690 ),
+    .o__valid(\$742 ),
+    .overflow(\$743 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe5 (
@@ -3479,13 +3657,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$422 ),
-    .i__ready(\$691 ),
+    .i__payload(\i__payload$460 ),
+    .i__ready(\$744 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$292 ),
+    .o__payload(\o__payload$318 ),
     .o__ready(1'h1),
-    .o__valid(\$692 ),
-    .overflow(\$693 ),
+    .o__valid(\$745 ),
+    .overflow(\$746 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe6 (
@@ -3493,13 +3671,13 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$427 ),
-    .i__ready(\$694 ),
+    .i__payload(\i__payload$465 ),
+    .i__ready(\$747 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$305 ),
+    .o__payload(\o__payload$335 ),
     .o__ready(1'h1),
-    .o__valid(\$695 ),
-    .overflow(\$696 ),
+    .o__valid(\$748 ),
+    .overflow(\$749 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe7 (
@@ -3507,2295 +3685,2673 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
-    .i__payload(\i__payload$432 ),
-    .i__ready(\$697 ),
+    .i__payload(\i__payload$470 ),
+    .i__ready(\$750 ),
     .i__valid(pe_in_valid),
-    .o__payload(\o__payload$318 ),
+    .o__payload(\o__payload$352 ),
     .o__ready(1'h1),
-    .o__valid(\$698 ),
-    .overflow(\$699 ),
+    .o__valid(\$751 ),
+    .overflow(\$752 ),
     .rst(rst)
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$700  = \$signature__data ;
+    \$753  = \$signature__data ;
     if (rst) begin
-      \$700  = 64'h0000000000000000;
+      \$753  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$701  = \$signature__data$5 ;
+    \$754  = \$signature__data$5 ;
     if (rst) begin
-      \$701  = 64'h0000000000000000;
+      \$754  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$702  = \$signature__data$7 ;
+    \$755  = \$signature__data$7 ;
     if (rst) begin
-      \$702  = 8'h00;
+      \$755  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$703  = cycles;
+    \$756  = cycles;
     if (busy) begin
-      \$703  = \$1 [31:0];
+      \$756  = \$1 [31:0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$703  = 32'd0;
+            \$756  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$703  = 32'd0;
+      \$756  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$704  = settle;
+    \$757  = settle;
     if (\$2 ) begin
-      \$704  = \$3 [0];
+      \$757  = \$3 [0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$704  = 1'h0;
+            \$757  = 1'h0;
           end
     endcase
-    if (rst) begin
-      \$704  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$705  = 1'h0;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$705  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$705  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$706  = 1'h0;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            if (chk_no_timesteps) begin
-              \$706  = 1'h1;
-            end else if (chk_no_trajectories) begin
-              \$706  = 1'h1;
-            end else if (chk_capacity) begin
-              \$706  = 1'h1;
-            end else if (chk_coefficient) begin
-              \$706  = 1'h1;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$706  = 1'h1;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$36 ) begin
-            \$706  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$706  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$707  = \$4 ;
-    if (rst) begin
-      \$707  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$708  = \$5 ;
-    if (rst) begin
-      \$708  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$709  = \$8 ;
-    if (rst) begin
-      \$709  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$710  = \$11 ;
-    if (rst) begin
-      \$710  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$711  = err;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$711  = 3'h0;
-            if (chk_no_timesteps) begin
-              \$711  = 3'h1;
-            end else if (chk_no_trajectories) begin
-              \$711  = 3'h2;
-            end else if (chk_capacity) begin
-              \$711  = 3'h3;
-            end else if (chk_coefficient) begin
-              \$711  = 3'h4;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$711  = 3'h3;
-          end
-    endcase
-    if (rst) begin
-      \$711  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$712  = arg_num_timesteps;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$712  = num_timesteps;
-          end
-    endcase
-    if (rst) begin
-      \$712  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$713  = arg_num_trajectories;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$713  = num_trajectories;
-          end
-    endcase
-    if (rst) begin
-      \$713  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$714  = arg_gamma;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$714  = gamma;
-          end
-    endcase
-    if (rst) begin
-      \$714  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$715  = arg_gamma_lambda;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$715  = gamma_lambda;
-          end
-    endcase
-    if (rst) begin
-      \$715  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$716  = arg_reward_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$716  = reward_scale;
-          end
-    endcase
-    if (rst) begin
-      \$716  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$717  = arg_reward_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$717  = reward_offset;
-          end
-    endcase
-    if (rst) begin
-      \$717  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$718  = arg_value_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$718  = value_scale;
-          end
-    endcase
-    if (rst) begin
-      \$718  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$719  = arg_value_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$719  = value_offset;
-          end
-    endcase
-    if (rst) begin
-      \$719  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$720  = arg_adv_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$720  = adv_scale;
-          end
-    endcase
-    if (rst) begin
-      \$720  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$721  = arg_adv_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$721  = adv_offset;
-          end
-    endcase
-    if (rst) begin
-      \$721  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$722  = arg_rtg_scale;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$722  = rtg_scale;
-          end
-    endcase
-    if (rst) begin
-      \$722  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$723  = arg_rtg_offset;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$723  = rtg_offset;
-          end
-    endcase
-    if (rst) begin
-      \$723  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$724  = T;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$724  = num_timesteps[14:0];
-          end
-    endcase
-    if (rst) begin
-      \$724  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$725  = \$signal ;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$725  = \$12 [14:0];
-          end
-    endcase
-    if (rst) begin
-      \$725  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$726  = T_plus_1;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$726  = \$13 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$726  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$727  = nxt_rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$727  = \$14 [15:0];
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$727  = \$20 [15:0];
-          end
-    endcase
-    if (rst) begin
-      \$727  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$728  = room;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$728  = { \$15 [32], \$15  };
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$728  = \$21 [33:0];
-          end
-    endcase
-    if (rst) begin
-      \$728  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$729  = rem;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$729  = num_trajectories[13:0];
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$729  = \$19 [13:0];
-          end
-    endcase
-    if (rst) begin
-      \$729  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$730  = G;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$730  = 13'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$730  = \$16 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$730  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$731  = rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$731  = 16'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$731  = nxt_rows;
-          end
-    endcase
-    if (rst) begin
-      \$731  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$732  = busy;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            (* full_case = 32'd1 *)
-            if (chk_no_timesteps) begin
-            end else if (chk_no_trajectories) begin
-            end else if (chk_capacity) begin
-            end else if (chk_coefficient) begin
-            end else begin
-              \$732  = 1'h1;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$732  = 1'h0;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$36 ) begin
-            \$732  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$732  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$733  = ctrl_state;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            (* full_case = 32'd1 *)
-            if (chk_no_timesteps) begin
-            end else if (chk_no_trajectories) begin
-            end else if (chk_capacity) begin
-            end else if (chk_coefficient) begin
-            end else begin
-              \$733  = 3'h1;
-            end
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-            \$733  = 3'h0;
-          end else begin
-            if (\$22 ) begin
-              \$733  = 3'h2;
-            end
-          end
-      3'h2:
-          if (\$24 ) begin
-            \$733  = 3'h3;
-          end
-      3'h3:
-          if (\$25 ) begin
-            if (boot) begin
-            end else if (t_zero) begin
-              if (last_group) begin
-                \$733  = 3'h4;
-              end
-            end
-          end
-      3'h4:
-          if (\$36 ) begin
-            \$733  = 3'h0;
-          end
-    endcase
-    if (rst) begin
-      \$733  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$734  = G_minus_1;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$734  = G;
-          end
-    endcase
-    if (rst) begin
-      \$734  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$735  = G_minus_L;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$735  = \$18 ;
-          end
-    endcase
-    if (rst) begin
-      \$735  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$736  = last_lanes;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            if (\$22 ) begin
-              \$736  = rem[3:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$736  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$737  = row_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$737  = \$23 [15:0];
-      3'h3:
-          if (\$25 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$737  = \$28 [15:0];
-            end else if (t_zero) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$737  = \$30 [15:0];
-              end
-            end else begin
-              \$737  = \$33 [15:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$737  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$738  = grp_base;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$738  = 14'h0000;
-      3'h3:
-          if (\$25 ) begin
-            if (boot) begin
-            end else if (t_zero) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$738  = \$29 [13:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$738  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$739  = lane;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$739  = 1'h0;
-      3'h3:
-          (* full_case = 32'd1 *)
-          if (\$25 ) begin
-            \$739  = 1'h0;
-          end else begin
-            \$739  = \$34 [0];
-          end
-    endcase
-    if (rst) begin
-      \$739  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$740  = boot;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$740  = 1'h1;
-      3'h3:
-          if (\$25 ) begin
-            if (boot) begin
-              \$740  = 1'h0;
-            end else if (t_zero) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$740  = 1'h1;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$740  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$741  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$741  = T;
-      3'h3:
-          if (\$25 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$741  = \$26 [14:0];
-            end else if (t_zero) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$741  = T;
-              end
-            end else begin
-              \$741  = \$31 [14:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$741  = 15'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$742  = t_zero;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$742  = 1'h0;
-      3'h3:
-          if (\$25 ) begin
-            (* full_case = 32'd1 *)
-            if (boot) begin
-              \$742  = \$27 ;
-            end else if (t_zero) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$742  = 1'h0;
-              end
-            end else begin
-              \$742  = \$32 ;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$742  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$743  = drain;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          if (\$25 ) begin
-            if (boot) begin
-            end else if (t_zero) begin
-              if (last_group) begin
-                \$743  = 5'h16;
-              end
-            end
-          end
-      3'h4:
-          \$743  = \$35 [4:0];
-    endcase
-    if (rst) begin
-      \$743  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$744  = \$37 ;
-    if (rst) begin
-      \$744  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$745  = host_addr;
-    if (rst) begin
-      \$745  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$746  = \$41 ;
-    if (rst) begin
-      \$746  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$747  = \$90 ;
-    if (rst) begin
-      \$747  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$748  = host_wdata;
-    if (rst) begin
-      \$748  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$749  = host_addr_q[15:14];
-    if (rst) begin
-      \$749  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$750  = host_addr_q[13:0];
-    if (rst) begin
-      \$750  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$751  = h_region_q;
-    if (rst) begin
-      \$751  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$752  = h_word_q;
-    if (rst) begin
-      \$752  = 14'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$753  = host_rdata_q;
-    casez (h_region_qq)
-      2'h0:
-          \$753  = { 64'h0000000000000000, rdata_rewards_q };
-      2'h1:
-          \$753  = { 64'h0000000000000000, rdata_values_q };
-      2'h2:
-          \$753  = { 120'h000000000000000000000000000000, rdata_dones_q };
-    endcase
-    if (rst) begin
-      \$753  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$754  = issue;
-    if (rst) begin
-      \$754  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$755  = boot;
-    if (rst) begin
-      \$755  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$756  = \$93 ;
-    if (rst) begin
-      \$756  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$757  = lane;
     if (rst) begin
       \$757  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$758  = \$441 [15:0];
+    \$758  = 1'h0;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$758  = 1'h1;
+          end
+    endcase
     if (rst) begin
-      \$758  = 16'h0000;
+      \$758  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$759  = \$442 [13:0];
+    \$759  = 1'h0;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            if (chk_no_timesteps) begin
+              \$759  = 1'h1;
+            end else if (chk_no_trajectories) begin
+              \$759  = 1'h1;
+            end else if (chk_capacity) begin
+              \$759  = 1'h1;
+            end else if (chk_coefficient) begin
+              \$759  = 1'h1;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$759  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          if (\$36 ) begin
+            \$759  = 1'h1;
+          end
+    endcase
     if (rst) begin
-      \$759  = 14'h0000;
+      \$759  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$760  = rd1_valid;
+    \$760  = \$4 ;
     if (rst) begin
       \$760  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$761  = rd1_boot;
+    \$761  = \$5 ;
     if (rst) begin
       \$761  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$762  = rd1_first;
+    \$762  = \$8 ;
     if (rst) begin
       \$762  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$763  = rd1_lane;
+    \$763  = \$11 ;
     if (rst) begin
       \$763  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$764  = rd1_addr;
+    \$764  = err;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$764  = 3'h0;
+            if (chk_no_timesteps) begin
+              \$764  = 3'h1;
+            end else if (chk_no_trajectories) begin
+              \$764  = 3'h2;
+            end else if (chk_capacity) begin
+              \$764  = 3'h3;
+            end else if (chk_coefficient) begin
+              \$764  = 3'h4;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$764  = 3'h3;
+          end
+    endcase
     if (rst) begin
-      \$764  = 16'h0000;
+      \$764  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$765  = \$97 ;
+    \$765  = arg_num_timesteps;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$765  = num_timesteps;
+          end
+    endcase
     if (rst) begin
-      \$765  = 4'h0;
+      \$765  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$766  = rd2_valid;
+    \$766  = arg_num_trajectories;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$766  = num_trajectories;
+          end
+    endcase
     if (rst) begin
-      \$766  = 1'h0;
+      \$766  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$767  = rd2_boot;
+    \$767  = arg_gamma;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$767  = gamma;
+          end
+    endcase
     if (rst) begin
-      \$767  = 1'h0;
+      \$767  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$768  = rd2_first;
+    \$768  = arg_gamma_lambda;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$768  = gamma_lambda;
+          end
+    endcase
     if (rst) begin
-      \$768  = 1'h0;
+      \$768  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$769  = rd2_lane;
+    \$769  = arg_reward_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$769  = reward_scale;
+          end
+    endcase
     if (rst) begin
-      \$769  = 1'h0;
+      \$769  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$770  = rd2_addr;
+    \$770  = arg_reward_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$770  = reward_offset;
+          end
+    endcase
     if (rst) begin
-      \$770  = 16'h0000;
+      \$770  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$771  = rd2_nvalid;
+    \$771  = arg_value_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$771  = value_scale;
+          end
+    endcase
     if (rst) begin
-      \$771  = 4'h0;
+      \$771  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$772  = rd3_valid;
+    \$772  = arg_value_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$772  = value_offset;
+          end
+    endcase
     if (rst) begin
-      \$772  = 1'h0;
+      \$772  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$773  = rd3_boot;
+    \$773  = arg_adv_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$773  = adv_scale;
+          end
+    endcase
     if (rst) begin
-      \$773  = 1'h0;
+      \$773  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$774  = rd3_first;
+    \$774  = arg_adv_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$774  = adv_offset;
+          end
+    endcase
     if (rst) begin
-      \$774  = 1'h0;
+      \$774  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$775  = rd3_lane;
+    \$775  = arg_rtg_scale;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$775  = rtg_scale;
+          end
+    endcase
     if (rst) begin
-      \$775  = 1'h0;
+      \$775  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$776  = rd3_addr;
+    \$776  = arg_rtg_offset;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$776  = rtg_offset;
+          end
+    endcase
     if (rst) begin
-      \$776  = 16'h0000;
+      \$776  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$777  = rd3_nvalid;
+    \$777  = T;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$777  = num_timesteps[14:0];
+          end
+    endcase
     if (rst) begin
-      \$777  = 4'h0;
+      \$777  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$778  = rd4_valid;
+    \$778  = \$signal ;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$778  = \$12 [14:0];
+          end
+    endcase
     if (rst) begin
-      \$778  = 1'h0;
+      \$778  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$779  = rd4_boot;
+    \$779  = T_plus_1;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$779  = \$13 [15:0];
+          end
+    endcase
     if (rst) begin
-      \$779  = 1'h0;
+      \$779  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$780  = rd4_first;
+    \$780  = nxt_rows;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$780  = \$14 [15:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$780  = \$20 [15:0];
+          end
+    endcase
     if (rst) begin
-      \$780  = 1'h0;
+      \$780  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$781  = rd4_lane;
+    \$781  = room;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$781  = { \$15 [32], \$15  };
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$781  = \$21 [33:0];
+          end
+    endcase
     if (rst) begin
-      \$781  = 1'h0;
+      \$781  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$782  = rd4_addr;
+    \$782  = rem;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$782  = num_trajectories[13:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$782  = \$19 [13:0];
+          end
+    endcase
     if (rst) begin
-      \$782  = 16'h0000;
+      \$782  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$783  = rd4_nvalid;
+    \$783  = G;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$783  = 13'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$783  = \$16 [12:0];
+          end
+    endcase
     if (rst) begin
-      \$783  = 4'h0;
+      \$783  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$784  = \$99 ;
+    \$784  = rows;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$784  = 16'h0000;
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$784  = nxt_rows;
+          end
+    endcase
     if (rst) begin
-      \$784  = 34'h000000000;
+      \$784  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$785  = \$101 ;
+    \$785  = busy;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            (* full_case = 32'd1 *)
+            if (chk_no_timesteps) begin
+            end else if (chk_no_trajectories) begin
+            end else if (chk_capacity) begin
+            end else if (chk_coefficient) begin
+            end else begin
+              \$785  = 1'h1;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$785  = 1'h0;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          if (\$36 ) begin
+            \$785  = 1'h0;
+          end
+    endcase
     if (rst) begin
-      \$785  = 34'h000000000;
+      \$785  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$786  = rdata_dones_q;
+    \$786  = ctrl_state;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            (* full_case = 32'd1 *)
+            if (chk_no_timesteps) begin
+            end else if (chk_no_trajectories) begin
+            end else if (chk_capacity) begin
+            end else if (chk_coefficient) begin
+            end else begin
+              \$786  = 3'h1;
+            end
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+            \$786  = 3'h0;
+          end else begin
+            if (\$22 ) begin
+              \$786  = 3'h2;
+            end
+          end
+      3'h2:
+          if (\$24 ) begin
+            \$786  = 3'h3;
+          end
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+            end else if (t_zero) begin
+              if (last_group) begin
+                \$786  = 3'h4;
+              end
+            end
+          end
+      3'h4:
+          if (\$36 ) begin
+            \$786  = 3'h0;
+          end
+    endcase
     if (rst) begin
-      \$786  = 8'h00;
+      \$786  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$787  = rd3_dones;
+    \$787  = G_minus_1;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$787  = G;
+          end
+    endcase
     if (rst) begin
-      \$787  = 8'h00;
+      \$787  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$788  = rd4_dones;
+    \$788  = G_minus_L;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$788  = \$18 ;
+          end
+    endcase
     if (rst) begin
-      \$788  = 8'h00;
+      \$788  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$789  = \$102 ;
+    \$789  = last_lanes;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            if (\$22 ) begin
+              \$789  = rem[3:0];
+            end
+          end
+    endcase
     if (rst) begin
-      \$789  = 26'h0000000;
+      \$789  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$790  = \$104 [34:0];
+    \$790  = row_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$790  = \$23 [15:0];
+      3'h3:
+          if (\$25 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$790  = \$28 [15:0];
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$790  = \$30 [15:0];
+              end
+            end else begin
+              \$790  = \$33 [15:0];
+            end
+          end
+    endcase
     if (rst) begin
-      \$790  = 35'h000000000;
+      \$790  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$791  = \$457 [31:0];
+    \$791  = grp_base;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$791  = 14'h0000;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$791  = \$29 [13:0];
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$791  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$792  = lane;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$792  = 1'h0;
+      3'h3:
+          (* full_case = 32'd1 *)
+          if (\$25 ) begin
+            \$792  = 1'h0;
+          end else begin
+            \$792  = \$34 [0];
+          end
+    endcase
+    if (rst) begin
+      \$792  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$793  = boot;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$793  = 1'h1;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+              \$793  = 1'h0;
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$793  = 1'h1;
+              end
+            end
+          end
+    endcase
     if (rst) begin
-      \$791  = 32'd0;
+      \$793  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$792  = \$105 ;
+    \$794  = t;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$794  = T;
+      3'h3:
+          if (\$25 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$794  = \$26 [14:0];
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$794  = T;
+              end
+            end else begin
+              \$794  = \$31 [14:0];
+            end
+          end
+    endcase
     if (rst) begin
-      \$792  = 26'h0000000;
+      \$794  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$793  = \$107 [34:0];
+    \$795  = t_zero;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$795  = 1'h0;
+      3'h3:
+          if (\$25 ) begin
+            (* full_case = 32'd1 *)
+            if (boot) begin
+              \$795  = \$27 ;
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$795  = 1'h0;
+              end
+            end else begin
+              \$795  = \$32 ;
+            end
+          end
+    endcase
     if (rst) begin
-      \$793  = 35'h000000000;
+      \$795  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$794  = \$464 [31:0];
+    \$796  = drain;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+            end else if (t_zero) begin
+              if (last_group) begin
+                \$796  = 5'h17;
+              end
+            end
+          end
+      3'h4:
+          \$796  = \$35 [4:0];
+    endcase
     if (rst) begin
-      \$794  = 32'd0;
+      \$796  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$795 [0] = \$112 ;
-    \$795 [1] = \$123 ;
-    \$795 [2] = \$134 ;
-    \$795 [3] = \$145 ;
-    \$795 [4] = \$156 ;
-    \$795 [5] = \$167 ;
-    \$795 [6] = \$178 ;
-    \$795 [7] = \$189 ;
+    \$797  = \$37 ;
     if (rst) begin
-      \$795  = 8'h00;
+      \$797  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$796  = \$113 ;
+    \$798  = host_addr;
     if (rst) begin
-      \$796  = 26'h0000000;
+      \$798  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$797  = \$115 [34:0];
+    \$799  = \$41 ;
     if (rst) begin
-      \$797  = 35'h000000000;
+      \$799  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$798  = \$471 [31:0];
+    \$800  = \$90 ;
     if (rst) begin
-      \$798  = 32'd0;
+      \$800  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$799  = \$116 ;
+    \$801  = host_wdata;
     if (rst) begin
-      \$799  = 26'h0000000;
+      \$801  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$800  = \$118 [34:0];
+    \$802  = host_addr_q[15:14];
     if (rst) begin
-      \$800  = 35'h000000000;
+      \$802  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$801  = \$478 [31:0];
+    \$803  = host_addr_q[13:0];
     if (rst) begin
-      \$801  = 32'd0;
+      \$803  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$802  = \$124 ;
+    \$804  = h_region_q;
     if (rst) begin
-      \$802  = 26'h0000000;
+      \$804  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$803  = \$126 [34:0];
+    \$805  = h_word_q;
     if (rst) begin
-      \$803  = 35'h000000000;
+      \$805  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$804  = \$485 [31:0];
+    \$806  = host_rdata_q;
+    casez (h_region_qq)
+      2'h0:
+          \$806  = { 64'h0000000000000000, rdata_rewards_q };
+      2'h1:
+          \$806  = { 64'h0000000000000000, rdata_values_q };
+      2'h2:
+          \$806  = { 120'h000000000000000000000000000000, rdata_dones_q };
+    endcase
     if (rst) begin
-      \$804  = 32'd0;
+      \$806  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$805  = \$127 ;
+    \$807  = issue;
     if (rst) begin
-      \$805  = 26'h0000000;
+      \$807  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$806  = \$129 [34:0];
+    \$808  = boot;
     if (rst) begin
-      \$806  = 35'h000000000;
+      \$808  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$807  = \$492 [31:0];
+    \$809  = \$93 ;
     if (rst) begin
-      \$807  = 32'd0;
+      \$809  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$808  = \$135 ;
+    \$810  = lane;
     if (rst) begin
-      \$808  = 26'h0000000;
+      \$810  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$809  = \$137 [34:0];
+    \$811  = \$590 [15:0];
     if (rst) begin
-      \$809  = 35'h000000000;
+      \$811  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$810  = \$499 [31:0];
+    \$812  = \$591 [13:0];
     if (rst) begin
-      \$810  = 32'd0;
+      \$812  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$811  = \$138 ;
+    \$813  = rd1_valid;
     if (rst) begin
-      \$811  = 26'h0000000;
+      \$813  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$812  = \$140 [34:0];
+    \$814  = rd1_boot;
     if (rst) begin
-      \$812  = 35'h000000000;
+      \$814  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$813  = \$506 [31:0];
+    \$815  = rd1_first;
     if (rst) begin
-      \$813  = 32'd0;
+      \$815  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$814  = \$146 ;
+    \$816  = rd1_lane;
     if (rst) begin
-      \$814  = 26'h0000000;
+      \$816  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$815  = \$148 [34:0];
+    \$817  = rd1_addr;
     if (rst) begin
-      \$815  = 35'h000000000;
+      \$817  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$816  = \$513 [31:0];
+    \$818  = \$97 ;
     if (rst) begin
-      \$816  = 32'd0;
+      \$818  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$817  = \$149 ;
+    \$819  = rd2_valid;
     if (rst) begin
-      \$817  = 26'h0000000;
+      \$819  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$818  = \$151 [34:0];
+    \$820  = rd2_boot;
     if (rst) begin
-      \$818  = 35'h000000000;
+      \$820  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$819  = \$520 [31:0];
+    \$821  = rd2_first;
     if (rst) begin
-      \$819  = 32'd0;
+      \$821  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$820  = \$157 ;
+    \$822  = rd2_lane;
     if (rst) begin
-      \$820  = 26'h0000000;
+      \$822  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$821  = \$159 [34:0];
+    \$823  = rd2_addr;
     if (rst) begin
-      \$821  = 35'h000000000;
+      \$823  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$822  = \$527 [31:0];
+    \$824  = rd2_nvalid;
     if (rst) begin
-      \$822  = 32'd0;
+      \$824  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$823  = \$160 ;
+    \$825  = rd3_valid;
     if (rst) begin
-      \$823  = 26'h0000000;
+      \$825  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$824  = \$162 [34:0];
+    \$826  = rd3_boot;
     if (rst) begin
-      \$824  = 35'h000000000;
+      \$826  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$825  = \$534 [31:0];
+    \$827  = rd3_first;
     if (rst) begin
-      \$825  = 32'd0;
+      \$827  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$826  = \$168 ;
+    \$828  = rd3_lane;
     if (rst) begin
-      \$826  = 26'h0000000;
+      \$828  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$827  = \$170 [34:0];
+    \$829  = rd3_addr;
     if (rst) begin
-      \$827  = 35'h000000000;
+      \$829  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$828  = \$541 [31:0];
+    \$830  = rd3_nvalid;
     if (rst) begin
-      \$828  = 32'd0;
+      \$830  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$829  = \$171 ;
+    \$831  = rd4_valid;
     if (rst) begin
-      \$829  = 26'h0000000;
+      \$831  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$830  = \$173 [34:0];
+    \$832  = rd4_boot;
     if (rst) begin
-      \$830  = 35'h000000000;
+      \$832  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$831  = \$548 [31:0];
+    \$833  = rd4_first;
     if (rst) begin
-      \$831  = 32'd0;
+      \$833  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$832  = \$179 ;
+    \$834  = rd4_lane;
     if (rst) begin
-      \$832  = 26'h0000000;
+      \$834  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$833  = \$181 [34:0];
+    \$835  = rd4_addr;
     if (rst) begin
-      \$833  = 35'h000000000;
+      \$835  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$834  = \$555 [31:0];
+    \$836  = rd4_nvalid;
     if (rst) begin
-      \$834  = 32'd0;
+      \$836  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$835  = \$182 ;
+    \$837  = \$99 ;
     if (rst) begin
-      \$835  = 26'h0000000;
+      \$837  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$836  = \$184 [34:0];
+    \$838  = \$101 ;
     if (rst) begin
-      \$836  = 35'h000000000;
+      \$838  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$837  = \$562 [31:0];
+    \$839  = rdata_dones_q;
     if (rst) begin
-      \$837  = 32'd0;
+      \$839  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$838  = \$191 ;
+    \$840  = rd3_dones;
     if (rst) begin
-      \$838  = 1'h0;
+      \$840  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$839  = boot0_0;
-    if (\$193 ) begin
-      \$839  = s2_v0;
-    end
-    if (rst) begin
-      \$839  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$840  = boot0_1;
-    if (\$193 ) begin
-      \$840  = s2_v1;
-    end
-    if (rst) begin
-      \$840  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$841  = boot0_2;
-    if (\$193 ) begin
-      \$841  = s2_v2;
-    end
+    \$841  = rd4_dones;
     if (rst) begin
-      \$841  = 32'd0;
+      \$841  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$842  = boot0_3;
-    if (\$193 ) begin
-      \$842  = s2_v3;
-    end
+    \$842  = { 1'h0, \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102  };
     if (rst) begin
-      \$842  = 32'd0;
+      \$842  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$843  = boot0_4;
-    if (\$193 ) begin
-      \$843  = s2_v4;
-    end
+    \$843  = \$117 ;
     if (rst) begin
-      \$843  = 32'd0;
+      \$843  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$844  = boot0_5;
-    if (\$193 ) begin
-      \$844  = s2_v5;
-    end
+    \$844  = \$119 [34:0];
     if (rst) begin
-      \$844  = 32'd0;
+      \$844  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$845  = boot0_6;
-    if (\$193 ) begin
-      \$845  = s2_v6;
-    end
+    \$845  = \$606 [31:0];
     if (rst) begin
       \$845  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$846  = boot0_7;
-    if (\$193 ) begin
-      \$846  = s2_v7;
-    end
+    \$846  = \$120 ;
     if (rst) begin
-      \$846  = 32'd0;
+      \$846  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$847  = o__valid;
+    \$847  = \$122 [34:0];
     if (rst) begin
-      \$847  = 1'h0;
+      \$847  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$848  = o__payload[78:65];
+    \$848  = \$613 [31:0];
     if (rst) begin
-      \$848  = 14'h0000;
+      \$848  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$849  = o__payload[84:81];
+    \$849 [0] = \$126 ;
+    \$849 [1] = \$136 ;
+    \$849 [2] = \$146 ;
+    \$849 [3] = \$156 ;
+    \$849 [4] = \$166 ;
+    \$849 [5] = \$176 ;
+    \$849 [6] = \$186 ;
+    \$849 [7] = \$196 ;
     if (rst) begin
-      \$849  = 4'h0;
+      \$849  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$850  = wb0_valid;
+    \$850  = \$127 ;
     if (rst) begin
-      \$850  = 1'h0;
+      \$850  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$851  = wb0_addr;
+    \$851  = \$129 [34:0];
     if (rst) begin
-      \$851  = 14'h0000;
+      \$851  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$852  = wb0_lanes;
+    \$852  = \$620 [31:0];
     if (rst) begin
-      \$852  = 4'h0;
+      \$852  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$853  = wb1_valid;
+    \$853  = \$130 ;
     if (rst) begin
-      \$853  = 1'h0;
+      \$853  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$854  = wb1_addr;
+    \$854  = \$132 [34:0];
     if (rst) begin
-      \$854  = 14'h0000;
+      \$854  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$855  = wb1_lanes;
+    \$855  = \$627 [31:0];
     if (rst) begin
-      \$855  = 4'h0;
+      \$855  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$856  = wb2_valid;
+    \$856  = \$137 ;
     if (rst) begin
-      \$856  = 1'h0;
+      \$856  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$857  = wb2_addr;
+    \$857  = \$139 [34:0];
     if (rst) begin
-      \$857  = 14'h0000;
+      \$857  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$858  = wb2_lanes;
+    \$858  = \$634 [31:0];
     if (rst) begin
-      \$858  = 4'h0;
+      \$858  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$859  = wb3_valid;
+    \$859  = \$140 ;
     if (rst) begin
-      \$859  = 1'h0;
+      \$859  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$860  = wb3_addr;
+    \$860  = \$142 [34:0];
     if (rst) begin
-      \$860  = 14'h0000;
+      \$860  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$861  = wb3_lanes;
+    \$861  = \$641 [31:0];
     if (rst) begin
-      \$861  = 4'h0;
+      \$861  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$862  = { \$209 , \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195  };
+    \$862  = \$147 ;
     if (rst) begin
-      \$862  = 8'h00;
+      \$862  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$863  = \$211 [41:0];
+    \$863  = \$149 [34:0];
     if (rst) begin
-      \$863  = 42'h00000000000;
+      \$863  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$864  = \$213 [41:0];
+    \$864  = \$648 [31:0];
     if (rst) begin
-      \$864  = 42'h00000000000;
+      \$864  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$865  = \$215 [45:0];
+    \$865  = \$150 ;
     if (rst) begin
-      \$865  = 46'h000000000000;
+      \$865  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$866  = \$569 [26:0];
+    \$866  = \$152 [34:0];
     if (rst) begin
-      \$866  = 27'h0000000;
+      \$866  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$867  = \$216 ;
+    \$867  = \$655 [31:0];
     if (rst) begin
-      \$867  = 45'h000000000000;
+      \$867  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$868  = \$217 ;
+    \$868  = \$157 ;
     if (rst) begin
-      \$868  = 46'h000000000000;
+      \$868  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$869  = \$221 [7:0];
+    \$869  = \$159 [34:0];
     if (rst) begin
-      \$869  = 8'h00;
+      \$869  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$870  = \$223 [45:0];
+    \$870  = \$662 [31:0];
     if (rst) begin
-      \$870  = 46'h000000000000;
+      \$870  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$871  = \$575 [26:0];
+    \$871  = \$160 ;
     if (rst) begin
-      \$871  = 27'h0000000;
+      \$871  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$872  = \$224 ;
+    \$872  = \$162 [34:0];
     if (rst) begin
-      \$872  = 45'h000000000000;
+      \$872  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$873  = \$225 ;
+    \$873  = \$669 [31:0];
     if (rst) begin
-      \$873  = 46'h000000000000;
+      \$873  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$874  = \$229 [7:0];
+    \$874  = \$167 ;
     if (rst) begin
-      \$874  = 8'h00;
+      \$874  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$875 [0] = \$238 ;
-    \$875 [1] = \$263 ;
-    \$875 [2] = \$288 ;
-    \$875 [3] = \$313 ;
-    \$875 [4] = \$338 ;
-    \$875 [5] = \$363 ;
-    \$875 [6] = \$388 ;
-    \$875 [7] = \$413 ;
+    \$875  = \$169 [34:0];
     if (rst) begin
-      \$875  = 8'h00;
+      \$875  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$876  = \$240 [45:0];
+    \$876  = \$676 [31:0];
     if (rst) begin
-      \$876  = 46'h000000000000;
+      \$876  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$877  = \$581 [26:0];
+    \$877  = \$170 ;
     if (rst) begin
-      \$877  = 27'h0000000;
+      \$877  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$878  = \$241 ;
+    \$878  = \$172 [34:0];
     if (rst) begin
-      \$878  = 45'h000000000000;
+      \$878  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$879  = \$242 ;
+    \$879  = \$683 [31:0];
     if (rst) begin
-      \$879  = 46'h000000000000;
+      \$879  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$880  = \$246 [7:0];
+    \$880  = \$177 ;
     if (rst) begin
-      \$880  = 8'h00;
+      \$880  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$881  = \$248 [45:0];
+    \$881  = \$179 [34:0];
     if (rst) begin
-      \$881  = 46'h000000000000;
+      \$881  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$882  = \$587 [26:0];
+    \$882  = \$690 [31:0];
     if (rst) begin
-      \$882  = 27'h0000000;
+      \$882  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$883  = \$249 ;
+    \$883  = \$180 ;
     if (rst) begin
-      \$883  = 45'h000000000000;
+      \$883  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$884  = \$250 ;
+    \$884  = \$182 [34:0];
     if (rst) begin
-      \$884  = 46'h000000000000;
+      \$884  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$885  = \$254 [7:0];
+    \$885  = \$697 [31:0];
     if (rst) begin
-      \$885  = 8'h00;
+      \$885  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$886  = \$265 [45:0];
+    \$886  = \$187 ;
     if (rst) begin
-      \$886  = 46'h000000000000;
+      \$886  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$887  = \$593 [26:0];
+    \$887  = \$189 [34:0];
     if (rst) begin
-      \$887  = 27'h0000000;
+      \$887  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$888  = \$266 ;
+    \$888  = \$704 [31:0];
     if (rst) begin
-      \$888  = 45'h000000000000;
+      \$888  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$889  = \$267 ;
+    \$889  = \$190 ;
     if (rst) begin
-      \$889  = 46'h000000000000;
+      \$889  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$890  = \$271 [7:0];
+    \$890  = \$192 [34:0];
     if (rst) begin
-      \$890  = 8'h00;
+      \$890  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$891  = \$273 [45:0];
+    \$891  = \$711 [31:0];
     if (rst) begin
-      \$891  = 46'h000000000000;
+      \$891  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$892  = \$599 [26:0];
+    \$892  = \$198 ;
     if (rst) begin
-      \$892  = 27'h0000000;
+      \$892  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$893  = \$274 ;
+    \$893  = boot0_0;
+    if (\$200 ) begin
+      \$893  = s2_v0;
+    end
     if (rst) begin
-      \$893  = 45'h000000000000;
+      \$893  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$894  = \$275 ;
+    \$894  = boot0_1;
+    if (\$200 ) begin
+      \$894  = s2_v1;
+    end
     if (rst) begin
-      \$894  = 46'h000000000000;
+      \$894  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$895  = \$279 [7:0];
+    \$895  = boot0_2;
+    if (\$200 ) begin
+      \$895  = s2_v2;
+    end
     if (rst) begin
-      \$895  = 8'h00;
+      \$895  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$896  = \$290 [45:0];
+    \$896  = boot0_3;
+    if (\$200 ) begin
+      \$896  = s2_v3;
+    end
     if (rst) begin
-      \$896  = 46'h000000000000;
+      \$896  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$897  = \$605 [26:0];
+    \$897  = boot0_4;
+    if (\$200 ) begin
+      \$897  = s2_v4;
+    end
     if (rst) begin
-      \$897  = 27'h0000000;
+      \$897  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$898  = \$291 ;
+    \$898  = boot0_5;
+    if (\$200 ) begin
+      \$898  = s2_v5;
+    end
     if (rst) begin
-      \$898  = 45'h000000000000;
+      \$898  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$899  = \$292 ;
+    \$899  = boot0_6;
+    if (\$200 ) begin
+      \$899  = s2_v6;
+    end
     if (rst) begin
-      \$899  = 46'h000000000000;
+      \$899  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$900  = \$296 [7:0];
+    \$900  = boot0_7;
+    if (\$200 ) begin
+      \$900  = s2_v7;
+    end
     if (rst) begin
-      \$900  = 8'h00;
+      \$900  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$901  = \$298 [45:0];
+    \$901  = o__valid;
     if (rst) begin
-      \$901  = 46'h000000000000;
+      \$901  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$902  = \$611 [26:0];
+    \$902  = o__payload[78:65];
     if (rst) begin
-      \$902  = 27'h0000000;
+      \$902  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$903  = \$299 ;
+    \$903  = o__payload[84:81];
     if (rst) begin
-      \$903  = 45'h000000000000;
+      \$903  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$904  = \$300 ;
+    \$904  = wb0_valid;
     if (rst) begin
-      \$904  = 46'h000000000000;
+      \$904  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$905  = \$304 [7:0];
+    \$905  = wb0_addr;
     if (rst) begin
-      \$905  = 8'h00;
+      \$905  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$906  = \$315 [45:0];
+    \$906  = wb0_lanes;
     if (rst) begin
-      \$906  = 46'h000000000000;
+      \$906  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$907  = \$617 [26:0];
+    \$907  = wb1_valid;
     if (rst) begin
-      \$907  = 27'h0000000;
+      \$907  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$908  = \$316 ;
+    \$908  = wb1_addr;
     if (rst) begin
-      \$908  = 45'h000000000000;
+      \$908  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$909  = \$317 ;
+    \$909  = wb1_lanes;
     if (rst) begin
-      \$909  = 46'h000000000000;
+      \$909  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$910  = \$321 [7:0];
+    \$910  = wb2_valid;
     if (rst) begin
-      \$910  = 8'h00;
+      \$910  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$911  = \$323 [45:0];
+    \$911  = wb2_addr;
     if (rst) begin
-      \$911  = 46'h000000000000;
+      \$911  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$912  = \$623 [26:0];
+    \$912  = wb2_lanes;
     if (rst) begin
-      \$912  = 27'h0000000;
+      \$912  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$913  = \$324 ;
+    \$913  = wb3_valid;
     if (rst) begin
-      \$913  = 45'h000000000000;
+      \$913  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$914  = \$325 ;
+    \$914  = wb3_addr;
     if (rst) begin
-      \$914  = 46'h000000000000;
+      \$914  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$915  = \$329 [7:0];
+    \$915  = wb3_lanes;
     if (rst) begin
-      \$915  = 8'h00;
+      \$915  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$916  = \$340 [45:0];
+    \$916  = wb4_valid;
     if (rst) begin
-      \$916  = 46'h000000000000;
+      \$916  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$917  = \$629 [26:0];
+    \$917  = wb4_addr;
     if (rst) begin
-      \$917  = 27'h0000000;
+      \$917  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$918  = \$341 ;
+    \$918  = wb4_lanes;
     if (rst) begin
-      \$918  = 45'h000000000000;
+      \$918  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$919  = \$342 ;
+    \$919  = { 1'h0, \$215 , \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206 , \$205 , \$204 , \$203 , \$202 , \$201  };
     if (rst) begin
-      \$919  = 46'h000000000000;
+      \$919  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$920  = \$346 [7:0];
+    \$920  = { \$223 , \$222 , \$221 , \$220 , \$219 , \$218 , \$217 , \$216  };
     if (rst) begin
       \$920  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$921  = \$348 [45:0];
+    \$921  = \$225 [41:0];
     if (rst) begin
-      \$921  = 46'h000000000000;
+      \$921  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$922  = \$635 [26:0];
+    \$922  = \$227 [41:0];
     if (rst) begin
-      \$922  = 27'h0000000;
+      \$922  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$923  = \$349 ;
+    \$923  = { 1'h0, \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228  };
     if (rst) begin
-      \$923  = 45'h000000000000;
+      \$923  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$924  = \$350 ;
+    \$924  = \$244 [45:0];
     if (rst) begin
       \$924  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$925  = \$354 [7:0];
+    \$925  = \$247 ;
     if (rst) begin
-      \$925  = 8'h00;
+      \$925  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$926  = \$365 [45:0];
+    \$926  = \$250 ;
     if (rst) begin
-      \$926  = 46'h000000000000;
+      \$926  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$927  = \$641 [26:0];
+    \$927  = rq_a0_x[26:0];
     if (rst) begin
       \$927  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$928  = \$366 ;
+    \$928  = \$252 ;
     if (rst) begin
-      \$928  = 45'h000000000000;
+      \$928  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$929  = \$367 ;
+    \$929  = \$253 ;
     if (rst) begin
-      \$929  = 46'h000000000000;
+      \$929  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$930  = \$371 [7:0];
+    \$930  = \$254 ;
     if (rst) begin
-      \$930  = 8'h00;
+      \$930  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$931  = \$373 [45:0];
+    \$931  = \$258 [7:0];
     if (rst) begin
-      \$931  = 46'h000000000000;
+      \$931  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$932  = \$647 [26:0];
+    \$932  = \$260 [45:0];
     if (rst) begin
-      \$932  = 27'h0000000;
+      \$932  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$933  = \$374 ;
+    \$933  = \$263 ;
     if (rst) begin
-      \$933  = 45'h000000000000;
+      \$933  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$934  = \$375 ;
+    \$934  = \$266 ;
     if (rst) begin
-      \$934  = 46'h000000000000;
+      \$934  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$935  = \$379 [7:0];
+    \$935  = rq_r0_x[26:0];
     if (rst) begin
-      \$935  = 8'h00;
+      \$935  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$936  = \$390 [45:0];
+    \$936  = \$268 ;
     if (rst) begin
-      \$936  = 46'h000000000000;
+      \$936  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$937  = \$653 [26:0];
+    \$937  = \$269 ;
     if (rst) begin
-      \$937  = 27'h0000000;
+      \$937  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$938  = \$391 ;
+    \$938  = \$270 ;
     if (rst) begin
-      \$938  = 45'h000000000000;
+      \$938  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$939  = \$392 ;
+    \$939  = \$274 [7:0];
     if (rst) begin
-      \$939  = 46'h000000000000;
+      \$939  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$940  = \$396 [7:0];
+    \$940 [0] = \$282 ;
+    \$940 [1] = \$322 ;
+    \$940 [2] = \$362 ;
+    \$940 [3] = \$402 ;
+    \$940 [4] = \$442 ;
+    \$940 [5] = \$482 ;
+    \$940 [6] = \$522 ;
+    \$940 [7] = \$562 ;
     if (rst) begin
       \$940  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$941  = \$398 [45:0];
+    \$941  = \$284 [45:0];
     if (rst) begin
       \$941  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$942  = \$659 [26:0];
+    \$942  = \$287 ;
     if (rst) begin
-      \$942  = 27'h0000000;
+      \$942  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$943  = \$399 ;
+    \$943  = \$290 ;
     if (rst) begin
-      \$943  = 45'h000000000000;
+      \$943  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$944  = \$400 ;
+    \$944  = rq_a1_x[26:0];
     if (rst) begin
-      \$944  = 46'h000000000000;
+      \$944  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$945  = \$404 [7:0];
+    \$945  = \$292 ;
     if (rst) begin
-      \$945  = 8'h00;
+      \$945  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$946  = \$415 ;
+    \$946  = \$293 ;
     if (rst) begin
-      \$946  = 1'h0;
+      \$946  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$947  = { \$431 , \$429 , \$427 , \$425 , \$423 , \$421 , \$419 , \$417  };
+    \$947  = \$294 ;
     if (rst) begin
-      \$947  = 8'h00;
+      \$947  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$948  = o__valid;
+    \$948  = \$298 [7:0];
     if (rst) begin
-      \$948  = 1'h0;
+      \$948  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$949  = flag_dequant_overflow;
-    if (\$433 ) begin
-      \$949  = 1'h0;
+    \$949  = \$300 [45:0];
+    if (rst) begin
+      \$949  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$950  = \$303 ;
+    if (rst) begin
+      \$950  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$951  = \$306 ;
+    if (rst) begin
+      \$951  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$952  = rq_r1_x[26:0];
+    if (rst) begin
+      \$952  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$953  = \$308 ;
+    if (rst) begin
+      \$953  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$954  = \$309 ;
+    if (rst) begin
+      \$954  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$955  = \$310 ;
+    if (rst) begin
+      \$955  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$956  = \$314 [7:0];
+    if (rst) begin
+      \$956  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$957  = \$324 [45:0];
+    if (rst) begin
+      \$957  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$958  = \$327 ;
+    if (rst) begin
+      \$958  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$959  = \$330 ;
+    if (rst) begin
+      \$959  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$960  = rq_a2_x[26:0];
+    if (rst) begin
+      \$960  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$961  = \$332 ;
+    if (rst) begin
+      \$961  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$962  = \$333 ;
+    if (rst) begin
+      \$962  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$963  = \$334 ;
+    if (rst) begin
+      \$963  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$964  = \$338 [7:0];
+    if (rst) begin
+      \$964  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$965  = \$340 [45:0];
+    if (rst) begin
+      \$965  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$966  = \$343 ;
+    if (rst) begin
+      \$966  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$967  = \$346 ;
+    if (rst) begin
+      \$967  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$968  = rq_r2_x[26:0];
+    if (rst) begin
+      \$968  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$969  = \$348 ;
+    if (rst) begin
+      \$969  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$970  = \$349 ;
+    if (rst) begin
+      \$970  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$971  = \$350 ;
+    if (rst) begin
+      \$971  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$972  = \$354 [7:0];
+    if (rst) begin
+      \$972  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$973  = \$364 [45:0];
+    if (rst) begin
+      \$973  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$974  = \$367 ;
+    if (rst) begin
+      \$974  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$975  = \$370 ;
+    if (rst) begin
+      \$975  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$976  = rq_a3_x[26:0];
+    if (rst) begin
+      \$976  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$977  = \$372 ;
+    if (rst) begin
+      \$977  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$978  = \$373 ;
+    if (rst) begin
+      \$978  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$979  = \$374 ;
+    if (rst) begin
+      \$979  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$980  = \$378 [7:0];
+    if (rst) begin
+      \$980  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$981  = \$380 [45:0];
+    if (rst) begin
+      \$981  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$982  = \$383 ;
+    if (rst) begin
+      \$982  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$983  = \$386 ;
+    if (rst) begin
+      \$983  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$984  = rq_r3_x[26:0];
+    if (rst) begin
+      \$984  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$985  = \$388 ;
+    if (rst) begin
+      \$985  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$986  = \$389 ;
+    if (rst) begin
+      \$986  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$987  = \$390 ;
+    if (rst) begin
+      \$987  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$988  = \$394 [7:0];
+    if (rst) begin
+      \$988  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$989  = \$404 [45:0];
+    if (rst) begin
+      \$989  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$990  = \$407 ;
+    if (rst) begin
+      \$990  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$991  = \$410 ;
+    if (rst) begin
+      \$991  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$992  = rq_a4_x[26:0];
+    if (rst) begin
+      \$992  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$993  = \$412 ;
+    if (rst) begin
+      \$993  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$994  = \$413 ;
+    if (rst) begin
+      \$994  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$995  = \$414 ;
+    if (rst) begin
+      \$995  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$996  = \$418 [7:0];
+    if (rst) begin
+      \$996  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$997  = \$420 [45:0];
+    if (rst) begin
+      \$997  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$998  = \$423 ;
+    if (rst) begin
+      \$998  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$999  = \$426 ;
+    if (rst) begin
+      \$999  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1000  = rq_r4_x[26:0];
+    if (rst) begin
+      \$1000  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1001  = \$428 ;
+    if (rst) begin
+      \$1001  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1002  = \$429 ;
+    if (rst) begin
+      \$1002  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1003  = \$430 ;
+    if (rst) begin
+      \$1003  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1004  = \$434 [7:0];
+    if (rst) begin
+      \$1004  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1005  = \$444 [45:0];
+    if (rst) begin
+      \$1005  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1006  = \$447 ;
+    if (rst) begin
+      \$1006  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1007  = \$450 ;
+    if (rst) begin
+      \$1007  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1008  = rq_a5_x[26:0];
+    if (rst) begin
+      \$1008  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1009  = \$452 ;
+    if (rst) begin
+      \$1009  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1010  = \$453 ;
+    if (rst) begin
+      \$1010  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1011  = \$454 ;
+    if (rst) begin
+      \$1011  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1012  = \$458 [7:0];
+    if (rst) begin
+      \$1012  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1013  = \$460 [45:0];
+    if (rst) begin
+      \$1013  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1014  = \$463 ;
+    if (rst) begin
+      \$1014  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1015  = \$466 ;
+    if (rst) begin
+      \$1015  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1016  = rq_r5_x[26:0];
+    if (rst) begin
+      \$1016  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1017  = \$468 ;
+    if (rst) begin
+      \$1017  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1018  = \$469 ;
+    if (rst) begin
+      \$1018  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1019  = \$470 ;
+    if (rst) begin
+      \$1019  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1020  = \$474 [7:0];
+    if (rst) begin
+      \$1020  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1021  = \$484 [45:0];
+    if (rst) begin
+      \$1021  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1022  = \$487 ;
+    if (rst) begin
+      \$1022  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1023  = \$490 ;
+    if (rst) begin
+      \$1023  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1024  = rq_a6_x[26:0];
+    if (rst) begin
+      \$1024  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1025  = \$492 ;
+    if (rst) begin
+      \$1025  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1026  = \$493 ;
+    if (rst) begin
+      \$1026  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1027  = \$494 ;
+    if (rst) begin
+      \$1027  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1028  = \$498 [7:0];
+    if (rst) begin
+      \$1028  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1029  = \$500 [45:0];
+    if (rst) begin
+      \$1029  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1030  = \$503 ;
+    if (rst) begin
+      \$1030  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1031  = \$506 ;
+    if (rst) begin
+      \$1031  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1032  = rq_r6_x[26:0];
+    if (rst) begin
+      \$1032  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1033  = \$508 ;
+    if (rst) begin
+      \$1033  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1034  = \$509 ;
+    if (rst) begin
+      \$1034  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1035  = \$510 ;
+    if (rst) begin
+      \$1035  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1036  = \$514 [7:0];
+    if (rst) begin
+      \$1036  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1037  = \$524 [45:0];
+    if (rst) begin
+      \$1037  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1038  = \$527 ;
+    if (rst) begin
+      \$1038  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1039  = \$530 ;
+    if (rst) begin
+      \$1039  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1040  = rq_a7_x[26:0];
+    if (rst) begin
+      \$1040  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1041  = \$532 ;
+    if (rst) begin
+      \$1041  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1042  = \$533 ;
+    if (rst) begin
+      \$1042  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1043  = \$534 ;
+    if (rst) begin
+      \$1043  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1044  = \$538 [7:0];
+    if (rst) begin
+      \$1044  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1045  = \$540 [45:0];
+    if (rst) begin
+      \$1045  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1046  = \$543 ;
+    if (rst) begin
+      \$1046  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1047  = \$546 ;
+    if (rst) begin
+      \$1047  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1048  = rq_r7_x[26:0];
+    if (rst) begin
+      \$1048  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1049  = \$548 ;
+    if (rst) begin
+      \$1049  = 27'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1050  = \$549 ;
+    if (rst) begin
+      \$1050  = 45'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1051  = \$550 ;
+    if (rst) begin
+      \$1051  = 46'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1052  = \$554 [7:0];
+    if (rst) begin
+      \$1052  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1053  = \$564 ;
+    if (rst) begin
+      \$1053  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1054  = { \$580 , \$578 , \$576 , \$574 , \$572 , \$570 , \$568 , \$566  };
+    if (rst) begin
+      \$1054  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1055  = o__valid;
+    if (rst) begin
+      \$1055  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$1056  = flag_dequant_overflow;
+    if (\$582 ) begin
+      \$1056  = 1'h0;
     end else if (any_deq_ovf) begin
-      \$949  = 1'h1;
+      \$1056  = 1'h1;
     end
     if (rst) begin
-      \$949  = 1'h0;
+      \$1056  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$950  = flag_requant_overflow;
-    if (\$435 ) begin
-      \$950  = 1'h0;
+    \$1057  = flag_requant_overflow;
+    if (\$584 ) begin
+      \$1057  = 1'h0;
     end else if (any_req_ovf) begin
-      \$950  = 1'h1;
+      \$1057  = 1'h1;
     end
     if (rst) begin
-      \$950  = 1'h0;
+      \$1057  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$951  = flag_pe_overflow;
-    if (\$437 ) begin
-      \$951  = 1'h0;
-    end else if (\$439 ) begin
-      \$951  = 1'h1;
+    \$1058  = flag_pe_overflow;
+    if (\$586 ) begin
+      \$1058  = 1'h0;
+    end else if (\$588 ) begin
+      \$1058  = 1'h1;
     end
     if (rst) begin
-      \$951  = 1'h0;
+      \$1058  = 1'h0;
     end
   end
   always @* begin
@@ -5816,7 +6372,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr  = \$441 [13:0];
+      \$signature__addr  = \$590 [13:0];
     end else begin
       \$signature__addr  = host_addr_q[13:0];
     end
@@ -5827,237 +6383,205 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en  = issue;
     end else begin
-      \$signature__en  = \$446 ;
+      \$signature__en  = \$595 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$342  = \$441 [13:0];
+      \$signature__addr$380  = \$590 [13:0];
     end else begin
-      \$signature__addr$342  = host_addr_q[13:0];
+      \$signature__addr$380  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$343  = issue;
+      \$signature__en$381  = issue;
     end else begin
-      \$signature__en$343  = \$448 ;
+      \$signature__en$381  = \$597 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$344  = \$441 [13:0];
+      \$signature__addr$382  = \$590 [13:0];
     end else begin
-      \$signature__addr$344  = host_addr_q[13:0];
+      \$signature__addr$382  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$345  = issue;
+      \$signature__en$383  = issue;
     end else begin
-      \$signature__en$345  = \$450 ;
+      \$signature__en$383  = \$599 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$503  = wb4_addr;
+      \$signature__addr$477  = wb5_addr;
     end else begin
-      \$signature__addr$503  = host_addr_q[13:0];
+      \$signature__addr$477  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__data$504  = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
+      \$signature__data$478  = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
     end else begin
-      \$signature__data$504  = host_wdata_q[63:0];
+      \$signature__data$478  = host_wdata_q[63:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$505  = w_lane_en;
+      \$signature__en$479  = w_lane_en;
     end else begin
-      \$signature__en$505  = \$663 [7:0];
+      \$signature__en$479  = \$716 [7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$509  = wb4_addr;
+      \$signature__addr$483  = wb5_addr;
     end else begin
-      \$signature__addr$509  = host_addr_q[13:0];
+      \$signature__addr$483  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__data$510  = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
+      \$signature__data$484  = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
     end else begin
-      \$signature__data$510  = host_wdata_q[63:0];
+      \$signature__data$484  = host_wdata_q[63:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$511  = w_lane_en;
+      \$signature__en$485  = w_lane_en;
     end else begin
-      \$signature__en$511  = \$667 [7:0];
+      \$signature__en$485  = \$720 [7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$513  = wb4_addr;
+      \$signature__addr$487  = wb5_addr;
     end else begin
-      \$signature__addr$513  = host_addr_q[13:0];
+      \$signature__addr$487  = host_addr_q[13:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__data$514  = 8'h00;
+      \$signature__data$488  = 8'h00;
     end else begin
-      \$signature__data$514  = host_wdata_q[7:0];
+      \$signature__data$488  = host_wdata_q[7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__en$515  = 1'h0;
+      \$signature__en$489  = 1'h0;
     end else begin
-      \$signature__en$515  = \$671 [0];
+      \$signature__en$489  = \$724 [0];
     end
   end
   assign host_region = host_addr_q[15:14];
   assign host_word = host_addr_q[13:0];
-  assign rd_addr = \$441 [15:0];
-  assign grp = \$442 [13:0];
-  assign deq_r0 = \$457 [31:0];
-  assign deq_v0 = \$464 [31:0];
-  assign deq_r1 = \$471 [31:0];
-  assign deq_v1 = \$478 [31:0];
-  assign deq_r2 = \$485 [31:0];
-  assign deq_v2 = \$492 [31:0];
-  assign deq_r3 = \$499 [31:0];
-  assign deq_v3 = \$506 [31:0];
-  assign deq_r4 = \$513 [31:0];
-  assign deq_v4 = \$520 [31:0];
-  assign deq_r5 = \$527 [31:0];
-  assign deq_v5 = \$534 [31:0];
-  assign deq_r6 = \$541 [31:0];
-  assign deq_v6 = \$548 [31:0];
-  assign deq_r7 = \$555 [31:0];
-  assign deq_v7 = \$562 [31:0];
-  assign rq_a0_sat = \$569 [26:0];
-  assign rq_r0_sat = \$575 [26:0];
-  assign rq_a1_sat = \$581 [26:0];
-  assign rq_r1_sat = \$587 [26:0];
-  assign rq_a2_sat = \$593 [26:0];
-  assign rq_r2_sat = \$599 [26:0];
-  assign rq_a3_sat = \$605 [26:0];
-  assign rq_r3_sat = \$611 [26:0];
-  assign rq_a4_sat = \$617 [26:0];
-  assign rq_r4_sat = \$623 [26:0];
-  assign rq_a5_sat = \$629 [26:0];
-  assign rq_r5_sat = \$635 [26:0];
-  assign rq_a6_sat = \$641 [26:0];
-  assign rq_r6_sat = \$647 [26:0];
-  assign rq_a7_sat = \$653 [26:0];
-  assign rq_r7_sat = \$659 [26:0];
-  assign \busy$336  = busy;
+  assign rd_addr = \$590 [15:0];
+  assign grp = \$591 [13:0];
+  assign deq_r0 = \$606 [31:0];
+  assign deq_v0 = \$613 [31:0];
+  assign deq_r1 = \$620 [31:0];
+  assign deq_v1 = \$627 [31:0];
+  assign deq_r2 = \$634 [31:0];
+  assign deq_v2 = \$641 [31:0];
+  assign deq_r3 = \$648 [31:0];
+  assign deq_v3 = \$655 [31:0];
+  assign deq_r4 = \$662 [31:0];
+  assign deq_v4 = \$669 [31:0];
+  assign deq_r5 = \$676 [31:0];
+  assign deq_v5 = \$683 [31:0];
+  assign deq_r6 = \$690 [31:0];
+  assign deq_v6 = \$697 [31:0];
+  assign deq_r7 = \$704 [31:0];
+  assign deq_v7 = \$711 [31:0];
+  assign \busy$374  = busy;
   assign error = err;
-  assign \cycles$338  = cycles;
+  assign \cycles$376  = cycles;
   assign host_rdata = host_rdata_q;
-  assign deq_r0_full = \$455 [35:1];
-  assign deq_v0_full = \$462 [35:1];
-  assign deq_r1_full = \$469 [35:1];
-  assign deq_v1_full = \$476 [35:1];
-  assign deq_r2_full = \$483 [35:1];
-  assign deq_v2_full = \$490 [35:1];
-  assign deq_r3_full = \$497 [35:1];
-  assign deq_v3_full = \$504 [35:1];
-  assign deq_r4_full = \$511 [35:1];
-  assign deq_v4_full = \$518 [35:1];
-  assign deq_r5_full = \$525 [35:1];
-  assign deq_v5_full = \$532 [35:1];
-  assign deq_r6_full = \$539 [35:1];
-  assign deq_v6_full = \$546 [35:1];
-  assign deq_r7_full = \$553 [35:1];
-  assign deq_v7_full = \$560 [35:1];
+  assign deq_r0_full = \$604 [35:1];
+  assign deq_v0_full = \$611 [35:1];
+  assign deq_r1_full = \$618 [35:1];
+  assign deq_v1_full = \$625 [35:1];
+  assign deq_r2_full = \$632 [35:1];
+  assign deq_v2_full = \$639 [35:1];
+  assign deq_r3_full = \$646 [35:1];
+  assign deq_v3_full = \$653 [35:1];
+  assign deq_r4_full = \$660 [35:1];
+  assign deq_v4_full = \$667 [35:1];
+  assign deq_r5_full = \$674 [35:1];
+  assign deq_v5_full = \$681 [35:1];
+  assign deq_r6_full = \$688 [35:1];
+  assign deq_v6_full = \$695 [35:1];
+  assign deq_r7_full = \$702 [35:1];
+  assign deq_v7_full = \$709 [35:1];
   assign i__valid = pe_in_valid;
   assign o__ready = 1'h1;
-  assign \gamma$399  = arg_gamma;
-  assign \gamma_lambda$400  = arg_gamma_lambda;
-  assign \i__valid$401  = pe_in_valid;
-  assign \o__ready$403  = 1'h1;
-  assign \gamma$404  = arg_gamma;
-  assign \gamma_lambda$405  = arg_gamma_lambda;
-  assign \i__valid$406  = pe_in_valid;
-  assign \o__ready$408  = 1'h1;
-  assign \gamma$409  = arg_gamma;
-  assign \gamma_lambda$410  = arg_gamma_lambda;
-  assign \i__valid$411  = pe_in_valid;
-  assign \o__ready$413  = 1'h1;
-  assign \gamma$414  = arg_gamma;
-  assign \gamma_lambda$415  = arg_gamma_lambda;
-  assign \i__valid$416  = pe_in_valid;
-  assign \o__ready$418  = 1'h1;
-  assign \gamma$419  = arg_gamma;
-  assign \gamma_lambda$420  = arg_gamma_lambda;
-  assign \i__valid$421  = pe_in_valid;
-  assign \o__ready$423  = 1'h1;
-  assign \gamma$424  = arg_gamma;
-  assign \gamma_lambda$425  = arg_gamma_lambda;
-  assign \i__valid$426  = pe_in_valid;
-  assign \o__ready$428  = 1'h1;
-  assign \gamma$429  = arg_gamma;
-  assign \gamma_lambda$430  = arg_gamma_lambda;
-  assign \i__valid$431  = pe_in_valid;
-  assign \o__ready$433  = 1'h1;
-  assign \gamma$434  = arg_gamma;
-  assign \gamma_lambda$435  = arg_gamma_lambda;
-  assign rq_a0_sat_full = rq_a0_x;
-  assign rq_r0_sat_full = rq_r0_x;
-  assign rq_a1_sat_full = rq_a1_x;
-  assign rq_r1_sat_full = rq_r1_x;
-  assign rq_a2_sat_full = rq_a2_x;
-  assign rq_r2_sat_full = rq_r2_x;
-  assign rq_a3_sat_full = rq_a3_x;
-  assign rq_r3_sat_full = rq_r3_x;
-  assign rq_a4_sat_full = rq_a4_x;
-  assign rq_r4_sat_full = rq_r4_x;
-  assign rq_a5_sat_full = rq_a5_x;
-  assign rq_r5_sat_full = rq_r5_x;
-  assign rq_a6_sat_full = rq_a6_x;
-  assign rq_r6_sat_full = rq_r6_x;
-  assign rq_a7_sat_full = rq_a7_x;
-  assign rq_r7_sat_full = rq_r7_x;
+  assign \gamma$437  = arg_gamma;
+  assign \gamma_lambda$438  = arg_gamma_lambda;
+  assign \i__valid$439  = pe_in_valid;
+  assign \o__ready$441  = 1'h1;
+  assign \gamma$442  = arg_gamma;
+  assign \gamma_lambda$443  = arg_gamma_lambda;
+  assign \i__valid$444  = pe_in_valid;
+  assign \o__ready$446  = 1'h1;
+  assign \gamma$447  = arg_gamma;
+  assign \gamma_lambda$448  = arg_gamma_lambda;
+  assign \i__valid$449  = pe_in_valid;
+  assign \o__ready$451  = 1'h1;
+  assign \gamma$452  = arg_gamma;
+  assign \gamma_lambda$453  = arg_gamma_lambda;
+  assign \i__valid$454  = pe_in_valid;
+  assign \o__ready$456  = 1'h1;
+  assign \gamma$457  = arg_gamma;
+  assign \gamma_lambda$458  = arg_gamma_lambda;
+  assign \i__valid$459  = pe_in_valid;
+  assign \o__ready$461  = 1'h1;
+  assign \gamma$462  = arg_gamma;
+  assign \gamma_lambda$463  = arg_gamma_lambda;
+  assign \i__valid$464  = pe_in_valid;
+  assign \o__ready$466  = 1'h1;
+  assign \gamma$467  = arg_gamma;
+  assign \gamma_lambda$468  = arg_gamma_lambda;
+  assign \i__valid$469  = pe_in_valid;
+  assign \o__ready$471  = 1'h1;
+  assign \gamma$472  = arg_gamma;
+  assign \gamma_lambda$473  = arg_gamma_lambda;
   assign wdata_rewards = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
   assign wen_rewards = w_lane_en;
-  assign host_en_rewards = \$663 [15:0];
+  assign host_en_rewards = \$716 [15:0];
   assign wdata_values = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
   assign wen_values = w_lane_en;
-  assign host_en_values = \$667 [15:0];
-  assign host_en_dones = \$671 [15:0];
+  assign host_en_values = \$720 [15:0];
+  assign host_en_dones = \$724 [15:0];
   assign status_dequant_overflow = flag_dequant_overflow;
   assign status_requant_overflow = flag_requant_overflow;
   assign status_pe_overflow = flag_pe_overflow;
@@ -6066,41 +6590,41 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \o__payload.overflow  = o__payload[64];
   assign \o__payload.timestep  = o__payload[80:65];
   assign \o__payload.trajectory  = o__payload[88:81];
-  assign \o__payload$240.advantage  = \o__payload$240 [31:0];
-  assign \o__payload$240.rtg  = \o__payload$240 [63:32];
-  assign \o__payload$240.overflow  = \o__payload$240 [64];
-  assign \o__payload$240.timestep  = \o__payload$240 [80:65];
-  assign \o__payload$240.trajectory  = \o__payload$240 [88:81];
-  assign \o__payload$253.advantage  = \o__payload$253 [31:0];
-  assign \o__payload$253.rtg  = \o__payload$253 [63:32];
-  assign \o__payload$253.overflow  = \o__payload$253 [64];
-  assign \o__payload$253.timestep  = \o__payload$253 [80:65];
-  assign \o__payload$253.trajectory  = \o__payload$253 [88:81];
-  assign \o__payload$266.advantage  = \o__payload$266 [31:0];
-  assign \o__payload$266.rtg  = \o__payload$266 [63:32];
-  assign \o__payload$266.overflow  = \o__payload$266 [64];
-  assign \o__payload$266.timestep  = \o__payload$266 [80:65];
-  assign \o__payload$266.trajectory  = \o__payload$266 [88:81];
-  assign \o__payload$279.advantage  = \o__payload$279 [31:0];
-  assign \o__payload$279.rtg  = \o__payload$279 [63:32];
-  assign \o__payload$279.overflow  = \o__payload$279 [64];
-  assign \o__payload$279.timestep  = \o__payload$279 [80:65];
-  assign \o__payload$279.trajectory  = \o__payload$279 [88:81];
-  assign \o__payload$292.advantage  = \o__payload$292 [31:0];
-  assign \o__payload$292.rtg  = \o__payload$292 [63:32];
-  assign \o__payload$292.overflow  = \o__payload$292 [64];
-  assign \o__payload$292.timestep  = \o__payload$292 [80:65];
-  assign \o__payload$292.trajectory  = \o__payload$292 [88:81];
-  assign \o__payload$305.advantage  = \o__payload$305 [31:0];
-  assign \o__payload$305.rtg  = \o__payload$305 [63:32];
-  assign \o__payload$305.overflow  = \o__payload$305 [64];
-  assign \o__payload$305.timestep  = \o__payload$305 [80:65];
-  assign \o__payload$305.trajectory  = \o__payload$305 [88:81];
+  assign \o__payload$250.advantage  = \o__payload$250 [31:0];
+  assign \o__payload$250.rtg  = \o__payload$250 [63:32];
+  assign \o__payload$250.overflow  = \o__payload$250 [64];
+  assign \o__payload$250.timestep  = \o__payload$250 [80:65];
+  assign \o__payload$250.trajectory  = \o__payload$250 [88:81];
+  assign \o__payload$267.advantage  = \o__payload$267 [31:0];
+  assign \o__payload$267.rtg  = \o__payload$267 [63:32];
+  assign \o__payload$267.overflow  = \o__payload$267 [64];
+  assign \o__payload$267.timestep  = \o__payload$267 [80:65];
+  assign \o__payload$267.trajectory  = \o__payload$267 [88:81];
+  assign \o__payload$284.advantage  = \o__payload$284 [31:0];
+  assign \o__payload$284.rtg  = \o__payload$284 [63:32];
+  assign \o__payload$284.overflow  = \o__payload$284 [64];
+  assign \o__payload$284.timestep  = \o__payload$284 [80:65];
+  assign \o__payload$284.trajectory  = \o__payload$284 [88:81];
+  assign \o__payload$301.advantage  = \o__payload$301 [31:0];
+  assign \o__payload$301.rtg  = \o__payload$301 [63:32];
+  assign \o__payload$301.overflow  = \o__payload$301 [64];
+  assign \o__payload$301.timestep  = \o__payload$301 [80:65];
+  assign \o__payload$301.trajectory  = \o__payload$301 [88:81];
   assign \o__payload$318.advantage  = \o__payload$318 [31:0];
   assign \o__payload$318.rtg  = \o__payload$318 [63:32];
   assign \o__payload$318.overflow  = \o__payload$318 [64];
   assign \o__payload$318.timestep  = \o__payload$318 [80:65];
   assign \o__payload$318.trajectory  = \o__payload$318 [88:81];
+  assign \o__payload$335.advantage  = \o__payload$335 [31:0];
+  assign \o__payload$335.rtg  = \o__payload$335 [63:32];
+  assign \o__payload$335.overflow  = \o__payload$335 [64];
+  assign \o__payload$335.timestep  = \o__payload$335 [80:65];
+  assign \o__payload$335.trajectory  = \o__payload$335 [88:81];
+  assign \o__payload$352.advantage  = \o__payload$352 [31:0];
+  assign \o__payload$352.rtg  = \o__payload$352 [63:32];
+  assign \o__payload$352.overflow  = \o__payload$352 [64];
+  assign \o__payload$352.timestep  = \o__payload$352 [80:65];
+  assign \o__payload$352.trajectory  = \o__payload$352 [88:81];
   assign \i__payload.reward  = i__payload[31:0];
   assign \i__payload.value  = i__payload[63:32];
   assign \i__payload.bootstrap  = i__payload[95:64];
@@ -6108,104 +6632,104 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \i__payload.first  = i__payload[97];
   assign \i__payload.timestep  = i__payload[113:98];
   assign \i__payload.trajectory  = i__payload[121:114];
-  assign \i__payload$402.reward  = \i__payload$402 [31:0];
-  assign \i__payload$402.value  = \i__payload$402 [63:32];
-  assign \i__payload$402.bootstrap  = \i__payload$402 [95:64];
-  assign \i__payload$402.done  = \i__payload$402 [96];
-  assign \i__payload$402.first  = \i__payload$402 [97];
-  assign \i__payload$402.timestep  = \i__payload$402 [113:98];
-  assign \i__payload$402.trajectory  = \i__payload$402 [121:114];
-  assign \i__payload$407.reward  = \i__payload$407 [31:0];
-  assign \i__payload$407.value  = \i__payload$407 [63:32];
-  assign \i__payload$407.bootstrap  = \i__payload$407 [95:64];
-  assign \i__payload$407.done  = \i__payload$407 [96];
-  assign \i__payload$407.first  = \i__payload$407 [97];
-  assign \i__payload$407.timestep  = \i__payload$407 [113:98];
-  assign \i__payload$407.trajectory  = \i__payload$407 [121:114];
-  assign \i__payload$412.reward  = \i__payload$412 [31:0];
-  assign \i__payload$412.value  = \i__payload$412 [63:32];
-  assign \i__payload$412.bootstrap  = \i__payload$412 [95:64];
-  assign \i__payload$412.done  = \i__payload$412 [96];
-  assign \i__payload$412.first  = \i__payload$412 [97];
-  assign \i__payload$412.timestep  = \i__payload$412 [113:98];
-  assign \i__payload$412.trajectory  = \i__payload$412 [121:114];
-  assign \i__payload$417.reward  = \i__payload$417 [31:0];
-  assign \i__payload$417.value  = \i__payload$417 [63:32];
-  assign \i__payload$417.bootstrap  = \i__payload$417 [95:64];
-  assign \i__payload$417.done  = \i__payload$417 [96];
-  assign \i__payload$417.first  = \i__payload$417 [97];
-  assign \i__payload$417.timestep  = \i__payload$417 [113:98];
-  assign \i__payload$417.trajectory  = \i__payload$417 [121:114];
-  assign \i__payload$422.reward  = \i__payload$422 [31:0];
-  assign \i__payload$422.value  = \i__payload$422 [63:32];
-  assign \i__payload$422.bootstrap  = \i__payload$422 [95:64];
-  assign \i__payload$422.done  = \i__payload$422 [96];
-  assign \i__payload$422.first  = \i__payload$422 [97];
-  assign \i__payload$422.timestep  = \i__payload$422 [113:98];
-  assign \i__payload$422.trajectory  = \i__payload$422 [121:114];
-  assign \i__payload$427.reward  = \i__payload$427 [31:0];
-  assign \i__payload$427.value  = \i__payload$427 [63:32];
-  assign \i__payload$427.bootstrap  = \i__payload$427 [95:64];
-  assign \i__payload$427.done  = \i__payload$427 [96];
-  assign \i__payload$427.first  = \i__payload$427 [97];
-  assign \i__payload$427.timestep  = \i__payload$427 [113:98];
-  assign \i__payload$427.trajectory  = \i__payload$427 [121:114];
-  assign \i__payload$432.reward  = \i__payload$432 [31:0];
-  assign \i__payload$432.value  = \i__payload$432 [63:32];
-  assign \i__payload$432.bootstrap  = \i__payload$432 [95:64];
-  assign \i__payload$432.done  = \i__payload$432 [96];
-  assign \i__payload$432.first  = \i__payload$432 [97];
-  assign \i__payload$432.timestep  = \i__payload$432 [113:98];
-  assign \i__payload$432.trajectory  = \i__payload$432 [121:114];
-  assign \i__payload$432 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$432 [113:98] = s2_addr;
-  assign \i__payload$432 [97] = s2_first;
-  assign \i__payload$432 [96] = s2_d[7];
-  assign \i__payload$432 [95:64] = boot0_7;
-  assign \i__payload$432 [63:32] = s2_v7;
-  assign \i__payload$432 [31:0] = s2_r7;
-  assign \i__payload$427 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$427 [113:98] = s2_addr;
-  assign \i__payload$427 [97] = s2_first;
-  assign \i__payload$427 [96] = s2_d[6];
-  assign \i__payload$427 [95:64] = boot0_6;
-  assign \i__payload$427 [63:32] = s2_v6;
-  assign \i__payload$427 [31:0] = s2_r6;
-  assign \i__payload$422 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$422 [113:98] = s2_addr;
-  assign \i__payload$422 [97] = s2_first;
-  assign \i__payload$422 [96] = s2_d[5];
-  assign \i__payload$422 [95:64] = boot0_5;
-  assign \i__payload$422 [63:32] = s2_v5;
-  assign \i__payload$422 [31:0] = s2_r5;
-  assign \i__payload$417 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$417 [113:98] = s2_addr;
-  assign \i__payload$417 [97] = s2_first;
-  assign \i__payload$417 [96] = s2_d[4];
-  assign \i__payload$417 [95:64] = boot0_4;
-  assign \i__payload$417 [63:32] = s2_v4;
-  assign \i__payload$417 [31:0] = s2_r4;
-  assign \i__payload$412 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$412 [113:98] = s2_addr;
-  assign \i__payload$412 [97] = s2_first;
-  assign \i__payload$412 [96] = s2_d[3];
-  assign \i__payload$412 [95:64] = boot0_3;
-  assign \i__payload$412 [63:32] = s2_v3;
-  assign \i__payload$412 [31:0] = s2_r3;
-  assign \i__payload$407 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$407 [113:98] = s2_addr;
-  assign \i__payload$407 [97] = s2_first;
-  assign \i__payload$407 [96] = s2_d[2];
-  assign \i__payload$407 [95:64] = boot0_2;
-  assign \i__payload$407 [63:32] = s2_v2;
-  assign \i__payload$407 [31:0] = s2_r2;
-  assign \i__payload$402 [121:114] = { 4'h0, s2_nvalid };
-  assign \i__payload$402 [113:98] = s2_addr;
-  assign \i__payload$402 [97] = s2_first;
-  assign \i__payload$402 [96] = s2_d[1];
-  assign \i__payload$402 [95:64] = boot0_1;
-  assign \i__payload$402 [63:32] = s2_v1;
-  assign \i__payload$402 [31:0] = s2_r1;
+  assign \i__payload$440.reward  = \i__payload$440 [31:0];
+  assign \i__payload$440.value  = \i__payload$440 [63:32];
+  assign \i__payload$440.bootstrap  = \i__payload$440 [95:64];
+  assign \i__payload$440.done  = \i__payload$440 [96];
+  assign \i__payload$440.first  = \i__payload$440 [97];
+  assign \i__payload$440.timestep  = \i__payload$440 [113:98];
+  assign \i__payload$440.trajectory  = \i__payload$440 [121:114];
+  assign \i__payload$445.reward  = \i__payload$445 [31:0];
+  assign \i__payload$445.value  = \i__payload$445 [63:32];
+  assign \i__payload$445.bootstrap  = \i__payload$445 [95:64];
+  assign \i__payload$445.done  = \i__payload$445 [96];
+  assign \i__payload$445.first  = \i__payload$445 [97];
+  assign \i__payload$445.timestep  = \i__payload$445 [113:98];
+  assign \i__payload$445.trajectory  = \i__payload$445 [121:114];
+  assign \i__payload$450.reward  = \i__payload$450 [31:0];
+  assign \i__payload$450.value  = \i__payload$450 [63:32];
+  assign \i__payload$450.bootstrap  = \i__payload$450 [95:64];
+  assign \i__payload$450.done  = \i__payload$450 [96];
+  assign \i__payload$450.first  = \i__payload$450 [97];
+  assign \i__payload$450.timestep  = \i__payload$450 [113:98];
+  assign \i__payload$450.trajectory  = \i__payload$450 [121:114];
+  assign \i__payload$455.reward  = \i__payload$455 [31:0];
+  assign \i__payload$455.value  = \i__payload$455 [63:32];
+  assign \i__payload$455.bootstrap  = \i__payload$455 [95:64];
+  assign \i__payload$455.done  = \i__payload$455 [96];
+  assign \i__payload$455.first  = \i__payload$455 [97];
+  assign \i__payload$455.timestep  = \i__payload$455 [113:98];
+  assign \i__payload$455.trajectory  = \i__payload$455 [121:114];
+  assign \i__payload$460.reward  = \i__payload$460 [31:0];
+  assign \i__payload$460.value  = \i__payload$460 [63:32];
+  assign \i__payload$460.bootstrap  = \i__payload$460 [95:64];
+  assign \i__payload$460.done  = \i__payload$460 [96];
+  assign \i__payload$460.first  = \i__payload$460 [97];
+  assign \i__payload$460.timestep  = \i__payload$460 [113:98];
+  assign \i__payload$460.trajectory  = \i__payload$460 [121:114];
+  assign \i__payload$465.reward  = \i__payload$465 [31:0];
+  assign \i__payload$465.value  = \i__payload$465 [63:32];
+  assign \i__payload$465.bootstrap  = \i__payload$465 [95:64];
+  assign \i__payload$465.done  = \i__payload$465 [96];
+  assign \i__payload$465.first  = \i__payload$465 [97];
+  assign \i__payload$465.timestep  = \i__payload$465 [113:98];
+  assign \i__payload$465.trajectory  = \i__payload$465 [121:114];
+  assign \i__payload$470.reward  = \i__payload$470 [31:0];
+  assign \i__payload$470.value  = \i__payload$470 [63:32];
+  assign \i__payload$470.bootstrap  = \i__payload$470 [95:64];
+  assign \i__payload$470.done  = \i__payload$470 [96];
+  assign \i__payload$470.first  = \i__payload$470 [97];
+  assign \i__payload$470.timestep  = \i__payload$470 [113:98];
+  assign \i__payload$470.trajectory  = \i__payload$470 [121:114];
+  assign \i__payload$470 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$470 [113:98] = s2_addr;
+  assign \i__payload$470 [97] = s2_first;
+  assign \i__payload$470 [96] = s2_d[7];
+  assign \i__payload$470 [95:64] = boot0_7;
+  assign \i__payload$470 [63:32] = s2_v7;
+  assign \i__payload$470 [31:0] = s2_r7;
+  assign \i__payload$465 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$465 [113:98] = s2_addr;
+  assign \i__payload$465 [97] = s2_first;
+  assign \i__payload$465 [96] = s2_d[6];
+  assign \i__payload$465 [95:64] = boot0_6;
+  assign \i__payload$465 [63:32] = s2_v6;
+  assign \i__payload$465 [31:0] = s2_r6;
+  assign \i__payload$460 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$460 [113:98] = s2_addr;
+  assign \i__payload$460 [97] = s2_first;
+  assign \i__payload$460 [96] = s2_d[5];
+  assign \i__payload$460 [95:64] = boot0_5;
+  assign \i__payload$460 [63:32] = s2_v5;
+  assign \i__payload$460 [31:0] = s2_r5;
+  assign \i__payload$455 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$455 [113:98] = s2_addr;
+  assign \i__payload$455 [97] = s2_first;
+  assign \i__payload$455 [96] = s2_d[4];
+  assign \i__payload$455 [95:64] = boot0_4;
+  assign \i__payload$455 [63:32] = s2_v4;
+  assign \i__payload$455 [31:0] = s2_r4;
+  assign \i__payload$450 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$450 [113:98] = s2_addr;
+  assign \i__payload$450 [97] = s2_first;
+  assign \i__payload$450 [96] = s2_d[3];
+  assign \i__payload$450 [95:64] = boot0_3;
+  assign \i__payload$450 [63:32] = s2_v3;
+  assign \i__payload$450 [31:0] = s2_r3;
+  assign \i__payload$445 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$445 [113:98] = s2_addr;
+  assign \i__payload$445 [97] = s2_first;
+  assign \i__payload$445 [96] = s2_d[2];
+  assign \i__payload$445 [95:64] = boot0_2;
+  assign \i__payload$445 [63:32] = s2_v2;
+  assign \i__payload$445 [31:0] = s2_r2;
+  assign \i__payload$440 [121:114] = { 4'h0, s2_nvalid };
+  assign \i__payload$440 [113:98] = s2_addr;
+  assign \i__payload$440 [97] = s2_first;
+  assign \i__payload$440 [96] = s2_d[1];
+  assign \i__payload$440 [95:64] = boot0_1;
+  assign \i__payload$440 [63:32] = s2_v1;
+  assign \i__payload$440 [31:0] = s2_r1;
   assign i__payload[121:114] = { 4'h0, s2_nvalid };
   assign i__payload[113:98] = s2_addr;
   assign i__payload[97] = s2_first;
@@ -6215,47 +6739,47 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign i__payload[31:0] = s2_r0;
   assign \$98  = { arg_reward_offset, 1'h0 };
   assign \$100  = { arg_value_offset, 1'h0 };
-  assign \$103  = { deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp, 9'h000 };
-  assign \$106  = { deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp, 9'h000 };
-  assign \$114  = { deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp, 9'h000 };
-  assign \$117  = { deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp, 9'h000 };
-  assign \$125  = { deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp, 9'h000 };
-  assign \$128  = { deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp, 9'h000 };
-  assign \$136  = { deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp, 9'h000 };
-  assign \$139  = { deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp, 9'h000 };
-  assign \$147  = { deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp, 9'h000 };
-  assign \$150  = { deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp, 9'h000 };
-  assign \$158  = { deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp, 9'h000 };
-  assign \$161  = { deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp, 9'h000 };
-  assign \$169  = { deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp, 9'h000 };
-  assign \$172  = { deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp, 9'h000 };
-  assign \$180  = { deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp, 9'h000 };
-  assign \$183  = { deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp, 9'h000 };
-  assign \$193  = \$192 ;
-  assign \$210  = { arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset, 9'h000 };
-  assign \$212  = { arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset, 9'h000 };
-  assign \$214  = { o__payload[31], o__payload[31:0], 14'h0000 };
-  assign \$222  = { o__payload[63], o__payload[63:32], 14'h0000 };
-  assign \$239  = { \o__payload$240 [31], \o__payload$240 [31:0], 14'h0000 };
-  assign \$247  = { \o__payload$240 [63], \o__payload$240 [63:32], 14'h0000 };
-  assign \$264  = { \o__payload$253 [31], \o__payload$253 [31:0], 14'h0000 };
-  assign \$272  = { \o__payload$253 [63], \o__payload$253 [63:32], 14'h0000 };
-  assign \$289  = { \o__payload$266 [31], \o__payload$266 [31:0], 14'h0000 };
-  assign \$297  = { \o__payload$266 [63], \o__payload$266 [63:32], 14'h0000 };
-  assign \$314  = { \o__payload$279 [31], \o__payload$279 [31:0], 14'h0000 };
-  assign \$322  = { \o__payload$279 [63], \o__payload$279 [63:32], 14'h0000 };
-  assign \$339  = { \o__payload$292 [31], \o__payload$292 [31:0], 14'h0000 };
-  assign \$347  = { \o__payload$292 [63], \o__payload$292 [63:32], 14'h0000 };
-  assign \$364  = { \o__payload$305 [31], \o__payload$305 [31:0], 14'h0000 };
-  assign \$372  = { \o__payload$305 [63], \o__payload$305 [63:32], 14'h0000 };
-  assign \$389  = { \o__payload$318 [31], \o__payload$318 [31:0], 14'h0000 };
-  assign \$397  = { \o__payload$318 [63], \o__payload$318 [63:32], 14'h0000 };
-  assign \$662  = 6'h00;
-  assign \$663  = { 63'h0000000000000000, \$661  };
-  assign \$666  = 6'h00;
-  assign \$667  = { 63'h0000000000000000, \$665  };
-  assign \$670  = 6'h00;
-  assign \$671  = { 63'h0000000000000000, \$669  };
+  assign \$118  = { deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp, 9'h000 };
+  assign \$121  = { deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp, 9'h000 };
+  assign \$128  = { deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp, 9'h000 };
+  assign \$131  = { deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp, 9'h000 };
+  assign \$138  = { deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp, 9'h000 };
+  assign \$141  = { deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp, 9'h000 };
+  assign \$148  = { deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp, 9'h000 };
+  assign \$151  = { deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp, 9'h000 };
+  assign \$158  = { deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp, 9'h000 };
+  assign \$161  = { deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp, 9'h000 };
+  assign \$168  = { deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp, 9'h000 };
+  assign \$171  = { deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp, 9'h000 };
+  assign \$178  = { deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp, 9'h000 };
+  assign \$181  = { deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp, 9'h000 };
+  assign \$188  = { deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp, 9'h000 };
+  assign \$191  = { deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp, 9'h000 };
+  assign \$200  = \$199 ;
+  assign \$224  = { arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset, 9'h000 };
+  assign \$226  = { arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset, 9'h000 };
+  assign \$243  = { o__payload[31], o__payload[31:0], 14'h0000 };
+  assign \$259  = { o__payload[63], o__payload[63:32], 14'h0000 };
+  assign \$283  = { \o__payload$250 [31], \o__payload$250 [31:0], 14'h0000 };
+  assign \$299  = { \o__payload$250 [63], \o__payload$250 [63:32], 14'h0000 };
+  assign \$323  = { \o__payload$267 [31], \o__payload$267 [31:0], 14'h0000 };
+  assign \$339  = { \o__payload$267 [63], \o__payload$267 [63:32], 14'h0000 };
+  assign \$363  = { \o__payload$284 [31], \o__payload$284 [31:0], 14'h0000 };
+  assign \$379  = { \o__payload$284 [63], \o__payload$284 [63:32], 14'h0000 };
+  assign \$403  = { \o__payload$301 [31], \o__payload$301 [31:0], 14'h0000 };
+  assign \$419  = { \o__payload$301 [63], \o__payload$301 [63:32], 14'h0000 };
+  assign \$443  = { \o__payload$318 [31], \o__payload$318 [31:0], 14'h0000 };
+  assign \$459  = { \o__payload$318 [63], \o__payload$318 [63:32], 14'h0000 };
+  assign \$483  = { \o__payload$335 [31], \o__payload$335 [31:0], 14'h0000 };
+  assign \$499  = { \o__payload$335 [63], \o__payload$335 [63:32], 14'h0000 };
+  assign \$523  = { \o__payload$352 [31], \o__payload$352 [31:0], 14'h0000 };
+  assign \$539  = { \o__payload$352 [63], \o__payload$352 [63:32], 14'h0000 };
+  assign \$715  = 6'h00;
+  assign \$716  = { 63'h0000000000000000, \$714  };
+  assign \$719  = 6'h00;
+  assign \$720  = { 63'h0000000000000000, \$718  };
+  assign \$723  = 6'h00;
+  assign \$724  = { 63'h0000000000000000, \$722  };
   assign \$2  = settle;
 endmodule
 
@@ -10102,6 +10626,7 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$26  = \$25 ;
   assign \$33  = { 2'h0, s1_pp0 };
   assign \$34  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
+  assign \$351  = { 1'h1, \$350 , 31'h00000000 };
   assign \$39  = { 1'h0, \$38  };
   assign \$41  = { \$40 , 1'h0 };
   assign \$44  = { 1'h0, \$43 , 2'h0 };
@@ -10198,7 +10723,6 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$306  = { tree1_p, 31'h00000000 };
   assign \$307  = { tree1_p, 31'h00000000 };
   assign \$349  = { 1'h1, \$348 , 31'h00000000 };
-  assign \$351  = { 1'h1, \$350 , 31'h00000000 };
   assign \$353  = { 1'h1, \$352 , 31'h00000000 };
   assign \$355  = { 1'h1, \$354 , 31'h00000000 };
   assign \$357  = { 1'h1, \$356 , 31'h00000000 };
@@ -10425,17 +10949,17 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$114 ;
   wire \$115 ;
   wire \$116 ;
-  wire [3:0] \$117 ;
+  wire \$117 ;
   wire \$118 ;
-  wire [4:0] \$119 ;
+  wire \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
   wire \$123 ;
-  wire [3:0] \$124 ;
+  wire \$124 ;
   wire \$125 ;
-  wire [4:0] \$126 ;
+  wire \$126 ;
   wire \$127 ;
   wire \$128 ;
   wire \$129 ;
@@ -10451,67 +10975,65 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
+  wire [1:0] \$140 ;
   wire [1:0] \$141 ;
   wire [1:0] \$142 ;
-  wire [1:0] \$143 ;
+  wire [19:0] \$143 ;
   wire [19:0] \$144 ;
-  wire [19:0] \$145 ;
+  wire [3:0] \$145 ;
   wire [3:0] \$146 ;
-  wire [3:0] \$147 ;
-  wire [20:0] \$148 ;
+  wire [20:0] \$147 ;
+  wire [19:0] \$148 ;
   wire [19:0] \$149 ;
   wire \$15 ;
-  wire [19:0] \$150 ;
-  wire [8:0] \$151 ;
-  wire \$152 ;
+  wire [8:0] \$150 ;
+  wire \$151 ;
+  reg \$152 ;
   reg \$153 ;
-  reg \$154 ;
-  reg [19:0] \$155 ;
-  reg [7:0] \$156 ;
+  reg [19:0] \$154 ;
+  reg [7:0] \$155 ;
+  reg \$156 ;
   reg \$157 ;
-  reg \$158 ;
-  reg [4:0] \$159 ;
+  reg [4:0] \$158 ;
+  reg [3:0] \$159 ;
   wire \$16 ;
-  reg [3:0] \$160 ;
-  reg [19:0] \$161 ;
+  reg [19:0] \$160 ;
+  reg \$161 ;
   reg \$162 ;
   reg \$163 ;
   reg \$164 ;
-  reg \$165 ;
-  reg [15:0] \$166 ;
-  reg [127:0] \$167 ;
-  reg [15:0] \$168 ;
-  reg [1:0] \$169 ;
+  reg [15:0] \$165 ;
+  reg [127:0] \$166 ;
+  reg [15:0] \$167 ;
+  reg [1:0] \$168 ;
+  reg \$169 ;
   wire \$17 ;
   reg \$170 ;
-  reg \$171 ;
+  reg [1:0] \$171 ;
   reg [1:0] \$172 ;
-  reg [1:0] \$173 ;
-  reg [2:0] \$174 ;
+  reg [4:0] \$173 ;
+  reg \$174 ;
   reg \$175 ;
-  reg \$176 ;
+  reg [1:0] \$176 ;
   reg \$177 ;
-  reg [1:0] \$178 ;
+  reg \$178 ;
   reg \$179 ;
   wire \$18 ;
   reg \$180 ;
-  reg \$181 ;
+  reg [1:0] \$181 ;
   reg \$182 ;
-  reg [1:0] \$183 ;
+  reg \$183 ;
   reg \$184 ;
   reg \$185 ;
-  reg \$186 ;
+  reg [1:0] \$186 ;
   reg \$187 ;
-  reg [1:0] \$188 ;
+  reg \$188 ;
   reg \$189 ;
   wire \$19 ;
   reg \$190 ;
-  reg \$191 ;
+  reg [1:0] \$191 ;
   reg \$192 ;
-  reg [1:0] \$193 ;
-  reg \$194 ;
-  reg \$195 ;
+  reg \$193 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -10609,7 +11131,6 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg bvalid = 1'h0;
   input clk;
   wire clk;
-  reg full = 1'h0;
   reg [4:0] incr = 5'h00;
   reg last = 1'h0;
   reg [7:0] left = 8'h00;
@@ -10646,7 +11167,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg [127:0] mem_wdata = 128'h00000000000000000000000000000000;
   output [15:0] mem_we;
   wire [15:0] mem_we;
-  reg [2:0] owed = 3'h0;
+  reg [4:0] owed = 5'h00;
   output [131:0] r_data;
   wire [131:0] r_data;
   input r_en;
@@ -10736,7 +11257,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign s_axi_mem_wready = wr_act & \$12 ;
   assign \$13  = m3_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign mem_addr = ws_valid ? ws_addr : addr[19:4];
-  assign \$14  = ~ full;
+  assign \$14  = ~ owed[4];
   assign \$15  = s_axi_mem_rvalid & r_en;
   assign \$16  = \$14  | \$15 ;
   assign \$17  = rd_act & \$16 ;
@@ -10837,137 +11358,134 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign \$110  = b_acc > \$109 ;
   assign \$111  = mem_enable ? ws_resp : 2'h2;
   assign \$112  = \$110  ? b_acc : \$111 ;
-  assign \$113  = ~ full;
+  assign \$113  = ~ owed[4];
   assign \$114  = s_axi_mem_rvalid & r_en;
   assign \$115  = \$113  | \$114 ;
   assign \$116  = rd_act & \$115 ;
-  assign \$117  = owed + \$116 ;
-  assign \$118  = s_axi_mem_rvalid & r_en;
-  assign \$119  = \$117  - \$118 ;
-  assign \$120  = ~ full;
-  assign \$121  = s_axi_mem_rvalid & r_en;
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = rd_act & \$122 ;
-  assign \$124  = owed + \$123 ;
-  assign \$125  = s_axi_mem_rvalid & r_en;
-  assign \$126  = \$124  - \$125 ;
-  assign \$127  = \$126  == 3'h5;
-  assign \$128  = ~ full;
-  assign \$129  = s_axi_mem_rvalid & r_en;
-  assign \$130  = \$128  | \$129 ;
-  assign \$131  = rd_act & \$130 ;
-  assign \$132  = ~ full;
-  assign \$133  = s_axi_mem_rvalid & r_en;
-  assign \$134  = \$132  | \$133 ;
-  assign \$135  = rd_act & \$134 ;
-  assign \$136  = ~ bad;
-  assign \$137  = addr[19:4] < 16'hc000;
-  assign \$138  = \$136  & \$137 ;
-  assign \$139  = \$138  & mem_enable;
-  assign \$140  = addr[19:4] < 16'hc000;
-  assign \$141  = \$140  ? 2'h0 : 2'h3;
-  assign \$142  = bad ? 2'h2 : \$141 ;
-  assign \$143  = mem_enable ? \$142  : 2'h2;
-  assign \$144  = ~ wmask;
-  assign \$145  = addr & \$144 ;
-  assign \$146  = ~ amask;
-  assign \$147  = addr[3:0] & \$146 ;
-  assign \$148  = { addr[19:4], \$147  } + incr;
-  assign \$149  = \$148 [19:0] & wmask;
-  assign \$150  = \$145  | \$149 ;
-  assign \$151  = left - 1'h1;
-  assign \$152  = left == 1'h1;
+  assign \$117  = s_axi_mem_rvalid & r_en;
+  assign \$118  = ~ \$117 ;
+  assign \$119  = \$116  & \$118 ;
+  assign \$120  = s_axi_mem_rvalid & r_en;
+  assign \$121  = ~ owed[4];
+  assign \$122  = s_axi_mem_rvalid & r_en;
+  assign \$123  = \$121  | \$122 ;
+  assign \$124  = rd_act & \$123 ;
+  assign \$125  = ~ \$124 ;
+  assign \$126  = \$120  & \$125 ;
+  assign \$127  = ~ owed[4];
+  assign \$128  = s_axi_mem_rvalid & r_en;
+  assign \$129  = \$127  | \$128 ;
+  assign \$130  = rd_act & \$129 ;
+  assign \$131  = ~ owed[4];
+  assign \$132  = s_axi_mem_rvalid & r_en;
+  assign \$133  = \$131  | \$132 ;
+  assign \$134  = rd_act & \$133 ;
+  assign \$135  = ~ bad;
+  assign \$136  = addr[19:4] < 16'hc000;
+  assign \$137  = \$135  & \$136 ;
+  assign \$138  = \$137  & mem_enable;
+  assign \$139  = addr[19:4] < 16'hc000;
+  assign \$140  = \$139  ? 2'h0 : 2'h3;
+  assign \$141  = bad ? 2'h2 : \$140 ;
+  assign \$142  = mem_enable ? \$141  : 2'h2;
+  assign \$143  = ~ wmask;
+  assign \$144  = addr & \$143 ;
+  assign \$145  = ~ amask;
+  assign \$146  = addr[3:0] & \$145 ;
+  assign \$147  = { addr[19:4], \$146  } + incr;
+  assign \$148  = \$147 [19:0] & wmask;
+  assign \$149  = \$144  | \$148 ;
+  assign \$150  = left - 1'h1;
+  assign \$151  = left == 1'h1;
   always @(posedge clk)
-    turn_w <= \$153 ;
+    turn_w <= \$152 ;
   always @(posedge clk)
-    tr_id <= \$154 ;
+    tr_id <= \$153 ;
   always @(posedge clk)
-    addr <= \$155 ;
+    addr <= \$154 ;
   always @(posedge clk)
-    left <= \$156 ;
+    left <= \$155 ;
   always @(posedge clk)
-    last <= \$157 ;
+    last <= \$156 ;
   always @(posedge clk)
-    bad <= \$158 ;
+    bad <= \$157 ;
   always @(posedge clk)
-    incr <= \$159 ;
+    incr <= \$158 ;
   always @(posedge clk)
-    amask <= \$160 ;
+    amask <= \$159 ;
   always @(posedge clk)
-    wmask <= \$161 ;
+    wmask <= \$160 ;
   always @(posedge clk)
-    wr_act <= \$162 ;
+    wr_act <= \$161 ;
   always @(posedge clk)
-    rd_act <= \$163 ;
+    rd_act <= \$162 ;
   always @(posedge clk)
-    ws_valid <= \$164 ;
+    ws_valid <= \$163 ;
   always @(posedge clk)
-    ws_last <= \$165 ;
+    ws_last <= \$164 ;
   always @(posedge clk)
-    ws_addr <= \$166 ;
+    ws_addr <= \$165 ;
   always @(posedge clk)
-    mem_wdata <= \$167 ;
+    mem_wdata <= \$166 ;
   always @(posedge clk)
-    ws_strb <= \$168 ;
+    ws_strb <= \$167 ;
   always @(posedge clk)
-    ws_resp <= \$169 ;
+    ws_resp <= \$168 ;
   always @(posedge clk)
-    bvalid <= \$170 ;
+    bvalid <= \$169 ;
   always @(posedge clk)
-    s_axi_mem_bid <= \$171 ;
+    s_axi_mem_bid <= \$170 ;
   always @(posedge clk)
-    s_axi_mem_bresp <= \$172 ;
+    s_axi_mem_bresp <= \$171 ;
   always @(posedge clk)
-    b_acc <= \$173 ;
+    b_acc <= \$172 ;
   always @(posedge clk)
-    owed <= \$174 ;
+    owed <= \$173 ;
   always @(posedge clk)
-    full <= \$175 ;
+    m0_valid <= \$174 ;
   always @(posedge clk)
-    m0_valid <= \$176 ;
+    m0_ok <= \$175 ;
   always @(posedge clk)
-    m0_ok <= \$177 ;
+    m0_resp <= \$176 ;
   always @(posedge clk)
-    m0_resp <= \$178 ;
+    m0_last <= \$177 ;
   always @(posedge clk)
-    m0_last <= \$179 ;
+    m0_id <= \$178 ;
   always @(posedge clk)
-    m0_id <= \$180 ;
+    m1_valid <= \$179 ;
   always @(posedge clk)
-    m1_valid <= \$181 ;
+    m1_ok <= \$180 ;
   always @(posedge clk)
-    m1_ok <= \$182 ;
+    m1_resp <= \$181 ;
   always @(posedge clk)
-    m1_resp <= \$183 ;
+    m1_last <= \$182 ;
   always @(posedge clk)
-    m1_last <= \$184 ;
+    m1_id <= \$183 ;
   always @(posedge clk)
-    m1_id <= \$185 ;
+    m2_valid <= \$184 ;
   always @(posedge clk)
-    m2_valid <= \$186 ;
+    m2_ok <= \$185 ;
   always @(posedge clk)
-    m2_ok <= \$187 ;
+    m2_resp <= \$186 ;
   always @(posedge clk)
-    m2_resp <= \$188 ;
+    m2_last <= \$187 ;
   always @(posedge clk)
-    m2_last <= \$189 ;
+    m2_id <= \$188 ;
   always @(posedge clk)
-    m2_id <= \$190 ;
+    w_en <= \$189 ;
   always @(posedge clk)
-    w_en <= \$191 ;
+    m3_ok <= \$190 ;
   always @(posedge clk)
-    m3_ok <= \$192 ;
+    m3_resp <= \$191 ;
   always @(posedge clk)
-    m3_resp <= \$193 ;
+    m3_last <= \$192 ;
   always @(posedge clk)
-    m3_last <= \$194 ;
-  always @(posedge clk)
-    m3_id <= \$195 ;
+    m3_id <= \$193 ;
   \gae_accel_n8.mem.rq  rq (
     .clk(clk),
-    .\port$1657$0 (m3_resp),
-    .\port$1659$0 (m3_last),
-    .\port$1661$0 (m3_id),
+    .\port$1662$0 (m3_resp),
+    .\port$1664$0 (m3_last),
+    .\port$1666$0 (m3_id),
     .\port$410$0 (\$13 ),
     .r_data(r_data),
     .r_en(r_en),
@@ -10977,82 +11495,92 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$153  = turn_w;
+    \$152  = turn_w;
     if (\$33 ) begin
       if (\$36 ) begin
-        \$153  = 1'h0;
+        \$152  = 1'h0;
       end
       if (\$40 ) begin
-        \$153  = 1'h1;
+        \$152  = 1'h1;
       end
     end
     if (\$90 ) begin
       if (last) begin
-        \$153  = \$103 ;
+        \$152  = \$103 ;
       end
     end
-    if (\$135 ) begin
+    if (\$134 ) begin
       if (last) begin
-        \$153  = s_axi_mem_awvalid;
+        \$152  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$153  = 1'h1;
+      \$152  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$154  = tr_id;
+    \$153  = tr_id;
     if (\$43 ) begin
-      \$154  = \$44 ;
+      \$153  = \$44 ;
     end
     if (rst) begin
-      \$154  = 1'h0;
+      \$153  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$155  = addr;
+    \$154  = addr;
     if (\$43 ) begin
-      \$155  = \$45 ;
+      \$154  = \$45 ;
     end
     if (\$90 ) begin
-      \$155  = \$100 ;
+      \$154  = \$100 ;
     end
-    if (\$135 ) begin
-      \$155  = \$150 ;
+    if (\$134 ) begin
+      \$154  = \$149 ;
     end
     if (rst) begin
-      \$155  = 20'h00000;
+      \$154  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$156  = left;
+    \$155  = left;
     if (\$43 ) begin
-      \$156  = \$46 ;
+      \$155  = \$46 ;
     end
     if (\$90 ) begin
-      \$156  = \$101 [7:0];
+      \$155  = \$101 [7:0];
     end
-    if (\$135 ) begin
-      \$156  = \$151 [7:0];
+    if (\$134 ) begin
+      \$155  = \$150 [7:0];
     end
     if (rst) begin
-      \$156  = 8'h00;
+      \$155  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$157  = last;
+    \$156  = last;
     if (\$43 ) begin
-      \$157  = \$48 ;
+      \$156  = \$48 ;
     end
     if (\$90 ) begin
-      \$157  = \$102 ;
+      \$156  = \$102 ;
     end
-    if (\$135 ) begin
-      \$157  = \$152 ;
+    if (\$134 ) begin
+      \$156  = \$151 ;
+    end
+    if (rst) begin
+      \$156  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$157  = bad;
+    if (\$43 ) begin
+      \$157  = \$69 ;
     end
     if (rst) begin
       \$157  = 1'h0;
@@ -11060,51 +11588,56 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$158  = bad;
+    \$158  = incr;
     if (\$43 ) begin
-      \$158  = \$69 ;
+      \$158  = \$72 ;
     end
     if (rst) begin
-      \$158  = 1'h0;
+      \$158  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$159  = incr;
+    \$159  = amask;
     if (\$43 ) begin
-      \$159  = \$72 ;
+      \$159  = \$76 ;
     end
     if (rst) begin
-      \$159  = 5'h00;
+      \$159  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$160  = amask;
+    \$160  = wmask;
     if (\$43 ) begin
-      \$160  = \$76 ;
+      \$160  = \$84 ;
     end
     if (rst) begin
-      \$160  = 4'h0;
+      \$160  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$161  = wmask;
-    if (\$43 ) begin
-      \$161  = \$84 ;
-    end
-    if (rst) begin
-      \$161  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$162  = wr_act;
+    \$161  = wr_act;
     if (\$85 ) begin
-      \$162  = 1'h1;
+      \$161  = 1'h1;
     end
     if (\$90 ) begin
+      if (last) begin
+        \$161  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$161  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$162  = rd_act;
+    if (\$86 ) begin
+      \$162  = 1'h1;
+    end
+    if (\$134 ) begin
       if (last) begin
         \$162  = 1'h0;
       end
@@ -11115,82 +11648,79 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$163  = rd_act;
-    if (\$86 ) begin
-      \$163  = 1'h1;
-    end
-    if (\$135 ) begin
-      if (last) begin
-        \$163  = 1'h0;
-      end
-    end
+    \$163  = \$87 ;
     if (rst) begin
       \$163  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$164  = \$87 ;
+    \$164  = \$89 ;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$165  = \$89 ;
-    if (rst) begin
-      \$165  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$166  = ws_addr;
+    \$165  = ws_addr;
     if (\$90 ) begin
-      \$166  = addr[19:4];
+      \$165  = addr[19:4];
     end
     if (rst) begin
-      \$166  = 16'h0000;
+      \$165  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$167  = mem_wdata;
+    \$166  = mem_wdata;
     if (\$90 ) begin
-      \$167  = s_axi_mem_wdata;
+      \$166  = s_axi_mem_wdata;
     end
     if (rst) begin
-      \$167  = 128'h00000000000000000000000000000000;
+      \$166  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$168  = ws_strb;
+    \$167  = ws_strb;
     if (\$90 ) begin
-      \$168  = s_axi_mem_wstrb;
+      \$167  = s_axi_mem_wstrb;
     end
     if (rst) begin
-      \$168  = 16'h0000;
+      \$167  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$169  = ws_resp;
+    \$168  = ws_resp;
     if (\$90 ) begin
-      \$169  = \$93 ;
+      \$168  = \$93 ;
     end
     if (rst) begin
-      \$169  = 2'h0;
+      \$168  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$170  = bvalid;
+    \$169  = bvalid;
     if (\$104 ) begin
-      \$170  = 1'h0;
+      \$169  = 1'h0;
     end
     if (ws_valid) begin
       if (ws_last) begin
-        \$170  = 1'h1;
+        \$169  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$170  = s_axi_mem_bid;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$170  = tr_id;
       end
     end
     if (rst) begin
@@ -11199,22 +11729,25 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$171  = s_axi_mem_bid;
+    \$171  = s_axi_mem_bresp;
     if (ws_valid) begin
       if (ws_last) begin
-        \$171  = tr_id;
+        \$171  = \$108 ;
       end
     end
     if (rst) begin
-      \$171  = 1'h0;
+      \$171  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$172  = s_axi_mem_bresp;
+    \$172  = b_acc;
     if (ws_valid) begin
+      (* full_case = 32'd1 *)
       if (ws_last) begin
-        \$172  = \$108 ;
+        \$172  = 2'h0;
+      end else begin
+        \$172  = \$112 ;
       end
     end
     if (rst) begin
@@ -11223,45 +11756,48 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$173  = b_acc;
-    if (ws_valid) begin
-      (* full_case = 32'd1 *)
-      if (ws_last) begin
-        \$173  = 2'h0;
-      end else begin
-        \$173  = \$112 ;
-      end
+    \$173  = owed;
+    if (\$119 ) begin
+      \$173  = { owed[3:0], 1'h1 };
+    end else if (\$126 ) begin
+      \$173  = { 1'h0, owed[4:1] };
     end
     if (rst) begin
-      \$173  = 2'h0;
+      \$173  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$174  = \$119 [2:0];
+    \$174  = \$130 ;
     if (rst) begin
-      \$174  = 3'h0;
+      \$174  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$175  = \$127 ;
+    \$175  = m0_ok;
+    if (\$134 ) begin
+      \$175  = \$138 ;
+    end
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$176  = \$131 ;
+    \$176  = m0_resp;
+    if (\$134 ) begin
+      \$176  = \$142 ;
+    end
     if (rst) begin
-      \$176  = 1'h0;
+      \$176  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$177  = m0_ok;
-    if (\$135 ) begin
-      \$177  = \$139 ;
+    \$177  = m0_last;
+    if (\$134 ) begin
+      \$177  = last;
     end
     if (rst) begin
       \$177  = 1'h0;
@@ -11269,137 +11805,117 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$178  = m0_resp;
-    if (\$135 ) begin
-      \$178  = \$143 ;
+    \$178  = m0_id;
+    if (\$134 ) begin
+      \$178  = tr_id;
     end
     if (rst) begin
-      \$178  = 2'h0;
+      \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$179  = m0_last;
-    if (\$135 ) begin
-      \$179  = last;
-    end
+    \$179  = m0_valid;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$180  = m0_id;
-    if (\$135 ) begin
-      \$180  = tr_id;
-    end
+    \$180  = m0_ok;
     if (rst) begin
       \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$181  = m0_valid;
+    \$181  = m0_resp;
     if (rst) begin
-      \$181  = 1'h0;
+      \$181  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$182  = m0_ok;
+    \$182  = m0_last;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$183  = m0_resp;
+    \$183  = m0_id;
     if (rst) begin
-      \$183  = 2'h0;
+      \$183  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$184  = m0_last;
+    \$184  = m1_valid;
     if (rst) begin
       \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$185  = m0_id;
+    \$185  = m1_ok;
     if (rst) begin
       \$185  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$186  = m1_valid;
+    \$186  = m1_resp;
     if (rst) begin
-      \$186  = 1'h0;
+      \$186  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$187  = m1_ok;
+    \$187  = m1_last;
     if (rst) begin
       \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$188  = m1_resp;
+    \$188  = m1_id;
     if (rst) begin
-      \$188  = 2'h0;
+      \$188  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$189  = m1_last;
+    \$189  = m2_valid;
     if (rst) begin
       \$189  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$190  = m1_id;
+    \$190  = m2_ok;
     if (rst) begin
       \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$191  = m2_valid;
+    \$191  = m2_resp;
     if (rst) begin
-      \$191  = 1'h0;
+      \$191  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$192  = m2_ok;
+    \$192  = m2_last;
     if (rst) begin
       \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$193  = m2_resp;
+    \$193  = m2_id;
     if (rst) begin
-      \$193  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$194  = m2_last;
-    if (rst) begin
-      \$194  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$195  = m2_id;
-    if (rst) begin
-      \$195  = 1'h0;
+      \$193  = 1'h0;
     end
   end
   assign ax_incr = \$9 [4:0];
@@ -11416,7 +11932,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port$1657$0 , \port$1659$0 , \port$1661$0 , clk);
+module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port$1662$0 , \port$1664$0 , \port$1666$0 , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -11449,12 +11965,12 @@ module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port
   (* init = 3'h0 *)
   wire [2:0] consume;
   reg [2:0] level = 3'h0;
-  input [1:0] \port$1657$0 ;
-  wire [1:0] \port$1657$0 ;
-  input \port$1659$0 ;
-  wire \port$1659$0 ;
-  input \port$1661$0 ;
-  wire \port$1661$0 ;
+  input [1:0] \port$1662$0 ;
+  wire [1:0] \port$1662$0 ;
+  input \port$1664$0 ;
+  wire \port$1664$0 ;
+  input \port$1666$0 ;
+  wire \port$1666$0 ;
   input [127:0] \port$410$0 ;
   wire [127:0] \port$410$0 ;
   (* init = 3'h0 *)
@@ -11491,7 +12007,7 @@ module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port
 `endif
   always @(posedge clk) begin
     if (w_port__en)
-      storage[w_port__addr] <= { \port$1661$0 , \port$1659$0 , \port$1657$0 , \port$410$0  };
+      storage[w_port__addr] <= { \port$1666$0 , \port$1664$0 , \port$1662$0 , \port$410$0  };
   end
   assign r_data = storage[r_port__addr];
   assign w_rdy = level != 3'h5;
@@ -11557,8 +12073,8 @@ module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port
   assign w_level = level;
   assign r_level = level;
   assign produce = w_port__addr;
-  assign w_port__data = { \port$1661$0 , \port$1659$0 , \port$1657$0 , \port$410$0  };
-  assign w_data = { \port$1661$0 , \port$1659$0 , \port$1657$0 , \port$410$0  };
+  assign w_port__data = { \port$1666$0 , \port$1664$0 , \port$1662$0 , \port$410$0  };
+  assign w_data = { \port$1666$0 , \port$1664$0 , \port$1662$0 , \port$410$0  };
   assign consume = r_port__addr;
   assign r_port__data = r_data;
 endmodule

@@ -370,13 +370,13 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2406$0 (\$31 ),
-    .\port$2407$0 (\$32 ),
-    .\port$2408$0 (\$33 ),
-    .\port$2409$0 (\$34 ),
-    .\port$2410$0 (\$35 ),
-    .\port$2411$0 (\$36 ),
-    .\port$2412$0 (\$37 ),
+    .\port$2445$0 (\$31 ),
+    .\port$2446$0 (\$32 ),
+    .\port$2447$0 (\$33 ),
+    .\port$2448$0 (\$34 ),
+    .\port$2449$0 (\$35 ),
+    .\port$2450$0 (\$36 ),
+    .\port$2451$0 (\$37 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -970,9 +970,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$3017$0 (\$4 ),
-    .\port$3019$0 (\$5 ),
-    .\port$3065$0 (\$6 ),
+    .\port$3060$0 (\$4 ),
+    .\port$3062$0 (\$5 ),
+    .\port$3110$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1087,16 +1087,16 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire \$109 ;
+  wire [13:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [2:0] \$111 ;
+  wire \$111 ;
   wire \$112 ;
-  wire \$113 ;
-  wire [13:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire \$117 ;
+  wire [2:0] \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire [13:0] \$116 ;
+  wire [32:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -1105,22 +1105,22 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   wire \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [13:0] \$125 ;
-  wire [13:0] \$126 ;
-  wire [2:0] \$127 ;
-  wire [2:0] \$128 ;
-  wire [13:0] \$129 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [13:0] \$127 ;
+  wire [13:0] \$128 ;
+  wire [2:0] \$129 ;
   wire [4:0] \$13 ;
-  wire [13:0] \$130 ;
-  wire [2:0] \$131 ;
+  wire [2:0] \$130 ;
+  wire [13:0] \$131 ;
   wire [13:0] \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [2:0] \$133 ;
+  wire [13:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [13:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
@@ -1128,62 +1128,68 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  reg [14:0] \$146 ;
-  reg \$147 ;
-  reg [7:0] \$148 ;
-  reg [63:0] \$149 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  reg [4:0] \$150 ;
-  reg [4:0] \$151 ;
-  reg [15:0] \$152 ;
-  reg [39:0] \$153 ;
-  reg [31:0] \$154 ;
-  reg [15:0] \$155 ;
-  reg [31:0] \$156 ;
-  reg [63:0] \$157 ;
-  reg \$158 ;
-  reg \$159 ;
+  reg [14:0] \$150 ;
+  reg \$151 ;
+  reg [7:0] \$152 ;
+  reg [63:0] \$153 ;
+  reg [4:0] \$154 ;
+  reg [4:0] \$155 ;
+  reg [15:0] \$156 ;
+  reg [39:0] \$157 ;
+  reg [31:0] \$158 ;
+  reg [15:0] \$159 ;
   wire \$16 ;
   reg [31:0] \$160 ;
-  reg \$161 ;
-  reg [2:0] \$162 ;
-  reg [12:0] \$163 ;
-  reg \$164 ;
-  reg [12:0] \$165 ;
-  reg \$166 ;
-  reg [1:0] \$167 ;
+  reg [63:0] \$161 ;
+  reg \$162 ;
+  reg \$163 ;
+  reg [31:0] \$164 ;
+  reg \$165 ;
+  reg [2:0] \$166 ;
+  reg [12:0] \$167 ;
   reg \$168 ;
-  reg [12:0] \$169 ;
+  reg \$169 ;
   wire \$17 ;
-  reg [31:0] \$170 ;
-  reg \$171 ;
+  reg [12:0] \$170 ;
+  reg [12:0] \$171 ;
   reg \$172 ;
-  reg \$173 ;
+  reg [1:0] \$173 ;
   reg \$174 ;
-  reg [1:0] \$175 ;
-  reg \$176 ;
+  reg [12:0] \$175 ;
+  reg [31:0] \$176 ;
   reg \$177 ;
   reg \$178 ;
   reg \$179 ;
   wire [3:0] \$18 ;
-  reg [12:0] \$180 ;
-  reg [12:0] \$181 ;
-  reg [12:0] \$182 ;
-  reg [2:0] \$183 ;
-  reg [2:0] \$184 ;
-  reg [1:0] \$185 ;
-  reg \$186 ;
-  reg [1:0] \$187 ;
+  reg \$180 ;
+  reg [1:0] \$181 ;
+  reg \$182 ;
+  reg \$183 ;
+  reg \$184 ;
+  reg \$185 ;
+  reg [12:0] \$186 ;
+  reg [12:0] \$187 ;
   reg [12:0] \$188 ;
-  reg \$189 ;
+  reg [2:0] \$189 ;
   wire \$19 ;
-  reg \$190 ;
-  reg [2:0] \$191 ;
-  reg [2:0] \$192 ;
-  reg [12:0] \$193 ;
+  reg [2:0] \$190 ;
+  reg [1:0] \$191 ;
+  reg \$192 ;
+  reg [1:0] \$193 ;
   reg [12:0] \$194 ;
+  reg \$195 ;
+  reg \$196 ;
+  reg [2:0] \$197 ;
+  reg [2:0] \$198 ;
+  reg [12:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
+  reg [12:0] \$200 ;
   wire \$21 ;
   wire \$22 ;
   wire [1:0] \$23 ;
@@ -1302,6 +1308,7 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   reg [1:0] \$signature__en$28 ;
   reg \$signature__en$30 ;
   reg [3:0] \$signature__en$33 ;
+  reg at_last = 1'h0;
   reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
@@ -1344,6 +1351,7 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   (* init = 1'h0 *)
   wire cmd__valid;
   reg [12:0] cur_last = 13'h0000;
+  reg [12:0] cur_last_m1 = 13'h0000;
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
@@ -1738,144 +1746,152 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   assign \$103  = \$102  | cmd__ready;
   assign \$104  = issuing & \$103 ;
   assign \$105  = issue_i + 1'h1;
-  assign \$106  = issue_i == cur_last;
+  assign \$106  = issue_i == cur_last_m1;
   assign \$107  = ~ phase;
   assign \$108  = \$107  & two;
-  assign \$109  = c_valid & cmd__ready;
-  assign \$110  = ~ tail_zero;
-  assign \$111  = tail - 1'h1;
-  assign \$112  = tail == 1'h1;
-  assign \$113  = rsp__valid & busy;
-  assign \$114  = rsp_j + 1'h1;
-  assign \$115  = cycles + 1'h1;
-  assign \$116  = rsp_j == rsp_last;
-  assign \$117  = ! batch_size;
-  assign \$118  = batch_size > 13'h1000;
-  assign \$119  = \$117  | \$118 ;
-  assign \$120  = ! update_size;
-  assign \$121  = update_size > 13'h1000;
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = op_code > 3'h7;
-  assign \$124  = op_code == 3'h7;
-  assign \$125  = batch_size[12:0] - 1'h1;
-  assign \$126  = batch_size[12:0] - 1'h1;
-  assign \$127  = op_prng ? 3'h1 : 3'h0;
-  assign \$128  = op_prng ? 3'h1 : 3'h0;
-  assign \$129  = update_size[12:0] - 1'h1;
-  assign \$130  = update_size[12:0] - 1'h1;
-  assign \$131  = op_prng ? 3'h1 : 3'h0;
-  assign \$132  = batch_size[12:0] - 1'h1;
-  assign \$133  = ~ ready;
-  assign \$134  = start & \$133 ;
-  assign \$135  = | plan_fail;
-  assign \$136  = ~ plan_rsp;
-  assign \$137  = ~ issuing;
-  assign \$138  = ~ c_valid;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = \$139  & rsp_none;
-  assign \$141  = \$140  & tail_zero;
-  assign \$142  = wait_tree & \busy$61 ;
-  assign \$143  = ~ \$142 ;
-  assign \$144  = \$141  & \$143 ;
-  assign \$145  = ~ \busy$61 ;
+  assign \$109  = ph1_last - 1'h1;
+  assign \$110  = ! ph1_last;
+  assign \$111  = c_valid & cmd__ready;
+  assign \$112  = ~ tail_zero;
+  assign \$113  = tail - 1'h1;
+  assign \$114  = tail == 1'h1;
+  assign \$115  = rsp__valid & busy;
+  assign \$116  = rsp_j + 1'h1;
+  assign \$117  = cycles + 1'h1;
+  assign \$118  = rsp_j == rsp_last;
+  assign \$119  = ! batch_size;
+  assign \$120  = batch_size > 13'h1000;
+  assign \$121  = \$119  | \$120 ;
+  assign \$122  = ! update_size;
+  assign \$123  = update_size > 13'h1000;
+  assign \$124  = \$122  | \$123 ;
+  assign \$125  = op_code > 3'h7;
+  assign \$126  = op_code == 3'h7;
+  assign \$127  = batch_size[12:0] - 1'h1;
+  assign \$128  = batch_size[12:0] - 1'h1;
+  assign \$129  = op_prng ? 3'h1 : 3'h0;
+  assign \$130  = op_prng ? 3'h1 : 3'h0;
+  assign \$131  = update_size[12:0] - 1'h1;
+  assign \$132  = update_size[12:0] - 1'h1;
+  assign \$133  = op_prng ? 3'h1 : 3'h0;
+  assign \$134  = batch_size[12:0] - 1'h1;
+  assign \$135  = ~ ready;
+  assign \$136  = start & \$135 ;
+  assign \$137  = | plan_fail;
+  assign \$138  = ~ plan_rsp;
+  assign \$139  = plan_ph0_last - 1'h1;
+  assign \$140  = ! plan_ph0_last;
+  assign \$141  = ~ issuing;
+  assign \$142  = ~ c_valid;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = \$143  & rsp_none;
+  assign \$145  = \$144  & tail_zero;
+  assign \$146  = wait_tree & \busy$61 ;
+  assign \$147  = ~ \$146 ;
+  assign \$148  = \$145  & \$147 ;
+  assign \$149  = ~ \busy$61 ;
   always @(posedge clk)
-    host_addr_q <= \$146 ;
+    host_addr_q <= \$150 ;
   always @(posedge clk)
-    host_re_q <= \$147 ;
+    host_re_q <= \$151 ;
   always @(posedge clk)
-    host_we_q <= \$148 ;
+    host_we_q <= \$152 ;
   always @(posedge clk)
-    host_wdata_q <= \$149 ;
+    host_wdata_q <= \$153 ;
   always @(posedge clk)
-    h_sel_q <= \$150 ;
+    h_sel_q <= \$154 ;
   always @(posedge clk)
-    h_sel_qq <= \$151 ;
+    h_sel_qq <= \$155 ;
   always @(posedge clk)
-    h_data_idx_in_q <= \$152 ;
+    h_data_idx_in_q <= \$156 ;
   always @(posedge clk)
-    h_data_prio_in_q <= \$153 ;
+    h_data_prio_in_q <= \$157 ;
   always @(posedge clk)
-    h_data_target_in_q <= \$154 ;
+    h_data_target_in_q <= \$158 ;
   always @(posedge clk)
-    h_data_idx_out_q <= \$155 ;
+    h_data_idx_out_q <= \$159 ;
   always @(posedge clk)
-    h_data_prio_out_q <= \$156 ;
+    h_data_prio_out_q <= \$160 ;
   always @(posedge clk)
-    host_rdata <= \$157 ;
+    host_rdata <= \$161 ;
   always @(posedge clk)
-    ready <= \$158 ;
+    ready <= \$162 ;
   always @(posedge clk)
-    done <= \$159 ;
+    done <= \$163 ;
   always @(posedge clk)
-    cycles <= \$160 ;
+    cycles <= \$164 ;
   always @(posedge clk)
-    c_valid <= \$161 ;
+    c_valid <= \$165 ;
   always @(posedge clk)
-    c_op <= \$162 ;
+    c_op <= \$166 ;
   always @(posedge clk)
-    issue_i <= \$163 ;
+    issue_i <= \$167 ;
   always @(posedge clk)
-    phase <= \$164 ;
+    at_last <= \$168 ;
   always @(posedge clk)
-    cur_last <= \$165 ;
+    phase <= \$169 ;
   always @(posedge clk)
-    issuing <= \$166 ;
+    cur_last <= \$170 ;
   always @(posedge clk)
-    tail <= \$167 ;
+    cur_last_m1 <= \$171 ;
   always @(posedge clk)
-    tail_zero <= \$168 ;
+    issuing <= \$172 ;
   always @(posedge clk)
-    rsp_j <= \$169 ;
+    tail <= \$173 ;
   always @(posedge clk)
-    response_cycles <= \$170 ;
+    tail_zero <= \$174 ;
   always @(posedge clk)
-    rsp_none <= \$171 ;
+    rsp_j <= \$175 ;
   always @(posedge clk)
-    \$signal  <= \$172 ;
+    response_cycles <= \$176 ;
   always @(posedge clk)
-    \$signal$57  <= \$173 ;
+    rsp_none <= \$177 ;
   always @(posedge clk)
-    bad_code <= \$174 ;
+    \$signal  <= \$178 ;
   always @(posedge clk)
-    plan_fail <= \$175 ;
+    \$signal$57  <= \$179 ;
   always @(posedge clk)
-    plan_seed <= \$176 ;
+    bad_code <= \$180 ;
   always @(posedge clk)
-    plan_rsp <= \$177 ;
+    plan_fail <= \$181 ;
   always @(posedge clk)
-    plan_two <= \$178 ;
+    plan_seed <= \$182 ;
   always @(posedge clk)
-    plan_wait_tree <= \$179 ;
+    plan_rsp <= \$183 ;
   always @(posedge clk)
-    plan_ph0_last <= \$180 ;
+    plan_two <= \$184 ;
   always @(posedge clk)
-    plan_ph1_last <= \$181 ;
+    plan_wait_tree <= \$185 ;
   always @(posedge clk)
-    plan_rsp_last <= \$182 ;
+    plan_ph0_last <= \$186 ;
   always @(posedge clk)
-    plan_ph0_op <= \$183 ;
+    plan_ph1_last <= \$187 ;
   always @(posedge clk)
-    plan_ph1_op <= \$184 ;
+    plan_rsp_last <= \$188 ;
   always @(posedge clk)
-    error <= \$185 ;
+    plan_ph0_op <= \$189 ;
   always @(posedge clk)
-    busy <= \$186 ;
+    plan_ph1_op <= \$190 ;
   always @(posedge clk)
-    engine_state <= \$187 ;
+    error <= \$191 ;
   always @(posedge clk)
-    rsp_last <= \$188 ;
+    busy <= \$192 ;
   always @(posedge clk)
-    two <= \$189 ;
+    engine_state <= \$193 ;
   always @(posedge clk)
-    wait_tree <= \$190 ;
+    rsp_last <= \$194 ;
   always @(posedge clk)
-    ph0_op <= \$191 ;
+    two <= \$195 ;
   always @(posedge clk)
-    ph1_op <= \$192 ;
+    wait_tree <= \$196 ;
   always @(posedge clk)
-    ph0_last <= \$193 ;
+    ph0_op <= \$197 ;
   always @(posedge clk)
-    ph1_last <= \$194 ;
+    ph1_op <= \$198 ;
+  always @(posedge clk)
+    ph0_last <= \$199 ;
+  always @(posedge clk)
+    ph1_last <= \$200 ;
   \replay_kernel_k16.accel.core.tree  tree (
     .busy(\busy$61 ),
     .clear(clear),
@@ -2144,431 +2160,482 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$146  = host_addr;
+    \$150  = host_addr;
     if (rst) begin
-      \$146  = 15'h0000;
+      \$150  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$147  = \$54 ;
+    \$151  = \$54 ;
     if (rst) begin
-      \$147  = 1'h0;
+      \$151  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$148  = \$79 ;
+    \$152  = \$79 ;
     if (rst) begin
-      \$148  = 8'h00;
+      \$152  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$149  = host_wdata;
+    \$153  = host_wdata;
     if (rst) begin
-      \$149  = 64'h0000000000000000;
+      \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$150  = { \$84 , \$83 , \$82 , \$81 , \$80  };
+    \$154  = { \$84 , \$83 , \$82 , \$81 , \$80  };
     if (rst) begin
-      \$150  = 5'h00;
+      \$154  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$151  = h_sel_q;
+    \$155  = h_sel_q;
     if (rst) begin
-      \$151  = 5'h00;
+      \$155  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$152  = \$signature__data$47 ;
+    \$156  = \$signature__data$47 ;
     if (rst) begin
-      \$152  = 16'h0000;
+      \$156  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$153  = \$signature__data$48 ;
+    \$157  = \$signature__data$48 ;
     if (rst) begin
-      \$153  = 40'h0000000000;
+      \$157  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$154  = \$signature__data$49 ;
+    \$158  = \$signature__data$49 ;
     if (rst) begin
-      \$154  = 32'd0;
+      \$158  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$155  = \$signature__data$100 ;
+    \$159  = \$signature__data$100 ;
     if (rst) begin
-      \$155  = 16'h0000;
+      \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$156  = \$signature__data$102 ;
-    if (rst) begin
-      \$156  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$157  = { 24'h000000, \$94  };
-    if (rst) begin
-      \$157  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$158  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$158  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$158  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$159  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            if (\$135 ) begin
-              \$159  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$144 ) begin
-            \$159  = 1'h1;
-          end
-      2'h1:
-          if (\$145 ) begin
-            \$159  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$159  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$160  = cycles;
-    if (busy) begin
-      \$160  = \$95 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$160  = 32'd0;
-          end
-    endcase
+    \$160  = \$signature__data$102 ;
     if (rst) begin
       \$160  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$161  = c_valid;
-    if (\$97 ) begin
-      \$161  = \$100 ;
-    end
+    \$161  = { 24'h000000, \$94  };
     if (rst) begin
-      \$161  = 1'h0;
+      \$161  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$162  = c_op;
-    if (\$97 ) begin
-      \$162  = \$101 ;
-    end
+    \$162  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$162  = 1'h1;
+          end
+    endcase
     if (rst) begin
-      \$162  = 3'h0;
+      \$162  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$163  = issue_i;
+    \$163  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            if (\$137 ) begin
+              \$163  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$163  = 1'h1;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$163  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$163  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$164  = cycles;
+    if (busy) begin
+      \$164  = \$95 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$164  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$164  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$165  = c_valid;
+    if (\$97 ) begin
+      \$165  = \$100 ;
+    end
+    if (rst) begin
+      \$165  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$166  = c_op;
+    if (\$97 ) begin
+      \$166  = \$101 ;
+    end
+    if (rst) begin
+      \$166  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$167  = issue_i;
     if (\$104 ) begin
-      \$163  = \$105 [12:0];
-      if (\$106 ) begin
-        \$163  = 13'h0000;
+      \$167  = \$105 [12:0];
+      if (at_last) begin
+        \$167  = 13'h0000;
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
-            \$163  = 13'h0000;
+          if (\$136 ) begin
+            \$167  = 13'h0000;
           end
     endcase
     if (rst) begin
-      \$163  = 13'h0000;
+      \$167  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$164  = phase;
+    \$168  = at_last;
     if (\$104 ) begin
-      if (\$106 ) begin
+      \$168  = \$106 ;
+      if (at_last) begin
         if (\$108 ) begin
-          \$164  = 1'h1;
+          \$168  = \$110 ;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
-            \$164  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$164  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$165  = cur_last;
-    if (\$104 ) begin
-      if (\$106 ) begin
-        if (\$108 ) begin
-          \$165  = ph1_last;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$165  = plan_ph0_last;
+              \$168  = \$140 ;
             end
           end
     endcase
     if (rst) begin
-      \$165  = 13'h0000;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$166  = issuing;
+    \$169  = phase;
     if (\$104 ) begin
-      if (\$106 ) begin
+      if (at_last) begin
+        if (\$108 ) begin
+          \$169  = 1'h1;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$169  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$170  = cur_last;
+    if (\$104 ) begin
+      if (at_last) begin
+        if (\$108 ) begin
+          \$170  = ph1_last;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$170  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$170  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$171  = cur_last_m1;
+    if (\$104 ) begin
+      if (at_last) begin
+        if (\$108 ) begin
+          \$171  = \$109 [12:0];
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$171  = \$139 [12:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$171  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$172  = issuing;
+    if (\$104 ) begin
+      if (at_last) begin
         (* full_case = 32'd1 *)
         if (\$108 ) begin
         end else begin
-          \$166  = 1'h0;
+          \$172  = 1'h0;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$166  = 1'h1;
+              \$172  = 1'h1;
             end
           end
     endcase
-    if (rst) begin
-      \$166  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$167  = tail;
-    if (\$109 ) begin
-      \$167  = 2'h3;
-    end else if (\$110 ) begin
-      \$167  = \$111 [1:0];
-    end
-    if (rst) begin
-      \$167  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = tail_zero;
-    if (\$109 ) begin
-      \$168  = 1'h0;
-    end else if (\$110 ) begin
-      \$168  = \$112 ;
-    end
-    if (rst) begin
-      \$168  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$169  = rsp_j;
-    if (\$113 ) begin
-      \$169  = \$114 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$169  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$169  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$170  = response_cycles;
-    if (\$113 ) begin
-      \$170  = \$115 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$170  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$170  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$171  = rsp_none;
-    if (\$113 ) begin
-      \$171  = \$116 ;
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$171  = \$136 ;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$171  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$172  = \$119 ;
     if (rst) begin
       \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$173  = \$122 ;
+    \$173  = tail;
+    if (\$111 ) begin
+      \$173  = 2'h3;
+    end else if (\$112 ) begin
+      \$173  = \$113 [1:0];
+    end
     if (rst) begin
-      \$173  = 1'h0;
+      \$173  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$174  = \$123 ;
-    if (rst) begin
+    \$174  = tail_zero;
+    if (\$111 ) begin
       \$174  = 1'h0;
+    end else if (\$112 ) begin
+      \$174  = \$114 ;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$175  = fail;
     if (rst) begin
-      \$175  = 2'h0;
+      \$174  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$176  = \$124 ;
-    if (rst) begin
-      \$176  = 1'h0;
+    \$175  = rsp_j;
+    if (\$115 ) begin
+      \$175  = \$116 [12:0];
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$177  = 1'h0;
-    casez (op_code)
-      4'h0:
-          \$177  = 1'h1;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$177  = 1'h1;
-      4'h3:
-          \$177  = 1'h1;
-      4'h4:
-          \$177  = 1'h1;
-      4'h5:
-          \$177  = 1'h1;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$175  = 13'h0000;
+          end
     endcase
     if (rst) begin
-      \$177  = 1'h0;
+      \$175  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$178  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          \$178  = 1'h1;
+    \$176  = response_cycles;
+    if (\$115 ) begin
+      \$176  = \$117 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$176  = 32'd0;
+          end
     endcase
+    if (rst) begin
+      \$176  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$177  = rsp_none;
+    if (\$115 ) begin
+      \$177  = \$118 ;
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$177  = \$138 ;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$177  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$178  = \$121 ;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$179  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$179  = 1'h1;
-    endcase
+    \$179  = \$124 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$180  = \$125 [12:0];
+    \$180  = \$125 ;
+    if (rst) begin
+      \$180  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$181  = fail;
+    if (rst) begin
+      \$181  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$182  = \$126 ;
+    if (rst) begin
+      \$182  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$183  = 1'h0;
+    casez (op_code)
+      4'h0:
+          \$183  = 1'h1;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$183  = 1'h1;
+      4'h3:
+          \$183  = 1'h1;
+      4'h4:
+          \$183  = 1'h1;
+      4'h5:
+          \$183  = 1'h1;
+    endcase
+    if (rst) begin
+      \$183  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$184  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          \$184  = 1'h1;
+    endcase
+    if (rst) begin
+      \$184  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$185  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$185  = 1'h1;
+    endcase
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$186  = \$127 [12:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2584,18 +2651,18 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
           end else begin
-            \$180  = \$130 [12:0];
+            \$186  = \$132 [12:0];
           end
       4'h6:
-          \$180  = 13'h0000;
+          \$186  = 13'h0000;
     endcase
     if (rst) begin
-      \$180  = 13'h0000;
+      \$186  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$181  = 13'h1fff;
+    \$187  = 13'h1fff;
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2610,270 +2677,270 @@ module \replay_kernel_k16.accel.core (rst, host_enable, \busy$61 , host_re, host
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$181  = \$129 [12:0];
+            \$187  = \$131 [12:0];
           end else begin
-            \$181  = \$132 [12:0];
+            \$187  = \$134 [12:0];
           end
     endcase
     if (rst) begin
-      \$181  = 13'h0000;
+      \$187  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$182  = \$126 [12:0];
-    if (rst) begin
-      \$182  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$183  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$183  = \$127 ;
-      4'h1:
-          \$183  = 3'h2;
-      4'h2:
-          \$183  = 3'h3;
-      4'h3:
-          \$183  = 3'h4;
-      4'h4:
-          \$183  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$183  = \$128 ;
-          end else begin
-            \$183  = 3'h2;
-          end
-      4'h6:
-          \$183  = 3'h7;
-    endcase
-    if (rst) begin
-      \$183  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$184  = plan_ph1_op;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$184  = 3'h2;
-          end else begin
-            \$184  = \$131 ;
-          end
-    endcase
-    if (rst) begin
-      \$184  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$185  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$185  = 2'h0;
-            if (\$135 ) begin
-              \$185  = plan_fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$185  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$186  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-              \$186  = 1'h1;
-            end else begin
-              \$186  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$144 ) begin
-            \$186  = 1'h0;
-          end
-      2'h1:
-          if (\$145 ) begin
-            \$186  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$187  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-              \$187  = 2'h1;
-            end else begin
-              \$187  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$144 ) begin
-            \$187  = 2'h0;
-          end
-      2'h1:
-          if (\$145 ) begin
-            \$187  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$187  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$188  = rsp_last;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$188  = plan_rsp_last;
-            end
-          end
-    endcase
+    \$188  = \$128 [12:0];
     if (rst) begin
       \$188  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$189  = two;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$189  = plan_two;
-            end
+    \$189  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$189  = \$129 ;
+      4'h1:
+          \$189  = 3'h2;
+      4'h2:
+          \$189  = 3'h3;
+      4'h3:
+          \$189  = 3'h4;
+      4'h4:
+          \$189  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$189  = \$130 ;
+          end else begin
+            \$189  = 3'h2;
           end
+      4'h6:
+          \$189  = 3'h7;
     endcase
     if (rst) begin
-      \$189  = 1'h0;
+      \$189  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$190  = wait_tree;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$190  = plan_wait_tree;
-            end
+    \$190  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$190  = 3'h2;
+          end else begin
+            \$190  = \$133 ;
           end
     endcase
     if (rst) begin
-      \$190  = 1'h0;
+      \$190  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$191  = ph0_op;
+    \$191  = error;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$191  = plan_ph0_op;
+          if (\$136 ) begin
+            \$191  = 2'h0;
+            if (\$137 ) begin
+              \$191  = plan_fail;
             end
           end
     endcase
     if (rst) begin
-      \$191  = 3'h0;
+      \$191  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$192  = ph1_op;
+    \$192  = busy;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
+              \$192  = 1'h1;
             end else begin
-              \$192  = plan_ph1_op;
+              \$192  = 1'h1;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$192  = 1'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$192  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$192  = 3'h0;
+      \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$193  = ph0_last;
+    \$193  = engine_state;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
+              \$193  = 2'h1;
             end else begin
-              \$193  = plan_ph0_last;
+              \$193  = 2'h2;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$193  = 2'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$193  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$193  = 13'h0000;
+      \$193  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$194  = ph1_last;
+    \$194  = rsp_last;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$194  = plan_ph1_last;
+              \$194  = plan_rsp_last;
             end
           end
     endcase
     if (rst) begin
       \$194  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$195  = two;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$195  = plan_two;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$195  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$196  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$196  = plan_wait_tree;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$196  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$197  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$197  = plan_ph0_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$197  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$198  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$198  = plan_ph1_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$198  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$199  = ph0_last;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$199  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$199  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$200  = ph1_last;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$200  = plan_ph1_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$200  = 13'h0000;
     end
   end
   assign h_region = \$3 [2:0];
@@ -2986,12 +3053,12 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
-  wire [31:0] \$154 ;
-  wire \$155 ;
+  wire \$154 ;
+  wire [31:0] \$155 ;
   wire \$156 ;
-  wire [17:0] \$157 ;
+  wire \$157 ;
   wire [17:0] \$158 ;
-  wire \$159 ;
+  wire [17:0] \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
@@ -3085,45 +3152,45 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \$240 ;
   wire \$241 ;
   wire \$242 ;
-  wire [15:0] \$243 ;
-  wire [31:0] \$244 ;
-  wire [31:0] \$245 ;
-  wire [31:0] \$246 ;
-  wire [31:0] \$247 ;
-  wire [31:0] \$248 ;
-  wire [31:0] \$249 ;
+  wire \$243 ;
+  wire \$244 ;
+  wire \$245 ;
+  wire \$246 ;
+  wire \$247 ;
+  wire \$248 ;
+  wire \$249 ;
   wire \$25 ;
-  wire [31:0] \$250 ;
-  wire [31:0] \$251 ;
-  wire [31:0] \$252 ;
-  wire [31:0] \$253 ;
-  wire [31:0] \$254 ;
-  wire [31:0] \$255 ;
-  wire [31:0] \$256 ;
-  wire [31:0] \$257 ;
-  wire [31:0] \$258 ;
-  wire [31:0] \$259 ;
+  wire \$250 ;
+  wire \$251 ;
+  wire \$252 ;
+  wire \$253 ;
+  wire \$254 ;
+  wire \$255 ;
+  wire \$256 ;
+  wire \$257 ;
+  wire \$258 ;
+  wire \$259 ;
   wire [16:0] \$26 ;
-  wire [31:0] \$260 ;
-  wire [31:0] \$261 ;
-  wire [31:0] \$262 ;
-  wire [31:0] \$263 ;
-  wire [31:0] \$264 ;
-  wire [31:0] \$265 ;
-  wire [31:0] \$266 ;
-  wire [31:0] \$267 ;
-  wire [31:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$260 ;
+  wire \$261 ;
+  wire \$262 ;
+  wire \$263 ;
+  wire \$264 ;
+  wire \$265 ;
+  wire \$266 ;
+  wire \$267 ;
+  wire \$268 ;
+  wire \$269 ;
   wire [16:0] \$27 ;
-  wire [31:0] \$270 ;
-  wire [31:0] \$271 ;
-  wire [31:0] \$272 ;
-  wire [31:0] \$273 ;
-  wire [31:0] \$274 ;
-  wire [31:0] \$275 ;
-  wire [31:0] \$276 ;
-  wire [31:0] \$277 ;
-  wire [31:0] \$278 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire [15:0] \$278 ;
   wire [31:0] \$279 ;
   wire [16:0] \$28 ;
   wire [31:0] \$280 ;
@@ -3197,51 +3264,51 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire [31:0] \$341 ;
   wire [31:0] \$342 ;
   wire [31:0] \$343 ;
-  wire [32:0] \$344 ;
-  wire [42:0] \$345 ;
-  wire [38:0] \$346 ;
-  wire [40:0] \$347 ;
-  wire [36:0] \$348 ;
-  wire [49:0] \$349 ;
+  wire [31:0] \$344 ;
+  wire [31:0] \$345 ;
+  wire [31:0] \$346 ;
+  wire [31:0] \$347 ;
+  wire [31:0] \$348 ;
+  wire [31:0] \$349 ;
   wire \$35 ;
-  wire [47:0] \$350 ;
-  wire [47:0] \$351 ;
-  wire [47:0] \$352 ;
-  wire [47:0] \$353 ;
-  wire \$354 ;
-  wire [47:0] \$355 ;
-  wire [47:0] \$356 ;
-  wire [47:0] \$357 ;
-  wire [47:0] \$358 ;
-  wire \$359 ;
+  wire [31:0] \$350 ;
+  wire [31:0] \$351 ;
+  wire [31:0] \$352 ;
+  wire [31:0] \$353 ;
+  wire [31:0] \$354 ;
+  wire [31:0] \$355 ;
+  wire [31:0] \$356 ;
+  wire [31:0] \$357 ;
+  wire [31:0] \$358 ;
+  wire [31:0] \$359 ;
   wire \$36 ;
-  wire [47:0] \$360 ;
-  wire [47:0] \$361 ;
-  wire [47:0] \$362 ;
-  wire [47:0] \$363 ;
-  wire \$364 ;
-  wire [47:0] \$365 ;
-  wire [47:0] \$366 ;
-  wire [47:0] \$367 ;
-  wire [47:0] \$368 ;
-  wire \$369 ;
+  wire [31:0] \$360 ;
+  wire [31:0] \$361 ;
+  wire [31:0] \$362 ;
+  wire [31:0] \$363 ;
+  wire [31:0] \$364 ;
+  wire [31:0] \$365 ;
+  wire [31:0] \$366 ;
+  wire [31:0] \$367 ;
+  wire [31:0] \$368 ;
+  wire [31:0] \$369 ;
   wire \$37 ;
-  wire [47:0] \$370 ;
-  wire [47:0] \$371 ;
-  wire [47:0] \$372 ;
-  wire [47:0] \$373 ;
-  wire \$374 ;
-  wire [47:0] \$375 ;
-  wire [47:0] \$376 ;
-  wire [47:0] \$377 ;
-  wire [47:0] \$378 ;
-  wire \$379 ;
+  wire [31:0] \$370 ;
+  wire [31:0] \$371 ;
+  wire [31:0] \$372 ;
+  wire [31:0] \$373 ;
+  wire [31:0] \$374 ;
+  wire [31:0] \$375 ;
+  wire [31:0] \$376 ;
+  wire [31:0] \$377 ;
+  wire [31:0] \$378 ;
+  wire [32:0] \$379 ;
   wire \$38 ;
-  wire [47:0] \$380 ;
-  wire [47:0] \$381 ;
-  wire [47:0] \$382 ;
-  wire [47:0] \$383 ;
-  wire \$384 ;
+  wire [42:0] \$380 ;
+  wire [38:0] \$381 ;
+  wire [40:0] \$382 ;
+  wire [36:0] \$383 ;
+  wire [49:0] \$384 ;
   wire [47:0] \$385 ;
   wire [47:0] \$386 ;
   wire [47:0] \$387 ;
@@ -3259,7 +3326,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire [47:0] \$398 ;
   wire \$399 ;
   wire \$4 ;
-  wire [34:0] \$40 ;
+  wire [33:0] \$40 ;
   wire [47:0] \$400 ;
   wire [47:0] \$401 ;
   wire [47:0] \$402 ;
@@ -3270,113 +3337,149 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire [47:0] \$407 ;
   wire [47:0] \$408 ;
   wire \$409 ;
-  wire [35:0] \$41 ;
-  wire \$410 ;
-  wire \$411 ;
-  wire \$412 ;
-  wire [43:0] \$413 ;
-  wire [44:0] \$414 ;
-  wire [69:0] \$415 ;
-  wire [70:0] \$416 ;
-  wire [41:0] \$417 ;
-  wire [42:0] \$418 ;
-  wire [67:0] \$419 ;
-  wire [31:0] \$42 ;
-  wire [68:0] \$420 ;
-  wire \$421 ;
-  wire \$422 ;
-  wire \$423 ;
+  wire [34:0] \$41 ;
+  wire [47:0] \$410 ;
+  wire [47:0] \$411 ;
+  wire [47:0] \$412 ;
+  wire [47:0] \$413 ;
+  wire \$414 ;
+  wire [47:0] \$415 ;
+  wire [47:0] \$416 ;
+  wire [47:0] \$417 ;
+  wire [47:0] \$418 ;
+  wire \$419 ;
+  wire [35:0] \$42 ;
+  wire [47:0] \$420 ;
+  wire [47:0] \$421 ;
+  wire [47:0] \$422 ;
+  wire [47:0] \$423 ;
   wire \$424 ;
-  wire \$425 ;
-  wire \$426 ;
-  wire \$427 ;
-  wire \$428 ;
+  wire [47:0] \$425 ;
+  wire [47:0] \$426 ;
+  wire [47:0] \$427 ;
+  wire [47:0] \$428 ;
   wire \$429 ;
   wire [31:0] \$43 ;
-  wire \$430 ;
-  wire \$431 ;
-  wire \$432 ;
-  wire \$433 ;
+  wire [47:0] \$430 ;
+  wire [47:0] \$431 ;
+  wire [47:0] \$432 ;
+  wire [47:0] \$433 ;
   wire \$434 ;
-  wire \$435 ;
-  wire \$436 ;
-  wire \$437 ;
-  wire \$438 ;
+  wire [47:0] \$435 ;
+  wire [47:0] \$436 ;
+  wire [47:0] \$437 ;
+  wire [47:0] \$438 ;
   wire \$439 ;
   wire [31:0] \$44 ;
-  wire \$440 ;
-  wire \$441 ;
-  wire \$442 ;
-  wire \$443 ;
+  wire [47:0] \$440 ;
+  wire [47:0] \$441 ;
+  wire [47:0] \$442 ;
+  wire [47:0] \$443 ;
   wire \$444 ;
   wire \$445 ;
   wire \$446 ;
   wire \$447 ;
-  wire \$448 ;
-  wire \$449 ;
+  wire [43:0] \$448 ;
+  wire [44:0] \$449 ;
   wire [31:0] \$45 ;
-  wire \$450 ;
-  reg \$451 ;
-  reg [93:0] \$452 ;
-  reg \$453 ;
-  reg \$454 ;
-  reg [93:0] \$455 ;
-  reg [5:0] \$456 ;
-  reg \$457 ;
-  reg [5:0] \$458 ;
-  reg [5:0] \$459 ;
+  wire [69:0] \$450 ;
+  wire [70:0] \$451 ;
+  wire [41:0] \$452 ;
+  wire [42:0] \$453 ;
+  wire [67:0] \$454 ;
+  wire [68:0] \$455 ;
+  wire \$456 ;
+  wire \$457 ;
+  wire \$458 ;
+  wire \$459 ;
   wire [31:0] \$46 ;
-  reg [5:0] \$460 ;
-  reg \$461 ;
-  reg [93:0] \$462 ;
-  reg \$463 ;
-  reg \$464 ;
-  reg [11:0] \$465 ;
-  reg \$466 ;
-  reg [15:0] \$467 ;
-  reg [191:0] \$468 ;
-  reg [15:0] \$469 ;
+  wire \$460 ;
+  wire \$461 ;
+  wire \$462 ;
+  wire \$463 ;
+  wire \$464 ;
+  wire \$465 ;
+  wire \$466 ;
+  wire \$467 ;
+  wire \$468 ;
+  wire \$469 ;
   wire [31:0] \$47 ;
-  reg [16:0] \$470 ;
-  reg [31:0] \$471 ;
-  reg [34:0] \$472 ;
-  reg [15:0] \$473 ;
-  reg [191:0] \$474 ;
-  reg [33:0] \$475 ;
-  reg [15:0] \$476 ;
-  reg [511:0] \$477 ;
-  reg [191:0] \$478 ;
-  reg [31:0] \$479 ;
-  wire \$48 ;
-  reg [31:0] \$480 ;
-  reg [31:0] \$481 ;
-  reg [31:0] \$482 ;
-  reg [31:0] \$483 ;
-  reg [31:0] \$484 ;
-  reg [31:0] \$485 ;
-  reg [191:0] \$486 ;
-  reg [32:0] \$487 ;
-  reg [42:0] \$488 ;
-  reg [38:0] \$489 ;
+  wire \$470 ;
+  wire \$471 ;
+  wire \$472 ;
+  wire \$473 ;
+  wire \$474 ;
+  wire \$475 ;
+  wire \$476 ;
+  wire \$477 ;
+  wire \$478 ;
+  wire \$479 ;
+  wire [31:0] \$48 ;
+  wire \$480 ;
+  wire \$481 ;
+  wire \$482 ;
+  wire \$483 ;
+  wire \$484 ;
+  wire \$485 ;
+  reg \$486 ;
+  reg [93:0] \$487 ;
+  reg \$488 ;
+  reg \$489 ;
   wire \$49 ;
-  reg [40:0] \$490 ;
-  reg [36:0] \$491 ;
-  reg [191:0] \$492 ;
-  reg [47:0] \$493 ;
-  reg [11:0] \$494 ;
-  reg [79:0] \$495 ;
-  reg [79:0] \$496 ;
-  reg [191:0] \$497 ;
-  reg [191:0] \$498 ;
+  reg [93:0] \$490 ;
+  reg [5:0] \$491 ;
+  reg \$492 ;
+  reg [5:0] \$493 ;
+  reg [5:0] \$494 ;
+  reg [5:0] \$495 ;
+  reg \$496 ;
+  reg [93:0] \$497 ;
+  reg \$498 ;
   reg \$499 ;
   wire \$5 ;
-  wire [80:0] \$50 ;
-  reg \$500 ;
+  wire \$50 ;
+  reg [11:0] \$500 ;
   reg \$501 ;
-  wire [81:0] \$51 ;
-  wire [110:0] \$52 ;
-  wire [111:0] \$53 ;
-  wire \$54 ;
+  reg [15:0] \$502 ;
+  reg [191:0] \$503 ;
+  reg [15:0] \$504 ;
+  reg [16:0] \$505 ;
+  reg [31:0] \$506 ;
+  reg [33:0] \$507 ;
+  reg [33:0] \$508 ;
+  reg [15:0] \$509 ;
+  wire [80:0] \$51 ;
+  reg [191:0] \$510 ;
+  reg [33:0] \$511 ;
+  reg [15:0] \$512 ;
+  reg [511:0] \$513 ;
+  reg [191:0] \$514 ;
+  reg [31:0] \$515 ;
+  reg [31:0] \$516 ;
+  reg [31:0] \$517 ;
+  reg [31:0] \$518 ;
+  reg [31:0] \$519 ;
+  wire [81:0] \$52 ;
+  reg [31:0] \$520 ;
+  reg [31:0] \$521 ;
+  reg [191:0] \$522 ;
+  reg [32:0] \$523 ;
+  reg [42:0] \$524 ;
+  reg [38:0] \$525 ;
+  reg [40:0] \$526 ;
+  reg [36:0] \$527 ;
+  reg [191:0] \$528 ;
+  reg [47:0] \$529 ;
+  wire [110:0] \$53 ;
+  reg [11:0] \$530 ;
+  reg [79:0] \$531 ;
+  reg [79:0] \$532 ;
+  reg [191:0] \$533 ;
+  reg [191:0] \$534 ;
+  reg \$535 ;
+  reg \$536 ;
+  reg \$537 ;
+  wire [111:0] \$54 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
@@ -3385,20 +3488,20 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
-  wire [6:0] \$62 ;
-  wire \$63 ;
+  wire \$62 ;
+  wire [6:0] \$63 ;
   wire \$64 ;
-  wire [6:0] \$65 ;
-  wire \$66 ;
+  wire \$65 ;
+  wire [6:0] \$66 ;
   wire \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
-  wire [6:0] \$72 ;
+  wire \$72 ;
   wire [6:0] \$73 ;
-  wire \$74 ;
+  wire [6:0] \$74 ;
   wire \$75 ;
   wire \$76 ;
   wire \$77 ;
@@ -3413,14 +3516,14 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
-  wire [12:0] \$88 ;
-  wire \$89 ;
+  wire \$88 ;
+  wire [12:0] \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
   wire \$92 ;
-  wire [15:0] \$93 ;
-  wire \$94 ;
+  wire \$93 ;
+  wire [15:0] \$94 ;
   wire \$95 ;
   wire \$96 ;
   wire \$97 ;
@@ -3532,6 +3635,8 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   reg [31:0] b3_old4 = 32'd0;
   reg [31:0] b3_old5 = 32'd0;
   reg [31:0] b3_old6 = 32'd0;
+  reg [33:0] b_hits_hi = 34'h000000000;
+  reg [33:0] b_hits_lo = 34'h000000000;
   output busy;
   wire busy;
   reg [191:0] c = 192'h000000000000000000000000000000000000000000000000;
@@ -3588,7 +3693,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire [47:0] d_ext;
   output empty;
   reg empty = 1'h0;
-  reg [34:0] hits = 35'h000000000;
+  wire [34:0] hits;
   reg [191:0] i = 192'h000000000000000000000000000000000000000000000000;
   wire [191:0] \i$2 ;
   wire \i$2.debug ;
@@ -3976,7 +4081,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   reg saturated = 1'h0;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$74 ;
+  wire [31:0] \seed$76 ;
   wire seed_load;
   reg [15:0] sel_lane = 16'h0000;
   reg [33:0] sel_tap = 34'h000000000;
@@ -4018,424 +4123,6 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   (* init = 1'h1 *)
   wire sweeping;
   wire [1535:0] taps;
-  wire [1535:0] \taps$91 ;
-  wire [191:0] \taps$91[0] ;
-  wire \taps$91[0].debug ;
-  wire [32:0] \taps$91[0].delta ;
-  wire \taps$91[0].empty ;
-  wire [15:0] \taps$91[0].index ;
-  wire \taps$91[0].invalid ;
-  wire [2:0] \taps$91[0].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[0].op ;
-  wire [31:0] \taps$91[0].prio ;
-  wire \taps$91[0].prng ;
-  wire \taps$91[0].read ;
-  wire \taps$91[0].respond ;
-  wire \taps$91[0].sample ;
-  wire [47:0] \taps$91[0].target ;
-  wire \taps$91[0].valid ;
-  wire [47:0] \taps$91[0].value ;
-  wire \taps$91[0].write ;
-  wire [191:0] \taps$91[1] ;
-  wire \taps$91[1].debug ;
-  wire [32:0] \taps$91[1].delta ;
-  wire \taps$91[1].empty ;
-  wire [15:0] \taps$91[1].index ;
-  wire \taps$91[1].invalid ;
-  wire [2:0] \taps$91[1].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[1].op ;
-  wire [31:0] \taps$91[1].prio ;
-  wire \taps$91[1].prng ;
-  wire \taps$91[1].read ;
-  wire \taps$91[1].respond ;
-  wire \taps$91[1].sample ;
-  wire [47:0] \taps$91[1].target ;
-  wire \taps$91[1].valid ;
-  wire [47:0] \taps$91[1].value ;
-  wire \taps$91[1].write ;
-  wire [191:0] \taps$91[2] ;
-  wire \taps$91[2].debug ;
-  wire [32:0] \taps$91[2].delta ;
-  wire \taps$91[2].empty ;
-  wire [15:0] \taps$91[2].index ;
-  wire \taps$91[2].invalid ;
-  wire [2:0] \taps$91[2].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[2].op ;
-  wire [31:0] \taps$91[2].prio ;
-  wire \taps$91[2].prng ;
-  wire \taps$91[2].read ;
-  wire \taps$91[2].respond ;
-  wire \taps$91[2].sample ;
-  wire [47:0] \taps$91[2].target ;
-  wire \taps$91[2].valid ;
-  wire [47:0] \taps$91[2].value ;
-  wire \taps$91[2].write ;
-  wire [191:0] \taps$91[3] ;
-  wire \taps$91[3].debug ;
-  wire [32:0] \taps$91[3].delta ;
-  wire \taps$91[3].empty ;
-  wire [15:0] \taps$91[3].index ;
-  wire \taps$91[3].invalid ;
-  wire [2:0] \taps$91[3].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[3].op ;
-  wire [31:0] \taps$91[3].prio ;
-  wire \taps$91[3].prng ;
-  wire \taps$91[3].read ;
-  wire \taps$91[3].respond ;
-  wire \taps$91[3].sample ;
-  wire [47:0] \taps$91[3].target ;
-  wire \taps$91[3].valid ;
-  wire [47:0] \taps$91[3].value ;
-  wire \taps$91[3].write ;
-  wire [191:0] \taps$91[4] ;
-  wire \taps$91[4].debug ;
-  wire [32:0] \taps$91[4].delta ;
-  wire \taps$91[4].empty ;
-  wire [15:0] \taps$91[4].index ;
-  wire \taps$91[4].invalid ;
-  wire [2:0] \taps$91[4].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[4].op ;
-  wire [31:0] \taps$91[4].prio ;
-  wire \taps$91[4].prng ;
-  wire \taps$91[4].read ;
-  wire \taps$91[4].respond ;
-  wire \taps$91[4].sample ;
-  wire [47:0] \taps$91[4].target ;
-  wire \taps$91[4].valid ;
-  wire [47:0] \taps$91[4].value ;
-  wire \taps$91[4].write ;
-  wire [191:0] \taps$91[5] ;
-  wire \taps$91[5].debug ;
-  wire [32:0] \taps$91[5].delta ;
-  wire \taps$91[5].empty ;
-  wire [15:0] \taps$91[5].index ;
-  wire \taps$91[5].invalid ;
-  wire [2:0] \taps$91[5].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[5].op ;
-  wire [31:0] \taps$91[5].prio ;
-  wire \taps$91[5].prng ;
-  wire \taps$91[5].read ;
-  wire \taps$91[5].respond ;
-  wire \taps$91[5].sample ;
-  wire [47:0] \taps$91[5].target ;
-  wire \taps$91[5].valid ;
-  wire [47:0] \taps$91[5].value ;
-  wire \taps$91[5].write ;
-  wire [191:0] \taps$91[6] ;
-  wire \taps$91[6].debug ;
-  wire [32:0] \taps$91[6].delta ;
-  wire \taps$91[6].empty ;
-  wire [15:0] \taps$91[6].index ;
-  wire \taps$91[6].invalid ;
-  wire [2:0] \taps$91[6].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[6].op ;
-  wire [31:0] \taps$91[6].prio ;
-  wire \taps$91[6].prng ;
-  wire \taps$91[6].read ;
-  wire \taps$91[6].respond ;
-  wire \taps$91[6].sample ;
-  wire [47:0] \taps$91[6].target ;
-  wire \taps$91[6].valid ;
-  wire [47:0] \taps$91[6].value ;
-  wire \taps$91[6].write ;
-  wire [191:0] \taps$91[7] ;
-  wire \taps$91[7].debug ;
-  wire [32:0] \taps$91[7].delta ;
-  wire \taps$91[7].empty ;
-  wire [15:0] \taps$91[7].index ;
-  wire \taps$91[7].invalid ;
-  wire [2:0] \taps$91[7].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$91[7].op ;
-  wire [31:0] \taps$91[7].prio ;
-  wire \taps$91[7].prng ;
-  wire \taps$91[7].read ;
-  wire \taps$91[7].respond ;
-  wire \taps$91[7].sample ;
-  wire [47:0] \taps$91[7].target ;
-  wire \taps$91[7].valid ;
-  wire [47:0] \taps$91[7].value ;
-  wire \taps$91[7].write ;
-  wire [1535:0] \taps$92 ;
-  wire [191:0] \taps$92[0] ;
-  wire \taps$92[0].debug ;
-  wire [32:0] \taps$92[0].delta ;
-  wire \taps$92[0].empty ;
-  wire [15:0] \taps$92[0].index ;
-  wire \taps$92[0].invalid ;
-  wire [2:0] \taps$92[0].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[0].op ;
-  wire [31:0] \taps$92[0].prio ;
-  wire \taps$92[0].prng ;
-  wire \taps$92[0].read ;
-  wire \taps$92[0].respond ;
-  wire \taps$92[0].sample ;
-  wire [47:0] \taps$92[0].target ;
-  wire \taps$92[0].valid ;
-  wire [47:0] \taps$92[0].value ;
-  wire \taps$92[0].write ;
-  wire [191:0] \taps$92[1] ;
-  wire \taps$92[1].debug ;
-  wire [32:0] \taps$92[1].delta ;
-  wire \taps$92[1].empty ;
-  wire [15:0] \taps$92[1].index ;
-  wire \taps$92[1].invalid ;
-  wire [2:0] \taps$92[1].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[1].op ;
-  wire [31:0] \taps$92[1].prio ;
-  wire \taps$92[1].prng ;
-  wire \taps$92[1].read ;
-  wire \taps$92[1].respond ;
-  wire \taps$92[1].sample ;
-  wire [47:0] \taps$92[1].target ;
-  wire \taps$92[1].valid ;
-  wire [47:0] \taps$92[1].value ;
-  wire \taps$92[1].write ;
-  wire [191:0] \taps$92[2] ;
-  wire \taps$92[2].debug ;
-  wire [32:0] \taps$92[2].delta ;
-  wire \taps$92[2].empty ;
-  wire [15:0] \taps$92[2].index ;
-  wire \taps$92[2].invalid ;
-  wire [2:0] \taps$92[2].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[2].op ;
-  wire [31:0] \taps$92[2].prio ;
-  wire \taps$92[2].prng ;
-  wire \taps$92[2].read ;
-  wire \taps$92[2].respond ;
-  wire \taps$92[2].sample ;
-  wire [47:0] \taps$92[2].target ;
-  wire \taps$92[2].valid ;
-  wire [47:0] \taps$92[2].value ;
-  wire \taps$92[2].write ;
-  wire [191:0] \taps$92[3] ;
-  wire \taps$92[3].debug ;
-  wire [32:0] \taps$92[3].delta ;
-  wire \taps$92[3].empty ;
-  wire [15:0] \taps$92[3].index ;
-  wire \taps$92[3].invalid ;
-  wire [2:0] \taps$92[3].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[3].op ;
-  wire [31:0] \taps$92[3].prio ;
-  wire \taps$92[3].prng ;
-  wire \taps$92[3].read ;
-  wire \taps$92[3].respond ;
-  wire \taps$92[3].sample ;
-  wire [47:0] \taps$92[3].target ;
-  wire \taps$92[3].valid ;
-  wire [47:0] \taps$92[3].value ;
-  wire \taps$92[3].write ;
-  wire [191:0] \taps$92[4] ;
-  wire \taps$92[4].debug ;
-  wire [32:0] \taps$92[4].delta ;
-  wire \taps$92[4].empty ;
-  wire [15:0] \taps$92[4].index ;
-  wire \taps$92[4].invalid ;
-  wire [2:0] \taps$92[4].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[4].op ;
-  wire [31:0] \taps$92[4].prio ;
-  wire \taps$92[4].prng ;
-  wire \taps$92[4].read ;
-  wire \taps$92[4].respond ;
-  wire \taps$92[4].sample ;
-  wire [47:0] \taps$92[4].target ;
-  wire \taps$92[4].valid ;
-  wire [47:0] \taps$92[4].value ;
-  wire \taps$92[4].write ;
-  wire [191:0] \taps$92[5] ;
-  wire \taps$92[5].debug ;
-  wire [32:0] \taps$92[5].delta ;
-  wire \taps$92[5].empty ;
-  wire [15:0] \taps$92[5].index ;
-  wire \taps$92[5].invalid ;
-  wire [2:0] \taps$92[5].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[5].op ;
-  wire [31:0] \taps$92[5].prio ;
-  wire \taps$92[5].prng ;
-  wire \taps$92[5].read ;
-  wire \taps$92[5].respond ;
-  wire \taps$92[5].sample ;
-  wire [47:0] \taps$92[5].target ;
-  wire \taps$92[5].valid ;
-  wire [47:0] \taps$92[5].value ;
-  wire \taps$92[5].write ;
-  wire [191:0] \taps$92[6] ;
-  wire \taps$92[6].debug ;
-  wire [32:0] \taps$92[6].delta ;
-  wire \taps$92[6].empty ;
-  wire [15:0] \taps$92[6].index ;
-  wire \taps$92[6].invalid ;
-  wire [2:0] \taps$92[6].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[6].op ;
-  wire [31:0] \taps$92[6].prio ;
-  wire \taps$92[6].prng ;
-  wire \taps$92[6].read ;
-  wire \taps$92[6].respond ;
-  wire \taps$92[6].sample ;
-  wire [47:0] \taps$92[6].target ;
-  wire \taps$92[6].valid ;
-  wire [47:0] \taps$92[6].value ;
-  wire \taps$92[6].write ;
-  wire [191:0] \taps$92[7] ;
-  wire \taps$92[7].debug ;
-  wire [32:0] \taps$92[7].delta ;
-  wire \taps$92[7].empty ;
-  wire [15:0] \taps$92[7].index ;
-  wire \taps$92[7].invalid ;
-  wire [2:0] \taps$92[7].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$92[7].op ;
-  wire [31:0] \taps$92[7].prio ;
-  wire \taps$92[7].prng ;
-  wire \taps$92[7].read ;
-  wire \taps$92[7].respond ;
-  wire \taps$92[7].sample ;
-  wire [47:0] \taps$92[7].target ;
-  wire \taps$92[7].valid ;
-  wire [47:0] \taps$92[7].value ;
-  wire \taps$92[7].write ;
   wire [1535:0] \taps$93 ;
   wire [191:0] \taps$93[0] ;
   wire \taps$93[0].debug ;
@@ -4645,6 +4332,424 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \taps$93[7].valid ;
   wire [47:0] \taps$93[7].value ;
   wire \taps$93[7].write ;
+  wire [1535:0] \taps$94 ;
+  wire [191:0] \taps$94[0] ;
+  wire \taps$94[0].debug ;
+  wire [32:0] \taps$94[0].delta ;
+  wire \taps$94[0].empty ;
+  wire [15:0] \taps$94[0].index ;
+  wire \taps$94[0].invalid ;
+  wire [2:0] \taps$94[0].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[0].op ;
+  wire [31:0] \taps$94[0].prio ;
+  wire \taps$94[0].prng ;
+  wire \taps$94[0].read ;
+  wire \taps$94[0].respond ;
+  wire \taps$94[0].sample ;
+  wire [47:0] \taps$94[0].target ;
+  wire \taps$94[0].valid ;
+  wire [47:0] \taps$94[0].value ;
+  wire \taps$94[0].write ;
+  wire [191:0] \taps$94[1] ;
+  wire \taps$94[1].debug ;
+  wire [32:0] \taps$94[1].delta ;
+  wire \taps$94[1].empty ;
+  wire [15:0] \taps$94[1].index ;
+  wire \taps$94[1].invalid ;
+  wire [2:0] \taps$94[1].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[1].op ;
+  wire [31:0] \taps$94[1].prio ;
+  wire \taps$94[1].prng ;
+  wire \taps$94[1].read ;
+  wire \taps$94[1].respond ;
+  wire \taps$94[1].sample ;
+  wire [47:0] \taps$94[1].target ;
+  wire \taps$94[1].valid ;
+  wire [47:0] \taps$94[1].value ;
+  wire \taps$94[1].write ;
+  wire [191:0] \taps$94[2] ;
+  wire \taps$94[2].debug ;
+  wire [32:0] \taps$94[2].delta ;
+  wire \taps$94[2].empty ;
+  wire [15:0] \taps$94[2].index ;
+  wire \taps$94[2].invalid ;
+  wire [2:0] \taps$94[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[2].op ;
+  wire [31:0] \taps$94[2].prio ;
+  wire \taps$94[2].prng ;
+  wire \taps$94[2].read ;
+  wire \taps$94[2].respond ;
+  wire \taps$94[2].sample ;
+  wire [47:0] \taps$94[2].target ;
+  wire \taps$94[2].valid ;
+  wire [47:0] \taps$94[2].value ;
+  wire \taps$94[2].write ;
+  wire [191:0] \taps$94[3] ;
+  wire \taps$94[3].debug ;
+  wire [32:0] \taps$94[3].delta ;
+  wire \taps$94[3].empty ;
+  wire [15:0] \taps$94[3].index ;
+  wire \taps$94[3].invalid ;
+  wire [2:0] \taps$94[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[3].op ;
+  wire [31:0] \taps$94[3].prio ;
+  wire \taps$94[3].prng ;
+  wire \taps$94[3].read ;
+  wire \taps$94[3].respond ;
+  wire \taps$94[3].sample ;
+  wire [47:0] \taps$94[3].target ;
+  wire \taps$94[3].valid ;
+  wire [47:0] \taps$94[3].value ;
+  wire \taps$94[3].write ;
+  wire [191:0] \taps$94[4] ;
+  wire \taps$94[4].debug ;
+  wire [32:0] \taps$94[4].delta ;
+  wire \taps$94[4].empty ;
+  wire [15:0] \taps$94[4].index ;
+  wire \taps$94[4].invalid ;
+  wire [2:0] \taps$94[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[4].op ;
+  wire [31:0] \taps$94[4].prio ;
+  wire \taps$94[4].prng ;
+  wire \taps$94[4].read ;
+  wire \taps$94[4].respond ;
+  wire \taps$94[4].sample ;
+  wire [47:0] \taps$94[4].target ;
+  wire \taps$94[4].valid ;
+  wire [47:0] \taps$94[4].value ;
+  wire \taps$94[4].write ;
+  wire [191:0] \taps$94[5] ;
+  wire \taps$94[5].debug ;
+  wire [32:0] \taps$94[5].delta ;
+  wire \taps$94[5].empty ;
+  wire [15:0] \taps$94[5].index ;
+  wire \taps$94[5].invalid ;
+  wire [2:0] \taps$94[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[5].op ;
+  wire [31:0] \taps$94[5].prio ;
+  wire \taps$94[5].prng ;
+  wire \taps$94[5].read ;
+  wire \taps$94[5].respond ;
+  wire \taps$94[5].sample ;
+  wire [47:0] \taps$94[5].target ;
+  wire \taps$94[5].valid ;
+  wire [47:0] \taps$94[5].value ;
+  wire \taps$94[5].write ;
+  wire [191:0] \taps$94[6] ;
+  wire \taps$94[6].debug ;
+  wire [32:0] \taps$94[6].delta ;
+  wire \taps$94[6].empty ;
+  wire [15:0] \taps$94[6].index ;
+  wire \taps$94[6].invalid ;
+  wire [2:0] \taps$94[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[6].op ;
+  wire [31:0] \taps$94[6].prio ;
+  wire \taps$94[6].prng ;
+  wire \taps$94[6].read ;
+  wire \taps$94[6].respond ;
+  wire \taps$94[6].sample ;
+  wire [47:0] \taps$94[6].target ;
+  wire \taps$94[6].valid ;
+  wire [47:0] \taps$94[6].value ;
+  wire \taps$94[6].write ;
+  wire [191:0] \taps$94[7] ;
+  wire \taps$94[7].debug ;
+  wire [32:0] \taps$94[7].delta ;
+  wire \taps$94[7].empty ;
+  wire [15:0] \taps$94[7].index ;
+  wire \taps$94[7].invalid ;
+  wire [2:0] \taps$94[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$94[7].op ;
+  wire [31:0] \taps$94[7].prio ;
+  wire \taps$94[7].prng ;
+  wire \taps$94[7].read ;
+  wire \taps$94[7].respond ;
+  wire \taps$94[7].sample ;
+  wire [47:0] \taps$94[7].target ;
+  wire \taps$94[7].valid ;
+  wire [47:0] \taps$94[7].value ;
+  wire \taps$94[7].write ;
+  wire [1535:0] \taps$95 ;
+  wire [191:0] \taps$95[0] ;
+  wire \taps$95[0].debug ;
+  wire [32:0] \taps$95[0].delta ;
+  wire \taps$95[0].empty ;
+  wire [15:0] \taps$95[0].index ;
+  wire \taps$95[0].invalid ;
+  wire [2:0] \taps$95[0].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[0].op ;
+  wire [31:0] \taps$95[0].prio ;
+  wire \taps$95[0].prng ;
+  wire \taps$95[0].read ;
+  wire \taps$95[0].respond ;
+  wire \taps$95[0].sample ;
+  wire [47:0] \taps$95[0].target ;
+  wire \taps$95[0].valid ;
+  wire [47:0] \taps$95[0].value ;
+  wire \taps$95[0].write ;
+  wire [191:0] \taps$95[1] ;
+  wire \taps$95[1].debug ;
+  wire [32:0] \taps$95[1].delta ;
+  wire \taps$95[1].empty ;
+  wire [15:0] \taps$95[1].index ;
+  wire \taps$95[1].invalid ;
+  wire [2:0] \taps$95[1].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[1].op ;
+  wire [31:0] \taps$95[1].prio ;
+  wire \taps$95[1].prng ;
+  wire \taps$95[1].read ;
+  wire \taps$95[1].respond ;
+  wire \taps$95[1].sample ;
+  wire [47:0] \taps$95[1].target ;
+  wire \taps$95[1].valid ;
+  wire [47:0] \taps$95[1].value ;
+  wire \taps$95[1].write ;
+  wire [191:0] \taps$95[2] ;
+  wire \taps$95[2].debug ;
+  wire [32:0] \taps$95[2].delta ;
+  wire \taps$95[2].empty ;
+  wire [15:0] \taps$95[2].index ;
+  wire \taps$95[2].invalid ;
+  wire [2:0] \taps$95[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[2].op ;
+  wire [31:0] \taps$95[2].prio ;
+  wire \taps$95[2].prng ;
+  wire \taps$95[2].read ;
+  wire \taps$95[2].respond ;
+  wire \taps$95[2].sample ;
+  wire [47:0] \taps$95[2].target ;
+  wire \taps$95[2].valid ;
+  wire [47:0] \taps$95[2].value ;
+  wire \taps$95[2].write ;
+  wire [191:0] \taps$95[3] ;
+  wire \taps$95[3].debug ;
+  wire [32:0] \taps$95[3].delta ;
+  wire \taps$95[3].empty ;
+  wire [15:0] \taps$95[3].index ;
+  wire \taps$95[3].invalid ;
+  wire [2:0] \taps$95[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[3].op ;
+  wire [31:0] \taps$95[3].prio ;
+  wire \taps$95[3].prng ;
+  wire \taps$95[3].read ;
+  wire \taps$95[3].respond ;
+  wire \taps$95[3].sample ;
+  wire [47:0] \taps$95[3].target ;
+  wire \taps$95[3].valid ;
+  wire [47:0] \taps$95[3].value ;
+  wire \taps$95[3].write ;
+  wire [191:0] \taps$95[4] ;
+  wire \taps$95[4].debug ;
+  wire [32:0] \taps$95[4].delta ;
+  wire \taps$95[4].empty ;
+  wire [15:0] \taps$95[4].index ;
+  wire \taps$95[4].invalid ;
+  wire [2:0] \taps$95[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[4].op ;
+  wire [31:0] \taps$95[4].prio ;
+  wire \taps$95[4].prng ;
+  wire \taps$95[4].read ;
+  wire \taps$95[4].respond ;
+  wire \taps$95[4].sample ;
+  wire [47:0] \taps$95[4].target ;
+  wire \taps$95[4].valid ;
+  wire [47:0] \taps$95[4].value ;
+  wire \taps$95[4].write ;
+  wire [191:0] \taps$95[5] ;
+  wire \taps$95[5].debug ;
+  wire [32:0] \taps$95[5].delta ;
+  wire \taps$95[5].empty ;
+  wire [15:0] \taps$95[5].index ;
+  wire \taps$95[5].invalid ;
+  wire [2:0] \taps$95[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[5].op ;
+  wire [31:0] \taps$95[5].prio ;
+  wire \taps$95[5].prng ;
+  wire \taps$95[5].read ;
+  wire \taps$95[5].respond ;
+  wire \taps$95[5].sample ;
+  wire [47:0] \taps$95[5].target ;
+  wire \taps$95[5].valid ;
+  wire [47:0] \taps$95[5].value ;
+  wire \taps$95[5].write ;
+  wire [191:0] \taps$95[6] ;
+  wire \taps$95[6].debug ;
+  wire [32:0] \taps$95[6].delta ;
+  wire \taps$95[6].empty ;
+  wire [15:0] \taps$95[6].index ;
+  wire \taps$95[6].invalid ;
+  wire [2:0] \taps$95[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[6].op ;
+  wire [31:0] \taps$95[6].prio ;
+  wire \taps$95[6].prng ;
+  wire \taps$95[6].read ;
+  wire \taps$95[6].respond ;
+  wire \taps$95[6].sample ;
+  wire [47:0] \taps$95[6].target ;
+  wire \taps$95[6].valid ;
+  wire [47:0] \taps$95[6].value ;
+  wire \taps$95[6].write ;
+  wire [191:0] \taps$95[7] ;
+  wire \taps$95[7].debug ;
+  wire [32:0] \taps$95[7].delta ;
+  wire \taps$95[7].empty ;
+  wire [15:0] \taps$95[7].index ;
+  wire \taps$95[7].invalid ;
+  wire [2:0] \taps$95[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$95[7].op ;
+  wire [31:0] \taps$95[7].prio ;
+  wire \taps$95[7].prng ;
+  wire \taps$95[7].read ;
+  wire \taps$95[7].respond ;
+  wire \taps$95[7].sample ;
+  wire [47:0] \taps$95[7].target ;
+  wire \taps$95[7].valid ;
+  wire [47:0] \taps$95[7].value ;
+  wire \taps$95[7].write ;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -4875,82 +4980,145 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
       rsp_queue[q_wr__addr] <= response;
   end
   assign rsp__payload = rsp_queue[q_rd__addr];
+  assign \$445  = c[4] & root_zero;
+  assign \$446  = ! c[14:12];
+  assign \$447  = c[8] & \$446 ;
+  assign \$449  = 1'h0 + \$448 ;
+  assign \$451  = \$449  + \$450 ;
+  assign \$453  = 1'h0 + \$452 ;
+  assign \$455  = \$453  + \$454 ;
+  assign \$456  = c[4] & root_zero;
+  assign \$457  = a[2:0] != 3'h4;
+  assign \$458  = write & \$457 ;
+  assign \$459  = \$458  & sat_ovf;
+  assign \$460  = a[2:0] == 2'h2;
+  assign \$461  = a_valid & \$460 ;
+  assign \$462  = a[2:0] == 3'h5;
+  assign \$463  = a_valid & \$462 ;
+  assign \$464  = \$461  | \$463 ;
+  assign \$466  = a[2:0] == 3'h6;
+  assign \$467  = a_valid & \$466 ;
+  assign \$468  = ! a[5:3];
+  assign \$469  = a[21:6] >= 1'h1;
+  assign \$470  = \$468  & \$469 ;
+  assign \$471  = a[5:3] == 1'h1;
+  assign \$472  = a[21:6] >= 5'h10;
+  assign \$473  = \$471  & \$472 ;
+  assign \$474  = a[5:3] == 2'h2;
+  assign \$475  = a[21:6] >= 9'h100;
+  assign \$476  = \$474  & \$475 ;
+  assign \$477  = a[5:3] == 2'h3;
+  assign \$478  = a[21:6] >= 13'h1000;
+  assign \$479  = \$477  & \$478 ;
+  assign \$480  = a[5:3] > 3'h4;
+  assign \$481  = | { \$480 , \$479 , \$476 , \$473 , \$470  };
+  assign \$482  = \$467  & \$481 ;
+  assign \$484  = s[2:0] == 3'h7;
+  assign \$485  = accept & \$484 ;
   always @(posedge clk)
-    a_resp <= \$464 ;
+    stages_busy <= \$486 ;
   always @(posedge clk)
-    sweep_addr <= \$465 ;
+    s <= \$487 ;
   always @(posedge clk)
-    sweep <= \$466 ;
+    \$signal  <= \$488 ;
   always @(posedge clk)
-    a_leaf <= \$467 ;
+    k_valid <= \$489 ;
   always @(posedge clk)
-    b <= \$468 ;
+    skid <= \$490 ;
   always @(posedge clk)
-    write_pointer <= \$469 ;
+    q_wr__addr <= \$491 ;
   always @(posedge clk)
-    size <= \$470 ;
+    rsp__valid <= \$492 ;
   always @(posedge clk)
-    max_priority <= \$471 ;
+    q_rd__addr <= \$493 ;
   always @(posedge clk)
-    hits <= \$472 ;
+    q_rp1 <= \$494 ;
   always @(posedge clk)
-    lane <= \$473 ;
+    reserved <= \$495 ;
   always @(posedge clk)
-    b2 <= \$474 ;
+    a_valid <= \$496 ;
   always @(posedge clk)
-    sel_tap <= \$475 ;
+    a <= \$497 ;
   always @(posedge clk)
-    sel_lane <= \$476 ;
+    a_insert <= \$498 ;
   always @(posedge clk)
-    looked <= \$477 ;
+    a_resp <= \$499 ;
   always @(posedge clk)
-    b3 <= \$478 ;
+    sweep_addr <= \$500 ;
   always @(posedge clk)
-    b3_old0 <= \$479 ;
+    sweep <= \$501 ;
   always @(posedge clk)
-    b3_old1 <= \$480 ;
+    a_leaf <= \$502 ;
   always @(posedge clk)
-    b3_old2 <= \$481 ;
+    b <= \$503 ;
   always @(posedge clk)
-    b3_old3 <= \$482 ;
+    write_pointer <= \$504 ;
   always @(posedge clk)
-    b3_old4 <= \$483 ;
+    size <= \$505 ;
   always @(posedge clk)
-    b3_old5 <= \$484 ;
+    max_priority <= \$506 ;
   always @(posedge clk)
-    b3_old6 <= \$485 ;
+    b_hits_lo <= \$507 ;
   always @(posedge clk)
-    c <= \$486 ;
+    b_hits_hi <= \$508 ;
   always @(posedge clk)
-    c_delta <= \$487 ;
+    lane <= \$509 ;
   always @(posedge clk)
-    pp_0_0 <= \$488 ;
+    b2 <= \$510 ;
   always @(posedge clk)
-    pp_0_26 <= \$489 ;
+    sel_tap <= \$511 ;
   always @(posedge clk)
-    pp_17_0 <= \$490 ;
+    sel_lane <= \$512 ;
   always @(posedge clk)
-    pp_17_26 <= \$491 ;
+    looked <= \$513 ;
   always @(posedge clk)
-    m <= \$492 ;
+    b3 <= \$514 ;
   always @(posedge clk)
-    total <= \$493 ;
+    b3_old0 <= \$515 ;
   always @(posedge clk)
-    root_zero_groups <= \$494 ;
+    b3_old1 <= \$516 ;
   always @(posedge clk)
-    m_row0 <= \$495 ;
+    b3_old2 <= \$517 ;
   always @(posedge clk)
-    m_row17 <= \$496 ;
+    b3_old3 <= \$518 ;
   always @(posedge clk)
-    m2 <= \$497 ;
+    b3_old4 <= \$519 ;
   always @(posedge clk)
-    i <= \$498 ;
+    b3_old5 <= \$520 ;
   always @(posedge clk)
-    empty <= \$499 ;
+    b3_old6 <= \$521 ;
   always @(posedge clk)
-    saturated <= \$500 ;
+    c <= \$522 ;
   always @(posedge clk)
-    invalid <= \$501 ;
+    c_delta <= \$523 ;
+  always @(posedge clk)
+    pp_0_0 <= \$524 ;
+  always @(posedge clk)
+    pp_0_26 <= \$525 ;
+  always @(posedge clk)
+    pp_17_0 <= \$526 ;
+  always @(posedge clk)
+    pp_17_26 <= \$527 ;
+  always @(posedge clk)
+    m <= \$528 ;
+  always @(posedge clk)
+    total <= \$529 ;
+  always @(posedge clk)
+    root_zero_groups <= \$530 ;
+  always @(posedge clk)
+    m_row0 <= \$531 ;
+  always @(posedge clk)
+    m_row17 <= \$532 ;
+  always @(posedge clk)
+    m2 <= \$533 ;
+  always @(posedge clk)
+    i <= \$534 ;
+  always @(posedge clk)
+    empty <= \$535 ;
+  always @(posedge clk)
+    saturated <= \$536 ;
+  always @(posedge clk)
+    invalid <= \$537 ;
   assign \$1  = ~ k_valid;
   assign \$2  = ~ sweep;
   assign cmd__ready = \$1  & \$2 ;
@@ -4998,424 +5166,398 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$35  = a[2:0] == 2'h2;
   assign \$36  = a_valid & \$35 ;
   assign write = \$34  | \$38 ;
-  assign \$40  = ~ hits;
-  assign \$41  = \$40  + 1'h1;
-  assign youngest = hits & \$41 [34:0];
-  assign \$43  = \$42  | b3_old1;
-  assign \$44  = \$43  | b3_old2;
-  assign \$45  = \$44  | b3_old3;
-  assign \$46  = \$45  | b3_old4;
-  assign \$47  = \$46  | b3_old5;
-  assign old = \$47  | b3_old6;
+  assign \$40  = b_hits_lo & b_hits_hi;
+  assign \$41  = ~ { 1'h1, \$40  };
+  assign \$42  = \$41  + 1'h1;
+  assign youngest = { 1'h1, \$40  } & \$42 [34:0];
+  assign \$44  = \$43  | b3_old1;
+  assign \$45  = \$44  | b3_old2;
+  assign \$46  = \$45  | b3_old3;
+  assign \$47  = \$46  | b3_old4;
+  assign \$48  = \$47  | b3_old5;
+  assign old = \$48  | b3_old6;
   assign root_zero = & root_zero_groups;
-  assign \$48  = c[4] & c[5];
-  assign \$49  = ~ root_zero;
-  assign step = \$48  & \$49 ;
+  assign \$49  = c[4] & c[5];
+  assign \$50  = ~ root_zero;
+  assign step = \$49  & \$50 ;
   assign x = c[5] ? word : c[127:96];
-  assign \$51  = 1'h0 + \$50 ;
-  assign \$53  = \$51  + \$52 ;
-  assign \$54  = | { \taps$93 [1344], \taps$93 [1152], \taps$93 [960], \taps$93 [768], \taps$93 [576], \taps$93 [384], \taps$93 [192], \taps$93 [0], \i$6 [0], \taps$92 [1344], \taps$92 [1152], \taps$92 [960], \taps$92 [768], \taps$92 [576], \taps$92 [384], \taps$92 [192], \taps$92 [0], \i$4 [0], \taps$91 [1344], \taps$91 [1152], \taps$91 [960], \taps$91 [768], \taps$91 [576], \taps$91 [384], \taps$91 [192], \taps$91 [0], \i$2 [0], taps[1344], taps[1152], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
-  assign \$55  = a_valid | \$54 ;
-  assign \$56  = ~ \$signal ;
-  assign \$57  = accept | \$56 ;
-  assign \$58  = cmd__valid & cmd__ready;
+  assign \$52  = 1'h0 + \$51 ;
+  assign \$54  = \$52  + \$53 ;
+  assign \$55  = | { \taps$95 [1344], \taps$95 [1152], \taps$95 [960], \taps$95 [768], \taps$95 [576], \taps$95 [384], \taps$95 [192], \taps$95 [0], \i$6 [0], \taps$94 [1344], \taps$94 [1152], \taps$94 [960], \taps$94 [768], \taps$94 [576], \taps$94 [384], \taps$94 [192], \taps$94 [0], \i$4 [0], \taps$93 [1344], \taps$93 [1152], \taps$93 [960], \taps$93 [768], \taps$93 [576], \taps$93 [384], \taps$93 [192], \taps$93 [0], \i$2 [0], taps[1344], taps[1152], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
+  assign \$56  = a_valid | \$55 ;
+  assign \$57  = ~ \$signal ;
+  assign \$58  = accept | \$57 ;
   assign \$59  = cmd__valid & cmd__ready;
-  assign \$60  = \o$30 [0] & \o$30 [9];
-  assign \$62  = q_wr__addr + 1'h1;
-  assign \$63  = q_rp1 != q_wr__addr;
-  assign \$65  = q_rp1 + 1'h1;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = a_resp & \$67 ;
-  assign \$70  = ~ a_resp;
-  assign \$71  = \$69  & \$70 ;
-  assign \$72  = reserved + 1'h1;
-  assign \$73  = reserved - 1'h1;
-  assign \$74  = s[2:0] == 3'h7;
-  assign \$75  = ~ \$74 ;
-  assign \$76  = accept & \$75 ;
-  assign \$77  = s[2:0] == 2'h3;
-  assign \$78  = s[2:0] == 3'h4;
-  assign \$79  = \$77  | \$78 ;
-  assign \$80  = ! s[2:0];
-  assign \$81  = s[2:0] == 1'h1;
-  assign \$82  = s[2:0] == 2'h3;
-  assign \$83  = s[2:0] == 3'h4;
-  assign \$84  = s[2:0] == 3'h5;
-  assign \$85  = s[2:0] == 3'h6;
-  assign \$86  = | { \$85 , \$84 , \$83 , \$82 , \$81 , \$80  };
-  assign \$87  = accept & \$86 ;
-  assign \$88  = sweep_addr + 1'h1;
-  assign \$89  = sweep_addr == 12'hfff;
-  assign \$90  = s[2:0] == 2'h3;
-  assign \$91  = s[2:0] == 3'h4;
-  assign \$92  = \$90  | \$91 ;
-  assign \$93  = \$92  ? \$28 [15:0] : s[21:6];
-  assign \$94  = ! a[2:0];
-  assign \$95  = a[2:0] == 1'h1;
-  assign \$96  = \$94  | \$95 ;
-  assign \$97  = a_valid & \$96 ;
-  assign \$98  = a[2:0] == 1'h1;
-  assign \$99  = a[2:0] == 3'h5;
-  assign \$100  = a_valid & \$99 ;
-  assign \$103  = a[2:0] == 3'h6;
-  assign \$104  = a_valid & \$103 ;
-  assign \$105  = ! a[5:3];
-  assign \$106  = a[21:6] >= 1'h1;
-  assign \$107  = \$105  & \$106 ;
-  assign \$108  = a[5:3] == 1'h1;
-  assign \$109  = a[21:6] >= 5'h10;
-  assign \$110  = \$108  & \$109 ;
-  assign \$111  = a[5:3] == 2'h2;
-  assign \$112  = a[21:6] >= 9'h100;
-  assign \$113  = \$111  & \$112 ;
-  assign \$114  = a[5:3] == 2'h3;
-  assign \$115  = a[21:6] >= 13'h1000;
-  assign \$116  = \$114  & \$115 ;
-  assign \$117  = a[5:3] > 3'h4;
-  assign \$118  = | { \$117 , \$116 , \$113 , \$110 , \$107  };
-  assign \$119  = ~ \$118 ;
-  assign \$120  = \$104  & \$119 ;
-  assign \$121  = ! a[2:0];
-  assign \$122  = a[2:0] == 1'h1;
-  assign \$123  = a[2:0] == 2'h3;
-  assign \$124  = a[2:0] == 3'h4;
-  assign \$125  = a[2:0] == 3'h5;
-  assign \$126  = a[2:0] == 3'h6;
-  assign \$127  = | { \$126 , \$125 , \$124 , \$123 , \$122 , \$121  };
-  assign \$128  = a_valid & \$127 ;
-  assign \$129  = a[2:0] == 2'h2;
-  assign \$130  = a_valid & \$129 ;
-  assign \$131  = a[2:0] == 3'h5;
-  assign \$132  = a_valid & \$131 ;
-  assign \$133  = \$130  | \$132 ;
-  assign \$135  = a[2:0] == 3'h6;
-  assign \$136  = a_valid & \$135 ;
-  assign \$137  = ! a[5:3];
-  assign \$138  = a[21:6] >= 1'h1;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = a[5:3] == 1'h1;
-  assign \$141  = a[21:6] >= 5'h10;
-  assign \$142  = \$140  & \$141 ;
-  assign \$143  = a[5:3] == 2'h2;
-  assign \$144  = a[21:6] >= 9'h100;
-  assign \$145  = \$143  & \$144 ;
-  assign \$146  = a[5:3] == 2'h3;
-  assign \$147  = a[21:6] >= 13'h1000;
-  assign \$148  = \$146  & \$147 ;
-  assign \$149  = a[5:3] > 3'h4;
-  assign \$150  = | { \$149 , \$148 , \$145 , \$142 , \$139  };
-  assign \$151  = \$136  & \$150 ;
-  assign \$153  = a_valid & a_insert;
-  assign \$154  = \$153  ? new_value : 32'd0;
-  assign \$155  = a_valid & a_insert;
-  assign \$156  = size == 17'h10000;
-  assign \$157  = size + 1'h1;
-  assign \$158  = \$156  ? 18'h10000 : \$157 ;
-  assign \$159  = b[30:15] == a_leaf;
-  assign \$160  = b[6] & \$159 ;
-  assign \$161  = b2[30:15] == a_leaf;
-  assign \$162  = b2[6] & \$161 ;
-  assign \$163  = b3[30:15] == a_leaf;
-  assign \$164  = b3[6] & \$163 ;
-  assign \$165  = c[30:15] == a_leaf;
-  assign \$166  = c[6] & \$165 ;
-  assign \$167  = m[30:15] == a_leaf;
-  assign \$168  = m[6] & \$167 ;
-  assign \$169  = m2[30:15] == a_leaf;
-  assign \$170  = m2[6] & \$169 ;
-  assign \$171  = i[30:15] == a_leaf;
-  assign \$172  = i[6] & \$171 ;
-  assign \$173  = taps[30:15] == a_leaf;
-  assign \$174  = taps[6] & \$173 ;
-  assign \$175  = taps[222:207] == a_leaf;
-  assign \$176  = taps[198] & \$175 ;
-  assign \$177  = taps[414:399] == a_leaf;
-  assign \$178  = taps[390] & \$177 ;
-  assign \$179  = taps[606:591] == a_leaf;
-  assign \$180  = taps[582] & \$179 ;
-  assign \$181  = taps[798:783] == a_leaf;
-  assign \$182  = taps[774] & \$181 ;
-  assign \$183  = taps[990:975] == a_leaf;
-  assign \$184  = taps[966] & \$183 ;
-  assign \$185  = taps[1182:1167] == a_leaf;
-  assign \$186  = taps[1158] & \$185 ;
-  assign \$187  = taps[1374:1359] == a_leaf;
-  assign \$188  = taps[1350] & \$187 ;
-  assign \$189  = \i$2 [30:15] == a_leaf;
-  assign \$190  = \i$2 [6] & \$189 ;
-  assign \$191  = \taps$91 [30:15] == a_leaf;
-  assign \$192  = \taps$91 [6] & \$191 ;
-  assign \$193  = \taps$91 [222:207] == a_leaf;
-  assign \$194  = \taps$91 [198] & \$193 ;
-  assign \$195  = \taps$91 [414:399] == a_leaf;
-  assign \$196  = \taps$91 [390] & \$195 ;
-  assign \$197  = \taps$91 [606:591] == a_leaf;
-  assign \$198  = \taps$91 [582] & \$197 ;
-  assign \$199  = \taps$91 [798:783] == a_leaf;
-  assign \$200  = \taps$91 [774] & \$199 ;
-  assign \$201  = \taps$91 [990:975] == a_leaf;
-  assign \$202  = \taps$91 [966] & \$201 ;
-  assign \$203  = \taps$91 [1182:1167] == a_leaf;
-  assign \$204  = \taps$91 [1158] & \$203 ;
-  assign \$205  = \taps$91 [1374:1359] == a_leaf;
-  assign \$206  = \taps$91 [1350] & \$205 ;
-  assign \$207  = \i$4 [30:15] == a_leaf;
-  assign \$208  = \i$4 [6] & \$207 ;
-  assign \$209  = \taps$92 [30:15] == a_leaf;
-  assign \$210  = \taps$92 [6] & \$209 ;
-  assign \$211  = \taps$92 [222:207] == a_leaf;
-  assign \$212  = \taps$92 [198] & \$211 ;
-  assign \$213  = \taps$92 [414:399] == a_leaf;
-  assign \$214  = \taps$92 [390] & \$213 ;
-  assign \$215  = \taps$92 [606:591] == a_leaf;
-  assign \$216  = \taps$92 [582] & \$215 ;
-  assign \$217  = \taps$92 [798:783] == a_leaf;
-  assign \$218  = \taps$92 [774] & \$217 ;
-  assign \$219  = \taps$92 [990:975] == a_leaf;
-  assign \$220  = \taps$92 [966] & \$219 ;
-  assign \$221  = \taps$92 [1182:1167] == a_leaf;
-  assign \$222  = \taps$92 [1158] & \$221 ;
-  assign \$223  = \taps$92 [1374:1359] == a_leaf;
-  assign \$224  = \taps$92 [1350] & \$223 ;
-  assign \$225  = \i$6 [30:15] == a_leaf;
-  assign \$226  = \i$6 [6] & \$225 ;
-  assign \$227  = ! a_leaf[3:0];
-  assign \$228  = a_leaf[3:0] == 1'h1;
-  assign \$229  = a_leaf[3:0] == 2'h2;
-  assign \$230  = a_leaf[3:0] == 2'h3;
-  assign \$231  = a_leaf[3:0] == 3'h4;
-  assign \$232  = a_leaf[3:0] == 3'h5;
-  assign \$233  = a_leaf[3:0] == 3'h6;
-  assign \$234  = a_leaf[3:0] == 3'h7;
-  assign \$235  = a_leaf[3:0] == 4'h8;
-  assign \$236  = a_leaf[3:0] == 4'h9;
-  assign \$237  = a_leaf[3:0] == 4'ha;
-  assign \$238  = a_leaf[3:0] == 4'hb;
-  assign \$239  = a_leaf[3:0] == 4'hc;
-  assign \$240  = a_leaf[3:0] == 4'hd;
-  assign \$241  = a_leaf[3:0] == 4'he;
-  assign \$242  = a_leaf[3:0] == 4'hf;
-  assign \$243  = youngest[34] ? lane : 16'h0000;
-  assign \$244  = sel_tap[0] ? b3[62:31] : 32'd0;
-  assign \$246  = sel_tap[1] ? c[62:31] : 32'd0;
-  assign \$247  = \$245  | \$246 ;
-  assign \$248  = sel_tap[2] ? m[62:31] : 32'd0;
-  assign \$249  = \$247  | \$248 ;
-  assign \$250  = sel_tap[3] ? m2[62:31] : 32'd0;
-  assign \$251  = \$249  | \$250 ;
-  assign \$252  = sel_tap[4] ? i[62:31] : 32'd0;
-  assign \$253  = \$251  | \$252 ;
-  assign \$254  = sel_tap[5] ? taps[62:31] : 32'd0;
-  assign \$255  = \$253  | \$254 ;
-  assign \$256  = sel_tap[6] ? taps[254:223] : 32'd0;
-  assign \$257  = \$255  | \$256 ;
-  assign \$258  = sel_tap[7] ? taps[446:415] : 32'd0;
-  assign \$259  = \$257  | \$258 ;
-  assign \$260  = sel_tap[8] ? taps[638:607] : 32'd0;
-  assign \$262  = sel_tap[9] ? taps[830:799] : 32'd0;
-  assign \$263  = \$261  | \$262 ;
-  assign \$264  = sel_tap[10] ? taps[1022:991] : 32'd0;
-  assign \$265  = \$263  | \$264 ;
-  assign \$266  = sel_tap[11] ? taps[1214:1183] : 32'd0;
-  assign \$267  = \$265  | \$266 ;
-  assign \$268  = sel_tap[12] ? taps[1406:1375] : 32'd0;
-  assign \$269  = \$267  | \$268 ;
-  assign \$270  = sel_tap[13] ? \i$2 [62:31] : 32'd0;
-  assign \$271  = \$269  | \$270 ;
-  assign \$272  = sel_tap[14] ? \taps$91 [62:31] : 32'd0;
-  assign \$273  = \$271  | \$272 ;
-  assign \$274  = sel_tap[15] ? \taps$91 [254:223] : 32'd0;
-  assign \$275  = \$273  | \$274 ;
-  assign \$276  = sel_tap[16] ? \taps$91 [446:415] : 32'd0;
-  assign \$278  = sel_tap[17] ? \taps$91 [638:607] : 32'd0;
-  assign \$279  = \$277  | \$278 ;
-  assign \$280  = sel_tap[18] ? \taps$91 [830:799] : 32'd0;
-  assign \$281  = \$279  | \$280 ;
-  assign \$282  = sel_tap[19] ? \taps$91 [1022:991] : 32'd0;
-  assign \$283  = \$281  | \$282 ;
-  assign \$284  = sel_tap[20] ? \taps$91 [1214:1183] : 32'd0;
-  assign \$285  = \$283  | \$284 ;
-  assign \$286  = sel_tap[21] ? \taps$91 [1406:1375] : 32'd0;
-  assign \$287  = \$285  | \$286 ;
-  assign \$288  = sel_tap[22] ? \i$4 [62:31] : 32'd0;
-  assign \$289  = \$287  | \$288 ;
-  assign \$290  = sel_tap[23] ? \taps$92 [62:31] : 32'd0;
-  assign \$291  = \$289  | \$290 ;
-  assign \$292  = sel_tap[24] ? \taps$92 [254:223] : 32'd0;
-  assign \$294  = sel_tap[25] ? \taps$92 [446:415] : 32'd0;
-  assign \$295  = \$293  | \$294 ;
-  assign \$296  = sel_tap[26] ? \taps$92 [638:607] : 32'd0;
-  assign \$297  = \$295  | \$296 ;
-  assign \$298  = sel_tap[27] ? \taps$92 [830:799] : 32'd0;
-  assign \$299  = \$297  | \$298 ;
-  assign \$300  = sel_tap[28] ? \taps$92 [1022:991] : 32'd0;
-  assign \$301  = \$299  | \$300 ;
-  assign \$302  = sel_tap[29] ? \taps$92 [1214:1183] : 32'd0;
-  assign \$303  = \$301  | \$302 ;
-  assign \$304  = sel_tap[30] ? \taps$92 [1406:1375] : 32'd0;
-  assign \$305  = \$303  | \$304 ;
-  assign \$306  = sel_tap[31] ? \i$6 [62:31] : 32'd0;
-  assign \$307  = \$305  | \$306 ;
-  assign \$308  = sel_tap[32] ? \taps$93 [62:31] : 32'd0;
-  assign \$310  = sel_tap[33] ? \taps$93 [254:223] : 32'd0;
-  assign \$311  = \$309  | \$310 ;
-  assign \$312  = sel_lane[0] ? looked[31:0] : 32'd0;
-  assign \$313  = \$311  | \$312 ;
-  assign \$314  = sel_lane[1] ? looked[63:32] : 32'd0;
-  assign \$315  = \$313  | \$314 ;
-  assign \$316  = sel_lane[2] ? looked[95:64] : 32'd0;
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = sel_lane[3] ? looked[127:96] : 32'd0;
-  assign \$319  = \$317  | \$318 ;
-  assign \$320  = sel_lane[4] ? looked[159:128] : 32'd0;
-  assign \$321  = \$319  | \$320 ;
-  assign \$322  = sel_lane[5] ? looked[191:160] : 32'd0;
-  assign \$323  = \$321  | \$322 ;
-  assign \$324  = sel_lane[6] ? looked[223:192] : 32'd0;
-  assign \$326  = sel_lane[7] ? looked[255:224] : 32'd0;
-  assign \$327  = \$325  | \$326 ;
-  assign \$328  = sel_lane[8] ? looked[287:256] : 32'd0;
-  assign \$329  = \$327  | \$328 ;
-  assign \$330  = sel_lane[9] ? looked[319:288] : 32'd0;
-  assign \$331  = \$329  | \$330 ;
-  assign \$332  = sel_lane[10] ? looked[351:320] : 32'd0;
-  assign \$333  = \$331  | \$332 ;
-  assign \$334  = sel_lane[11] ? looked[383:352] : 32'd0;
-  assign \$335  = \$333  | \$334 ;
-  assign \$336  = sel_lane[12] ? looked[415:384] : 32'd0;
-  assign \$337  = \$335  | \$336 ;
-  assign \$338  = sel_lane[13] ? looked[447:416] : 32'd0;
-  assign \$339  = \$337  | \$338 ;
-  assign \$340  = sel_lane[14] ? looked[479:448] : 32'd0;
-  assign \$342  = sel_lane[15] ? looked[511:480] : 32'd0;
-  assign \$343  = \$341  | \$342 ;
-  assign \$344  = b3[62:31] - old;
-  assign \$345  = x[16:0] * total[25:0];
-  assign \$346  = x[16:0] * total[47:26];
-  assign \$347  = x[31:17] * total[25:0];
-  assign \$348  = x[31:17] * total[47:26];
-  assign \$349  = $signed({ 1'h0, total }) + $signed(c_delta);
-  assign \$350  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$351  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$352  = \$350  ^ { \$351 [46:0], 1'h0 };
-  assign \$353  = ~ \$352 ;
-  assign \$354  = & \$353 [3:0];
-  assign \$355  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$356  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$357  = \$355  ^ { \$356 [46:0], 1'h0 };
-  assign \$358  = ~ \$357 ;
-  assign \$359  = & \$358 [7:4];
-  assign \$360  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$361  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$362  = \$360  ^ { \$361 [46:0], 1'h0 };
-  assign \$363  = ~ \$362 ;
-  assign \$364  = & \$363 [11:8];
-  assign \$365  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$366  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$367  = \$365  ^ { \$366 [46:0], 1'h0 };
-  assign \$368  = ~ \$367 ;
-  assign \$369  = & \$368 [15:12];
-  assign \$370  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$371  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$372  = \$370  ^ { \$371 [46:0], 1'h0 };
-  assign \$373  = ~ \$372 ;
-  assign \$374  = & \$373 [19:16];
-  assign \$375  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$376  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$377  = \$375  ^ { \$376 [46:0], 1'h0 };
-  assign \$378  = ~ \$377 ;
-  assign \$379  = & \$378 [23:20];
-  assign \$380  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$381  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$382  = \$380  ^ { \$381 [46:0], 1'h0 };
-  assign \$383  = ~ \$382 ;
-  assign \$384  = & \$383 [27:24];
+  assign \$60  = cmd__valid & cmd__ready;
+  assign \$61  = \o$30 [0] & \o$30 [9];
+  assign \$63  = q_wr__addr + 1'h1;
+  assign \$64  = q_rp1 != q_wr__addr;
+  assign \$66  = q_rp1 + 1'h1;
+  assign \$68  = ~ \$67 ;
+  assign \$69  = a_resp & \$68 ;
+  assign \$71  = ~ a_resp;
+  assign \$72  = \$70  & \$71 ;
+  assign \$73  = reserved + 1'h1;
+  assign \$74  = reserved - 1'h1;
+  assign \$75  = s[2:0] == 3'h7;
+  assign \$76  = ~ \$75 ;
+  assign \$77  = accept & \$76 ;
+  assign \$78  = s[2:0] == 2'h3;
+  assign \$79  = s[2:0] == 3'h4;
+  assign \$80  = \$78  | \$79 ;
+  assign \$81  = ! s[2:0];
+  assign \$82  = s[2:0] == 1'h1;
+  assign \$83  = s[2:0] == 2'h3;
+  assign \$84  = s[2:0] == 3'h4;
+  assign \$85  = s[2:0] == 3'h5;
+  assign \$86  = s[2:0] == 3'h6;
+  assign \$87  = | { \$86 , \$85 , \$84 , \$83 , \$82 , \$81  };
+  assign \$88  = accept & \$87 ;
+  assign \$89  = sweep_addr + 1'h1;
+  assign \$90  = sweep_addr == 12'hfff;
+  assign \$91  = s[2:0] == 2'h3;
+  assign \$92  = s[2:0] == 3'h4;
+  assign \$93  = \$91  | \$92 ;
+  assign \$94  = \$93  ? \$28 [15:0] : s[21:6];
+  assign \$95  = ! a[2:0];
+  assign \$96  = a[2:0] == 1'h1;
+  assign \$97  = \$95  | \$96 ;
+  assign \$98  = a_valid & \$97 ;
+  assign \$99  = a[2:0] == 1'h1;
+  assign \$100  = a[2:0] == 3'h5;
+  assign \$101  = a_valid & \$100 ;
+  assign \$104  = a[2:0] == 3'h6;
+  assign \$105  = a_valid & \$104 ;
+  assign \$106  = ! a[5:3];
+  assign \$107  = a[21:6] >= 1'h1;
+  assign \$108  = \$106  & \$107 ;
+  assign \$109  = a[5:3] == 1'h1;
+  assign \$110  = a[21:6] >= 5'h10;
+  assign \$111  = \$109  & \$110 ;
+  assign \$112  = a[5:3] == 2'h2;
+  assign \$113  = a[21:6] >= 9'h100;
+  assign \$114  = \$112  & \$113 ;
+  assign \$115  = a[5:3] == 2'h3;
+  assign \$116  = a[21:6] >= 13'h1000;
+  assign \$117  = \$115  & \$116 ;
+  assign \$118  = a[5:3] > 3'h4;
+  assign \$119  = | { \$118 , \$117 , \$114 , \$111 , \$108  };
+  assign \$120  = ~ \$119 ;
+  assign \$121  = \$105  & \$120 ;
+  assign \$122  = ! a[2:0];
+  assign \$123  = a[2:0] == 1'h1;
+  assign \$124  = a[2:0] == 2'h3;
+  assign \$125  = a[2:0] == 3'h4;
+  assign \$126  = a[2:0] == 3'h5;
+  assign \$127  = a[2:0] == 3'h6;
+  assign \$128  = | { \$127 , \$126 , \$125 , \$124 , \$123 , \$122  };
+  assign \$129  = a_valid & \$128 ;
+  assign \$130  = a[2:0] == 2'h2;
+  assign \$131  = a_valid & \$130 ;
+  assign \$132  = a[2:0] == 3'h5;
+  assign \$133  = a_valid & \$132 ;
+  assign \$134  = \$131  | \$133 ;
+  assign \$136  = a[2:0] == 3'h6;
+  assign \$137  = a_valid & \$136 ;
+  assign \$138  = ! a[5:3];
+  assign \$139  = a[21:6] >= 1'h1;
+  assign \$140  = \$138  & \$139 ;
+  assign \$141  = a[5:3] == 1'h1;
+  assign \$142  = a[21:6] >= 5'h10;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = a[5:3] == 2'h2;
+  assign \$145  = a[21:6] >= 9'h100;
+  assign \$146  = \$144  & \$145 ;
+  assign \$147  = a[5:3] == 2'h3;
+  assign \$148  = a[21:6] >= 13'h1000;
+  assign \$149  = \$147  & \$148 ;
+  assign \$150  = a[5:3] > 3'h4;
+  assign \$151  = | { \$150 , \$149 , \$146 , \$143 , \$140  };
+  assign \$152  = \$137  & \$151 ;
+  assign \$154  = a_valid & a_insert;
+  assign \$155  = \$154  ? new_value : 32'd0;
+  assign \$156  = a_valid & a_insert;
+  assign \$157  = size == 17'h10000;
+  assign \$158  = size + 1'h1;
+  assign \$159  = \$157  ? 18'h10000 : \$158 ;
+  assign \$160  = b[22:15] == a_leaf[7:0];
+  assign \$161  = b[6] & \$160 ;
+  assign \$162  = b2[22:15] == a_leaf[7:0];
+  assign \$163  = b2[6] & \$162 ;
+  assign \$164  = b3[22:15] == a_leaf[7:0];
+  assign \$165  = b3[6] & \$164 ;
+  assign \$166  = c[22:15] == a_leaf[7:0];
+  assign \$167  = c[6] & \$166 ;
+  assign \$168  = m[22:15] == a_leaf[7:0];
+  assign \$169  = m[6] & \$168 ;
+  assign \$170  = m2[22:15] == a_leaf[7:0];
+  assign \$171  = m2[6] & \$170 ;
+  assign \$172  = i[22:15] == a_leaf[7:0];
+  assign \$173  = i[6] & \$172 ;
+  assign \$174  = taps[22:15] == a_leaf[7:0];
+  assign \$175  = taps[6] & \$174 ;
+  assign \$176  = taps[214:207] == a_leaf[7:0];
+  assign \$177  = taps[198] & \$176 ;
+  assign \$178  = taps[406:399] == a_leaf[7:0];
+  assign \$179  = taps[390] & \$178 ;
+  assign \$180  = taps[598:591] == a_leaf[7:0];
+  assign \$181  = taps[582] & \$180 ;
+  assign \$182  = taps[790:783] == a_leaf[7:0];
+  assign \$183  = taps[774] & \$182 ;
+  assign \$184  = taps[982:975] == a_leaf[7:0];
+  assign \$185  = taps[966] & \$184 ;
+  assign \$186  = taps[1174:1167] == a_leaf[7:0];
+  assign \$187  = taps[1158] & \$186 ;
+  assign \$188  = taps[1366:1359] == a_leaf[7:0];
+  assign \$189  = taps[1350] & \$188 ;
+  assign \$190  = \i$2 [22:15] == a_leaf[7:0];
+  assign \$191  = \i$2 [6] & \$190 ;
+  assign \$192  = \taps$93 [22:15] == a_leaf[7:0];
+  assign \$193  = \taps$93 [6] & \$192 ;
+  assign \$194  = \taps$93 [214:207] == a_leaf[7:0];
+  assign \$195  = \taps$93 [198] & \$194 ;
+  assign \$196  = \taps$93 [406:399] == a_leaf[7:0];
+  assign \$197  = \taps$93 [390] & \$196 ;
+  assign \$198  = \taps$93 [598:591] == a_leaf[7:0];
+  assign \$199  = \taps$93 [582] & \$198 ;
+  assign \$200  = \taps$93 [790:783] == a_leaf[7:0];
+  assign \$201  = \taps$93 [774] & \$200 ;
+  assign \$202  = \taps$93 [982:975] == a_leaf[7:0];
+  assign \$203  = \taps$93 [966] & \$202 ;
+  assign \$204  = \taps$93 [1174:1167] == a_leaf[7:0];
+  assign \$205  = \taps$93 [1158] & \$204 ;
+  assign \$206  = \taps$93 [1366:1359] == a_leaf[7:0];
+  assign \$207  = \taps$93 [1350] & \$206 ;
+  assign \$208  = \i$4 [22:15] == a_leaf[7:0];
+  assign \$209  = \i$4 [6] & \$208 ;
+  assign \$210  = \taps$94 [22:15] == a_leaf[7:0];
+  assign \$211  = \taps$94 [6] & \$210 ;
+  assign \$212  = \taps$94 [214:207] == a_leaf[7:0];
+  assign \$213  = \taps$94 [198] & \$212 ;
+  assign \$214  = \taps$94 [406:399] == a_leaf[7:0];
+  assign \$215  = \taps$94 [390] & \$214 ;
+  assign \$216  = \taps$94 [598:591] == a_leaf[7:0];
+  assign \$217  = \taps$94 [582] & \$216 ;
+  assign \$218  = \taps$94 [790:783] == a_leaf[7:0];
+  assign \$219  = \taps$94 [774] & \$218 ;
+  assign \$220  = \taps$94 [982:975] == a_leaf[7:0];
+  assign \$221  = \taps$94 [966] & \$220 ;
+  assign \$222  = \taps$94 [1174:1167] == a_leaf[7:0];
+  assign \$223  = \taps$94 [1158] & \$222 ;
+  assign \$224  = \taps$94 [1366:1359] == a_leaf[7:0];
+  assign \$225  = \taps$94 [1350] & \$224 ;
+  assign \$226  = \i$6 [22:15] == a_leaf[7:0];
+  assign \$227  = \i$6 [6] & \$226 ;
+  assign \$228  = b[30:23] == a_leaf[15:8];
+  assign \$229  = b2[30:23] == a_leaf[15:8];
+  assign \$230  = b3[30:23] == a_leaf[15:8];
+  assign \$231  = c[30:23] == a_leaf[15:8];
+  assign \$232  = m[30:23] == a_leaf[15:8];
+  assign \$233  = m2[30:23] == a_leaf[15:8];
+  assign \$234  = i[30:23] == a_leaf[15:8];
+  assign \$235  = taps[30:23] == a_leaf[15:8];
+  assign \$236  = taps[222:215] == a_leaf[15:8];
+  assign \$237  = taps[414:407] == a_leaf[15:8];
+  assign \$238  = taps[606:599] == a_leaf[15:8];
+  assign \$239  = taps[798:791] == a_leaf[15:8];
+  assign \$240  = taps[990:983] == a_leaf[15:8];
+  assign \$241  = taps[1182:1175] == a_leaf[15:8];
+  assign \$242  = taps[1374:1367] == a_leaf[15:8];
+  assign \$243  = \i$2 [30:23] == a_leaf[15:8];
+  assign \$244  = \taps$93 [30:23] == a_leaf[15:8];
+  assign \$245  = \taps$93 [222:215] == a_leaf[15:8];
+  assign \$246  = \taps$93 [414:407] == a_leaf[15:8];
+  assign \$247  = \taps$93 [606:599] == a_leaf[15:8];
+  assign \$248  = \taps$93 [798:791] == a_leaf[15:8];
+  assign \$249  = \taps$93 [990:983] == a_leaf[15:8];
+  assign \$250  = \taps$93 [1182:1175] == a_leaf[15:8];
+  assign \$251  = \taps$93 [1374:1367] == a_leaf[15:8];
+  assign \$252  = \i$4 [30:23] == a_leaf[15:8];
+  assign \$253  = \taps$94 [30:23] == a_leaf[15:8];
+  assign \$254  = \taps$94 [222:215] == a_leaf[15:8];
+  assign \$255  = \taps$94 [414:407] == a_leaf[15:8];
+  assign \$256  = \taps$94 [606:599] == a_leaf[15:8];
+  assign \$257  = \taps$94 [798:791] == a_leaf[15:8];
+  assign \$258  = \taps$94 [990:983] == a_leaf[15:8];
+  assign \$259  = \taps$94 [1182:1175] == a_leaf[15:8];
+  assign \$260  = \taps$94 [1374:1367] == a_leaf[15:8];
+  assign \$261  = \i$6 [30:23] == a_leaf[15:8];
+  assign \$262  = ! a_leaf[3:0];
+  assign \$263  = a_leaf[3:0] == 1'h1;
+  assign \$264  = a_leaf[3:0] == 2'h2;
+  assign \$265  = a_leaf[3:0] == 2'h3;
+  assign \$266  = a_leaf[3:0] == 3'h4;
+  assign \$267  = a_leaf[3:0] == 3'h5;
+  assign \$268  = a_leaf[3:0] == 3'h6;
+  assign \$269  = a_leaf[3:0] == 3'h7;
+  assign \$270  = a_leaf[3:0] == 4'h8;
+  assign \$271  = a_leaf[3:0] == 4'h9;
+  assign \$272  = a_leaf[3:0] == 4'ha;
+  assign \$273  = a_leaf[3:0] == 4'hb;
+  assign \$274  = a_leaf[3:0] == 4'hc;
+  assign \$275  = a_leaf[3:0] == 4'hd;
+  assign \$276  = a_leaf[3:0] == 4'he;
+  assign \$277  = a_leaf[3:0] == 4'hf;
+  assign \$278  = youngest[34] ? lane : 16'h0000;
+  assign \$279  = sel_tap[0] ? b3[62:31] : 32'd0;
+  assign \$281  = sel_tap[1] ? c[62:31] : 32'd0;
+  assign \$282  = \$280  | \$281 ;
+  assign \$283  = sel_tap[2] ? m[62:31] : 32'd0;
+  assign \$284  = \$282  | \$283 ;
+  assign \$285  = sel_tap[3] ? m2[62:31] : 32'd0;
+  assign \$286  = \$284  | \$285 ;
+  assign \$287  = sel_tap[4] ? i[62:31] : 32'd0;
+  assign \$288  = \$286  | \$287 ;
+  assign \$289  = sel_tap[5] ? taps[62:31] : 32'd0;
+  assign \$290  = \$288  | \$289 ;
+  assign \$291  = sel_tap[6] ? taps[254:223] : 32'd0;
+  assign \$292  = \$290  | \$291 ;
+  assign \$293  = sel_tap[7] ? taps[446:415] : 32'd0;
+  assign \$294  = \$292  | \$293 ;
+  assign \$295  = sel_tap[8] ? taps[638:607] : 32'd0;
+  assign \$297  = sel_tap[9] ? taps[830:799] : 32'd0;
+  assign \$298  = \$296  | \$297 ;
+  assign \$299  = sel_tap[10] ? taps[1022:991] : 32'd0;
+  assign \$300  = \$298  | \$299 ;
+  assign \$301  = sel_tap[11] ? taps[1214:1183] : 32'd0;
+  assign \$302  = \$300  | \$301 ;
+  assign \$303  = sel_tap[12] ? taps[1406:1375] : 32'd0;
+  assign \$304  = \$302  | \$303 ;
+  assign \$305  = sel_tap[13] ? \i$2 [62:31] : 32'd0;
+  assign \$306  = \$304  | \$305 ;
+  assign \$307  = sel_tap[14] ? \taps$93 [62:31] : 32'd0;
+  assign \$308  = \$306  | \$307 ;
+  assign \$309  = sel_tap[15] ? \taps$93 [254:223] : 32'd0;
+  assign \$310  = \$308  | \$309 ;
+  assign \$311  = sel_tap[16] ? \taps$93 [446:415] : 32'd0;
+  assign \$313  = sel_tap[17] ? \taps$93 [638:607] : 32'd0;
+  assign \$314  = \$312  | \$313 ;
+  assign \$315  = sel_tap[18] ? \taps$93 [830:799] : 32'd0;
+  assign \$316  = \$314  | \$315 ;
+  assign \$317  = sel_tap[19] ? \taps$93 [1022:991] : 32'd0;
+  assign \$318  = \$316  | \$317 ;
+  assign \$319  = sel_tap[20] ? \taps$93 [1214:1183] : 32'd0;
+  assign \$320  = \$318  | \$319 ;
+  assign \$321  = sel_tap[21] ? \taps$93 [1406:1375] : 32'd0;
+  assign \$322  = \$320  | \$321 ;
+  assign \$323  = sel_tap[22] ? \i$4 [62:31] : 32'd0;
+  assign \$324  = \$322  | \$323 ;
+  assign \$325  = sel_tap[23] ? \taps$94 [62:31] : 32'd0;
+  assign \$326  = \$324  | \$325 ;
+  assign \$327  = sel_tap[24] ? \taps$94 [254:223] : 32'd0;
+  assign \$329  = sel_tap[25] ? \taps$94 [446:415] : 32'd0;
+  assign \$330  = \$328  | \$329 ;
+  assign \$331  = sel_tap[26] ? \taps$94 [638:607] : 32'd0;
+  assign \$332  = \$330  | \$331 ;
+  assign \$333  = sel_tap[27] ? \taps$94 [830:799] : 32'd0;
+  assign \$334  = \$332  | \$333 ;
+  assign \$335  = sel_tap[28] ? \taps$94 [1022:991] : 32'd0;
+  assign \$336  = \$334  | \$335 ;
+  assign \$337  = sel_tap[29] ? \taps$94 [1214:1183] : 32'd0;
+  assign \$338  = \$336  | \$337 ;
+  assign \$339  = sel_tap[30] ? \taps$94 [1406:1375] : 32'd0;
+  assign \$340  = \$338  | \$339 ;
+  assign \$341  = sel_tap[31] ? \i$6 [62:31] : 32'd0;
+  assign \$342  = \$340  | \$341 ;
+  assign \$343  = sel_tap[32] ? \taps$95 [62:31] : 32'd0;
+  assign \$345  = sel_tap[33] ? \taps$95 [254:223] : 32'd0;
+  assign \$346  = \$344  | \$345 ;
+  assign \$347  = sel_lane[0] ? looked[31:0] : 32'd0;
+  assign \$348  = \$346  | \$347 ;
+  assign \$349  = sel_lane[1] ? looked[63:32] : 32'd0;
+  assign \$350  = \$348  | \$349 ;
+  assign \$351  = sel_lane[2] ? looked[95:64] : 32'd0;
+  assign \$352  = \$350  | \$351 ;
+  assign \$353  = sel_lane[3] ? looked[127:96] : 32'd0;
+  assign \$354  = \$352  | \$353 ;
+  assign \$355  = sel_lane[4] ? looked[159:128] : 32'd0;
+  assign \$356  = \$354  | \$355 ;
+  assign \$357  = sel_lane[5] ? looked[191:160] : 32'd0;
+  assign \$358  = \$356  | \$357 ;
+  assign \$359  = sel_lane[6] ? looked[223:192] : 32'd0;
+  assign \$361  = sel_lane[7] ? looked[255:224] : 32'd0;
+  assign \$362  = \$360  | \$361 ;
+  assign \$363  = sel_lane[8] ? looked[287:256] : 32'd0;
+  assign \$364  = \$362  | \$363 ;
+  assign \$365  = sel_lane[9] ? looked[319:288] : 32'd0;
+  assign \$366  = \$364  | \$365 ;
+  assign \$367  = sel_lane[10] ? looked[351:320] : 32'd0;
+  assign \$368  = \$366  | \$367 ;
+  assign \$369  = sel_lane[11] ? looked[383:352] : 32'd0;
+  assign \$370  = \$368  | \$369 ;
+  assign \$371  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$372  = \$370  | \$371 ;
+  assign \$373  = sel_lane[13] ? looked[447:416] : 32'd0;
+  assign \$374  = \$372  | \$373 ;
+  assign \$375  = sel_lane[14] ? looked[479:448] : 32'd0;
+  assign \$377  = sel_lane[15] ? looked[511:480] : 32'd0;
+  assign \$378  = \$376  | \$377 ;
+  assign \$379  = b3[62:31] - old;
+  assign \$380  = x[16:0] * total[25:0];
+  assign \$381  = x[16:0] * total[47:26];
+  assign \$382  = x[31:17] * total[25:0];
+  assign \$383  = x[31:17] * total[47:26];
+  assign \$384  = $signed({ 1'h0, total }) + $signed(c_delta);
   assign \$385  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$386  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$387  = \$385  ^ { \$386 [46:0], 1'h0 };
   assign \$388  = ~ \$387 ;
-  assign \$389  = & \$388 [31:28];
+  assign \$389  = & \$388 [3:0];
   assign \$390  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$391  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$392  = \$390  ^ { \$391 [46:0], 1'h0 };
   assign \$393  = ~ \$392 ;
-  assign \$394  = & \$393 [35:32];
+  assign \$394  = & \$393 [7:4];
   assign \$395  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$396  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$397  = \$395  ^ { \$396 [46:0], 1'h0 };
   assign \$398  = ~ \$397 ;
-  assign \$399  = & \$398 [39:36];
+  assign \$399  = & \$398 [11:8];
   assign \$400  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$401  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$402  = \$400  ^ { \$401 [46:0], 1'h0 };
   assign \$403  = ~ \$402 ;
-  assign \$404  = & \$403 [43:40];
+  assign \$404  = & \$403 [15:12];
   assign \$405  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$406  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
   assign \$407  = \$405  ^ { \$406 [46:0], 1'h0 };
   assign \$408  = ~ \$407 ;
-  assign \$409  = & \$408 [47:44];
-  assign \$410  = c[4] & root_zero;
-  assign \$411  = ! c[14:12];
-  assign \$412  = c[8] & \$411 ;
-  assign \$414  = 1'h0 + \$413 ;
-  assign \$416  = \$414  + \$415 ;
-  assign \$418  = 1'h0 + \$417 ;
-  assign \$420  = \$418  + \$419 ;
-  assign \$421  = c[4] & root_zero;
-  assign \$422  = a[2:0] != 3'h4;
-  assign \$423  = write & \$422 ;
-  assign \$424  = \$423  & sat_ovf;
-  assign \$425  = a[2:0] == 2'h2;
-  assign \$426  = a_valid & \$425 ;
-  assign \$427  = a[2:0] == 3'h5;
-  assign \$428  = a_valid & \$427 ;
-  assign \$429  = \$426  | \$428 ;
-  assign \$431  = a[2:0] == 3'h6;
-  assign \$432  = a_valid & \$431 ;
-  assign \$433  = ! a[5:3];
-  assign \$434  = a[21:6] >= 1'h1;
-  assign \$435  = \$433  & \$434 ;
-  assign \$436  = a[5:3] == 1'h1;
-  assign \$437  = a[21:6] >= 5'h10;
-  assign \$438  = \$436  & \$437 ;
-  assign \$439  = a[5:3] == 2'h2;
-  assign \$440  = a[21:6] >= 9'h100;
-  assign \$441  = \$439  & \$440 ;
-  assign \$442  = a[5:3] == 2'h3;
-  assign \$443  = a[21:6] >= 13'h1000;
-  assign \$444  = \$442  & \$443 ;
-  assign \$445  = a[5:3] > 3'h4;
-  assign \$446  = | { \$445 , \$444 , \$441 , \$438 , \$435  };
-  assign \$447  = \$432  & \$446 ;
-  assign \$449  = s[2:0] == 3'h7;
-  assign \$450  = accept & \$449 ;
-  always @(posedge clk)
-    stages_busy <= \$451 ;
-  always @(posedge clk)
-    s <= \$452 ;
-  always @(posedge clk)
-    \$signal  <= \$453 ;
-  always @(posedge clk)
-    k_valid <= \$454 ;
-  always @(posedge clk)
-    skid <= \$455 ;
-  always @(posedge clk)
-    q_wr__addr <= \$456 ;
-  always @(posedge clk)
-    rsp__valid <= \$457 ;
-  always @(posedge clk)
-    q_rd__addr <= \$458 ;
-  always @(posedge clk)
-    q_rp1 <= \$459 ;
-  always @(posedge clk)
-    reserved <= \$460 ;
-  always @(posedge clk)
-    a_valid <= \$461 ;
-  always @(posedge clk)
-    a <= \$462 ;
-  always @(posedge clk)
-    a_insert <= \$463 ;
+  assign \$409  = & \$408 [19:16];
+  assign \$410  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$411  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$412  = \$410  ^ { \$411 [46:0], 1'h0 };
+  assign \$413  = ~ \$412 ;
+  assign \$414  = & \$413 [23:20];
+  assign \$415  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$416  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$417  = \$415  ^ { \$416 [46:0], 1'h0 };
+  assign \$418  = ~ \$417 ;
+  assign \$419  = & \$418 [27:24];
+  assign \$420  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$421  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$422  = \$420  ^ { \$421 [46:0], 1'h0 };
+  assign \$423  = ~ \$422 ;
+  assign \$424  = & \$423 [31:28];
+  assign \$425  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$426  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$427  = \$425  ^ { \$426 [46:0], 1'h0 };
+  assign \$428  = ~ \$427 ;
+  assign \$429  = & \$428 [35:32];
+  assign \$430  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$431  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$432  = \$430  ^ { \$431 [46:0], 1'h0 };
+  assign \$433  = ~ \$432 ;
+  assign \$434  = & \$433 [39:36];
+  assign \$435  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$436  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$437  = \$435  ^ { \$436 [46:0], 1'h0 };
+  assign \$438  = ~ \$437 ;
+  assign \$439  = & \$438 [43:40];
+  assign \$440  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$441  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$442  = \$440  ^ { \$441 [46:0], 1'h0 };
+  assign \$443  = ~ \$442 ;
+  assign \$444  = & \$443 [47:44];
   \replay_kernel_k16.accel.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -5432,7 +5574,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$91 )
+    .taps(\taps$93 )
   );
   \replay_kernel_k16.accel.core.tree.level3  level3 (
     .clk(clk),
@@ -5441,7 +5583,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$92 )
+    .taps(\taps$94 )
   );
   \replay_kernel_k16.accel.core.tree.level4  level4 (
     .clk(clk),
@@ -5452,7 +5594,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$93 )
+    .taps(\taps$95 )
   );
   \replay_kernel_k16.accel.core.tree.prng  prng (
     .ahead(word),
@@ -5464,496 +5606,503 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$465  = sweep_addr;
-    if (sweep) begin
-      \$465  = \$88 [11:0];
-      if (\$89 ) begin
-        \$465  = 12'h000;
+    \$486  = \$56 ;
+    if (rst) begin
+      \$486  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$487  = s;
+    if (\$58 ) begin
+      (* full_case = 32'd1 *)
+      if (k_valid) begin
+        \$487  = skid;
+      end else begin
+        \$487  = cmd__payload;
       end
     end
-    if (\$450 ) begin
-      \$465  = 12'h000;
-    end
     if (rst) begin
-      \$465  = 12'h000;
+      \$487  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$466  = sweep;
-    if (sweep) begin
-      if (\$89 ) begin
-        \$466  = 1'h0;
+    \$488  = \$signal ;
+    if (\$58 ) begin
+      (* full_case = 32'd1 *)
+      if (k_valid) begin
+        \$488  = 1'h1;
+      end else begin
+        \$488  = \$60 ;
       end
     end
-    if (\$450 ) begin
-      \$466  = 1'h1;
-    end
     if (rst) begin
-      \$466  = 1'h1;
+      \$488  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$467  = \$93 ;
+    \$489  = k_valid;
+    if (\$58 ) begin
+      if (k_valid) begin
+        \$489  = 1'h0;
+      end
+    end else if (\$59 ) begin
+      \$489  = 1'h1;
+    end
     if (rst) begin
-      \$467  = 16'h0000;
+      \$489  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$468 [0] = a_valid;
-    \$468 [3:1] = a[2:0];
-    \$468 [4] = \$97 ;
-    \$468 [5] = \$98 ;
-    \$468 [6] = write;
-    \$468 [7] = \$102 ;
-    \$468 [8] = \$120 ;
-    \$468 [9] = \$128 ;
-    \$468 [10] = 1'h0;
-    \$468 [11] = \$152 ;
-    \$468 [14:12] = a[5:3];
-    \$468 [30:15] = leaf_index;
-    \$468 [62:31] = new_value;
-    \$468 [95:63] = 33'h000000000;
-    \$468 [143:96] = { 16'h0000, a[93:62] };
-    \$468 [191:144] = { 16'h0000, \$154  };
+    \$490  = skid;
+    if (\$58 ) begin
+    end else if (\$59 ) begin
+      \$490  = cmd__payload;
+    end
     if (rst) begin
-      \$468  = 192'h000000000000000000000000000000000000000000000000;
+      \$490  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$469  = \$28 [15:0];
-    if (\$450 ) begin
-      \$469  = 16'h0000;
+    \$491  = q_wr__addr;
+    if (\$61 ) begin
+      \$491  = \$63 [5:0];
     end
     if (rst) begin
-      \$469  = 16'h0000;
+      \$491  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$470  = size;
-    if (\$155 ) begin
-      \$470  = \$158 [16:0];
-    end
-    if (\$450 ) begin
-      \$470  = 17'h00000;
+    \$492  = rsp__valid;
+    if (\$61 ) begin
+      \$492  = 1'h1;
+    end else if (\$62 ) begin
+      \$492  = \$64 ;
     end
     if (rst) begin
-      \$470  = 17'h00000;
+      \$492  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$471  = max_priority;
-    if (max_raise) begin
-      \$471  = b[62:31];
-    end
-    if (\$450 ) begin
-      \$471  = 32'd65536;
+    \$493  = q_rd__addr;
+    if (\$65 ) begin
+      \$493  = q_rp1;
     end
     if (rst) begin
-      \$471  = 32'd65536;
+      \$493  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$472  = { 1'h1, \$226 , \$224 , \$222 , \$220 , \$218 , \$216 , \$214 , \$212 , \$210 , \$208 , \$206 , \$204 , \$202 , \$200 , \$198 , \$196 , \$194 , \$192 , \$190 , \$188 , \$186 , \$184 , \$182 , \$180 , \$178 , \$176 , \$174 , \$172 , \$170 , \$168 , \$166 , \$164 , \$162 , \$160  };
+    \$494  = q_rp1;
+    if (\$65 ) begin
+      \$494  = \$66 [5:0];
+    end
     if (rst) begin
-      \$472  = 35'h000000000;
+      \$494  = 6'h01;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$473  = { \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228 , \$227  };
+    \$495  = reserved;
+    if (\$69 ) begin
+      \$495  = \$73 [5:0];
+    end else if (\$72 ) begin
+      \$495  = \$74 [5:0];
+    end
     if (rst) begin
-      \$473  = 16'h0000;
+      \$495  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$474  = b;
+    \$496  = \$77 ;
     if (rst) begin
-      \$474  = 192'h000000000000000000000000000000000000000000000000;
+      \$496  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$475  = youngest[33:0];
+    \$497  = s;
     if (rst) begin
-      \$475  = 34'h000000000;
+      \$497  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$476  = \$243 ;
+    \$498  = \$80 ;
     if (rst) begin
-      \$476  = 16'h0000;
+      \$498  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$477  = lookup_data;
-    if (rst) begin
-      \$477  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$478  = b2;
-    if (rst) begin
-      \$478  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$479  = \$259 ;
-    if (rst) begin
-      \$479  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$480  = \$275 ;
-    if (rst) begin
-      \$480  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$481  = \$291 ;
-    if (rst) begin
-      \$481  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$482  = \$307 ;
-    if (rst) begin
-      \$482  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$483  = \$323 ;
-    if (rst) begin
-      \$483  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$484  = \$339 ;
-    if (rst) begin
-      \$484  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$485  = \$343 ;
-    if (rst) begin
-      \$485  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$486  = b3;
-    if (b3[7]) begin
-      \$486 [191:144] = { 16'h0000, old };
-    end
-    if (rst) begin
-      \$486  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$487  = \$344 ;
-    if (rst) begin
-      \$487  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$488  = \$345 ;
-    if (rst) begin
-      \$488  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$489  = \$346 ;
-    if (rst) begin
-      \$489  = 39'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$490  = \$347 ;
-    if (rst) begin
-      \$490  = 41'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$491  = \$348 ;
-    if (rst) begin
-      \$491  = 37'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    { \$492 [191:96], \$492 [62:0] } = { c[191:96], c[62:0] };
-    \$492 [95:63] = c_delta;
-    if (\$410 ) begin
-      \$492 [4] = 1'h0;
-      \$492 [10] = 1'h1;
-    end
-    if (\$412 ) begin
-      \$492 [191:144] = total;
-    end
-    if (rst) begin
-      \$492  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$493  = total;
-    if (c[6]) begin
-      \$493  = \$349 [47:0];
-    end
-    if (\$450 ) begin
-      \$493  = 48'h000000000000;
-    end
-    if (rst) begin
-      \$493  = 48'h000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$494  = root_zero_groups;
-    if (c[6]) begin
-      \$494  = { \$409 , \$404 , \$399 , \$394 , \$389 , \$384 , \$379 , \$374 , \$369 , \$364 , \$359 , \$354  };
-    end
-    if (\$450 ) begin
-      \$494  = 12'hfff;
-    end
-    if (rst) begin
-      \$494  = 12'hfff;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$495  = { 9'h000, \$416  };
-    if (rst) begin
-      \$495  = 80'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$496  = { 11'h000, \$420  };
-    if (rst) begin
-      \$496  = 80'h00000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$497  = m;
-    if (rst) begin
-      \$497  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$498  = m2;
-    if (m2[4]) begin
-      \$498 [143:96] = \$53 [79:32];
-    end
-    if (rst) begin
-      \$498  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$499  = empty;
-    if (clear) begin
-      \$499  = 1'h0;
-    end
-    if (\$421 ) begin
-      \$499  = 1'h1;
-    end
+    \$499  = \$88 ;
     if (rst) begin
       \$499  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$500  = saturated;
-    if (clear) begin
-      \$500  = 1'h0;
+    \$500  = sweep_addr;
+    if (sweep) begin
+      \$500  = \$89 [11:0];
+      if (\$90 ) begin
+        \$500  = 12'h000;
+      end
     end
-    if (\$424 ) begin
-      \$500  = 1'h1;
+    if (\$485 ) begin
+      \$500  = 12'h000;
     end
     if (rst) begin
-      \$500  = 1'h0;
+      \$500  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$501  = invalid;
-    if (clear) begin
-      \$501  = 1'h0;
+    \$501  = sweep;
+    if (sweep) begin
+      if (\$90 ) begin
+        \$501  = 1'h0;
+      end
     end
-    if (\$448 ) begin
+    if (\$485 ) begin
       \$501  = 1'h1;
     end
     if (rst) begin
-      \$501  = 1'h0;
+      \$501  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$451  = \$55 ;
+    \$502  = \$94 ;
     if (rst) begin
-      \$451  = 1'h0;
+      \$502  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$452  = s;
-    if (\$57 ) begin
-      (* full_case = 32'd1 *)
-      if (k_valid) begin
-        \$452  = skid;
-      end else begin
-        \$452  = cmd__payload;
-      end
-    end
+    \$503 [0] = a_valid;
+    \$503 [3:1] = a[2:0];
+    \$503 [4] = \$98 ;
+    \$503 [5] = \$99 ;
+    \$503 [6] = write;
+    \$503 [7] = \$103 ;
+    \$503 [8] = \$121 ;
+    \$503 [9] = \$129 ;
+    \$503 [10] = 1'h0;
+    \$503 [11] = \$153 ;
+    \$503 [14:12] = a[5:3];
+    \$503 [30:15] = leaf_index;
+    \$503 [62:31] = new_value;
+    \$503 [95:63] = 33'h000000000;
+    \$503 [143:96] = { 16'h0000, a[93:62] };
+    \$503 [191:144] = { 16'h0000, \$155  };
     if (rst) begin
-      \$452  = 94'h000000000000000000000000;
+      \$503  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$453  = \$signal ;
-    if (\$57 ) begin
-      (* full_case = 32'd1 *)
-      if (k_valid) begin
-        \$453  = 1'h1;
-      end else begin
-        \$453  = \$59 ;
-      end
+    \$504  = \$28 [15:0];
+    if (\$485 ) begin
+      \$504  = 16'h0000;
     end
     if (rst) begin
-      \$453  = 1'h0;
+      \$504  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$454  = k_valid;
-    if (\$57 ) begin
-      if (k_valid) begin
-        \$454  = 1'h0;
-      end
-    end else if (\$58 ) begin
-      \$454  = 1'h1;
+    \$505  = size;
+    if (\$156 ) begin
+      \$505  = \$159 [16:0];
+    end
+    if (\$485 ) begin
+      \$505  = 17'h00000;
     end
     if (rst) begin
-      \$454  = 1'h0;
+      \$505  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$455  = skid;
-    if (\$57 ) begin
-    end else if (\$58 ) begin
-      \$455  = cmd__payload;
+    \$506  = max_priority;
+    if (max_raise) begin
+      \$506  = b[62:31];
+    end
+    if (\$485 ) begin
+      \$506  = 32'd65536;
     end
     if (rst) begin
-      \$455  = 94'h000000000000000000000000;
+      \$506  = 32'd65536;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$456  = q_wr__addr;
-    if (\$60 ) begin
-      \$456  = \$62 [5:0];
-    end
+    \$507  = { \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215 , \$213 , \$211 , \$209 , \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195 , \$193 , \$191 , \$189 , \$187 , \$185 , \$183 , \$181 , \$179 , \$177 , \$175 , \$173 , \$171 , \$169 , \$167 , \$165 , \$163 , \$161  };
     if (rst) begin
-      \$456  = 6'h00;
+      \$507  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$457  = rsp__valid;
-    if (\$60 ) begin
-      \$457  = 1'h1;
-    end else if (\$61 ) begin
-      \$457  = \$63 ;
-    end
+    \$508  = { \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253 , \$252 , \$251 , \$250 , \$249 , \$248 , \$247 , \$246 , \$245 , \$244 , \$243 , \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228  };
     if (rst) begin
-      \$457  = 1'h0;
+      \$508  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$458  = q_rd__addr;
-    if (\$64 ) begin
-      \$458  = q_rp1;
-    end
+    \$509  = { \$277 , \$276 , \$275 , \$274 , \$273 , \$272 , \$271 , \$270 , \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262  };
     if (rst) begin
-      \$458  = 6'h00;
+      \$509  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$459  = q_rp1;
-    if (\$64 ) begin
-      \$459  = \$65 [5:0];
-    end
+    \$510  = b;
     if (rst) begin
-      \$459  = 6'h01;
+      \$510  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$460  = reserved;
-    if (\$68 ) begin
-      \$460  = \$72 [5:0];
-    end else if (\$71 ) begin
-      \$460  = \$73 [5:0];
-    end
+    \$511  = youngest[33:0];
     if (rst) begin
-      \$460  = 6'h00;
+      \$511  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$461  = \$76 ;
+    \$512  = \$278 ;
     if (rst) begin
-      \$461  = 1'h0;
+      \$512  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$462  = s;
+    \$513  = lookup_data;
     if (rst) begin
-      \$462  = 94'h000000000000000000000000;
+      \$513  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$463  = \$79 ;
+    \$514  = b2;
     if (rst) begin
-      \$463  = 1'h0;
+      \$514  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$464  = \$87 ;
+    \$515  = \$294 ;
     if (rst) begin
-      \$464  = 1'h0;
+      \$515  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$516  = \$310 ;
+    if (rst) begin
+      \$516  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$517  = \$326 ;
+    if (rst) begin
+      \$517  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$518  = \$342 ;
+    if (rst) begin
+      \$518  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$519  = \$358 ;
+    if (rst) begin
+      \$519  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$520  = \$374 ;
+    if (rst) begin
+      \$520  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$521  = \$378 ;
+    if (rst) begin
+      \$521  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$522  = b3;
+    if (b3[7]) begin
+      \$522 [191:144] = { 16'h0000, old };
+    end
+    if (rst) begin
+      \$522  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$523  = \$379 ;
+    if (rst) begin
+      \$523  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$524  = \$380 ;
+    if (rst) begin
+      \$524  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$525  = \$381 ;
+    if (rst) begin
+      \$525  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$526  = \$382 ;
+    if (rst) begin
+      \$526  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$527  = \$383 ;
+    if (rst) begin
+      \$527  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    { \$528 [191:96], \$528 [62:0] } = { c[191:96], c[62:0] };
+    \$528 [95:63] = c_delta;
+    if (\$445 ) begin
+      \$528 [4] = 1'h0;
+      \$528 [10] = 1'h1;
+    end
+    if (\$447 ) begin
+      \$528 [191:144] = total;
+    end
+    if (rst) begin
+      \$528  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$529  = total;
+    if (c[6]) begin
+      \$529  = \$384 [47:0];
+    end
+    if (\$485 ) begin
+      \$529  = 48'h000000000000;
+    end
+    if (rst) begin
+      \$529  = 48'h000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$530  = root_zero_groups;
+    if (c[6]) begin
+      \$530  = { \$444 , \$439 , \$434 , \$429 , \$424 , \$419 , \$414 , \$409 , \$404 , \$399 , \$394 , \$389  };
+    end
+    if (\$485 ) begin
+      \$530  = 12'hfff;
+    end
+    if (rst) begin
+      \$530  = 12'hfff;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$531  = { 9'h000, \$451  };
+    if (rst) begin
+      \$531  = 80'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$532  = { 11'h000, \$455  };
+    if (rst) begin
+      \$532  = 80'h00000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$533  = m;
+    if (rst) begin
+      \$533  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$534  = m2;
+    if (m2[4]) begin
+      \$534 [143:96] = \$54 [79:32];
+    end
+    if (rst) begin
+      \$534  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$535  = empty;
+    if (clear) begin
+      \$535  = 1'h0;
+    end
+    if (\$456 ) begin
+      \$535  = 1'h1;
+    end
+    if (rst) begin
+      \$535  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$536  = saturated;
+    if (clear) begin
+      \$536  = 1'h0;
+    end
+    if (\$459 ) begin
+      \$536  = 1'h1;
+    end
+    if (rst) begin
+      \$536  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$537  = invalid;
+    if (clear) begin
+      \$537  = 1'h0;
+    end
+    if (\$483 ) begin
+      \$537  = 1'h1;
+    end
+    if (rst) begin
+      \$537  = 1'h0;
     end
   end
   assign r1 = i;
@@ -5977,10 +6126,11 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign sat_lo = 1'h0;
   assign ptr_next = \$28 [15:0];
   assign lookup_addr = \$39 [11:0];
+  assign hits = { 1'h1, \$40  };
   assign d_ext = { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \seed$74  = seed;
+  assign \seed$76  = seed;
   assign seed_load = load;
-  assign product = \$53 [79:0];
+  assign product = \$54 [79:0];
   assign rsp__ready = 1'h1;
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
@@ -6378,278 +6528,6 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \taps[7].delta  = taps[1439:1407];
   assign \taps[7].target  = taps[1487:1440];
   assign \taps[7].value  = taps[1535:1488];
-  assign \taps$91[0]  = \taps$91 [191:0];
-  assign \taps$91[0].valid  = \taps$91 [0];
-  assign \taps$91[0].op  = \taps$91 [3:1];
-  assign \taps$91[0].sample  = \taps$91 [4];
-  assign \taps$91[0].prng  = \taps$91 [5];
-  assign \taps$91[0].write  = \taps$91 [6];
-  assign \taps$91[0].read  = \taps$91 [7];
-  assign \taps$91[0].debug  = \taps$91 [8];
-  assign \taps$91[0].respond  = \taps$91 [9];
-  assign \taps$91[0].empty  = \taps$91 [10];
-  assign \taps$91[0].invalid  = \taps$91 [11];
-  assign \taps$91[0].level  = \taps$91 [14:12];
-  assign \taps$91[0].index  = \taps$91 [30:15];
-  assign \taps$91[0].prio  = \taps$91 [62:31];
-  assign \taps$91[0].delta  = \taps$91 [95:63];
-  assign \taps$91[0].target  = \taps$91 [143:96];
-  assign \taps$91[0].value  = \taps$91 [191:144];
-  assign \taps$91[1]  = \taps$91 [383:192];
-  assign \taps$91[1].valid  = \taps$91 [192];
-  assign \taps$91[1].op  = \taps$91 [195:193];
-  assign \taps$91[1].sample  = \taps$91 [196];
-  assign \taps$91[1].prng  = \taps$91 [197];
-  assign \taps$91[1].write  = \taps$91 [198];
-  assign \taps$91[1].read  = \taps$91 [199];
-  assign \taps$91[1].debug  = \taps$91 [200];
-  assign \taps$91[1].respond  = \taps$91 [201];
-  assign \taps$91[1].empty  = \taps$91 [202];
-  assign \taps$91[1].invalid  = \taps$91 [203];
-  assign \taps$91[1].level  = \taps$91 [206:204];
-  assign \taps$91[1].index  = \taps$91 [222:207];
-  assign \taps$91[1].prio  = \taps$91 [254:223];
-  assign \taps$91[1].delta  = \taps$91 [287:255];
-  assign \taps$91[1].target  = \taps$91 [335:288];
-  assign \taps$91[1].value  = \taps$91 [383:336];
-  assign \taps$91[2]  = \taps$91 [575:384];
-  assign \taps$91[2].valid  = \taps$91 [384];
-  assign \taps$91[2].op  = \taps$91 [387:385];
-  assign \taps$91[2].sample  = \taps$91 [388];
-  assign \taps$91[2].prng  = \taps$91 [389];
-  assign \taps$91[2].write  = \taps$91 [390];
-  assign \taps$91[2].read  = \taps$91 [391];
-  assign \taps$91[2].debug  = \taps$91 [392];
-  assign \taps$91[2].respond  = \taps$91 [393];
-  assign \taps$91[2].empty  = \taps$91 [394];
-  assign \taps$91[2].invalid  = \taps$91 [395];
-  assign \taps$91[2].level  = \taps$91 [398:396];
-  assign \taps$91[2].index  = \taps$91 [414:399];
-  assign \taps$91[2].prio  = \taps$91 [446:415];
-  assign \taps$91[2].delta  = \taps$91 [479:447];
-  assign \taps$91[2].target  = \taps$91 [527:480];
-  assign \taps$91[2].value  = \taps$91 [575:528];
-  assign \taps$91[3]  = \taps$91 [767:576];
-  assign \taps$91[3].valid  = \taps$91 [576];
-  assign \taps$91[3].op  = \taps$91 [579:577];
-  assign \taps$91[3].sample  = \taps$91 [580];
-  assign \taps$91[3].prng  = \taps$91 [581];
-  assign \taps$91[3].write  = \taps$91 [582];
-  assign \taps$91[3].read  = \taps$91 [583];
-  assign \taps$91[3].debug  = \taps$91 [584];
-  assign \taps$91[3].respond  = \taps$91 [585];
-  assign \taps$91[3].empty  = \taps$91 [586];
-  assign \taps$91[3].invalid  = \taps$91 [587];
-  assign \taps$91[3].level  = \taps$91 [590:588];
-  assign \taps$91[3].index  = \taps$91 [606:591];
-  assign \taps$91[3].prio  = \taps$91 [638:607];
-  assign \taps$91[3].delta  = \taps$91 [671:639];
-  assign \taps$91[3].target  = \taps$91 [719:672];
-  assign \taps$91[3].value  = \taps$91 [767:720];
-  assign \taps$91[4]  = \taps$91 [959:768];
-  assign \taps$91[4].valid  = \taps$91 [768];
-  assign \taps$91[4].op  = \taps$91 [771:769];
-  assign \taps$91[4].sample  = \taps$91 [772];
-  assign \taps$91[4].prng  = \taps$91 [773];
-  assign \taps$91[4].write  = \taps$91 [774];
-  assign \taps$91[4].read  = \taps$91 [775];
-  assign \taps$91[4].debug  = \taps$91 [776];
-  assign \taps$91[4].respond  = \taps$91 [777];
-  assign \taps$91[4].empty  = \taps$91 [778];
-  assign \taps$91[4].invalid  = \taps$91 [779];
-  assign \taps$91[4].level  = \taps$91 [782:780];
-  assign \taps$91[4].index  = \taps$91 [798:783];
-  assign \taps$91[4].prio  = \taps$91 [830:799];
-  assign \taps$91[4].delta  = \taps$91 [863:831];
-  assign \taps$91[4].target  = \taps$91 [911:864];
-  assign \taps$91[4].value  = \taps$91 [959:912];
-  assign \taps$91[5]  = \taps$91 [1151:960];
-  assign \taps$91[5].valid  = \taps$91 [960];
-  assign \taps$91[5].op  = \taps$91 [963:961];
-  assign \taps$91[5].sample  = \taps$91 [964];
-  assign \taps$91[5].prng  = \taps$91 [965];
-  assign \taps$91[5].write  = \taps$91 [966];
-  assign \taps$91[5].read  = \taps$91 [967];
-  assign \taps$91[5].debug  = \taps$91 [968];
-  assign \taps$91[5].respond  = \taps$91 [969];
-  assign \taps$91[5].empty  = \taps$91 [970];
-  assign \taps$91[5].invalid  = \taps$91 [971];
-  assign \taps$91[5].level  = \taps$91 [974:972];
-  assign \taps$91[5].index  = \taps$91 [990:975];
-  assign \taps$91[5].prio  = \taps$91 [1022:991];
-  assign \taps$91[5].delta  = \taps$91 [1055:1023];
-  assign \taps$91[5].target  = \taps$91 [1103:1056];
-  assign \taps$91[5].value  = \taps$91 [1151:1104];
-  assign \taps$91[6]  = \taps$91 [1343:1152];
-  assign \taps$91[6].valid  = \taps$91 [1152];
-  assign \taps$91[6].op  = \taps$91 [1155:1153];
-  assign \taps$91[6].sample  = \taps$91 [1156];
-  assign \taps$91[6].prng  = \taps$91 [1157];
-  assign \taps$91[6].write  = \taps$91 [1158];
-  assign \taps$91[6].read  = \taps$91 [1159];
-  assign \taps$91[6].debug  = \taps$91 [1160];
-  assign \taps$91[6].respond  = \taps$91 [1161];
-  assign \taps$91[6].empty  = \taps$91 [1162];
-  assign \taps$91[6].invalid  = \taps$91 [1163];
-  assign \taps$91[6].level  = \taps$91 [1166:1164];
-  assign \taps$91[6].index  = \taps$91 [1182:1167];
-  assign \taps$91[6].prio  = \taps$91 [1214:1183];
-  assign \taps$91[6].delta  = \taps$91 [1247:1215];
-  assign \taps$91[6].target  = \taps$91 [1295:1248];
-  assign \taps$91[6].value  = \taps$91 [1343:1296];
-  assign \taps$91[7]  = \taps$91 [1535:1344];
-  assign \taps$91[7].valid  = \taps$91 [1344];
-  assign \taps$91[7].op  = \taps$91 [1347:1345];
-  assign \taps$91[7].sample  = \taps$91 [1348];
-  assign \taps$91[7].prng  = \taps$91 [1349];
-  assign \taps$91[7].write  = \taps$91 [1350];
-  assign \taps$91[7].read  = \taps$91 [1351];
-  assign \taps$91[7].debug  = \taps$91 [1352];
-  assign \taps$91[7].respond  = \taps$91 [1353];
-  assign \taps$91[7].empty  = \taps$91 [1354];
-  assign \taps$91[7].invalid  = \taps$91 [1355];
-  assign \taps$91[7].level  = \taps$91 [1358:1356];
-  assign \taps$91[7].index  = \taps$91 [1374:1359];
-  assign \taps$91[7].prio  = \taps$91 [1406:1375];
-  assign \taps$91[7].delta  = \taps$91 [1439:1407];
-  assign \taps$91[7].target  = \taps$91 [1487:1440];
-  assign \taps$91[7].value  = \taps$91 [1535:1488];
-  assign \taps$92[0]  = \taps$92 [191:0];
-  assign \taps$92[0].valid  = \taps$92 [0];
-  assign \taps$92[0].op  = \taps$92 [3:1];
-  assign \taps$92[0].sample  = \taps$92 [4];
-  assign \taps$92[0].prng  = \taps$92 [5];
-  assign \taps$92[0].write  = \taps$92 [6];
-  assign \taps$92[0].read  = \taps$92 [7];
-  assign \taps$92[0].debug  = \taps$92 [8];
-  assign \taps$92[0].respond  = \taps$92 [9];
-  assign \taps$92[0].empty  = \taps$92 [10];
-  assign \taps$92[0].invalid  = \taps$92 [11];
-  assign \taps$92[0].level  = \taps$92 [14:12];
-  assign \taps$92[0].index  = \taps$92 [30:15];
-  assign \taps$92[0].prio  = \taps$92 [62:31];
-  assign \taps$92[0].delta  = \taps$92 [95:63];
-  assign \taps$92[0].target  = \taps$92 [143:96];
-  assign \taps$92[0].value  = \taps$92 [191:144];
-  assign \taps$92[1]  = \taps$92 [383:192];
-  assign \taps$92[1].valid  = \taps$92 [192];
-  assign \taps$92[1].op  = \taps$92 [195:193];
-  assign \taps$92[1].sample  = \taps$92 [196];
-  assign \taps$92[1].prng  = \taps$92 [197];
-  assign \taps$92[1].write  = \taps$92 [198];
-  assign \taps$92[1].read  = \taps$92 [199];
-  assign \taps$92[1].debug  = \taps$92 [200];
-  assign \taps$92[1].respond  = \taps$92 [201];
-  assign \taps$92[1].empty  = \taps$92 [202];
-  assign \taps$92[1].invalid  = \taps$92 [203];
-  assign \taps$92[1].level  = \taps$92 [206:204];
-  assign \taps$92[1].index  = \taps$92 [222:207];
-  assign \taps$92[1].prio  = \taps$92 [254:223];
-  assign \taps$92[1].delta  = \taps$92 [287:255];
-  assign \taps$92[1].target  = \taps$92 [335:288];
-  assign \taps$92[1].value  = \taps$92 [383:336];
-  assign \taps$92[2]  = \taps$92 [575:384];
-  assign \taps$92[2].valid  = \taps$92 [384];
-  assign \taps$92[2].op  = \taps$92 [387:385];
-  assign \taps$92[2].sample  = \taps$92 [388];
-  assign \taps$92[2].prng  = \taps$92 [389];
-  assign \taps$92[2].write  = \taps$92 [390];
-  assign \taps$92[2].read  = \taps$92 [391];
-  assign \taps$92[2].debug  = \taps$92 [392];
-  assign \taps$92[2].respond  = \taps$92 [393];
-  assign \taps$92[2].empty  = \taps$92 [394];
-  assign \taps$92[2].invalid  = \taps$92 [395];
-  assign \taps$92[2].level  = \taps$92 [398:396];
-  assign \taps$92[2].index  = \taps$92 [414:399];
-  assign \taps$92[2].prio  = \taps$92 [446:415];
-  assign \taps$92[2].delta  = \taps$92 [479:447];
-  assign \taps$92[2].target  = \taps$92 [527:480];
-  assign \taps$92[2].value  = \taps$92 [575:528];
-  assign \taps$92[3]  = \taps$92 [767:576];
-  assign \taps$92[3].valid  = \taps$92 [576];
-  assign \taps$92[3].op  = \taps$92 [579:577];
-  assign \taps$92[3].sample  = \taps$92 [580];
-  assign \taps$92[3].prng  = \taps$92 [581];
-  assign \taps$92[3].write  = \taps$92 [582];
-  assign \taps$92[3].read  = \taps$92 [583];
-  assign \taps$92[3].debug  = \taps$92 [584];
-  assign \taps$92[3].respond  = \taps$92 [585];
-  assign \taps$92[3].empty  = \taps$92 [586];
-  assign \taps$92[3].invalid  = \taps$92 [587];
-  assign \taps$92[3].level  = \taps$92 [590:588];
-  assign \taps$92[3].index  = \taps$92 [606:591];
-  assign \taps$92[3].prio  = \taps$92 [638:607];
-  assign \taps$92[3].delta  = \taps$92 [671:639];
-  assign \taps$92[3].target  = \taps$92 [719:672];
-  assign \taps$92[3].value  = \taps$92 [767:720];
-  assign \taps$92[4]  = \taps$92 [959:768];
-  assign \taps$92[4].valid  = \taps$92 [768];
-  assign \taps$92[4].op  = \taps$92 [771:769];
-  assign \taps$92[4].sample  = \taps$92 [772];
-  assign \taps$92[4].prng  = \taps$92 [773];
-  assign \taps$92[4].write  = \taps$92 [774];
-  assign \taps$92[4].read  = \taps$92 [775];
-  assign \taps$92[4].debug  = \taps$92 [776];
-  assign \taps$92[4].respond  = \taps$92 [777];
-  assign \taps$92[4].empty  = \taps$92 [778];
-  assign \taps$92[4].invalid  = \taps$92 [779];
-  assign \taps$92[4].level  = \taps$92 [782:780];
-  assign \taps$92[4].index  = \taps$92 [798:783];
-  assign \taps$92[4].prio  = \taps$92 [830:799];
-  assign \taps$92[4].delta  = \taps$92 [863:831];
-  assign \taps$92[4].target  = \taps$92 [911:864];
-  assign \taps$92[4].value  = \taps$92 [959:912];
-  assign \taps$92[5]  = \taps$92 [1151:960];
-  assign \taps$92[5].valid  = \taps$92 [960];
-  assign \taps$92[5].op  = \taps$92 [963:961];
-  assign \taps$92[5].sample  = \taps$92 [964];
-  assign \taps$92[5].prng  = \taps$92 [965];
-  assign \taps$92[5].write  = \taps$92 [966];
-  assign \taps$92[5].read  = \taps$92 [967];
-  assign \taps$92[5].debug  = \taps$92 [968];
-  assign \taps$92[5].respond  = \taps$92 [969];
-  assign \taps$92[5].empty  = \taps$92 [970];
-  assign \taps$92[5].invalid  = \taps$92 [971];
-  assign \taps$92[5].level  = \taps$92 [974:972];
-  assign \taps$92[5].index  = \taps$92 [990:975];
-  assign \taps$92[5].prio  = \taps$92 [1022:991];
-  assign \taps$92[5].delta  = \taps$92 [1055:1023];
-  assign \taps$92[5].target  = \taps$92 [1103:1056];
-  assign \taps$92[5].value  = \taps$92 [1151:1104];
-  assign \taps$92[6]  = \taps$92 [1343:1152];
-  assign \taps$92[6].valid  = \taps$92 [1152];
-  assign \taps$92[6].op  = \taps$92 [1155:1153];
-  assign \taps$92[6].sample  = \taps$92 [1156];
-  assign \taps$92[6].prng  = \taps$92 [1157];
-  assign \taps$92[6].write  = \taps$92 [1158];
-  assign \taps$92[6].read  = \taps$92 [1159];
-  assign \taps$92[6].debug  = \taps$92 [1160];
-  assign \taps$92[6].respond  = \taps$92 [1161];
-  assign \taps$92[6].empty  = \taps$92 [1162];
-  assign \taps$92[6].invalid  = \taps$92 [1163];
-  assign \taps$92[6].level  = \taps$92 [1166:1164];
-  assign \taps$92[6].index  = \taps$92 [1182:1167];
-  assign \taps$92[6].prio  = \taps$92 [1214:1183];
-  assign \taps$92[6].delta  = \taps$92 [1247:1215];
-  assign \taps$92[6].target  = \taps$92 [1295:1248];
-  assign \taps$92[6].value  = \taps$92 [1343:1296];
-  assign \taps$92[7]  = \taps$92 [1535:1344];
-  assign \taps$92[7].valid  = \taps$92 [1344];
-  assign \taps$92[7].op  = \taps$92 [1347:1345];
-  assign \taps$92[7].sample  = \taps$92 [1348];
-  assign \taps$92[7].prng  = \taps$92 [1349];
-  assign \taps$92[7].write  = \taps$92 [1350];
-  assign \taps$92[7].read  = \taps$92 [1351];
-  assign \taps$92[7].debug  = \taps$92 [1352];
-  assign \taps$92[7].respond  = \taps$92 [1353];
-  assign \taps$92[7].empty  = \taps$92 [1354];
-  assign \taps$92[7].invalid  = \taps$92 [1355];
-  assign \taps$92[7].level  = \taps$92 [1358:1356];
-  assign \taps$92[7].index  = \taps$92 [1374:1359];
-  assign \taps$92[7].prio  = \taps$92 [1406:1375];
-  assign \taps$92[7].delta  = \taps$92 [1439:1407];
-  assign \taps$92[7].target  = \taps$92 [1487:1440];
-  assign \taps$92[7].value  = \taps$92 [1535:1488];
   assign \taps$93[0]  = \taps$93 [191:0];
   assign \taps$93[0].valid  = \taps$93 [0];
   assign \taps$93[0].op  = \taps$93 [3:1];
@@ -6786,6 +6664,278 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \taps$93[7].delta  = \taps$93 [1439:1407];
   assign \taps$93[7].target  = \taps$93 [1487:1440];
   assign \taps$93[7].value  = \taps$93 [1535:1488];
+  assign \taps$94[0]  = \taps$94 [191:0];
+  assign \taps$94[0].valid  = \taps$94 [0];
+  assign \taps$94[0].op  = \taps$94 [3:1];
+  assign \taps$94[0].sample  = \taps$94 [4];
+  assign \taps$94[0].prng  = \taps$94 [5];
+  assign \taps$94[0].write  = \taps$94 [6];
+  assign \taps$94[0].read  = \taps$94 [7];
+  assign \taps$94[0].debug  = \taps$94 [8];
+  assign \taps$94[0].respond  = \taps$94 [9];
+  assign \taps$94[0].empty  = \taps$94 [10];
+  assign \taps$94[0].invalid  = \taps$94 [11];
+  assign \taps$94[0].level  = \taps$94 [14:12];
+  assign \taps$94[0].index  = \taps$94 [30:15];
+  assign \taps$94[0].prio  = \taps$94 [62:31];
+  assign \taps$94[0].delta  = \taps$94 [95:63];
+  assign \taps$94[0].target  = \taps$94 [143:96];
+  assign \taps$94[0].value  = \taps$94 [191:144];
+  assign \taps$94[1]  = \taps$94 [383:192];
+  assign \taps$94[1].valid  = \taps$94 [192];
+  assign \taps$94[1].op  = \taps$94 [195:193];
+  assign \taps$94[1].sample  = \taps$94 [196];
+  assign \taps$94[1].prng  = \taps$94 [197];
+  assign \taps$94[1].write  = \taps$94 [198];
+  assign \taps$94[1].read  = \taps$94 [199];
+  assign \taps$94[1].debug  = \taps$94 [200];
+  assign \taps$94[1].respond  = \taps$94 [201];
+  assign \taps$94[1].empty  = \taps$94 [202];
+  assign \taps$94[1].invalid  = \taps$94 [203];
+  assign \taps$94[1].level  = \taps$94 [206:204];
+  assign \taps$94[1].index  = \taps$94 [222:207];
+  assign \taps$94[1].prio  = \taps$94 [254:223];
+  assign \taps$94[1].delta  = \taps$94 [287:255];
+  assign \taps$94[1].target  = \taps$94 [335:288];
+  assign \taps$94[1].value  = \taps$94 [383:336];
+  assign \taps$94[2]  = \taps$94 [575:384];
+  assign \taps$94[2].valid  = \taps$94 [384];
+  assign \taps$94[2].op  = \taps$94 [387:385];
+  assign \taps$94[2].sample  = \taps$94 [388];
+  assign \taps$94[2].prng  = \taps$94 [389];
+  assign \taps$94[2].write  = \taps$94 [390];
+  assign \taps$94[2].read  = \taps$94 [391];
+  assign \taps$94[2].debug  = \taps$94 [392];
+  assign \taps$94[2].respond  = \taps$94 [393];
+  assign \taps$94[2].empty  = \taps$94 [394];
+  assign \taps$94[2].invalid  = \taps$94 [395];
+  assign \taps$94[2].level  = \taps$94 [398:396];
+  assign \taps$94[2].index  = \taps$94 [414:399];
+  assign \taps$94[2].prio  = \taps$94 [446:415];
+  assign \taps$94[2].delta  = \taps$94 [479:447];
+  assign \taps$94[2].target  = \taps$94 [527:480];
+  assign \taps$94[2].value  = \taps$94 [575:528];
+  assign \taps$94[3]  = \taps$94 [767:576];
+  assign \taps$94[3].valid  = \taps$94 [576];
+  assign \taps$94[3].op  = \taps$94 [579:577];
+  assign \taps$94[3].sample  = \taps$94 [580];
+  assign \taps$94[3].prng  = \taps$94 [581];
+  assign \taps$94[3].write  = \taps$94 [582];
+  assign \taps$94[3].read  = \taps$94 [583];
+  assign \taps$94[3].debug  = \taps$94 [584];
+  assign \taps$94[3].respond  = \taps$94 [585];
+  assign \taps$94[3].empty  = \taps$94 [586];
+  assign \taps$94[3].invalid  = \taps$94 [587];
+  assign \taps$94[3].level  = \taps$94 [590:588];
+  assign \taps$94[3].index  = \taps$94 [606:591];
+  assign \taps$94[3].prio  = \taps$94 [638:607];
+  assign \taps$94[3].delta  = \taps$94 [671:639];
+  assign \taps$94[3].target  = \taps$94 [719:672];
+  assign \taps$94[3].value  = \taps$94 [767:720];
+  assign \taps$94[4]  = \taps$94 [959:768];
+  assign \taps$94[4].valid  = \taps$94 [768];
+  assign \taps$94[4].op  = \taps$94 [771:769];
+  assign \taps$94[4].sample  = \taps$94 [772];
+  assign \taps$94[4].prng  = \taps$94 [773];
+  assign \taps$94[4].write  = \taps$94 [774];
+  assign \taps$94[4].read  = \taps$94 [775];
+  assign \taps$94[4].debug  = \taps$94 [776];
+  assign \taps$94[4].respond  = \taps$94 [777];
+  assign \taps$94[4].empty  = \taps$94 [778];
+  assign \taps$94[4].invalid  = \taps$94 [779];
+  assign \taps$94[4].level  = \taps$94 [782:780];
+  assign \taps$94[4].index  = \taps$94 [798:783];
+  assign \taps$94[4].prio  = \taps$94 [830:799];
+  assign \taps$94[4].delta  = \taps$94 [863:831];
+  assign \taps$94[4].target  = \taps$94 [911:864];
+  assign \taps$94[4].value  = \taps$94 [959:912];
+  assign \taps$94[5]  = \taps$94 [1151:960];
+  assign \taps$94[5].valid  = \taps$94 [960];
+  assign \taps$94[5].op  = \taps$94 [963:961];
+  assign \taps$94[5].sample  = \taps$94 [964];
+  assign \taps$94[5].prng  = \taps$94 [965];
+  assign \taps$94[5].write  = \taps$94 [966];
+  assign \taps$94[5].read  = \taps$94 [967];
+  assign \taps$94[5].debug  = \taps$94 [968];
+  assign \taps$94[5].respond  = \taps$94 [969];
+  assign \taps$94[5].empty  = \taps$94 [970];
+  assign \taps$94[5].invalid  = \taps$94 [971];
+  assign \taps$94[5].level  = \taps$94 [974:972];
+  assign \taps$94[5].index  = \taps$94 [990:975];
+  assign \taps$94[5].prio  = \taps$94 [1022:991];
+  assign \taps$94[5].delta  = \taps$94 [1055:1023];
+  assign \taps$94[5].target  = \taps$94 [1103:1056];
+  assign \taps$94[5].value  = \taps$94 [1151:1104];
+  assign \taps$94[6]  = \taps$94 [1343:1152];
+  assign \taps$94[6].valid  = \taps$94 [1152];
+  assign \taps$94[6].op  = \taps$94 [1155:1153];
+  assign \taps$94[6].sample  = \taps$94 [1156];
+  assign \taps$94[6].prng  = \taps$94 [1157];
+  assign \taps$94[6].write  = \taps$94 [1158];
+  assign \taps$94[6].read  = \taps$94 [1159];
+  assign \taps$94[6].debug  = \taps$94 [1160];
+  assign \taps$94[6].respond  = \taps$94 [1161];
+  assign \taps$94[6].empty  = \taps$94 [1162];
+  assign \taps$94[6].invalid  = \taps$94 [1163];
+  assign \taps$94[6].level  = \taps$94 [1166:1164];
+  assign \taps$94[6].index  = \taps$94 [1182:1167];
+  assign \taps$94[6].prio  = \taps$94 [1214:1183];
+  assign \taps$94[6].delta  = \taps$94 [1247:1215];
+  assign \taps$94[6].target  = \taps$94 [1295:1248];
+  assign \taps$94[6].value  = \taps$94 [1343:1296];
+  assign \taps$94[7]  = \taps$94 [1535:1344];
+  assign \taps$94[7].valid  = \taps$94 [1344];
+  assign \taps$94[7].op  = \taps$94 [1347:1345];
+  assign \taps$94[7].sample  = \taps$94 [1348];
+  assign \taps$94[7].prng  = \taps$94 [1349];
+  assign \taps$94[7].write  = \taps$94 [1350];
+  assign \taps$94[7].read  = \taps$94 [1351];
+  assign \taps$94[7].debug  = \taps$94 [1352];
+  assign \taps$94[7].respond  = \taps$94 [1353];
+  assign \taps$94[7].empty  = \taps$94 [1354];
+  assign \taps$94[7].invalid  = \taps$94 [1355];
+  assign \taps$94[7].level  = \taps$94 [1358:1356];
+  assign \taps$94[7].index  = \taps$94 [1374:1359];
+  assign \taps$94[7].prio  = \taps$94 [1406:1375];
+  assign \taps$94[7].delta  = \taps$94 [1439:1407];
+  assign \taps$94[7].target  = \taps$94 [1487:1440];
+  assign \taps$94[7].value  = \taps$94 [1535:1488];
+  assign \taps$95[0]  = \taps$95 [191:0];
+  assign \taps$95[0].valid  = \taps$95 [0];
+  assign \taps$95[0].op  = \taps$95 [3:1];
+  assign \taps$95[0].sample  = \taps$95 [4];
+  assign \taps$95[0].prng  = \taps$95 [5];
+  assign \taps$95[0].write  = \taps$95 [6];
+  assign \taps$95[0].read  = \taps$95 [7];
+  assign \taps$95[0].debug  = \taps$95 [8];
+  assign \taps$95[0].respond  = \taps$95 [9];
+  assign \taps$95[0].empty  = \taps$95 [10];
+  assign \taps$95[0].invalid  = \taps$95 [11];
+  assign \taps$95[0].level  = \taps$95 [14:12];
+  assign \taps$95[0].index  = \taps$95 [30:15];
+  assign \taps$95[0].prio  = \taps$95 [62:31];
+  assign \taps$95[0].delta  = \taps$95 [95:63];
+  assign \taps$95[0].target  = \taps$95 [143:96];
+  assign \taps$95[0].value  = \taps$95 [191:144];
+  assign \taps$95[1]  = \taps$95 [383:192];
+  assign \taps$95[1].valid  = \taps$95 [192];
+  assign \taps$95[1].op  = \taps$95 [195:193];
+  assign \taps$95[1].sample  = \taps$95 [196];
+  assign \taps$95[1].prng  = \taps$95 [197];
+  assign \taps$95[1].write  = \taps$95 [198];
+  assign \taps$95[1].read  = \taps$95 [199];
+  assign \taps$95[1].debug  = \taps$95 [200];
+  assign \taps$95[1].respond  = \taps$95 [201];
+  assign \taps$95[1].empty  = \taps$95 [202];
+  assign \taps$95[1].invalid  = \taps$95 [203];
+  assign \taps$95[1].level  = \taps$95 [206:204];
+  assign \taps$95[1].index  = \taps$95 [222:207];
+  assign \taps$95[1].prio  = \taps$95 [254:223];
+  assign \taps$95[1].delta  = \taps$95 [287:255];
+  assign \taps$95[1].target  = \taps$95 [335:288];
+  assign \taps$95[1].value  = \taps$95 [383:336];
+  assign \taps$95[2]  = \taps$95 [575:384];
+  assign \taps$95[2].valid  = \taps$95 [384];
+  assign \taps$95[2].op  = \taps$95 [387:385];
+  assign \taps$95[2].sample  = \taps$95 [388];
+  assign \taps$95[2].prng  = \taps$95 [389];
+  assign \taps$95[2].write  = \taps$95 [390];
+  assign \taps$95[2].read  = \taps$95 [391];
+  assign \taps$95[2].debug  = \taps$95 [392];
+  assign \taps$95[2].respond  = \taps$95 [393];
+  assign \taps$95[2].empty  = \taps$95 [394];
+  assign \taps$95[2].invalid  = \taps$95 [395];
+  assign \taps$95[2].level  = \taps$95 [398:396];
+  assign \taps$95[2].index  = \taps$95 [414:399];
+  assign \taps$95[2].prio  = \taps$95 [446:415];
+  assign \taps$95[2].delta  = \taps$95 [479:447];
+  assign \taps$95[2].target  = \taps$95 [527:480];
+  assign \taps$95[2].value  = \taps$95 [575:528];
+  assign \taps$95[3]  = \taps$95 [767:576];
+  assign \taps$95[3].valid  = \taps$95 [576];
+  assign \taps$95[3].op  = \taps$95 [579:577];
+  assign \taps$95[3].sample  = \taps$95 [580];
+  assign \taps$95[3].prng  = \taps$95 [581];
+  assign \taps$95[3].write  = \taps$95 [582];
+  assign \taps$95[3].read  = \taps$95 [583];
+  assign \taps$95[3].debug  = \taps$95 [584];
+  assign \taps$95[3].respond  = \taps$95 [585];
+  assign \taps$95[3].empty  = \taps$95 [586];
+  assign \taps$95[3].invalid  = \taps$95 [587];
+  assign \taps$95[3].level  = \taps$95 [590:588];
+  assign \taps$95[3].index  = \taps$95 [606:591];
+  assign \taps$95[3].prio  = \taps$95 [638:607];
+  assign \taps$95[3].delta  = \taps$95 [671:639];
+  assign \taps$95[3].target  = \taps$95 [719:672];
+  assign \taps$95[3].value  = \taps$95 [767:720];
+  assign \taps$95[4]  = \taps$95 [959:768];
+  assign \taps$95[4].valid  = \taps$95 [768];
+  assign \taps$95[4].op  = \taps$95 [771:769];
+  assign \taps$95[4].sample  = \taps$95 [772];
+  assign \taps$95[4].prng  = \taps$95 [773];
+  assign \taps$95[4].write  = \taps$95 [774];
+  assign \taps$95[4].read  = \taps$95 [775];
+  assign \taps$95[4].debug  = \taps$95 [776];
+  assign \taps$95[4].respond  = \taps$95 [777];
+  assign \taps$95[4].empty  = \taps$95 [778];
+  assign \taps$95[4].invalid  = \taps$95 [779];
+  assign \taps$95[4].level  = \taps$95 [782:780];
+  assign \taps$95[4].index  = \taps$95 [798:783];
+  assign \taps$95[4].prio  = \taps$95 [830:799];
+  assign \taps$95[4].delta  = \taps$95 [863:831];
+  assign \taps$95[4].target  = \taps$95 [911:864];
+  assign \taps$95[4].value  = \taps$95 [959:912];
+  assign \taps$95[5]  = \taps$95 [1151:960];
+  assign \taps$95[5].valid  = \taps$95 [960];
+  assign \taps$95[5].op  = \taps$95 [963:961];
+  assign \taps$95[5].sample  = \taps$95 [964];
+  assign \taps$95[5].prng  = \taps$95 [965];
+  assign \taps$95[5].write  = \taps$95 [966];
+  assign \taps$95[5].read  = \taps$95 [967];
+  assign \taps$95[5].debug  = \taps$95 [968];
+  assign \taps$95[5].respond  = \taps$95 [969];
+  assign \taps$95[5].empty  = \taps$95 [970];
+  assign \taps$95[5].invalid  = \taps$95 [971];
+  assign \taps$95[5].level  = \taps$95 [974:972];
+  assign \taps$95[5].index  = \taps$95 [990:975];
+  assign \taps$95[5].prio  = \taps$95 [1022:991];
+  assign \taps$95[5].delta  = \taps$95 [1055:1023];
+  assign \taps$95[5].target  = \taps$95 [1103:1056];
+  assign \taps$95[5].value  = \taps$95 [1151:1104];
+  assign \taps$95[6]  = \taps$95 [1343:1152];
+  assign \taps$95[6].valid  = \taps$95 [1152];
+  assign \taps$95[6].op  = \taps$95 [1155:1153];
+  assign \taps$95[6].sample  = \taps$95 [1156];
+  assign \taps$95[6].prng  = \taps$95 [1157];
+  assign \taps$95[6].write  = \taps$95 [1158];
+  assign \taps$95[6].read  = \taps$95 [1159];
+  assign \taps$95[6].debug  = \taps$95 [1160];
+  assign \taps$95[6].respond  = \taps$95 [1161];
+  assign \taps$95[6].empty  = \taps$95 [1162];
+  assign \taps$95[6].invalid  = \taps$95 [1163];
+  assign \taps$95[6].level  = \taps$95 [1166:1164];
+  assign \taps$95[6].index  = \taps$95 [1182:1167];
+  assign \taps$95[6].prio  = \taps$95 [1214:1183];
+  assign \taps$95[6].delta  = \taps$95 [1247:1215];
+  assign \taps$95[6].target  = \taps$95 [1295:1248];
+  assign \taps$95[6].value  = \taps$95 [1343:1296];
+  assign \taps$95[7]  = \taps$95 [1535:1344];
+  assign \taps$95[7].valid  = \taps$95 [1344];
+  assign \taps$95[7].op  = \taps$95 [1347:1345];
+  assign \taps$95[7].sample  = \taps$95 [1348];
+  assign \taps$95[7].prng  = \taps$95 [1349];
+  assign \taps$95[7].write  = \taps$95 [1350];
+  assign \taps$95[7].read  = \taps$95 [1351];
+  assign \taps$95[7].debug  = \taps$95 [1352];
+  assign \taps$95[7].respond  = \taps$95 [1353];
+  assign \taps$95[7].empty  = \taps$95 [1354];
+  assign \taps$95[7].invalid  = \taps$95 [1355];
+  assign \taps$95[7].level  = \taps$95 [1358:1356];
+  assign \taps$95[7].index  = \taps$95 [1374:1359];
+  assign \taps$95[7].prio  = \taps$95 [1406:1375];
+  assign \taps$95[7].delta  = \taps$95 [1439:1407];
+  assign \taps$95[7].target  = \taps$95 [1487:1440];
+  assign \taps$95[7].value  = \taps$95 [1535:1488];
   assign \skid.op  = skid[2:0];
   assign \skid.level  = skid[5:3];
   assign \skid.index  = skid[21:6];
@@ -6806,30 +6956,30 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$37  = 1'h1;
   assign \$38  = \$36 ;
   assign \$39  = { 4'h0, a_leaf[15:4] };
-  assign \$42  = b3_old0;
-  assign \$50  = { 1'h0, m_row0 };
-  assign \$52  = { 14'h0000, m_row17, 17'h00000 };
-  assign \$61  = rsp__valid;
-  assign \$64  = rsp__valid;
-  assign \$66  = rsp__valid;
-  assign \$69  = rsp__valid;
-  assign \$101  = 1'h1;
-  assign \$102  = \$100 ;
-  assign \$134  = 1'h0;
-  assign \$152  = \$151 ;
-  assign \$245  = \$244 ;
-  assign \$261  = \$260 ;
-  assign \$277  = \$276 ;
-  assign \$293  = \$292 ;
-  assign \$309  = \$308 ;
-  assign \$325  = \$324 ;
-  assign \$341  = \$340 ;
-  assign \$413  = { 1'h0, pp_0_0 };
-  assign \$415  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$417  = { 1'h0, pp_17_0 };
-  assign \$419  = { 5'h00, pp_17_26, 26'h0000000 };
-  assign \$430  = 1'h0;
-  assign \$448  = \$447 ;
+  assign \$43  = b3_old0;
+  assign \$51  = { 1'h0, m_row0 };
+  assign \$53  = { 14'h0000, m_row17, 17'h00000 };
+  assign \$62  = rsp__valid;
+  assign \$65  = rsp__valid;
+  assign \$67  = rsp__valid;
+  assign \$70  = rsp__valid;
+  assign \$102  = 1'h1;
+  assign \$103  = \$101 ;
+  assign \$135  = 1'h0;
+  assign \$153  = \$152 ;
+  assign \$280  = \$279 ;
+  assign \$296  = \$295 ;
+  assign \$312  = \$311 ;
+  assign \$328  = \$327 ;
+  assign \$344  = \$343 ;
+  assign \$360  = \$359 ;
+  assign \$376  = \$375 ;
+  assign \$448  = { 1'h0, pp_0_0 };
+  assign \$450  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$452  = { 1'h0, pp_17_0 };
+  assign \$454  = { 5'h00, pp_17_26, 26'h0000000 };
+  assign \$465  = 1'h0;
+  assign \$483  = \$482 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -16661,7 +16811,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3017$0 , \port$3019$0 , max_priority_lo, \port$3065$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3060$0 , \port$3062$0 , max_priority_lo, \port$3110$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -17227,12 +17377,12 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$3017$0 ;
-  wire [15:0] \port$3017$0 ;
-  input [16:0] \port$3019$0 ;
-  wire [16:0] \port$3019$0 ;
-  input [47:0] \port$3065$0 ;
-  wire [47:0] \port$3065$0 ;
+  input [15:0] \port$3060$0 ;
+  wire [15:0] \port$3060$0 ;
+  input [16:0] \port$3062$0 ;
+  wire [16:0] \port$3062$0 ;
+  input [47:0] \port$3110$0 ;
+  wire [47:0] \port$3110$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -18440,11 +18590,11 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3065$0 [31:0];
-  assign total_hi = { 16'h0000, \port$3065$0 [47:32] };
+  assign total_lo = \port$3110$0 [31:0];
+  assign total_hi = { 16'h0000, \port$3110$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$3019$0  };
-  assign write_pointer = { 16'h0000, \port$3017$0  };
+  assign size = { 15'h0000, \port$3062$0  };
+  assign write_pointer = { 16'h0000, \port$3060$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -18480,17 +18630,17 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3065$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3110$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 17'h00000, \port$3065$0 [47:32] };
+  assign \$119  = { 17'h00000, \port$3110$0 [47:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 16'h0000, \port$3019$0  };
+  assign \$125  = { 16'h0000, \port$3062$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 17'h00000, \port$3017$0  };
+  assign \$127  = { 17'h00000, \port$3060$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000010000;
   assign \$130  = \$129 ;
@@ -18541,8 +18691,8 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2406$0 , \port$2407$0 , \port$2408$0 , \port$2409$0 , \port$2410$0 , \port$2411$0 
-, \port$2412$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
+module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2445$0 , \port$2446$0 , \port$2447$0 , \port$2448$0 , \port$2449$0 , \port$2450$0 
+, \port$2451$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -19054,20 +19204,20 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg p_lastbeat = 1'h0;
   reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  output \port$2406$0 ;
-  wire \port$2406$0 ;
-  output \port$2407$0 ;
-  wire \port$2407$0 ;
-  output \port$2408$0 ;
-  wire \port$2408$0 ;
-  output \port$2409$0 ;
-  wire \port$2409$0 ;
-  output \port$2410$0 ;
-  wire \port$2410$0 ;
-  output \port$2411$0 ;
-  wire \port$2411$0 ;
-  output \port$2412$0 ;
-  wire \port$2412$0 ;
+  output \port$2445$0 ;
+  wire \port$2445$0 ;
+  output \port$2446$0 ;
+  wire \port$2446$0 ;
+  output \port$2447$0 ;
+  wire \port$2447$0 ;
+  output \port$2448$0 ;
+  wire \port$2448$0 ;
+  output \port$2449$0 ;
+  wire \port$2449$0 ;
+  output \port$2450$0 ;
+  wire \port$2450$0 ;
+  output \port$2451$0 ;
+  wire \port$2451$0 ;
   reg q_wlast = 1'h0;
   reg q_wlast_d1 = 1'h0;
   reg q_wlast_d1_d2 = 1'h0;
@@ -20691,13 +20841,13 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2406$0  = \$32 ;
-  assign \port$2407$0  = \$33 ;
-  assign \port$2408$0  = \$34 ;
-  assign \port$2409$0  = \$35 ;
-  assign \port$2410$0  = \$36 ;
-  assign \port$2411$0  = \$37 ;
-  assign \port$2412$0  = \$38 ;
+  assign \port$2445$0  = \$32 ;
+  assign \port$2446$0  = \$33 ;
+  assign \port$2447$0  = \$34 ;
+  assign \port$2448$0  = \$35 ;
+  assign \port$2449$0  = \$36 ;
+  assign \port$2450$0  = \$37 ;
+  assign \port$2451$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

@@ -370,13 +370,13 @@ module replay_kernel_k16_1m(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvali
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2733$0 (\$31 ),
-    .\port$2734$0 (\$32 ),
-    .\port$2735$0 (\$33 ),
-    .\port$2736$0 (\$34 ),
-    .\port$2737$0 (\$35 ),
-    .\port$2738$0 (\$36 ),
-    .\port$2739$0 (\$37 ),
+    .\port$2781$0 (\$31 ),
+    .\port$2782$0 (\$32 ),
+    .\port$2783$0 (\$33 ),
+    .\port$2784$0 (\$34 ),
+    .\port$2785$0 (\$35 ),
+    .\port$2786$0 (\$36 ),
+    .\port$2787$0 (\$37 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -970,9 +970,9 @@ module \replay_kernel_k16_1m.accel (s_axi_control_awaddr, s_axi_control_awvalid,
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$3344$0 (\$4 ),
-    .\port$3346$0 (\$5 ),
-    .\port$3394$0 (\$6 ),
+    .\port$3396$0 (\$4 ),
+    .\port$3398$0 (\$5 ),
+    .\port$3448$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1087,16 +1087,16 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire \$109 ;
+  wire [13:0] \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire [2:0] \$111 ;
+  wire \$111 ;
   wire \$112 ;
-  wire \$113 ;
-  wire [13:0] \$114 ;
-  wire [32:0] \$115 ;
-  wire \$116 ;
-  wire \$117 ;
+  wire [2:0] \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire [13:0] \$116 ;
+  wire [32:0] \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -1105,22 +1105,22 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire [13:0] \$125 ;
-  wire [13:0] \$126 ;
-  wire [2:0] \$127 ;
-  wire [2:0] \$128 ;
-  wire [13:0] \$129 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire [13:0] \$127 ;
+  wire [13:0] \$128 ;
+  wire [2:0] \$129 ;
   wire [4:0] \$13 ;
-  wire [13:0] \$130 ;
-  wire [2:0] \$131 ;
+  wire [2:0] \$130 ;
+  wire [13:0] \$131 ;
   wire [13:0] \$132 ;
-  wire \$133 ;
-  wire \$134 ;
+  wire [2:0] \$133 ;
+  wire [13:0] \$134 ;
   wire \$135 ;
   wire \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire \$139 ;
+  wire [13:0] \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
@@ -1128,62 +1128,68 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  reg [14:0] \$146 ;
-  reg \$147 ;
-  reg [7:0] \$148 ;
-  reg [63:0] \$149 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  reg [4:0] \$150 ;
-  reg [4:0] \$151 ;
-  reg [23:0] \$152 ;
-  reg [39:0] \$153 ;
-  reg [31:0] \$154 ;
-  reg [23:0] \$155 ;
-  reg [31:0] \$156 ;
-  reg [63:0] \$157 ;
-  reg \$158 ;
-  reg \$159 ;
+  reg [14:0] \$150 ;
+  reg \$151 ;
+  reg [7:0] \$152 ;
+  reg [63:0] \$153 ;
+  reg [4:0] \$154 ;
+  reg [4:0] \$155 ;
+  reg [23:0] \$156 ;
+  reg [39:0] \$157 ;
+  reg [31:0] \$158 ;
+  reg [23:0] \$159 ;
   wire \$16 ;
   reg [31:0] \$160 ;
-  reg \$161 ;
-  reg [2:0] \$162 ;
-  reg [12:0] \$163 ;
-  reg \$164 ;
-  reg [12:0] \$165 ;
-  reg \$166 ;
-  reg [1:0] \$167 ;
+  reg [63:0] \$161 ;
+  reg \$162 ;
+  reg \$163 ;
+  reg [31:0] \$164 ;
+  reg \$165 ;
+  reg [2:0] \$166 ;
+  reg [12:0] \$167 ;
   reg \$168 ;
-  reg [12:0] \$169 ;
+  reg \$169 ;
   wire \$17 ;
-  reg [31:0] \$170 ;
-  reg \$171 ;
+  reg [12:0] \$170 ;
+  reg [12:0] \$171 ;
   reg \$172 ;
-  reg \$173 ;
+  reg [1:0] \$173 ;
   reg \$174 ;
-  reg [1:0] \$175 ;
-  reg \$176 ;
+  reg [12:0] \$175 ;
+  reg [31:0] \$176 ;
   reg \$177 ;
   reg \$178 ;
   reg \$179 ;
   wire [3:0] \$18 ;
-  reg [12:0] \$180 ;
-  reg [12:0] \$181 ;
-  reg [12:0] \$182 ;
-  reg [2:0] \$183 ;
-  reg [2:0] \$184 ;
-  reg [1:0] \$185 ;
-  reg \$186 ;
-  reg [1:0] \$187 ;
+  reg \$180 ;
+  reg [1:0] \$181 ;
+  reg \$182 ;
+  reg \$183 ;
+  reg \$184 ;
+  reg \$185 ;
+  reg [12:0] \$186 ;
+  reg [12:0] \$187 ;
   reg [12:0] \$188 ;
-  reg \$189 ;
+  reg [2:0] \$189 ;
   wire \$19 ;
-  reg \$190 ;
-  reg [2:0] \$191 ;
-  reg [2:0] \$192 ;
-  reg [12:0] \$193 ;
+  reg [2:0] \$190 ;
+  reg [1:0] \$191 ;
+  reg \$192 ;
+  reg [1:0] \$193 ;
   reg [12:0] \$194 ;
+  reg \$195 ;
+  reg \$196 ;
+  reg [2:0] \$197 ;
+  reg [2:0] \$198 ;
+  reg [12:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
+  reg [12:0] \$200 ;
   wire \$21 ;
   wire \$22 ;
   wire [2:0] \$23 ;
@@ -1302,6 +1308,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   reg [2:0] \$signature__en$28 ;
   reg \$signature__en$30 ;
   reg [3:0] \$signature__en$33 ;
+  reg at_last = 1'h0;
   reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
@@ -1344,6 +1351,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   (* init = 1'h0 *)
   wire cmd__valid;
   reg [12:0] cur_last = 13'h0000;
+  reg [12:0] cur_last_m1 = 13'h0000;
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
@@ -1742,144 +1750,152 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   assign \$103  = \$102  | cmd__ready;
   assign \$104  = issuing & \$103 ;
   assign \$105  = issue_i + 1'h1;
-  assign \$106  = issue_i == cur_last;
+  assign \$106  = issue_i == cur_last_m1;
   assign \$107  = ~ phase;
   assign \$108  = \$107  & two;
-  assign \$109  = c_valid & cmd__ready;
-  assign \$110  = ~ tail_zero;
-  assign \$111  = tail - 1'h1;
-  assign \$112  = tail == 1'h1;
-  assign \$113  = rsp__valid & busy;
-  assign \$114  = rsp_j + 1'h1;
-  assign \$115  = cycles + 1'h1;
-  assign \$116  = rsp_j == rsp_last;
-  assign \$117  = ! batch_size;
-  assign \$118  = batch_size > 13'h1000;
-  assign \$119  = \$117  | \$118 ;
-  assign \$120  = ! update_size;
-  assign \$121  = update_size > 13'h1000;
-  assign \$122  = \$120  | \$121 ;
-  assign \$123  = op_code > 3'h7;
-  assign \$124  = op_code == 3'h7;
-  assign \$125  = batch_size[12:0] - 1'h1;
-  assign \$126  = batch_size[12:0] - 1'h1;
-  assign \$127  = op_prng ? 3'h1 : 3'h0;
-  assign \$128  = op_prng ? 3'h1 : 3'h0;
-  assign \$129  = update_size[12:0] - 1'h1;
-  assign \$130  = update_size[12:0] - 1'h1;
-  assign \$131  = op_prng ? 3'h1 : 3'h0;
-  assign \$132  = batch_size[12:0] - 1'h1;
-  assign \$133  = ~ ready;
-  assign \$134  = start & \$133 ;
-  assign \$135  = | plan_fail;
-  assign \$136  = ~ plan_rsp;
-  assign \$137  = ~ issuing;
-  assign \$138  = ~ c_valid;
-  assign \$139  = \$137  & \$138 ;
-  assign \$140  = \$139  & rsp_none;
-  assign \$141  = \$140  & tail_zero;
-  assign \$142  = wait_tree & \busy$61 ;
-  assign \$143  = ~ \$142 ;
-  assign \$144  = \$141  & \$143 ;
-  assign \$145  = ~ \busy$61 ;
+  assign \$109  = ph1_last - 1'h1;
+  assign \$110  = ! ph1_last;
+  assign \$111  = c_valid & cmd__ready;
+  assign \$112  = ~ tail_zero;
+  assign \$113  = tail - 1'h1;
+  assign \$114  = tail == 1'h1;
+  assign \$115  = rsp__valid & busy;
+  assign \$116  = rsp_j + 1'h1;
+  assign \$117  = cycles + 1'h1;
+  assign \$118  = rsp_j == rsp_last;
+  assign \$119  = ! batch_size;
+  assign \$120  = batch_size > 13'h1000;
+  assign \$121  = \$119  | \$120 ;
+  assign \$122  = ! update_size;
+  assign \$123  = update_size > 13'h1000;
+  assign \$124  = \$122  | \$123 ;
+  assign \$125  = op_code > 3'h7;
+  assign \$126  = op_code == 3'h7;
+  assign \$127  = batch_size[12:0] - 1'h1;
+  assign \$128  = batch_size[12:0] - 1'h1;
+  assign \$129  = op_prng ? 3'h1 : 3'h0;
+  assign \$130  = op_prng ? 3'h1 : 3'h0;
+  assign \$131  = update_size[12:0] - 1'h1;
+  assign \$132  = update_size[12:0] - 1'h1;
+  assign \$133  = op_prng ? 3'h1 : 3'h0;
+  assign \$134  = batch_size[12:0] - 1'h1;
+  assign \$135  = ~ ready;
+  assign \$136  = start & \$135 ;
+  assign \$137  = | plan_fail;
+  assign \$138  = ~ plan_rsp;
+  assign \$139  = plan_ph0_last - 1'h1;
+  assign \$140  = ! plan_ph0_last;
+  assign \$141  = ~ issuing;
+  assign \$142  = ~ c_valid;
+  assign \$143  = \$141  & \$142 ;
+  assign \$144  = \$143  & rsp_none;
+  assign \$145  = \$144  & tail_zero;
+  assign \$146  = wait_tree & \busy$61 ;
+  assign \$147  = ~ \$146 ;
+  assign \$148  = \$145  & \$147 ;
+  assign \$149  = ~ \busy$61 ;
   always @(posedge clk)
-    host_addr_q <= \$146 ;
+    host_addr_q <= \$150 ;
   always @(posedge clk)
-    host_re_q <= \$147 ;
+    host_re_q <= \$151 ;
   always @(posedge clk)
-    host_we_q <= \$148 ;
+    host_we_q <= \$152 ;
   always @(posedge clk)
-    host_wdata_q <= \$149 ;
+    host_wdata_q <= \$153 ;
   always @(posedge clk)
-    h_sel_q <= \$150 ;
+    h_sel_q <= \$154 ;
   always @(posedge clk)
-    h_sel_qq <= \$151 ;
+    h_sel_qq <= \$155 ;
   always @(posedge clk)
-    h_data_idx_in_q <= \$152 ;
+    h_data_idx_in_q <= \$156 ;
   always @(posedge clk)
-    h_data_prio_in_q <= \$153 ;
+    h_data_prio_in_q <= \$157 ;
   always @(posedge clk)
-    h_data_target_in_q <= \$154 ;
+    h_data_target_in_q <= \$158 ;
   always @(posedge clk)
-    h_data_idx_out_q <= \$155 ;
+    h_data_idx_out_q <= \$159 ;
   always @(posedge clk)
-    h_data_prio_out_q <= \$156 ;
+    h_data_prio_out_q <= \$160 ;
   always @(posedge clk)
-    host_rdata <= \$157 ;
+    host_rdata <= \$161 ;
   always @(posedge clk)
-    ready <= \$158 ;
+    ready <= \$162 ;
   always @(posedge clk)
-    done <= \$159 ;
+    done <= \$163 ;
   always @(posedge clk)
-    cycles <= \$160 ;
+    cycles <= \$164 ;
   always @(posedge clk)
-    c_valid <= \$161 ;
+    c_valid <= \$165 ;
   always @(posedge clk)
-    c_op <= \$162 ;
+    c_op <= \$166 ;
   always @(posedge clk)
-    issue_i <= \$163 ;
+    issue_i <= \$167 ;
   always @(posedge clk)
-    phase <= \$164 ;
+    at_last <= \$168 ;
   always @(posedge clk)
-    cur_last <= \$165 ;
+    phase <= \$169 ;
   always @(posedge clk)
-    issuing <= \$166 ;
+    cur_last <= \$170 ;
   always @(posedge clk)
-    tail <= \$167 ;
+    cur_last_m1 <= \$171 ;
   always @(posedge clk)
-    tail_zero <= \$168 ;
+    issuing <= \$172 ;
   always @(posedge clk)
-    rsp_j <= \$169 ;
+    tail <= \$173 ;
   always @(posedge clk)
-    response_cycles <= \$170 ;
+    tail_zero <= \$174 ;
   always @(posedge clk)
-    rsp_none <= \$171 ;
+    rsp_j <= \$175 ;
   always @(posedge clk)
-    \$signal  <= \$172 ;
+    response_cycles <= \$176 ;
   always @(posedge clk)
-    \$signal$57  <= \$173 ;
+    rsp_none <= \$177 ;
   always @(posedge clk)
-    bad_code <= \$174 ;
+    \$signal  <= \$178 ;
   always @(posedge clk)
-    plan_fail <= \$175 ;
+    \$signal$57  <= \$179 ;
   always @(posedge clk)
-    plan_seed <= \$176 ;
+    bad_code <= \$180 ;
   always @(posedge clk)
-    plan_rsp <= \$177 ;
+    plan_fail <= \$181 ;
   always @(posedge clk)
-    plan_two <= \$178 ;
+    plan_seed <= \$182 ;
   always @(posedge clk)
-    plan_wait_tree <= \$179 ;
+    plan_rsp <= \$183 ;
   always @(posedge clk)
-    plan_ph0_last <= \$180 ;
+    plan_two <= \$184 ;
   always @(posedge clk)
-    plan_ph1_last <= \$181 ;
+    plan_wait_tree <= \$185 ;
   always @(posedge clk)
-    plan_rsp_last <= \$182 ;
+    plan_ph0_last <= \$186 ;
   always @(posedge clk)
-    plan_ph0_op <= \$183 ;
+    plan_ph1_last <= \$187 ;
   always @(posedge clk)
-    plan_ph1_op <= \$184 ;
+    plan_rsp_last <= \$188 ;
   always @(posedge clk)
-    error <= \$185 ;
+    plan_ph0_op <= \$189 ;
   always @(posedge clk)
-    busy <= \$186 ;
+    plan_ph1_op <= \$190 ;
   always @(posedge clk)
-    engine_state <= \$187 ;
+    error <= \$191 ;
   always @(posedge clk)
-    rsp_last <= \$188 ;
+    busy <= \$192 ;
   always @(posedge clk)
-    two <= \$189 ;
+    engine_state <= \$193 ;
   always @(posedge clk)
-    wait_tree <= \$190 ;
+    rsp_last <= \$194 ;
   always @(posedge clk)
-    ph0_op <= \$191 ;
+    two <= \$195 ;
   always @(posedge clk)
-    ph1_op <= \$192 ;
+    wait_tree <= \$196 ;
   always @(posedge clk)
-    ph0_last <= \$193 ;
+    ph0_op <= \$197 ;
   always @(posedge clk)
-    ph1_last <= \$194 ;
+    ph1_op <= \$198 ;
+  always @(posedge clk)
+    ph0_last <= \$199 ;
+  always @(posedge clk)
+    ph1_last <= \$200 ;
   \replay_kernel_k16_1m.accel.core.tree  tree (
     .busy(\busy$61 ),
     .clear(clear),
@@ -2148,431 +2164,482 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$146  = host_addr;
+    \$150  = host_addr;
     if (rst) begin
-      \$146  = 15'h0000;
+      \$150  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$147  = \$54 ;
+    \$151  = \$54 ;
     if (rst) begin
-      \$147  = 1'h0;
+      \$151  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$148  = \$79 ;
+    \$152  = \$79 ;
     if (rst) begin
-      \$148  = 8'h00;
+      \$152  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$149  = host_wdata;
+    \$153  = host_wdata;
     if (rst) begin
-      \$149  = 64'h0000000000000000;
+      \$153  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$150  = { \$84 , \$83 , \$82 , \$81 , \$80  };
+    \$154  = { \$84 , \$83 , \$82 , \$81 , \$80  };
     if (rst) begin
-      \$150  = 5'h00;
+      \$154  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$151  = h_sel_q;
+    \$155  = h_sel_q;
     if (rst) begin
-      \$151  = 5'h00;
+      \$155  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$152  = \$signature__data$47 ;
+    \$156  = \$signature__data$47 ;
     if (rst) begin
-      \$152  = 24'h000000;
+      \$156  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$153  = \$signature__data$48 ;
+    \$157  = \$signature__data$48 ;
     if (rst) begin
-      \$153  = 40'h0000000000;
+      \$157  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$154  = \$signature__data$49 ;
+    \$158  = \$signature__data$49 ;
     if (rst) begin
-      \$154  = 32'd0;
+      \$158  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$155  = \$signature__data$100 ;
+    \$159  = \$signature__data$100 ;
     if (rst) begin
-      \$155  = 24'h000000;
+      \$159  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$156  = \$signature__data$102 ;
-    if (rst) begin
-      \$156  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$157  = { 24'h000000, \$94  };
-    if (rst) begin
-      \$157  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$158  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$158  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$158  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$159  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            if (\$135 ) begin
-              \$159  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$144 ) begin
-            \$159  = 1'h1;
-          end
-      2'h1:
-          if (\$145 ) begin
-            \$159  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$159  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$160  = cycles;
-    if (busy) begin
-      \$160  = \$95 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$160  = 32'd0;
-          end
-    endcase
+    \$160  = \$signature__data$102 ;
     if (rst) begin
       \$160  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$161  = c_valid;
-    if (\$97 ) begin
-      \$161  = \$100 ;
-    end
+    \$161  = { 24'h000000, \$94  };
     if (rst) begin
-      \$161  = 1'h0;
+      \$161  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$162  = c_op;
-    if (\$97 ) begin
-      \$162  = \$101 ;
-    end
+    \$162  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$162  = 1'h1;
+          end
+    endcase
     if (rst) begin
-      \$162  = 3'h0;
+      \$162  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$163  = issue_i;
+    \$163  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            if (\$137 ) begin
+              \$163  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$163  = 1'h1;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$163  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$163  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$164  = cycles;
+    if (busy) begin
+      \$164  = \$95 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$164  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$164  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$165  = c_valid;
+    if (\$97 ) begin
+      \$165  = \$100 ;
+    end
+    if (rst) begin
+      \$165  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$166  = c_op;
+    if (\$97 ) begin
+      \$166  = \$101 ;
+    end
+    if (rst) begin
+      \$166  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$167  = issue_i;
     if (\$104 ) begin
-      \$163  = \$105 [12:0];
-      if (\$106 ) begin
-        \$163  = 13'h0000;
+      \$167  = \$105 [12:0];
+      if (at_last) begin
+        \$167  = 13'h0000;
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
-            \$163  = 13'h0000;
+          if (\$136 ) begin
+            \$167  = 13'h0000;
           end
     endcase
     if (rst) begin
-      \$163  = 13'h0000;
+      \$167  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$164  = phase;
+    \$168  = at_last;
     if (\$104 ) begin
-      if (\$106 ) begin
+      \$168  = \$106 ;
+      if (at_last) begin
         if (\$108 ) begin
-          \$164  = 1'h1;
+          \$168  = \$110 ;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
-            \$164  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$164  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$165  = cur_last;
-    if (\$104 ) begin
-      if (\$106 ) begin
-        if (\$108 ) begin
-          \$165  = ph1_last;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$165  = plan_ph0_last;
+              \$168  = \$140 ;
             end
           end
     endcase
     if (rst) begin
-      \$165  = 13'h0000;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$166  = issuing;
+    \$169  = phase;
     if (\$104 ) begin
-      if (\$106 ) begin
+      if (at_last) begin
+        if (\$108 ) begin
+          \$169  = 1'h1;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$169  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$170  = cur_last;
+    if (\$104 ) begin
+      if (at_last) begin
+        if (\$108 ) begin
+          \$170  = ph1_last;
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$170  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$170  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$171  = cur_last_m1;
+    if (\$104 ) begin
+      if (at_last) begin
+        if (\$108 ) begin
+          \$171  = \$109 [12:0];
+        end
+      end
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$171  = \$139 [12:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$171  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$172  = issuing;
+    if (\$104 ) begin
+      if (at_last) begin
         (* full_case = 32'd1 *)
         if (\$108 ) begin
         end else begin
-          \$166  = 1'h0;
+          \$172  = 1'h0;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$166  = 1'h1;
+              \$172  = 1'h1;
             end
           end
     endcase
-    if (rst) begin
-      \$166  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$167  = tail;
-    if (\$109 ) begin
-      \$167  = 2'h3;
-    end else if (\$110 ) begin
-      \$167  = \$111 [1:0];
-    end
-    if (rst) begin
-      \$167  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = tail_zero;
-    if (\$109 ) begin
-      \$168  = 1'h0;
-    end else if (\$110 ) begin
-      \$168  = \$112 ;
-    end
-    if (rst) begin
-      \$168  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$169  = rsp_j;
-    if (\$113 ) begin
-      \$169  = \$114 [12:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$169  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$169  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$170  = response_cycles;
-    if (\$113 ) begin
-      \$170  = \$115 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$170  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$170  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$171  = rsp_none;
-    if (\$113 ) begin
-      \$171  = \$116 ;
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$171  = \$136 ;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$171  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$172  = \$119 ;
     if (rst) begin
       \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$173  = \$122 ;
+    \$173  = tail;
+    if (\$111 ) begin
+      \$173  = 2'h3;
+    end else if (\$112 ) begin
+      \$173  = \$113 [1:0];
+    end
     if (rst) begin
-      \$173  = 1'h0;
+      \$173  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$174  = \$123 ;
-    if (rst) begin
+    \$174  = tail_zero;
+    if (\$111 ) begin
       \$174  = 1'h0;
+    end else if (\$112 ) begin
+      \$174  = \$114 ;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$175  = fail;
     if (rst) begin
-      \$175  = 2'h0;
+      \$174  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$176  = \$124 ;
-    if (rst) begin
-      \$176  = 1'h0;
+    \$175  = rsp_j;
+    if (\$115 ) begin
+      \$175  = \$116 [12:0];
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$177  = 1'h0;
-    casez (op_code)
-      4'h0:
-          \$177  = 1'h1;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$177  = 1'h1;
-      4'h3:
-          \$177  = 1'h1;
-      4'h4:
-          \$177  = 1'h1;
-      4'h5:
-          \$177  = 1'h1;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$175  = 13'h0000;
+          end
     endcase
     if (rst) begin
-      \$177  = 1'h0;
+      \$175  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$178  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          \$178  = 1'h1;
+    \$176  = response_cycles;
+    if (\$115 ) begin
+      \$176  = \$117 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            \$176  = 32'd0;
+          end
     endcase
+    if (rst) begin
+      \$176  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$177  = rsp_none;
+    if (\$115 ) begin
+      \$177  = \$118 ;
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$177  = \$138 ;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$177  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$178  = \$121 ;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$179  = 1'h0;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$179  = 1'h1;
-    endcase
+    \$179  = \$124 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$180  = \$125 [12:0];
+    \$180  = \$125 ;
+    if (rst) begin
+      \$180  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$181  = fail;
+    if (rst) begin
+      \$181  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$182  = \$126 ;
+    if (rst) begin
+      \$182  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$183  = 1'h0;
+    casez (op_code)
+      4'h0:
+          \$183  = 1'h1;
+      4'h1:
+          /* empty */;
+      4'h2:
+          \$183  = 1'h1;
+      4'h3:
+          \$183  = 1'h1;
+      4'h4:
+          \$183  = 1'h1;
+      4'h5:
+          \$183  = 1'h1;
+    endcase
+    if (rst) begin
+      \$183  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$184  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          \$184  = 1'h1;
+    endcase
+    if (rst) begin
+      \$184  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$185  = 1'h0;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$185  = 1'h1;
+    endcase
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$186  = \$127 [12:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2588,18 +2655,18 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
           end else begin
-            \$180  = \$130 [12:0];
+            \$186  = \$132 [12:0];
           end
       4'h6:
-          \$180  = 13'h0000;
+          \$186  = 13'h0000;
     endcase
     if (rst) begin
-      \$180  = 13'h0000;
+      \$186  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$181  = 13'h1fff;
+    \$187  = 13'h1fff;
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2614,270 +2681,270 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$181  = \$129 [12:0];
+            \$187  = \$131 [12:0];
           end else begin
-            \$181  = \$132 [12:0];
+            \$187  = \$134 [12:0];
           end
     endcase
     if (rst) begin
-      \$181  = 13'h0000;
+      \$187  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$182  = \$126 [12:0];
-    if (rst) begin
-      \$182  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$183  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$183  = \$127 ;
-      4'h1:
-          \$183  = 3'h2;
-      4'h2:
-          \$183  = 3'h3;
-      4'h3:
-          \$183  = 3'h4;
-      4'h4:
-          \$183  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$183  = \$128 ;
-          end else begin
-            \$183  = 3'h2;
-          end
-      4'h6:
-          \$183  = 3'h7;
-    endcase
-    if (rst) begin
-      \$183  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$184  = plan_ph1_op;
-    casez (op_code)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$184  = 3'h2;
-          end else begin
-            \$184  = \$131 ;
-          end
-    endcase
-    if (rst) begin
-      \$184  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$185  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            \$185  = 2'h0;
-            if (\$135 ) begin
-              \$185  = plan_fail;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$185  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$186  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-              \$186  = 1'h1;
-            end else begin
-              \$186  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$144 ) begin
-            \$186  = 1'h0;
-          end
-      2'h1:
-          if (\$145 ) begin
-            \$186  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$187  = engine_state;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-              \$187  = 2'h1;
-            end else begin
-              \$187  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$144 ) begin
-            \$187  = 2'h0;
-          end
-      2'h1:
-          if (\$145 ) begin
-            \$187  = 2'h0;
-          end
-    endcase
-    if (rst) begin
-      \$187  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$188  = rsp_last;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$188  = plan_rsp_last;
-            end
-          end
-    endcase
+    \$188  = \$128 [12:0];
     if (rst) begin
       \$188  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$189  = two;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$189  = plan_two;
-            end
+    \$189  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$189  = \$129 ;
+      4'h1:
+          \$189  = 3'h2;
+      4'h2:
+          \$189  = 3'h3;
+      4'h3:
+          \$189  = 3'h4;
+      4'h4:
+          \$189  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$189  = \$130 ;
+          end else begin
+            \$189  = 3'h2;
           end
+      4'h6:
+          \$189  = 3'h7;
     endcase
     if (rst) begin
-      \$189  = 1'h0;
+      \$189  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$190  = wait_tree;
-    casez (engine_state)
-      2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$190  = plan_wait_tree;
-            end
+    \$190  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$190  = 3'h2;
+          end else begin
+            \$190  = \$133 ;
           end
     endcase
     if (rst) begin
-      \$190  = 1'h0;
+      \$190  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$191  = ph0_op;
+    \$191  = error;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
-            (* full_case = 32'd1 *)
-            if (\$135 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$191  = plan_ph0_op;
+          if (\$136 ) begin
+            \$191  = 2'h0;
+            if (\$137 ) begin
+              \$191  = plan_fail;
             end
           end
     endcase
     if (rst) begin
-      \$191  = 3'h0;
+      \$191  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$192  = ph1_op;
+    \$192  = busy;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
+              \$192  = 1'h1;
             end else begin
-              \$192  = plan_ph1_op;
+              \$192  = 1'h1;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$192  = 1'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$192  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$192  = 3'h0;
+      \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$193  = ph0_last;
+    \$193  = engine_state;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
+              \$193  = 2'h1;
             end else begin
-              \$193  = plan_ph0_last;
+              \$193  = 2'h2;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$193  = 2'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$193  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$193  = 13'h0000;
+      \$193  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$194  = ph1_last;
+    \$194  = rsp_last;
     casez (engine_state)
       2'h0:
-          if (\$134 ) begin
+          if (\$136 ) begin
             (* full_case = 32'd1 *)
-            if (\$135 ) begin
+            if (\$137 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$194  = plan_ph1_last;
+              \$194  = plan_rsp_last;
             end
           end
     endcase
     if (rst) begin
       \$194  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$195  = two;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$195  = plan_two;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$195  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$196  = wait_tree;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$196  = plan_wait_tree;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$196  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$197  = ph0_op;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$197  = plan_ph0_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$197  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$198  = ph1_op;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$198  = plan_ph1_op;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$198  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$199  = ph0_last;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$199  = plan_ph0_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$199  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$200  = ph1_last;
+    casez (engine_state)
+      2'h0:
+          if (\$136 ) begin
+            (* full_case = 32'd1 *)
+            if (\$137 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$200  = plan_ph1_last;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$200  = 13'h0000;
     end
   end
   assign h_region = \$3 [2:0];
@@ -2998,12 +3065,12 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire \$159 ;
   wire \$16 ;
   wire \$160 ;
-  wire [31:0] \$161 ;
-  wire \$162 ;
+  wire \$161 ;
+  wire [31:0] \$162 ;
   wire \$163 ;
-  wire [21:0] \$164 ;
+  wire \$164 ;
   wire [21:0] \$165 ;
-  wire \$166 ;
+  wire [21:0] \$166 ;
   wire \$167 ;
   wire \$168 ;
   wire \$169 ;
@@ -3116,57 +3183,57 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire \$265 ;
   wire \$266 ;
   wire \$267 ;
-  wire [15:0] \$268 ;
-  wire [31:0] \$269 ;
+  wire \$268 ;
+  wire \$269 ;
   wire [20:0] \$27 ;
-  wire [31:0] \$270 ;
-  wire [31:0] \$271 ;
-  wire [31:0] \$272 ;
-  wire [31:0] \$273 ;
-  wire [31:0] \$274 ;
-  wire [31:0] \$275 ;
-  wire [31:0] \$276 ;
-  wire [31:0] \$277 ;
-  wire [31:0] \$278 ;
-  wire [31:0] \$279 ;
+  wire \$270 ;
+  wire \$271 ;
+  wire \$272 ;
+  wire \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire \$279 ;
   wire [20:0] \$28 ;
-  wire [31:0] \$280 ;
-  wire [31:0] \$281 ;
-  wire [31:0] \$282 ;
-  wire [31:0] \$283 ;
-  wire [31:0] \$284 ;
-  wire [31:0] \$285 ;
-  wire [31:0] \$286 ;
-  wire [31:0] \$287 ;
-  wire [31:0] \$288 ;
-  wire [31:0] \$289 ;
+  wire \$280 ;
+  wire \$281 ;
+  wire \$282 ;
+  wire \$283 ;
+  wire \$284 ;
+  wire \$285 ;
+  wire \$286 ;
+  wire \$287 ;
+  wire \$288 ;
+  wire \$289 ;
   wire \$29 ;
-  wire [31:0] \$290 ;
-  wire [31:0] \$291 ;
-  wire [31:0] \$292 ;
-  wire [31:0] \$293 ;
-  wire [31:0] \$294 ;
-  wire [31:0] \$295 ;
-  wire [31:0] \$296 ;
-  wire [31:0] \$297 ;
-  wire [31:0] \$298 ;
-  wire [31:0] \$299 ;
+  wire \$290 ;
+  wire \$291 ;
+  wire \$292 ;
+  wire \$293 ;
+  wire \$294 ;
+  wire \$295 ;
+  wire \$296 ;
+  wire \$297 ;
+  wire \$298 ;
+  wire \$299 ;
   wire \$3 ;
   wire \$30 ;
-  wire [31:0] \$300 ;
-  wire [31:0] \$301 ;
-  wire [31:0] \$302 ;
-  wire [31:0] \$303 ;
-  wire [31:0] \$304 ;
-  wire [31:0] \$305 ;
-  wire [31:0] \$306 ;
-  wire [31:0] \$307 ;
-  wire [31:0] \$308 ;
-  wire [31:0] \$309 ;
+  wire \$300 ;
+  wire \$301 ;
+  wire \$302 ;
+  wire \$303 ;
+  wire \$304 ;
+  wire \$305 ;
+  wire \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire \$309 ;
   wire \$31 ;
-  wire [31:0] \$310 ;
-  wire [31:0] \$311 ;
-  wire [31:0] \$312 ;
+  wire \$310 ;
+  wire \$311 ;
+  wire [15:0] \$312 ;
   wire [31:0] \$313 ;
   wire [31:0] \$314 ;
   wire [31:0] \$315 ;
@@ -3248,214 +3315,259 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire [31:0] \$384 ;
   wire [31:0] \$385 ;
   wire [31:0] \$386 ;
-  wire [32:0] \$387 ;
-  wire [42:0] \$388 ;
-  wire [42:0] \$389 ;
+  wire [31:0] \$387 ;
+  wire [31:0] \$388 ;
+  wire [31:0] \$389 ;
   wire [19:0] \$39 ;
-  wire [40:0] \$390 ;
-  wire [40:0] \$391 ;
-  wire [53:0] \$392 ;
-  wire [51:0] \$393 ;
-  wire [51:0] \$394 ;
-  wire [51:0] \$395 ;
-  wire [51:0] \$396 ;
-  wire \$397 ;
-  wire [51:0] \$398 ;
-  wire [51:0] \$399 ;
+  wire [31:0] \$390 ;
+  wire [31:0] \$391 ;
+  wire [31:0] \$392 ;
+  wire [31:0] \$393 ;
+  wire [31:0] \$394 ;
+  wire [31:0] \$395 ;
+  wire [31:0] \$396 ;
+  wire [31:0] \$397 ;
+  wire [31:0] \$398 ;
+  wire [31:0] \$399 ;
   wire \$4 ;
-  wire [43:0] \$40 ;
-  wire [51:0] \$400 ;
-  wire [51:0] \$401 ;
-  wire \$402 ;
-  wire [51:0] \$403 ;
-  wire [51:0] \$404 ;
-  wire [51:0] \$405 ;
-  wire [51:0] \$406 ;
-  wire \$407 ;
-  wire [51:0] \$408 ;
-  wire [51:0] \$409 ;
-  wire [44:0] \$41 ;
-  wire [51:0] \$410 ;
-  wire [51:0] \$411 ;
-  wire \$412 ;
-  wire [51:0] \$413 ;
-  wire [51:0] \$414 ;
-  wire [51:0] \$415 ;
-  wire [51:0] \$416 ;
-  wire \$417 ;
-  wire [51:0] \$418 ;
-  wire [51:0] \$419 ;
-  wire [31:0] \$42 ;
-  wire [51:0] \$420 ;
-  wire [51:0] \$421 ;
-  wire \$422 ;
-  wire [51:0] \$423 ;
-  wire [51:0] \$424 ;
-  wire [51:0] \$425 ;
-  wire [51:0] \$426 ;
-  wire \$427 ;
-  wire [51:0] \$428 ;
-  wire [51:0] \$429 ;
+  wire [42:0] \$40 ;
+  wire [31:0] \$400 ;
+  wire [31:0] \$401 ;
+  wire [31:0] \$402 ;
+  wire [31:0] \$403 ;
+  wire [31:0] \$404 ;
+  wire [31:0] \$405 ;
+  wire [31:0] \$406 ;
+  wire [31:0] \$407 ;
+  wire [31:0] \$408 ;
+  wire [31:0] \$409 ;
+  wire [43:0] \$41 ;
+  wire [31:0] \$410 ;
+  wire [31:0] \$411 ;
+  wire [31:0] \$412 ;
+  wire [31:0] \$413 ;
+  wire [31:0] \$414 ;
+  wire [31:0] \$415 ;
+  wire [31:0] \$416 ;
+  wire [31:0] \$417 ;
+  wire [31:0] \$418 ;
+  wire [31:0] \$419 ;
+  wire [44:0] \$42 ;
+  wire [31:0] \$420 ;
+  wire [31:0] \$421 ;
+  wire [31:0] \$422 ;
+  wire [31:0] \$423 ;
+  wire [31:0] \$424 ;
+  wire [31:0] \$425 ;
+  wire [31:0] \$426 ;
+  wire [31:0] \$427 ;
+  wire [31:0] \$428 ;
+  wire [31:0] \$429 ;
   wire [31:0] \$43 ;
-  wire [51:0] \$430 ;
-  wire [51:0] \$431 ;
-  wire \$432 ;
-  wire [51:0] \$433 ;
-  wire [51:0] \$434 ;
-  wire [51:0] \$435 ;
-  wire [51:0] \$436 ;
-  wire \$437 ;
+  wire [31:0] \$430 ;
+  wire [32:0] \$431 ;
+  wire [42:0] \$432 ;
+  wire [42:0] \$433 ;
+  wire [40:0] \$434 ;
+  wire [40:0] \$435 ;
+  wire [53:0] \$436 ;
+  wire [51:0] \$437 ;
   wire [51:0] \$438 ;
   wire [51:0] \$439 ;
   wire [31:0] \$44 ;
   wire [51:0] \$440 ;
-  wire [51:0] \$441 ;
-  wire \$442 ;
+  wire \$441 ;
+  wire [51:0] \$442 ;
   wire [51:0] \$443 ;
   wire [51:0] \$444 ;
   wire [51:0] \$445 ;
-  wire [51:0] \$446 ;
-  wire \$447 ;
+  wire \$446 ;
+  wire [51:0] \$447 ;
   wire [51:0] \$448 ;
   wire [51:0] \$449 ;
   wire [31:0] \$45 ;
   wire [51:0] \$450 ;
-  wire [51:0] \$451 ;
-  wire \$452 ;
+  wire \$451 ;
+  wire [51:0] \$452 ;
   wire [51:0] \$453 ;
   wire [51:0] \$454 ;
   wire [51:0] \$455 ;
-  wire [51:0] \$456 ;
-  wire \$457 ;
-  wire \$458 ;
-  wire \$459 ;
+  wire \$456 ;
+  wire [51:0] \$457 ;
+  wire [51:0] \$458 ;
+  wire [51:0] \$459 ;
   wire [31:0] \$46 ;
-  wire \$460 ;
-  wire [43:0] \$461 ;
-  wire [44:0] \$462 ;
-  wire [73:0] \$463 ;
-  wire [74:0] \$464 ;
-  wire [41:0] \$465 ;
-  wire [42:0] \$466 ;
-  wire [71:0] \$467 ;
-  wire [72:0] \$468 ;
-  wire \$469 ;
+  wire [51:0] \$460 ;
+  wire \$461 ;
+  wire [51:0] \$462 ;
+  wire [51:0] \$463 ;
+  wire [51:0] \$464 ;
+  wire [51:0] \$465 ;
+  wire \$466 ;
+  wire [51:0] \$467 ;
+  wire [51:0] \$468 ;
+  wire [51:0] \$469 ;
   wire [31:0] \$47 ;
-  wire \$470 ;
+  wire [51:0] \$470 ;
   wire \$471 ;
-  wire \$472 ;
-  wire \$473 ;
-  wire \$474 ;
-  wire \$475 ;
+  wire [51:0] \$472 ;
+  wire [51:0] \$473 ;
+  wire [51:0] \$474 ;
+  wire [51:0] \$475 ;
   wire \$476 ;
-  wire \$477 ;
-  wire \$478 ;
-  wire \$479 ;
+  wire [51:0] \$477 ;
+  wire [51:0] \$478 ;
+  wire [51:0] \$479 ;
   wire [31:0] \$48 ;
-  wire \$480 ;
+  wire [51:0] \$480 ;
   wire \$481 ;
-  wire \$482 ;
-  wire \$483 ;
-  wire \$484 ;
-  wire \$485 ;
+  wire [51:0] \$482 ;
+  wire [51:0] \$483 ;
+  wire [51:0] \$484 ;
+  wire [51:0] \$485 ;
   wire \$486 ;
-  wire \$487 ;
-  wire \$488 ;
-  wire \$489 ;
-  wire \$49 ;
-  wire \$490 ;
+  wire [51:0] \$487 ;
+  wire [51:0] \$488 ;
+  wire [51:0] \$489 ;
+  wire [31:0] \$49 ;
+  wire [51:0] \$490 ;
   wire \$491 ;
-  wire \$492 ;
-  wire \$493 ;
-  wire \$494 ;
-  wire \$495 ;
+  wire [51:0] \$492 ;
+  wire [51:0] \$493 ;
+  wire [51:0] \$494 ;
+  wire [51:0] \$495 ;
   wire \$496 ;
-  wire \$497 ;
-  wire \$498 ;
-  wire \$499 ;
+  wire [51:0] \$497 ;
+  wire [51:0] \$498 ;
+  wire [51:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire \$500 ;
+  wire [51:0] \$500 ;
   wire \$501 ;
-  reg \$502 ;
-  reg [97:0] \$503 ;
-  reg \$504 ;
-  reg \$505 ;
-  reg [97:0] \$506 ;
-  reg [5:0] \$507 ;
-  reg \$508 ;
-  reg [5:0] \$509 ;
-  wire [84:0] \$51 ;
-  reg [5:0] \$510 ;
-  reg [5:0] \$511 ;
-  reg \$512 ;
-  reg [97:0] \$513 ;
-  reg \$514 ;
-  reg \$515 ;
-  reg [15:0] \$516 ;
-  reg \$517 ;
-  reg [19:0] \$518 ;
-  reg [203:0] \$519 ;
-  wire [85:0] \$52 ;
-  reg [19:0] \$520 ;
-  reg [20:0] \$521 ;
-  reg [31:0] \$522 ;
-  reg [43:0] \$523 ;
-  reg [15:0] \$524 ;
-  reg [203:0] \$525 ;
-  reg [42:0] \$526 ;
-  reg [15:0] \$527 ;
-  reg [511:0] \$528 ;
-  reg [203:0] \$529 ;
-  wire [114:0] \$53 ;
-  reg [31:0] \$530 ;
-  reg [31:0] \$531 ;
-  reg [31:0] \$532 ;
-  reg [31:0] \$533 ;
-  reg [31:0] \$534 ;
-  reg [31:0] \$535 ;
-  reg [31:0] \$536 ;
-  reg [31:0] \$537 ;
-  reg [203:0] \$538 ;
-  reg [32:0] \$539 ;
-  wire [115:0] \$54 ;
-  reg [42:0] \$540 ;
-  reg [42:0] \$541 ;
-  reg [40:0] \$542 ;
-  reg [40:0] \$543 ;
-  reg [203:0] \$544 ;
-  reg [51:0] \$545 ;
-  reg [12:0] \$546 ;
-  reg [83:0] \$547 ;
-  reg [83:0] \$548 ;
-  reg [203:0] \$549 ;
-  wire \$55 ;
-  reg [203:0] \$550 ;
-  reg \$551 ;
+  wire \$502 ;
+  wire \$503 ;
+  wire \$504 ;
+  wire [43:0] \$505 ;
+  wire [44:0] \$506 ;
+  wire [73:0] \$507 ;
+  wire [74:0] \$508 ;
+  wire [41:0] \$509 ;
+  wire \$51 ;
+  wire [42:0] \$510 ;
+  wire [71:0] \$511 ;
+  wire [72:0] \$512 ;
+  wire \$513 ;
+  wire \$514 ;
+  wire \$515 ;
+  wire \$516 ;
+  wire \$517 ;
+  wire \$518 ;
+  wire \$519 ;
+  wire [84:0] \$52 ;
+  wire \$520 ;
+  wire \$521 ;
+  wire \$522 ;
+  wire \$523 ;
+  wire \$524 ;
+  wire \$525 ;
+  wire \$526 ;
+  wire \$527 ;
+  wire \$528 ;
+  wire \$529 ;
+  wire [85:0] \$53 ;
+  wire \$530 ;
+  wire \$531 ;
+  wire \$532 ;
+  wire \$533 ;
+  wire \$534 ;
+  wire \$535 ;
+  wire \$536 ;
+  wire \$537 ;
+  wire \$538 ;
+  wire \$539 ;
+  wire [114:0] \$54 ;
+  wire \$540 ;
+  wire \$541 ;
+  wire \$542 ;
+  wire \$543 ;
+  wire \$544 ;
+  wire \$545 ;
+  reg \$546 ;
+  reg [97:0] \$547 ;
+  reg \$548 ;
+  reg \$549 ;
+  wire [115:0] \$55 ;
+  reg [97:0] \$550 ;
+  reg [5:0] \$551 ;
   reg \$552 ;
-  reg \$553 ;
+  reg [5:0] \$553 ;
+  reg [5:0] \$554 ;
+  reg [5:0] \$555 ;
+  reg \$556 ;
+  reg [97:0] \$557 ;
+  reg \$558 ;
+  reg \$559 ;
   wire \$56 ;
+  reg [15:0] \$560 ;
+  reg \$561 ;
+  reg [19:0] \$562 ;
+  reg [203:0] \$563 ;
+  reg [19:0] \$564 ;
+  reg [20:0] \$565 ;
+  reg [31:0] \$566 ;
+  reg [42:0] \$567 ;
+  reg [42:0] \$568 ;
+  reg [15:0] \$569 ;
   wire \$57 ;
+  reg [203:0] \$570 ;
+  reg [42:0] \$571 ;
+  reg [15:0] \$572 ;
+  reg [511:0] \$573 ;
+  reg [203:0] \$574 ;
+  reg [31:0] \$575 ;
+  reg [31:0] \$576 ;
+  reg [31:0] \$577 ;
+  reg [31:0] \$578 ;
+  reg [31:0] \$579 ;
   wire \$58 ;
+  reg [31:0] \$580 ;
+  reg [31:0] \$581 ;
+  reg [31:0] \$582 ;
+  reg [203:0] \$583 ;
+  reg [32:0] \$584 ;
+  reg [42:0] \$585 ;
+  reg [42:0] \$586 ;
+  reg [40:0] \$587 ;
+  reg [40:0] \$588 ;
+  reg [203:0] \$589 ;
   wire \$59 ;
+  reg [51:0] \$590 ;
+  reg [12:0] \$591 ;
+  reg [83:0] \$592 ;
+  reg [83:0] \$593 ;
+  reg [203:0] \$594 ;
+  reg [203:0] \$595 ;
+  reg \$596 ;
+  reg \$597 ;
+  reg \$598 ;
   wire \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [6:0] \$63 ;
-  wire \$64 ;
+  wire \$63 ;
+  wire [6:0] \$64 ;
   wire \$65 ;
-  wire [6:0] \$66 ;
-  wire \$67 ;
+  wire \$66 ;
+  wire [6:0] \$67 ;
   wire \$68 ;
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [6:0] \$73 ;
+  wire \$73 ;
   wire [6:0] \$74 ;
-  wire \$75 ;
+  wire [6:0] \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
@@ -3470,14 +3582,14 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
-  wire [16:0] \$89 ;
+  wire \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [16:0] \$90 ;
   wire \$91 ;
   wire \$92 ;
   wire \$93 ;
-  wire [19:0] \$94 ;
-  wire \$95 ;
+  wire \$94 ;
+  wire [19:0] \$95 ;
   wire \$96 ;
   wire \$97 ;
   wire \$98 ;
@@ -3589,6 +3701,8 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   reg [31:0] b3_old5 = 32'd0;
   reg [31:0] b3_old6 = 32'd0;
   reg [31:0] b3_old7 = 32'd0;
+  reg [42:0] b_hits_hi = 43'h00000000000;
+  reg [42:0] b_hits_lo = 43'h00000000000;
   output busy;
   wire busy;
   reg [203:0] c = 204'h000000000000000000000000000000000000000000000000000;
@@ -3645,7 +3759,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire [51:0] d_ext;
   output empty;
   reg empty = 1'h0;
-  reg [43:0] hits = 44'h00000000000;
+  wire [43:0] hits;
   reg [203:0] i = 204'h000000000000000000000000000000000000000000000000000;
   wire [203:0] \i$2 ;
   wire \i$2.debug ;
@@ -4085,7 +4199,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   reg saturated = 1'h0;
   input [31:0] seed;
   wire [31:0] seed;
-  wire [31:0] \seed$79 ;
+  wire [31:0] \seed$81 ;
   wire seed_load;
   reg [15:0] sel_lane = 16'h0000;
   reg [42:0] sel_tap = 43'h00000000000;
@@ -4131,14 +4245,14 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* init = 1'h1 *)
   wire sweeping;
   wire [1631:0] taps;
-  wire [1631:0] \taps$96 ;
-  wire [203:0] \taps$96[0] ;
-  wire \taps$96[0].debug ;
-  wire [32:0] \taps$96[0].delta ;
-  wire \taps$96[0].empty ;
-  wire [19:0] \taps$96[0].index ;
-  wire \taps$96[0].invalid ;
-  wire [2:0] \taps$96[0].level ;
+  wire [1631:0] \taps$100 ;
+  wire [203:0] \taps$100[0] ;
+  wire \taps$100[0].debug ;
+  wire [32:0] \taps$100[0].delta ;
+  wire \taps$100[0].empty ;
+  wire [19:0] \taps$100[0].index ;
+  wire \taps$100[0].invalid ;
+  wire [2:0] \taps$100[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4148,23 +4262,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[0].op ;
-  wire [31:0] \taps$96[0].prio ;
-  wire \taps$96[0].prng ;
-  wire \taps$96[0].read ;
-  wire \taps$96[0].respond ;
-  wire \taps$96[0].sample ;
-  wire [51:0] \taps$96[0].target ;
-  wire \taps$96[0].valid ;
-  wire [51:0] \taps$96[0].value ;
-  wire \taps$96[0].write ;
-  wire [203:0] \taps$96[1] ;
-  wire \taps$96[1].debug ;
-  wire [32:0] \taps$96[1].delta ;
-  wire \taps$96[1].empty ;
-  wire [19:0] \taps$96[1].index ;
-  wire \taps$96[1].invalid ;
-  wire [2:0] \taps$96[1].level ;
+  wire [2:0] \taps$100[0].op ;
+  wire [31:0] \taps$100[0].prio ;
+  wire \taps$100[0].prng ;
+  wire \taps$100[0].read ;
+  wire \taps$100[0].respond ;
+  wire \taps$100[0].sample ;
+  wire [51:0] \taps$100[0].target ;
+  wire \taps$100[0].valid ;
+  wire [51:0] \taps$100[0].value ;
+  wire \taps$100[0].write ;
+  wire [203:0] \taps$100[1] ;
+  wire \taps$100[1].debug ;
+  wire [32:0] \taps$100[1].delta ;
+  wire \taps$100[1].empty ;
+  wire [19:0] \taps$100[1].index ;
+  wire \taps$100[1].invalid ;
+  wire [2:0] \taps$100[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4174,23 +4288,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[1].op ;
-  wire [31:0] \taps$96[1].prio ;
-  wire \taps$96[1].prng ;
-  wire \taps$96[1].read ;
-  wire \taps$96[1].respond ;
-  wire \taps$96[1].sample ;
-  wire [51:0] \taps$96[1].target ;
-  wire \taps$96[1].valid ;
-  wire [51:0] \taps$96[1].value ;
-  wire \taps$96[1].write ;
-  wire [203:0] \taps$96[2] ;
-  wire \taps$96[2].debug ;
-  wire [32:0] \taps$96[2].delta ;
-  wire \taps$96[2].empty ;
-  wire [19:0] \taps$96[2].index ;
-  wire \taps$96[2].invalid ;
-  wire [2:0] \taps$96[2].level ;
+  wire [2:0] \taps$100[1].op ;
+  wire [31:0] \taps$100[1].prio ;
+  wire \taps$100[1].prng ;
+  wire \taps$100[1].read ;
+  wire \taps$100[1].respond ;
+  wire \taps$100[1].sample ;
+  wire [51:0] \taps$100[1].target ;
+  wire \taps$100[1].valid ;
+  wire [51:0] \taps$100[1].value ;
+  wire \taps$100[1].write ;
+  wire [203:0] \taps$100[2] ;
+  wire \taps$100[2].debug ;
+  wire [32:0] \taps$100[2].delta ;
+  wire \taps$100[2].empty ;
+  wire [19:0] \taps$100[2].index ;
+  wire \taps$100[2].invalid ;
+  wire [2:0] \taps$100[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4200,23 +4314,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[2].op ;
-  wire [31:0] \taps$96[2].prio ;
-  wire \taps$96[2].prng ;
-  wire \taps$96[2].read ;
-  wire \taps$96[2].respond ;
-  wire \taps$96[2].sample ;
-  wire [51:0] \taps$96[2].target ;
-  wire \taps$96[2].valid ;
-  wire [51:0] \taps$96[2].value ;
-  wire \taps$96[2].write ;
-  wire [203:0] \taps$96[3] ;
-  wire \taps$96[3].debug ;
-  wire [32:0] \taps$96[3].delta ;
-  wire \taps$96[3].empty ;
-  wire [19:0] \taps$96[3].index ;
-  wire \taps$96[3].invalid ;
-  wire [2:0] \taps$96[3].level ;
+  wire [2:0] \taps$100[2].op ;
+  wire [31:0] \taps$100[2].prio ;
+  wire \taps$100[2].prng ;
+  wire \taps$100[2].read ;
+  wire \taps$100[2].respond ;
+  wire \taps$100[2].sample ;
+  wire [51:0] \taps$100[2].target ;
+  wire \taps$100[2].valid ;
+  wire [51:0] \taps$100[2].value ;
+  wire \taps$100[2].write ;
+  wire [203:0] \taps$100[3] ;
+  wire \taps$100[3].debug ;
+  wire [32:0] \taps$100[3].delta ;
+  wire \taps$100[3].empty ;
+  wire [19:0] \taps$100[3].index ;
+  wire \taps$100[3].invalid ;
+  wire [2:0] \taps$100[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4226,23 +4340,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[3].op ;
-  wire [31:0] \taps$96[3].prio ;
-  wire \taps$96[3].prng ;
-  wire \taps$96[3].read ;
-  wire \taps$96[3].respond ;
-  wire \taps$96[3].sample ;
-  wire [51:0] \taps$96[3].target ;
-  wire \taps$96[3].valid ;
-  wire [51:0] \taps$96[3].value ;
-  wire \taps$96[3].write ;
-  wire [203:0] \taps$96[4] ;
-  wire \taps$96[4].debug ;
-  wire [32:0] \taps$96[4].delta ;
-  wire \taps$96[4].empty ;
-  wire [19:0] \taps$96[4].index ;
-  wire \taps$96[4].invalid ;
-  wire [2:0] \taps$96[4].level ;
+  wire [2:0] \taps$100[3].op ;
+  wire [31:0] \taps$100[3].prio ;
+  wire \taps$100[3].prng ;
+  wire \taps$100[3].read ;
+  wire \taps$100[3].respond ;
+  wire \taps$100[3].sample ;
+  wire [51:0] \taps$100[3].target ;
+  wire \taps$100[3].valid ;
+  wire [51:0] \taps$100[3].value ;
+  wire \taps$100[3].write ;
+  wire [203:0] \taps$100[4] ;
+  wire \taps$100[4].debug ;
+  wire [32:0] \taps$100[4].delta ;
+  wire \taps$100[4].empty ;
+  wire [19:0] \taps$100[4].index ;
+  wire \taps$100[4].invalid ;
+  wire [2:0] \taps$100[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4252,23 +4366,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[4].op ;
-  wire [31:0] \taps$96[4].prio ;
-  wire \taps$96[4].prng ;
-  wire \taps$96[4].read ;
-  wire \taps$96[4].respond ;
-  wire \taps$96[4].sample ;
-  wire [51:0] \taps$96[4].target ;
-  wire \taps$96[4].valid ;
-  wire [51:0] \taps$96[4].value ;
-  wire \taps$96[4].write ;
-  wire [203:0] \taps$96[5] ;
-  wire \taps$96[5].debug ;
-  wire [32:0] \taps$96[5].delta ;
-  wire \taps$96[5].empty ;
-  wire [19:0] \taps$96[5].index ;
-  wire \taps$96[5].invalid ;
-  wire [2:0] \taps$96[5].level ;
+  wire [2:0] \taps$100[4].op ;
+  wire [31:0] \taps$100[4].prio ;
+  wire \taps$100[4].prng ;
+  wire \taps$100[4].read ;
+  wire \taps$100[4].respond ;
+  wire \taps$100[4].sample ;
+  wire [51:0] \taps$100[4].target ;
+  wire \taps$100[4].valid ;
+  wire [51:0] \taps$100[4].value ;
+  wire \taps$100[4].write ;
+  wire [203:0] \taps$100[5] ;
+  wire \taps$100[5].debug ;
+  wire [32:0] \taps$100[5].delta ;
+  wire \taps$100[5].empty ;
+  wire [19:0] \taps$100[5].index ;
+  wire \taps$100[5].invalid ;
+  wire [2:0] \taps$100[5].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4278,23 +4392,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[5].op ;
-  wire [31:0] \taps$96[5].prio ;
-  wire \taps$96[5].prng ;
-  wire \taps$96[5].read ;
-  wire \taps$96[5].respond ;
-  wire \taps$96[5].sample ;
-  wire [51:0] \taps$96[5].target ;
-  wire \taps$96[5].valid ;
-  wire [51:0] \taps$96[5].value ;
-  wire \taps$96[5].write ;
-  wire [203:0] \taps$96[6] ;
-  wire \taps$96[6].debug ;
-  wire [32:0] \taps$96[6].delta ;
-  wire \taps$96[6].empty ;
-  wire [19:0] \taps$96[6].index ;
-  wire \taps$96[6].invalid ;
-  wire [2:0] \taps$96[6].level ;
+  wire [2:0] \taps$100[5].op ;
+  wire [31:0] \taps$100[5].prio ;
+  wire \taps$100[5].prng ;
+  wire \taps$100[5].read ;
+  wire \taps$100[5].respond ;
+  wire \taps$100[5].sample ;
+  wire [51:0] \taps$100[5].target ;
+  wire \taps$100[5].valid ;
+  wire [51:0] \taps$100[5].value ;
+  wire \taps$100[5].write ;
+  wire [203:0] \taps$100[6] ;
+  wire \taps$100[6].debug ;
+  wire [32:0] \taps$100[6].delta ;
+  wire \taps$100[6].empty ;
+  wire [19:0] \taps$100[6].index ;
+  wire \taps$100[6].invalid ;
+  wire [2:0] \taps$100[6].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4304,23 +4418,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[6].op ;
-  wire [31:0] \taps$96[6].prio ;
-  wire \taps$96[6].prng ;
-  wire \taps$96[6].read ;
-  wire \taps$96[6].respond ;
-  wire \taps$96[6].sample ;
-  wire [51:0] \taps$96[6].target ;
-  wire \taps$96[6].valid ;
-  wire [51:0] \taps$96[6].value ;
-  wire \taps$96[6].write ;
-  wire [203:0] \taps$96[7] ;
-  wire \taps$96[7].debug ;
-  wire [32:0] \taps$96[7].delta ;
-  wire \taps$96[7].empty ;
-  wire [19:0] \taps$96[7].index ;
-  wire \taps$96[7].invalid ;
-  wire [2:0] \taps$96[7].level ;
+  wire [2:0] \taps$100[6].op ;
+  wire [31:0] \taps$100[6].prio ;
+  wire \taps$100[6].prng ;
+  wire \taps$100[6].read ;
+  wire \taps$100[6].respond ;
+  wire \taps$100[6].sample ;
+  wire [51:0] \taps$100[6].target ;
+  wire \taps$100[6].valid ;
+  wire [51:0] \taps$100[6].value ;
+  wire \taps$100[6].write ;
+  wire [203:0] \taps$100[7] ;
+  wire \taps$100[7].debug ;
+  wire [32:0] \taps$100[7].delta ;
+  wire \taps$100[7].empty ;
+  wire [19:0] \taps$100[7].index ;
+  wire \taps$100[7].invalid ;
+  wire [2:0] \taps$100[7].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4330,24 +4444,24 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$96[7].op ;
-  wire [31:0] \taps$96[7].prio ;
-  wire \taps$96[7].prng ;
-  wire \taps$96[7].read ;
-  wire \taps$96[7].respond ;
-  wire \taps$96[7].sample ;
-  wire [51:0] \taps$96[7].target ;
-  wire \taps$96[7].valid ;
-  wire [51:0] \taps$96[7].value ;
-  wire \taps$96[7].write ;
-  wire [1631:0] \taps$97 ;
-  wire [203:0] \taps$97[0] ;
-  wire \taps$97[0].debug ;
-  wire [32:0] \taps$97[0].delta ;
-  wire \taps$97[0].empty ;
-  wire [19:0] \taps$97[0].index ;
-  wire \taps$97[0].invalid ;
-  wire [2:0] \taps$97[0].level ;
+  wire [2:0] \taps$100[7].op ;
+  wire [31:0] \taps$100[7].prio ;
+  wire \taps$100[7].prng ;
+  wire \taps$100[7].read ;
+  wire \taps$100[7].respond ;
+  wire \taps$100[7].sample ;
+  wire [51:0] \taps$100[7].target ;
+  wire \taps$100[7].valid ;
+  wire [51:0] \taps$100[7].value ;
+  wire \taps$100[7].write ;
+  wire [1631:0] \taps$101 ;
+  wire [203:0] \taps$101[0] ;
+  wire \taps$101[0].debug ;
+  wire [32:0] \taps$101[0].delta ;
+  wire \taps$101[0].empty ;
+  wire [19:0] \taps$101[0].index ;
+  wire \taps$101[0].invalid ;
+  wire [2:0] \taps$101[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4357,23 +4471,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[0].op ;
-  wire [31:0] \taps$97[0].prio ;
-  wire \taps$97[0].prng ;
-  wire \taps$97[0].read ;
-  wire \taps$97[0].respond ;
-  wire \taps$97[0].sample ;
-  wire [51:0] \taps$97[0].target ;
-  wire \taps$97[0].valid ;
-  wire [51:0] \taps$97[0].value ;
-  wire \taps$97[0].write ;
-  wire [203:0] \taps$97[1] ;
-  wire \taps$97[1].debug ;
-  wire [32:0] \taps$97[1].delta ;
-  wire \taps$97[1].empty ;
-  wire [19:0] \taps$97[1].index ;
-  wire \taps$97[1].invalid ;
-  wire [2:0] \taps$97[1].level ;
+  wire [2:0] \taps$101[0].op ;
+  wire [31:0] \taps$101[0].prio ;
+  wire \taps$101[0].prng ;
+  wire \taps$101[0].read ;
+  wire \taps$101[0].respond ;
+  wire \taps$101[0].sample ;
+  wire [51:0] \taps$101[0].target ;
+  wire \taps$101[0].valid ;
+  wire [51:0] \taps$101[0].value ;
+  wire \taps$101[0].write ;
+  wire [203:0] \taps$101[1] ;
+  wire \taps$101[1].debug ;
+  wire [32:0] \taps$101[1].delta ;
+  wire \taps$101[1].empty ;
+  wire [19:0] \taps$101[1].index ;
+  wire \taps$101[1].invalid ;
+  wire [2:0] \taps$101[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4383,23 +4497,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[1].op ;
-  wire [31:0] \taps$97[1].prio ;
-  wire \taps$97[1].prng ;
-  wire \taps$97[1].read ;
-  wire \taps$97[1].respond ;
-  wire \taps$97[1].sample ;
-  wire [51:0] \taps$97[1].target ;
-  wire \taps$97[1].valid ;
-  wire [51:0] \taps$97[1].value ;
-  wire \taps$97[1].write ;
-  wire [203:0] \taps$97[2] ;
-  wire \taps$97[2].debug ;
-  wire [32:0] \taps$97[2].delta ;
-  wire \taps$97[2].empty ;
-  wire [19:0] \taps$97[2].index ;
-  wire \taps$97[2].invalid ;
-  wire [2:0] \taps$97[2].level ;
+  wire [2:0] \taps$101[1].op ;
+  wire [31:0] \taps$101[1].prio ;
+  wire \taps$101[1].prng ;
+  wire \taps$101[1].read ;
+  wire \taps$101[1].respond ;
+  wire \taps$101[1].sample ;
+  wire [51:0] \taps$101[1].target ;
+  wire \taps$101[1].valid ;
+  wire [51:0] \taps$101[1].value ;
+  wire \taps$101[1].write ;
+  wire [203:0] \taps$101[2] ;
+  wire \taps$101[2].debug ;
+  wire [32:0] \taps$101[2].delta ;
+  wire \taps$101[2].empty ;
+  wire [19:0] \taps$101[2].index ;
+  wire \taps$101[2].invalid ;
+  wire [2:0] \taps$101[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4409,23 +4523,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[2].op ;
-  wire [31:0] \taps$97[2].prio ;
-  wire \taps$97[2].prng ;
-  wire \taps$97[2].read ;
-  wire \taps$97[2].respond ;
-  wire \taps$97[2].sample ;
-  wire [51:0] \taps$97[2].target ;
-  wire \taps$97[2].valid ;
-  wire [51:0] \taps$97[2].value ;
-  wire \taps$97[2].write ;
-  wire [203:0] \taps$97[3] ;
-  wire \taps$97[3].debug ;
-  wire [32:0] \taps$97[3].delta ;
-  wire \taps$97[3].empty ;
-  wire [19:0] \taps$97[3].index ;
-  wire \taps$97[3].invalid ;
-  wire [2:0] \taps$97[3].level ;
+  wire [2:0] \taps$101[2].op ;
+  wire [31:0] \taps$101[2].prio ;
+  wire \taps$101[2].prng ;
+  wire \taps$101[2].read ;
+  wire \taps$101[2].respond ;
+  wire \taps$101[2].sample ;
+  wire [51:0] \taps$101[2].target ;
+  wire \taps$101[2].valid ;
+  wire [51:0] \taps$101[2].value ;
+  wire \taps$101[2].write ;
+  wire [203:0] \taps$101[3] ;
+  wire \taps$101[3].debug ;
+  wire [32:0] \taps$101[3].delta ;
+  wire \taps$101[3].empty ;
+  wire [19:0] \taps$101[3].index ;
+  wire \taps$101[3].invalid ;
+  wire [2:0] \taps$101[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4435,23 +4549,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[3].op ;
-  wire [31:0] \taps$97[3].prio ;
-  wire \taps$97[3].prng ;
-  wire \taps$97[3].read ;
-  wire \taps$97[3].respond ;
-  wire \taps$97[3].sample ;
-  wire [51:0] \taps$97[3].target ;
-  wire \taps$97[3].valid ;
-  wire [51:0] \taps$97[3].value ;
-  wire \taps$97[3].write ;
-  wire [203:0] \taps$97[4] ;
-  wire \taps$97[4].debug ;
-  wire [32:0] \taps$97[4].delta ;
-  wire \taps$97[4].empty ;
-  wire [19:0] \taps$97[4].index ;
-  wire \taps$97[4].invalid ;
-  wire [2:0] \taps$97[4].level ;
+  wire [2:0] \taps$101[3].op ;
+  wire [31:0] \taps$101[3].prio ;
+  wire \taps$101[3].prng ;
+  wire \taps$101[3].read ;
+  wire \taps$101[3].respond ;
+  wire \taps$101[3].sample ;
+  wire [51:0] \taps$101[3].target ;
+  wire \taps$101[3].valid ;
+  wire [51:0] \taps$101[3].value ;
+  wire \taps$101[3].write ;
+  wire [203:0] \taps$101[4] ;
+  wire \taps$101[4].debug ;
+  wire [32:0] \taps$101[4].delta ;
+  wire \taps$101[4].empty ;
+  wire [19:0] \taps$101[4].index ;
+  wire \taps$101[4].invalid ;
+  wire [2:0] \taps$101[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4461,23 +4575,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[4].op ;
-  wire [31:0] \taps$97[4].prio ;
-  wire \taps$97[4].prng ;
-  wire \taps$97[4].read ;
-  wire \taps$97[4].respond ;
-  wire \taps$97[4].sample ;
-  wire [51:0] \taps$97[4].target ;
-  wire \taps$97[4].valid ;
-  wire [51:0] \taps$97[4].value ;
-  wire \taps$97[4].write ;
-  wire [203:0] \taps$97[5] ;
-  wire \taps$97[5].debug ;
-  wire [32:0] \taps$97[5].delta ;
-  wire \taps$97[5].empty ;
-  wire [19:0] \taps$97[5].index ;
-  wire \taps$97[5].invalid ;
-  wire [2:0] \taps$97[5].level ;
+  wire [2:0] \taps$101[4].op ;
+  wire [31:0] \taps$101[4].prio ;
+  wire \taps$101[4].prng ;
+  wire \taps$101[4].read ;
+  wire \taps$101[4].respond ;
+  wire \taps$101[4].sample ;
+  wire [51:0] \taps$101[4].target ;
+  wire \taps$101[4].valid ;
+  wire [51:0] \taps$101[4].value ;
+  wire \taps$101[4].write ;
+  wire [203:0] \taps$101[5] ;
+  wire \taps$101[5].debug ;
+  wire [32:0] \taps$101[5].delta ;
+  wire \taps$101[5].empty ;
+  wire [19:0] \taps$101[5].index ;
+  wire \taps$101[5].invalid ;
+  wire [2:0] \taps$101[5].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4487,23 +4601,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[5].op ;
-  wire [31:0] \taps$97[5].prio ;
-  wire \taps$97[5].prng ;
-  wire \taps$97[5].read ;
-  wire \taps$97[5].respond ;
-  wire \taps$97[5].sample ;
-  wire [51:0] \taps$97[5].target ;
-  wire \taps$97[5].valid ;
-  wire [51:0] \taps$97[5].value ;
-  wire \taps$97[5].write ;
-  wire [203:0] \taps$97[6] ;
-  wire \taps$97[6].debug ;
-  wire [32:0] \taps$97[6].delta ;
-  wire \taps$97[6].empty ;
-  wire [19:0] \taps$97[6].index ;
-  wire \taps$97[6].invalid ;
-  wire [2:0] \taps$97[6].level ;
+  wire [2:0] \taps$101[5].op ;
+  wire [31:0] \taps$101[5].prio ;
+  wire \taps$101[5].prng ;
+  wire \taps$101[5].read ;
+  wire \taps$101[5].respond ;
+  wire \taps$101[5].sample ;
+  wire [51:0] \taps$101[5].target ;
+  wire \taps$101[5].valid ;
+  wire [51:0] \taps$101[5].value ;
+  wire \taps$101[5].write ;
+  wire [203:0] \taps$101[6] ;
+  wire \taps$101[6].debug ;
+  wire [32:0] \taps$101[6].delta ;
+  wire \taps$101[6].empty ;
+  wire [19:0] \taps$101[6].index ;
+  wire \taps$101[6].invalid ;
+  wire [2:0] \taps$101[6].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4513,23 +4627,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[6].op ;
-  wire [31:0] \taps$97[6].prio ;
-  wire \taps$97[6].prng ;
-  wire \taps$97[6].read ;
-  wire \taps$97[6].respond ;
-  wire \taps$97[6].sample ;
-  wire [51:0] \taps$97[6].target ;
-  wire \taps$97[6].valid ;
-  wire [51:0] \taps$97[6].value ;
-  wire \taps$97[6].write ;
-  wire [203:0] \taps$97[7] ;
-  wire \taps$97[7].debug ;
-  wire [32:0] \taps$97[7].delta ;
-  wire \taps$97[7].empty ;
-  wire [19:0] \taps$97[7].index ;
-  wire \taps$97[7].invalid ;
-  wire [2:0] \taps$97[7].level ;
+  wire [2:0] \taps$101[6].op ;
+  wire [31:0] \taps$101[6].prio ;
+  wire \taps$101[6].prng ;
+  wire \taps$101[6].read ;
+  wire \taps$101[6].respond ;
+  wire \taps$101[6].sample ;
+  wire [51:0] \taps$101[6].target ;
+  wire \taps$101[6].valid ;
+  wire [51:0] \taps$101[6].value ;
+  wire \taps$101[6].write ;
+  wire [203:0] \taps$101[7] ;
+  wire \taps$101[7].debug ;
+  wire [32:0] \taps$101[7].delta ;
+  wire \taps$101[7].empty ;
+  wire [19:0] \taps$101[7].index ;
+  wire \taps$101[7].invalid ;
+  wire [2:0] \taps$101[7].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4539,16 +4653,16 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$97[7].op ;
-  wire [31:0] \taps$97[7].prio ;
-  wire \taps$97[7].prng ;
-  wire \taps$97[7].read ;
-  wire \taps$97[7].respond ;
-  wire \taps$97[7].sample ;
-  wire [51:0] \taps$97[7].target ;
-  wire \taps$97[7].valid ;
-  wire [51:0] \taps$97[7].value ;
-  wire \taps$97[7].write ;
+  wire [2:0] \taps$101[7].op ;
+  wire [31:0] \taps$101[7].prio ;
+  wire \taps$101[7].prng ;
+  wire \taps$101[7].read ;
+  wire \taps$101[7].respond ;
+  wire \taps$101[7].sample ;
+  wire [51:0] \taps$101[7].target ;
+  wire \taps$101[7].valid ;
+  wire [51:0] \taps$101[7].value ;
+  wire \taps$101[7].write ;
   wire [1631:0] \taps$98 ;
   wire [203:0] \taps$98[0] ;
   wire \taps$98[0].debug ;
@@ -5197,177 +5311,265 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
       rsp_queue[q_wr__addr] <= response;
   end
   assign rsp__payload = rsp_queue[q_rd__addr];
-  assign \$429  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$430  = \$428  ^ { \$429 [50:0], 1'h0 };
-  assign \$431  = ~ \$430 ;
-  assign \$432  = & \$431 [31:28];
-  assign \$433  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$434  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$435  = \$433  ^ { \$434 [50:0], 1'h0 };
-  assign \$436  = ~ \$435 ;
-  assign \$437  = & \$436 [35:32];
-  assign \$438  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$439  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$440  = \$438  ^ { \$439 [50:0], 1'h0 };
-  assign \$441  = ~ \$440 ;
-  assign \$442  = & \$441 [39:36];
-  assign \$443  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$444  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$445  = \$443  ^ { \$444 [50:0], 1'h0 };
-  assign \$446  = ~ \$445 ;
-  assign \$447  = & \$446 [43:40];
-  assign \$448  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$449  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$450  = \$448  ^ { \$449 [50:0], 1'h0 };
-  assign \$451  = ~ \$450 ;
-  assign \$452  = & \$451 [47:44];
-  assign \$453  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$454  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$455  = \$453  ^ { \$454 [50:0], 1'h0 };
-  assign \$456  = ~ \$455 ;
-  assign \$457  = & \$456 [51:48];
-  assign \$458  = c[4] & root_zero;
-  assign \$459  = ! c[14:12];
-  assign \$460  = c[8] & \$459 ;
-  assign \$462  = 1'h0 + \$461 ;
-  assign \$464  = \$462  + \$463 ;
-  assign \$466  = 1'h0 + \$465 ;
-  assign \$468  = \$466  + \$467 ;
-  assign \$469  = c[4] & root_zero;
-  assign \$470  = a[2:0] != 3'h4;
-  assign \$471  = write & \$470 ;
-  assign \$472  = \$471  & sat_ovf;
-  assign \$473  = a[2:0] == 2'h2;
-  assign \$474  = a_valid & \$473 ;
-  assign \$475  = a[2:0] == 3'h5;
-  assign \$476  = a_valid & \$475 ;
-  assign \$477  = \$474  | \$476 ;
-  assign \$479  = a[2:0] == 3'h6;
-  assign \$480  = a_valid & \$479 ;
-  assign \$481  = ! a[5:3];
-  assign \$482  = a[25:6] >= 1'h1;
-  assign \$483  = \$481  & \$482 ;
-  assign \$484  = a[5:3] == 1'h1;
-  assign \$485  = a[25:6] >= 5'h10;
-  assign \$486  = \$484  & \$485 ;
-  assign \$487  = a[5:3] == 2'h2;
-  assign \$488  = a[25:6] >= 9'h100;
-  assign \$489  = \$487  & \$488 ;
-  assign \$490  = a[5:3] == 2'h3;
-  assign \$491  = a[25:6] >= 13'h1000;
-  assign \$492  = \$490  & \$491 ;
-  assign \$493  = a[5:3] == 3'h4;
-  assign \$494  = a[25:6] >= 17'h10000;
-  assign \$495  = \$493  & \$494 ;
-  assign \$496  = a[5:3] > 3'h5;
-  assign \$497  = | { \$496 , \$495 , \$492 , \$489 , \$486 , \$483  };
-  assign \$498  = \$480  & \$497 ;
-  assign \$500  = s[2:0] == 3'h7;
-  assign \$501  = accept & \$500 ;
+  assign \$384  = \$382  | \$383 ;
+  assign \$385  = sel_tap[36] ? \taps$100 [882:851] : 32'd0;
+  assign \$386  = \$384  | \$385 ;
+  assign \$387  = sel_tap[37] ? \taps$100 [1086:1055] : 32'd0;
+  assign \$388  = \$386  | \$387 ;
+  assign \$389  = sel_tap[38] ? \taps$100 [1290:1259] : 32'd0;
+  assign \$390  = \$388  | \$389 ;
+  assign \$391  = sel_tap[39] ? \taps$100 [1494:1463] : 32'd0;
+  assign \$392  = \$390  | \$391 ;
+  assign \$393  = sel_tap[40] ? \i$8 [66:35] : 32'd0;
+  assign \$395  = sel_tap[41] ? \taps$101 [66:35] : 32'd0;
+  assign \$396  = \$394  | \$395 ;
+  assign \$397  = sel_tap[42] ? \taps$101 [270:239] : 32'd0;
+  assign \$398  = \$396  | \$397 ;
+  assign \$399  = sel_lane[0] ? looked[31:0] : 32'd0;
+  assign \$400  = \$398  | \$399 ;
+  assign \$401  = sel_lane[1] ? looked[63:32] : 32'd0;
+  assign \$402  = \$400  | \$401 ;
+  assign \$403  = sel_lane[2] ? looked[95:64] : 32'd0;
+  assign \$404  = \$402  | \$403 ;
+  assign \$405  = sel_lane[3] ? looked[127:96] : 32'd0;
+  assign \$406  = \$404  | \$405 ;
+  assign \$407  = sel_lane[4] ? looked[159:128] : 32'd0;
+  assign \$408  = \$406  | \$407 ;
+  assign \$409  = sel_lane[5] ? looked[191:160] : 32'd0;
+  assign \$411  = sel_lane[6] ? looked[223:192] : 32'd0;
+  assign \$412  = \$410  | \$411 ;
+  assign \$413  = sel_lane[7] ? looked[255:224] : 32'd0;
+  assign \$414  = \$412  | \$413 ;
+  assign \$415  = sel_lane[8] ? looked[287:256] : 32'd0;
+  assign \$416  = \$414  | \$415 ;
+  assign \$417  = sel_lane[9] ? looked[319:288] : 32'd0;
+  assign \$418  = \$416  | \$417 ;
+  assign \$419  = sel_lane[10] ? looked[351:320] : 32'd0;
+  assign \$420  = \$418  | \$419 ;
+  assign \$421  = sel_lane[11] ? looked[383:352] : 32'd0;
+  assign \$422  = \$420  | \$421 ;
+  assign \$423  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$424  = \$422  | \$423 ;
+  assign \$425  = sel_lane[13] ? looked[447:416] : 32'd0;
+  assign \$427  = sel_lane[14] ? looked[479:448] : 32'd0;
+  assign \$428  = \$426  | \$427 ;
+  assign \$429  = sel_lane[15] ? looked[511:480] : 32'd0;
+  assign \$430  = \$428  | \$429 ;
+  assign \$431  = b3[66:35] - old;
+  assign \$432  = x[16:0] * total[25:0];
+  assign \$433  = x[16:0] * total[51:26];
+  assign \$434  = x[31:17] * total[25:0];
+  assign \$435  = x[31:17] * total[51:26];
+  assign \$436  = $signed({ 1'h0, total }) + $signed(c_delta);
+  assign \$437  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$438  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$439  = \$437  ^ { \$438 [50:0], 1'h0 };
+  assign \$440  = ~ \$439 ;
+  assign \$441  = & \$440 [3:0];
+  assign \$442  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$443  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$444  = \$442  ^ { \$443 [50:0], 1'h0 };
+  assign \$445  = ~ \$444 ;
+  assign \$446  = & \$445 [7:4];
+  assign \$447  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$448  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$449  = \$447  ^ { \$448 [50:0], 1'h0 };
+  assign \$450  = ~ \$449 ;
+  assign \$451  = & \$450 [11:8];
+  assign \$452  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$453  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$454  = \$452  ^ { \$453 [50:0], 1'h0 };
+  assign \$455  = ~ \$454 ;
+  assign \$456  = & \$455 [15:12];
+  assign \$457  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$458  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$459  = \$457  ^ { \$458 [50:0], 1'h0 };
+  assign \$460  = ~ \$459 ;
+  assign \$461  = & \$460 [19:16];
+  assign \$462  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$463  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$464  = \$462  ^ { \$463 [50:0], 1'h0 };
+  assign \$465  = ~ \$464 ;
+  assign \$466  = & \$465 [23:20];
+  assign \$467  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$468  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$469  = \$467  ^ { \$468 [50:0], 1'h0 };
+  assign \$470  = ~ \$469 ;
+  assign \$471  = & \$470 [27:24];
+  assign \$472  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$473  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$474  = \$472  ^ { \$473 [50:0], 1'h0 };
+  assign \$475  = ~ \$474 ;
+  assign \$476  = & \$475 [31:28];
+  assign \$477  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$478  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$479  = \$477  ^ { \$478 [50:0], 1'h0 };
+  assign \$480  = ~ \$479 ;
+  assign \$481  = & \$480 [35:32];
+  assign \$482  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$483  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$484  = \$482  ^ { \$483 [50:0], 1'h0 };
+  assign \$485  = ~ \$484 ;
+  assign \$486  = & \$485 [39:36];
+  assign \$487  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$488  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$489  = \$487  ^ { \$488 [50:0], 1'h0 };
+  assign \$490  = ~ \$489 ;
+  assign \$491  = & \$490 [43:40];
+  assign \$492  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$493  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$494  = \$492  ^ { \$493 [50:0], 1'h0 };
+  assign \$495  = ~ \$494 ;
+  assign \$496  = & \$495 [47:44];
+  assign \$497  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$498  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$499  = \$497  ^ { \$498 [50:0], 1'h0 };
+  assign \$500  = ~ \$499 ;
+  assign \$501  = & \$500 [51:48];
+  assign \$502  = c[4] & root_zero;
+  assign \$503  = ! c[14:12];
+  assign \$504  = c[8] & \$503 ;
+  assign \$506  = 1'h0 + \$505 ;
+  assign \$508  = \$506  + \$507 ;
+  assign \$510  = 1'h0 + \$509 ;
+  assign \$512  = \$510  + \$511 ;
+  assign \$513  = c[4] & root_zero;
+  assign \$514  = a[2:0] != 3'h4;
+  assign \$515  = write & \$514 ;
+  assign \$516  = \$515  & sat_ovf;
+  assign \$517  = a[2:0] == 2'h2;
+  assign \$518  = a_valid & \$517 ;
+  assign \$519  = a[2:0] == 3'h5;
+  assign \$520  = a_valid & \$519 ;
+  assign \$521  = \$518  | \$520 ;
+  assign \$523  = a[2:0] == 3'h6;
+  assign \$524  = a_valid & \$523 ;
+  assign \$525  = ! a[5:3];
+  assign \$526  = a[25:6] >= 1'h1;
+  assign \$527  = \$525  & \$526 ;
+  assign \$528  = a[5:3] == 1'h1;
+  assign \$529  = a[25:6] >= 5'h10;
+  assign \$530  = \$528  & \$529 ;
+  assign \$531  = a[5:3] == 2'h2;
+  assign \$532  = a[25:6] >= 9'h100;
+  assign \$533  = \$531  & \$532 ;
+  assign \$534  = a[5:3] == 2'h3;
+  assign \$535  = a[25:6] >= 13'h1000;
+  assign \$536  = \$534  & \$535 ;
+  assign \$537  = a[5:3] == 3'h4;
+  assign \$538  = a[25:6] >= 17'h10000;
+  assign \$539  = \$537  & \$538 ;
+  assign \$540  = a[5:3] > 3'h5;
+  assign \$541  = | { \$540 , \$539 , \$536 , \$533 , \$530 , \$527  };
+  assign \$542  = \$524  & \$541 ;
+  assign \$544  = s[2:0] == 3'h7;
+  assign \$545  = accept & \$544 ;
   always @(posedge clk)
-    stages_busy <= \$502 ;
+    stages_busy <= \$546 ;
   always @(posedge clk)
-    s <= \$503 ;
+    s <= \$547 ;
   always @(posedge clk)
-    \$signal  <= \$504 ;
+    \$signal  <= \$548 ;
   always @(posedge clk)
-    k_valid <= \$505 ;
+    k_valid <= \$549 ;
   always @(posedge clk)
-    skid <= \$506 ;
+    skid <= \$550 ;
   always @(posedge clk)
-    q_wr__addr <= \$507 ;
+    q_wr__addr <= \$551 ;
   always @(posedge clk)
-    rsp__valid <= \$508 ;
+    rsp__valid <= \$552 ;
   always @(posedge clk)
-    q_rd__addr <= \$509 ;
+    q_rd__addr <= \$553 ;
   always @(posedge clk)
-    q_rp1 <= \$510 ;
+    q_rp1 <= \$554 ;
   always @(posedge clk)
-    reserved <= \$511 ;
+    reserved <= \$555 ;
   always @(posedge clk)
-    a_valid <= \$512 ;
+    a_valid <= \$556 ;
   always @(posedge clk)
-    a <= \$513 ;
+    a <= \$557 ;
   always @(posedge clk)
-    a_insert <= \$514 ;
+    a_insert <= \$558 ;
   always @(posedge clk)
-    a_resp <= \$515 ;
+    a_resp <= \$559 ;
   always @(posedge clk)
-    sweep_addr <= \$516 ;
+    sweep_addr <= \$560 ;
   always @(posedge clk)
-    sweep <= \$517 ;
+    sweep <= \$561 ;
   always @(posedge clk)
-    a_leaf <= \$518 ;
+    a_leaf <= \$562 ;
   always @(posedge clk)
-    b <= \$519 ;
+    b <= \$563 ;
   always @(posedge clk)
-    write_pointer <= \$520 ;
+    write_pointer <= \$564 ;
   always @(posedge clk)
-    size <= \$521 ;
+    size <= \$565 ;
   always @(posedge clk)
-    max_priority <= \$522 ;
+    max_priority <= \$566 ;
   always @(posedge clk)
-    hits <= \$523 ;
+    b_hits_lo <= \$567 ;
   always @(posedge clk)
-    lane <= \$524 ;
+    b_hits_hi <= \$568 ;
   always @(posedge clk)
-    b2 <= \$525 ;
+    lane <= \$569 ;
   always @(posedge clk)
-    sel_tap <= \$526 ;
+    b2 <= \$570 ;
   always @(posedge clk)
-    sel_lane <= \$527 ;
+    sel_tap <= \$571 ;
   always @(posedge clk)
-    looked <= \$528 ;
+    sel_lane <= \$572 ;
   always @(posedge clk)
-    b3 <= \$529 ;
+    looked <= \$573 ;
   always @(posedge clk)
-    b3_old0 <= \$530 ;
+    b3 <= \$574 ;
   always @(posedge clk)
-    b3_old1 <= \$531 ;
+    b3_old0 <= \$575 ;
   always @(posedge clk)
-    b3_old2 <= \$532 ;
+    b3_old1 <= \$576 ;
   always @(posedge clk)
-    b3_old3 <= \$533 ;
+    b3_old2 <= \$577 ;
   always @(posedge clk)
-    b3_old4 <= \$534 ;
+    b3_old3 <= \$578 ;
   always @(posedge clk)
-    b3_old5 <= \$535 ;
+    b3_old4 <= \$579 ;
   always @(posedge clk)
-    b3_old6 <= \$536 ;
+    b3_old5 <= \$580 ;
   always @(posedge clk)
-    b3_old7 <= \$537 ;
+    b3_old6 <= \$581 ;
   always @(posedge clk)
-    c <= \$538 ;
+    b3_old7 <= \$582 ;
   always @(posedge clk)
-    c_delta <= \$539 ;
+    c <= \$583 ;
   always @(posedge clk)
-    pp_0_0 <= \$540 ;
+    c_delta <= \$584 ;
   always @(posedge clk)
-    pp_0_26 <= \$541 ;
+    pp_0_0 <= \$585 ;
   always @(posedge clk)
-    pp_17_0 <= \$542 ;
+    pp_0_26 <= \$586 ;
   always @(posedge clk)
-    pp_17_26 <= \$543 ;
+    pp_17_0 <= \$587 ;
   always @(posedge clk)
-    m <= \$544 ;
+    pp_17_26 <= \$588 ;
   always @(posedge clk)
-    total <= \$545 ;
+    m <= \$589 ;
   always @(posedge clk)
-    root_zero_groups <= \$546 ;
+    total <= \$590 ;
   always @(posedge clk)
-    m_row0 <= \$547 ;
+    root_zero_groups <= \$591 ;
   always @(posedge clk)
-    m_row17 <= \$548 ;
+    m_row0 <= \$592 ;
   always @(posedge clk)
-    m2 <= \$549 ;
+    m_row17 <= \$593 ;
   always @(posedge clk)
-    i <= \$550 ;
+    m2 <= \$594 ;
   always @(posedge clk)
-    empty <= \$551 ;
+    i <= \$595 ;
   always @(posedge clk)
-    saturated <= \$552 ;
+    empty <= \$596 ;
   always @(posedge clk)
-    invalid <= \$553 ;
+    saturated <= \$597 ;
+  always @(posedge clk)
+    invalid <= \$598 ;
   assign \$1  = ~ k_valid;
   assign \$2  = ~ sweep;
   assign cmd__ready = \$1  & \$2 ;
@@ -5415,381 +5617,339 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$35  = a[2:0] == 2'h2;
   assign \$36  = a_valid & \$35 ;
   assign write = \$34  | \$38 ;
-  assign \$40  = ~ hits;
-  assign \$41  = \$40  + 1'h1;
-  assign youngest = hits & \$41 [43:0];
-  assign \$43  = \$42  | b3_old1;
-  assign \$44  = \$43  | b3_old2;
-  assign \$45  = \$44  | b3_old3;
-  assign \$46  = \$45  | b3_old4;
-  assign \$47  = \$46  | b3_old5;
-  assign \$48  = \$47  | b3_old6;
-  assign old = \$48  | b3_old7;
+  assign \$40  = b_hits_lo & b_hits_hi;
+  assign \$41  = ~ { 1'h1, \$40  };
+  assign \$42  = \$41  + 1'h1;
+  assign youngest = { 1'h1, \$40  } & \$42 [43:0];
+  assign \$44  = \$43  | b3_old1;
+  assign \$45  = \$44  | b3_old2;
+  assign \$46  = \$45  | b3_old3;
+  assign \$47  = \$46  | b3_old4;
+  assign \$48  = \$47  | b3_old5;
+  assign \$49  = \$48  | b3_old6;
+  assign old = \$49  | b3_old7;
   assign root_zero = & root_zero_groups;
-  assign \$49  = c[4] & c[5];
-  assign \$50  = ~ root_zero;
-  assign step = \$49  & \$50 ;
+  assign \$50  = c[4] & c[5];
+  assign \$51  = ~ root_zero;
+  assign step = \$50  & \$51 ;
   assign x = c[5] ? word : c[131:100];
-  assign \$52  = 1'h0 + \$51 ;
-  assign \$54  = \$52  + \$53 ;
-  assign \$55  = | { \taps$99 [1428], \taps$99 [1224], \taps$99 [1020], \taps$99 [816], \taps$99 [612], \taps$99 [408], \taps$99 [204], \taps$99 [0], \i$8 [0], \taps$98 [1428], \taps$98 [1224], \taps$98 [1020], \taps$98 [816], \taps$98 [612], \taps$98 [408], \taps$98 [204], \taps$98 [0], \i$6 [0], \taps$97 [1428], \taps$97 [1224], \taps$97 [1020], \taps$97 [816], \taps$97 [612], \taps$97 [408], \taps$97 [204], \taps$97 [0], \i$4 [0], \taps$96 [1428], \taps$96 [1224], \taps$96 [1020], \taps$96 [816], \taps$96 [612], \taps$96 [408], \taps$96 [204], \taps$96 [0], \i$2 [0], taps[1428], taps[1224], taps[1020], taps[816], taps[612], taps[408], taps[204], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
-  assign \$56  = a_valid | \$55 ;
-  assign \$57  = ~ \$signal ;
-  assign \$58  = accept | \$57 ;
-  assign \$59  = cmd__valid & cmd__ready;
+  assign \$53  = 1'h0 + \$52 ;
+  assign \$55  = \$53  + \$54 ;
+  assign \$56  = | { \taps$101 [1428], \taps$101 [1224], \taps$101 [1020], \taps$101 [816], \taps$101 [612], \taps$101 [408], \taps$101 [204], \taps$101 [0], \i$8 [0], \taps$100 [1428], \taps$100 [1224], \taps$100 [1020], \taps$100 [816], \taps$100 [612], \taps$100 [408], \taps$100 [204], \taps$100 [0], \i$6 [0], \taps$99 [1428], \taps$99 [1224], \taps$99 [1020], \taps$99 [816], \taps$99 [612], \taps$99 [408], \taps$99 [204], \taps$99 [0], \i$4 [0], \taps$98 [1428], \taps$98 [1224], \taps$98 [1020], \taps$98 [816], \taps$98 [612], \taps$98 [408], \taps$98 [204], \taps$98 [0], \i$2 [0], taps[1428], taps[1224], taps[1020], taps[816], taps[612], taps[408], taps[204], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
+  assign \$57  = a_valid | \$56 ;
+  assign \$58  = ~ \$signal ;
+  assign \$59  = accept | \$58 ;
   assign \$60  = cmd__valid & cmd__ready;
-  assign \$61  = \o$34 [0] & \o$34 [9];
-  assign \$63  = q_wr__addr + 1'h1;
-  assign \$64  = q_rp1 != q_wr__addr;
-  assign \$66  = q_rp1 + 1'h1;
-  assign \$68  = ~ \$67 ;
-  assign \$69  = a_resp & \$68 ;
-  assign \$71  = ~ a_resp;
-  assign \$72  = \$70  & \$71 ;
-  assign \$73  = reserved + 1'h1;
-  assign \$74  = reserved - 1'h1;
-  assign \$75  = s[2:0] == 3'h7;
-  assign \$76  = ~ \$75 ;
-  assign \$77  = accept & \$76 ;
-  assign \$78  = s[2:0] == 2'h3;
-  assign \$79  = s[2:0] == 3'h4;
-  assign \$80  = \$78  | \$79 ;
-  assign \$81  = ! s[2:0];
-  assign \$82  = s[2:0] == 1'h1;
-  assign \$83  = s[2:0] == 2'h3;
-  assign \$84  = s[2:0] == 3'h4;
-  assign \$85  = s[2:0] == 3'h5;
-  assign \$86  = s[2:0] == 3'h6;
-  assign \$87  = | { \$86 , \$85 , \$84 , \$83 , \$82 , \$81  };
-  assign \$88  = accept & \$87 ;
-  assign \$89  = sweep_addr + 1'h1;
-  assign \$90  = sweep_addr == 16'hffff;
-  assign \$91  = s[2:0] == 2'h3;
-  assign \$92  = s[2:0] == 3'h4;
-  assign \$93  = \$91  | \$92 ;
-  assign \$94  = \$93  ? \$28 [19:0] : s[25:6];
-  assign \$95  = ! a[2:0];
-  assign \$96  = a[2:0] == 1'h1;
-  assign \$97  = \$95  | \$96 ;
-  assign \$98  = a_valid & \$97 ;
-  assign \$99  = a[2:0] == 1'h1;
-  assign \$100  = a[2:0] == 3'h5;
-  assign \$101  = a_valid & \$100 ;
-  assign \$104  = a[2:0] == 3'h6;
-  assign \$105  = a_valid & \$104 ;
-  assign \$106  = ! a[5:3];
-  assign \$107  = a[25:6] >= 1'h1;
-  assign \$108  = \$106  & \$107 ;
-  assign \$109  = a[5:3] == 1'h1;
-  assign \$110  = a[25:6] >= 5'h10;
-  assign \$111  = \$109  & \$110 ;
-  assign \$112  = a[5:3] == 2'h2;
-  assign \$113  = a[25:6] >= 9'h100;
-  assign \$114  = \$112  & \$113 ;
-  assign \$115  = a[5:3] == 2'h3;
-  assign \$116  = a[25:6] >= 13'h1000;
-  assign \$117  = \$115  & \$116 ;
-  assign \$118  = a[5:3] == 3'h4;
-  assign \$119  = a[25:6] >= 17'h10000;
-  assign \$120  = \$118  & \$119 ;
-  assign \$121  = a[5:3] > 3'h5;
-  assign \$122  = | { \$121 , \$120 , \$117 , \$114 , \$111 , \$108  };
-  assign \$123  = ~ \$122 ;
-  assign \$124  = \$105  & \$123 ;
-  assign \$125  = ! a[2:0];
-  assign \$126  = a[2:0] == 1'h1;
-  assign \$127  = a[2:0] == 2'h3;
-  assign \$128  = a[2:0] == 3'h4;
-  assign \$129  = a[2:0] == 3'h5;
-  assign \$130  = a[2:0] == 3'h6;
-  assign \$131  = | { \$130 , \$129 , \$128 , \$127 , \$126 , \$125  };
-  assign \$132  = a_valid & \$131 ;
-  assign \$133  = a[2:0] == 2'h2;
-  assign \$134  = a_valid & \$133 ;
-  assign \$135  = a[2:0] == 3'h5;
-  assign \$136  = a_valid & \$135 ;
-  assign \$137  = \$134  | \$136 ;
-  assign \$139  = a[2:0] == 3'h6;
-  assign \$140  = a_valid & \$139 ;
-  assign \$141  = ! a[5:3];
-  assign \$142  = a[25:6] >= 1'h1;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = a[5:3] == 1'h1;
-  assign \$145  = a[25:6] >= 5'h10;
-  assign \$146  = \$144  & \$145 ;
-  assign \$147  = a[5:3] == 2'h2;
-  assign \$148  = a[25:6] >= 9'h100;
-  assign \$149  = \$147  & \$148 ;
-  assign \$150  = a[5:3] == 2'h3;
-  assign \$151  = a[25:6] >= 13'h1000;
-  assign \$152  = \$150  & \$151 ;
-  assign \$153  = a[5:3] == 3'h4;
-  assign \$154  = a[25:6] >= 17'h10000;
-  assign \$155  = \$153  & \$154 ;
-  assign \$156  = a[5:3] > 3'h5;
-  assign \$157  = | { \$156 , \$155 , \$152 , \$149 , \$146 , \$143  };
-  assign \$158  = \$140  & \$157 ;
-  assign \$160  = a_valid & a_insert;
-  assign \$161  = \$160  ? new_value : 32'd0;
-  assign \$162  = a_valid & a_insert;
-  assign \$163  = size == 21'h100000;
-  assign \$164  = size + 1'h1;
-  assign \$165  = \$163  ? 22'h100000 : \$164 ;
-  assign \$166  = b[34:15] == a_leaf;
-  assign \$167  = b[6] & \$166 ;
-  assign \$168  = b2[34:15] == a_leaf;
-  assign \$169  = b2[6] & \$168 ;
-  assign \$170  = b3[34:15] == a_leaf;
-  assign \$171  = b3[6] & \$170 ;
-  assign \$172  = c[34:15] == a_leaf;
-  assign \$173  = c[6] & \$172 ;
-  assign \$174  = m[34:15] == a_leaf;
-  assign \$175  = m[6] & \$174 ;
-  assign \$176  = m2[34:15] == a_leaf;
-  assign \$177  = m2[6] & \$176 ;
-  assign \$178  = i[34:15] == a_leaf;
-  assign \$179  = i[6] & \$178 ;
-  assign \$180  = taps[34:15] == a_leaf;
-  assign \$181  = taps[6] & \$180 ;
-  assign \$182  = taps[238:219] == a_leaf;
-  assign \$183  = taps[210] & \$182 ;
-  assign \$184  = taps[442:423] == a_leaf;
-  assign \$185  = taps[414] & \$184 ;
-  assign \$186  = taps[646:627] == a_leaf;
-  assign \$187  = taps[618] & \$186 ;
-  assign \$188  = taps[850:831] == a_leaf;
-  assign \$189  = taps[822] & \$188 ;
-  assign \$190  = taps[1054:1035] == a_leaf;
-  assign \$191  = taps[1026] & \$190 ;
-  assign \$192  = taps[1258:1239] == a_leaf;
-  assign \$193  = taps[1230] & \$192 ;
-  assign \$194  = taps[1462:1443] == a_leaf;
-  assign \$195  = taps[1434] & \$194 ;
-  assign \$196  = \i$2 [34:15] == a_leaf;
-  assign \$197  = \i$2 [6] & \$196 ;
-  assign \$198  = \taps$96 [34:15] == a_leaf;
-  assign \$199  = \taps$96 [6] & \$198 ;
-  assign \$200  = \taps$96 [238:219] == a_leaf;
-  assign \$201  = \taps$96 [210] & \$200 ;
-  assign \$202  = \taps$96 [442:423] == a_leaf;
-  assign \$203  = \taps$96 [414] & \$202 ;
-  assign \$204  = \taps$96 [646:627] == a_leaf;
-  assign \$205  = \taps$96 [618] & \$204 ;
-  assign \$206  = \taps$96 [850:831] == a_leaf;
-  assign \$207  = \taps$96 [822] & \$206 ;
-  assign \$208  = \taps$96 [1054:1035] == a_leaf;
-  assign \$209  = \taps$96 [1026] & \$208 ;
-  assign \$210  = \taps$96 [1258:1239] == a_leaf;
-  assign \$211  = \taps$96 [1230] & \$210 ;
-  assign \$212  = \taps$96 [1462:1443] == a_leaf;
-  assign \$213  = \taps$96 [1434] & \$212 ;
-  assign \$214  = \i$4 [34:15] == a_leaf;
-  assign \$215  = \i$4 [6] & \$214 ;
-  assign \$216  = \taps$97 [34:15] == a_leaf;
-  assign \$217  = \taps$97 [6] & \$216 ;
-  assign \$218  = \taps$97 [238:219] == a_leaf;
-  assign \$219  = \taps$97 [210] & \$218 ;
-  assign \$220  = \taps$97 [442:423] == a_leaf;
-  assign \$221  = \taps$97 [414] & \$220 ;
-  assign \$222  = \taps$97 [646:627] == a_leaf;
-  assign \$223  = \taps$97 [618] & \$222 ;
-  assign \$224  = \taps$97 [850:831] == a_leaf;
-  assign \$225  = \taps$97 [822] & \$224 ;
-  assign \$226  = \taps$97 [1054:1035] == a_leaf;
-  assign \$227  = \taps$97 [1026] & \$226 ;
-  assign \$228  = \taps$97 [1258:1239] == a_leaf;
-  assign \$229  = \taps$97 [1230] & \$228 ;
-  assign \$230  = \taps$97 [1462:1443] == a_leaf;
-  assign \$231  = \taps$97 [1434] & \$230 ;
-  assign \$232  = \i$6 [34:15] == a_leaf;
-  assign \$233  = \i$6 [6] & \$232 ;
-  assign \$234  = \taps$98 [34:15] == a_leaf;
-  assign \$235  = \taps$98 [6] & \$234 ;
-  assign \$236  = \taps$98 [238:219] == a_leaf;
-  assign \$237  = \taps$98 [210] & \$236 ;
-  assign \$238  = \taps$98 [442:423] == a_leaf;
-  assign \$239  = \taps$98 [414] & \$238 ;
-  assign \$240  = \taps$98 [646:627] == a_leaf;
-  assign \$241  = \taps$98 [618] & \$240 ;
-  assign \$242  = \taps$98 [850:831] == a_leaf;
-  assign \$243  = \taps$98 [822] & \$242 ;
-  assign \$244  = \taps$98 [1054:1035] == a_leaf;
-  assign \$245  = \taps$98 [1026] & \$244 ;
-  assign \$246  = \taps$98 [1258:1239] == a_leaf;
-  assign \$247  = \taps$98 [1230] & \$246 ;
-  assign \$248  = \taps$98 [1462:1443] == a_leaf;
-  assign \$249  = \taps$98 [1434] & \$248 ;
-  assign \$250  = \i$8 [34:15] == a_leaf;
-  assign \$251  = \i$8 [6] & \$250 ;
-  assign \$252  = ! a_leaf[3:0];
-  assign \$253  = a_leaf[3:0] == 1'h1;
-  assign \$254  = a_leaf[3:0] == 2'h2;
-  assign \$255  = a_leaf[3:0] == 2'h3;
-  assign \$256  = a_leaf[3:0] == 3'h4;
-  assign \$257  = a_leaf[3:0] == 3'h5;
-  assign \$258  = a_leaf[3:0] == 3'h6;
-  assign \$259  = a_leaf[3:0] == 3'h7;
-  assign \$260  = a_leaf[3:0] == 4'h8;
-  assign \$261  = a_leaf[3:0] == 4'h9;
-  assign \$262  = a_leaf[3:0] == 4'ha;
-  assign \$263  = a_leaf[3:0] == 4'hb;
-  assign \$264  = a_leaf[3:0] == 4'hc;
-  assign \$265  = a_leaf[3:0] == 4'hd;
-  assign \$266  = a_leaf[3:0] == 4'he;
-  assign \$267  = a_leaf[3:0] == 4'hf;
-  assign \$268  = youngest[43] ? lane : 16'h0000;
-  assign \$269  = sel_tap[0] ? b3[66:35] : 32'd0;
-  assign \$271  = sel_tap[1] ? c[66:35] : 32'd0;
-  assign \$272  = \$270  | \$271 ;
-  assign \$273  = sel_tap[2] ? m[66:35] : 32'd0;
-  assign \$274  = \$272  | \$273 ;
-  assign \$275  = sel_tap[3] ? m2[66:35] : 32'd0;
-  assign \$276  = \$274  | \$275 ;
-  assign \$277  = sel_tap[4] ? i[66:35] : 32'd0;
-  assign \$278  = \$276  | \$277 ;
-  assign \$279  = sel_tap[5] ? taps[66:35] : 32'd0;
-  assign \$280  = \$278  | \$279 ;
-  assign \$281  = sel_tap[6] ? taps[270:239] : 32'd0;
-  assign \$282  = \$280  | \$281 ;
-  assign \$283  = sel_tap[7] ? taps[474:443] : 32'd0;
-  assign \$284  = \$282  | \$283 ;
-  assign \$285  = sel_tap[8] ? taps[678:647] : 32'd0;
-  assign \$287  = sel_tap[9] ? taps[882:851] : 32'd0;
-  assign \$288  = \$286  | \$287 ;
-  assign \$289  = sel_tap[10] ? taps[1086:1055] : 32'd0;
-  assign \$290  = \$288  | \$289 ;
-  assign \$291  = sel_tap[11] ? taps[1290:1259] : 32'd0;
-  assign \$292  = \$290  | \$291 ;
-  assign \$293  = sel_tap[12] ? taps[1494:1463] : 32'd0;
-  assign \$294  = \$292  | \$293 ;
-  assign \$295  = sel_tap[13] ? \i$2 [66:35] : 32'd0;
-  assign \$296  = \$294  | \$295 ;
-  assign \$297  = sel_tap[14] ? \taps$96 [66:35] : 32'd0;
-  assign \$298  = \$296  | \$297 ;
-  assign \$299  = sel_tap[15] ? \taps$96 [270:239] : 32'd0;
-  assign \$300  = \$298  | \$299 ;
-  assign \$301  = sel_tap[16] ? \taps$96 [474:443] : 32'd0;
-  assign \$303  = sel_tap[17] ? \taps$96 [678:647] : 32'd0;
-  assign \$304  = \$302  | \$303 ;
-  assign \$305  = sel_tap[18] ? \taps$96 [882:851] : 32'd0;
-  assign \$306  = \$304  | \$305 ;
-  assign \$307  = sel_tap[19] ? \taps$96 [1086:1055] : 32'd0;
-  assign \$308  = \$306  | \$307 ;
-  assign \$309  = sel_tap[20] ? \taps$96 [1290:1259] : 32'd0;
-  assign \$310  = \$308  | \$309 ;
-  assign \$311  = sel_tap[21] ? \taps$96 [1494:1463] : 32'd0;
-  assign \$312  = \$310  | \$311 ;
-  assign \$313  = sel_tap[22] ? \i$4 [66:35] : 32'd0;
-  assign \$314  = \$312  | \$313 ;
-  assign \$315  = sel_tap[23] ? \taps$97 [66:35] : 32'd0;
+  assign \$61  = cmd__valid & cmd__ready;
+  assign \$62  = \o$34 [0] & \o$34 [9];
+  assign \$64  = q_wr__addr + 1'h1;
+  assign \$65  = q_rp1 != q_wr__addr;
+  assign \$67  = q_rp1 + 1'h1;
+  assign \$69  = ~ \$68 ;
+  assign \$70  = a_resp & \$69 ;
+  assign \$72  = ~ a_resp;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = reserved + 1'h1;
+  assign \$75  = reserved - 1'h1;
+  assign \$76  = s[2:0] == 3'h7;
+  assign \$77  = ~ \$76 ;
+  assign \$78  = accept & \$77 ;
+  assign \$79  = s[2:0] == 2'h3;
+  assign \$80  = s[2:0] == 3'h4;
+  assign \$81  = \$79  | \$80 ;
+  assign \$82  = ! s[2:0];
+  assign \$83  = s[2:0] == 1'h1;
+  assign \$84  = s[2:0] == 2'h3;
+  assign \$85  = s[2:0] == 3'h4;
+  assign \$86  = s[2:0] == 3'h5;
+  assign \$87  = s[2:0] == 3'h6;
+  assign \$88  = | { \$87 , \$86 , \$85 , \$84 , \$83 , \$82  };
+  assign \$89  = accept & \$88 ;
+  assign \$90  = sweep_addr + 1'h1;
+  assign \$91  = sweep_addr == 16'hffff;
+  assign \$92  = s[2:0] == 2'h3;
+  assign \$93  = s[2:0] == 3'h4;
+  assign \$94  = \$92  | \$93 ;
+  assign \$95  = \$94  ? \$28 [19:0] : s[25:6];
+  assign \$96  = ! a[2:0];
+  assign \$97  = a[2:0] == 1'h1;
+  assign \$98  = \$96  | \$97 ;
+  assign \$99  = a_valid & \$98 ;
+  assign \$100  = a[2:0] == 1'h1;
+  assign \$101  = a[2:0] == 3'h5;
+  assign \$102  = a_valid & \$101 ;
+  assign \$105  = a[2:0] == 3'h6;
+  assign \$106  = a_valid & \$105 ;
+  assign \$107  = ! a[5:3];
+  assign \$108  = a[25:6] >= 1'h1;
+  assign \$109  = \$107  & \$108 ;
+  assign \$110  = a[5:3] == 1'h1;
+  assign \$111  = a[25:6] >= 5'h10;
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = a[5:3] == 2'h2;
+  assign \$114  = a[25:6] >= 9'h100;
+  assign \$115  = \$113  & \$114 ;
+  assign \$116  = a[5:3] == 2'h3;
+  assign \$117  = a[25:6] >= 13'h1000;
+  assign \$118  = \$116  & \$117 ;
+  assign \$119  = a[5:3] == 3'h4;
+  assign \$120  = a[25:6] >= 17'h10000;
+  assign \$121  = \$119  & \$120 ;
+  assign \$122  = a[5:3] > 3'h5;
+  assign \$123  = | { \$122 , \$121 , \$118 , \$115 , \$112 , \$109  };
+  assign \$124  = ~ \$123 ;
+  assign \$125  = \$106  & \$124 ;
+  assign \$126  = ! a[2:0];
+  assign \$127  = a[2:0] == 1'h1;
+  assign \$128  = a[2:0] == 2'h3;
+  assign \$129  = a[2:0] == 3'h4;
+  assign \$130  = a[2:0] == 3'h5;
+  assign \$131  = a[2:0] == 3'h6;
+  assign \$132  = | { \$131 , \$130 , \$129 , \$128 , \$127 , \$126  };
+  assign \$133  = a_valid & \$132 ;
+  assign \$134  = a[2:0] == 2'h2;
+  assign \$135  = a_valid & \$134 ;
+  assign \$136  = a[2:0] == 3'h5;
+  assign \$137  = a_valid & \$136 ;
+  assign \$138  = \$135  | \$137 ;
+  assign \$140  = a[2:0] == 3'h6;
+  assign \$141  = a_valid & \$140 ;
+  assign \$142  = ! a[5:3];
+  assign \$143  = a[25:6] >= 1'h1;
+  assign \$144  = \$142  & \$143 ;
+  assign \$145  = a[5:3] == 1'h1;
+  assign \$146  = a[25:6] >= 5'h10;
+  assign \$147  = \$145  & \$146 ;
+  assign \$148  = a[5:3] == 2'h2;
+  assign \$149  = a[25:6] >= 9'h100;
+  assign \$150  = \$148  & \$149 ;
+  assign \$151  = a[5:3] == 2'h3;
+  assign \$152  = a[25:6] >= 13'h1000;
+  assign \$153  = \$151  & \$152 ;
+  assign \$154  = a[5:3] == 3'h4;
+  assign \$155  = a[25:6] >= 17'h10000;
+  assign \$156  = \$154  & \$155 ;
+  assign \$157  = a[5:3] > 3'h5;
+  assign \$158  = | { \$157 , \$156 , \$153 , \$150 , \$147 , \$144  };
+  assign \$159  = \$141  & \$158 ;
+  assign \$161  = a_valid & a_insert;
+  assign \$162  = \$161  ? new_value : 32'd0;
+  assign \$163  = a_valid & a_insert;
+  assign \$164  = size == 21'h100000;
+  assign \$165  = size + 1'h1;
+  assign \$166  = \$164  ? 22'h100000 : \$165 ;
+  assign \$167  = b[24:15] == a_leaf[9:0];
+  assign \$168  = b[6] & \$167 ;
+  assign \$169  = b2[24:15] == a_leaf[9:0];
+  assign \$170  = b2[6] & \$169 ;
+  assign \$171  = b3[24:15] == a_leaf[9:0];
+  assign \$172  = b3[6] & \$171 ;
+  assign \$173  = c[24:15] == a_leaf[9:0];
+  assign \$174  = c[6] & \$173 ;
+  assign \$175  = m[24:15] == a_leaf[9:0];
+  assign \$176  = m[6] & \$175 ;
+  assign \$177  = m2[24:15] == a_leaf[9:0];
+  assign \$178  = m2[6] & \$177 ;
+  assign \$179  = i[24:15] == a_leaf[9:0];
+  assign \$180  = i[6] & \$179 ;
+  assign \$181  = taps[24:15] == a_leaf[9:0];
+  assign \$182  = taps[6] & \$181 ;
+  assign \$183  = taps[228:219] == a_leaf[9:0];
+  assign \$184  = taps[210] & \$183 ;
+  assign \$185  = taps[432:423] == a_leaf[9:0];
+  assign \$186  = taps[414] & \$185 ;
+  assign \$187  = taps[636:627] == a_leaf[9:0];
+  assign \$188  = taps[618] & \$187 ;
+  assign \$189  = taps[840:831] == a_leaf[9:0];
+  assign \$190  = taps[822] & \$189 ;
+  assign \$191  = taps[1044:1035] == a_leaf[9:0];
+  assign \$192  = taps[1026] & \$191 ;
+  assign \$193  = taps[1248:1239] == a_leaf[9:0];
+  assign \$194  = taps[1230] & \$193 ;
+  assign \$195  = taps[1452:1443] == a_leaf[9:0];
+  assign \$196  = taps[1434] & \$195 ;
+  assign \$197  = \i$2 [24:15] == a_leaf[9:0];
+  assign \$198  = \i$2 [6] & \$197 ;
+  assign \$199  = \taps$98 [24:15] == a_leaf[9:0];
+  assign \$200  = \taps$98 [6] & \$199 ;
+  assign \$201  = \taps$98 [228:219] == a_leaf[9:0];
+  assign \$202  = \taps$98 [210] & \$201 ;
+  assign \$203  = \taps$98 [432:423] == a_leaf[9:0];
+  assign \$204  = \taps$98 [414] & \$203 ;
+  assign \$205  = \taps$98 [636:627] == a_leaf[9:0];
+  assign \$206  = \taps$98 [618] & \$205 ;
+  assign \$207  = \taps$98 [840:831] == a_leaf[9:0];
+  assign \$208  = \taps$98 [822] & \$207 ;
+  assign \$209  = \taps$98 [1044:1035] == a_leaf[9:0];
+  assign \$210  = \taps$98 [1026] & \$209 ;
+  assign \$211  = \taps$98 [1248:1239] == a_leaf[9:0];
+  assign \$212  = \taps$98 [1230] & \$211 ;
+  assign \$213  = \taps$98 [1452:1443] == a_leaf[9:0];
+  assign \$214  = \taps$98 [1434] & \$213 ;
+  assign \$215  = \i$4 [24:15] == a_leaf[9:0];
+  assign \$216  = \i$4 [6] & \$215 ;
+  assign \$217  = \taps$99 [24:15] == a_leaf[9:0];
+  assign \$218  = \taps$99 [6] & \$217 ;
+  assign \$219  = \taps$99 [228:219] == a_leaf[9:0];
+  assign \$220  = \taps$99 [210] & \$219 ;
+  assign \$221  = \taps$99 [432:423] == a_leaf[9:0];
+  assign \$222  = \taps$99 [414] & \$221 ;
+  assign \$223  = \taps$99 [636:627] == a_leaf[9:0];
+  assign \$224  = \taps$99 [618] & \$223 ;
+  assign \$225  = \taps$99 [840:831] == a_leaf[9:0];
+  assign \$226  = \taps$99 [822] & \$225 ;
+  assign \$227  = \taps$99 [1044:1035] == a_leaf[9:0];
+  assign \$228  = \taps$99 [1026] & \$227 ;
+  assign \$229  = \taps$99 [1248:1239] == a_leaf[9:0];
+  assign \$230  = \taps$99 [1230] & \$229 ;
+  assign \$231  = \taps$99 [1452:1443] == a_leaf[9:0];
+  assign \$232  = \taps$99 [1434] & \$231 ;
+  assign \$233  = \i$6 [24:15] == a_leaf[9:0];
+  assign \$234  = \i$6 [6] & \$233 ;
+  assign \$235  = \taps$100 [24:15] == a_leaf[9:0];
+  assign \$236  = \taps$100 [6] & \$235 ;
+  assign \$237  = \taps$100 [228:219] == a_leaf[9:0];
+  assign \$238  = \taps$100 [210] & \$237 ;
+  assign \$239  = \taps$100 [432:423] == a_leaf[9:0];
+  assign \$240  = \taps$100 [414] & \$239 ;
+  assign \$241  = \taps$100 [636:627] == a_leaf[9:0];
+  assign \$242  = \taps$100 [618] & \$241 ;
+  assign \$243  = \taps$100 [840:831] == a_leaf[9:0];
+  assign \$244  = \taps$100 [822] & \$243 ;
+  assign \$245  = \taps$100 [1044:1035] == a_leaf[9:0];
+  assign \$246  = \taps$100 [1026] & \$245 ;
+  assign \$247  = \taps$100 [1248:1239] == a_leaf[9:0];
+  assign \$248  = \taps$100 [1230] & \$247 ;
+  assign \$249  = \taps$100 [1452:1443] == a_leaf[9:0];
+  assign \$250  = \taps$100 [1434] & \$249 ;
+  assign \$251  = \i$8 [24:15] == a_leaf[9:0];
+  assign \$252  = \i$8 [6] & \$251 ;
+  assign \$253  = b[34:25] == a_leaf[19:10];
+  assign \$254  = b2[34:25] == a_leaf[19:10];
+  assign \$255  = b3[34:25] == a_leaf[19:10];
+  assign \$256  = c[34:25] == a_leaf[19:10];
+  assign \$257  = m[34:25] == a_leaf[19:10];
+  assign \$258  = m2[34:25] == a_leaf[19:10];
+  assign \$259  = i[34:25] == a_leaf[19:10];
+  assign \$260  = taps[34:25] == a_leaf[19:10];
+  assign \$261  = taps[238:229] == a_leaf[19:10];
+  assign \$262  = taps[442:433] == a_leaf[19:10];
+  assign \$263  = taps[646:637] == a_leaf[19:10];
+  assign \$264  = taps[850:841] == a_leaf[19:10];
+  assign \$265  = taps[1054:1045] == a_leaf[19:10];
+  assign \$266  = taps[1258:1249] == a_leaf[19:10];
+  assign \$267  = taps[1462:1453] == a_leaf[19:10];
+  assign \$268  = \i$2 [34:25] == a_leaf[19:10];
+  assign \$269  = \taps$98 [34:25] == a_leaf[19:10];
+  assign \$270  = \taps$98 [238:229] == a_leaf[19:10];
+  assign \$271  = \taps$98 [442:433] == a_leaf[19:10];
+  assign \$272  = \taps$98 [646:637] == a_leaf[19:10];
+  assign \$273  = \taps$98 [850:841] == a_leaf[19:10];
+  assign \$274  = \taps$98 [1054:1045] == a_leaf[19:10];
+  assign \$275  = \taps$98 [1258:1249] == a_leaf[19:10];
+  assign \$276  = \taps$98 [1462:1453] == a_leaf[19:10];
+  assign \$277  = \i$4 [34:25] == a_leaf[19:10];
+  assign \$278  = \taps$99 [34:25] == a_leaf[19:10];
+  assign \$279  = \taps$99 [238:229] == a_leaf[19:10];
+  assign \$280  = \taps$99 [442:433] == a_leaf[19:10];
+  assign \$281  = \taps$99 [646:637] == a_leaf[19:10];
+  assign \$282  = \taps$99 [850:841] == a_leaf[19:10];
+  assign \$283  = \taps$99 [1054:1045] == a_leaf[19:10];
+  assign \$284  = \taps$99 [1258:1249] == a_leaf[19:10];
+  assign \$285  = \taps$99 [1462:1453] == a_leaf[19:10];
+  assign \$286  = \i$6 [34:25] == a_leaf[19:10];
+  assign \$287  = \taps$100 [34:25] == a_leaf[19:10];
+  assign \$288  = \taps$100 [238:229] == a_leaf[19:10];
+  assign \$289  = \taps$100 [442:433] == a_leaf[19:10];
+  assign \$290  = \taps$100 [646:637] == a_leaf[19:10];
+  assign \$291  = \taps$100 [850:841] == a_leaf[19:10];
+  assign \$292  = \taps$100 [1054:1045] == a_leaf[19:10];
+  assign \$293  = \taps$100 [1258:1249] == a_leaf[19:10];
+  assign \$294  = \taps$100 [1462:1453] == a_leaf[19:10];
+  assign \$295  = \i$8 [34:25] == a_leaf[19:10];
+  assign \$296  = ! a_leaf[3:0];
+  assign \$297  = a_leaf[3:0] == 1'h1;
+  assign \$298  = a_leaf[3:0] == 2'h2;
+  assign \$299  = a_leaf[3:0] == 2'h3;
+  assign \$300  = a_leaf[3:0] == 3'h4;
+  assign \$301  = a_leaf[3:0] == 3'h5;
+  assign \$302  = a_leaf[3:0] == 3'h6;
+  assign \$303  = a_leaf[3:0] == 3'h7;
+  assign \$304  = a_leaf[3:0] == 4'h8;
+  assign \$305  = a_leaf[3:0] == 4'h9;
+  assign \$306  = a_leaf[3:0] == 4'ha;
+  assign \$307  = a_leaf[3:0] == 4'hb;
+  assign \$308  = a_leaf[3:0] == 4'hc;
+  assign \$309  = a_leaf[3:0] == 4'hd;
+  assign \$310  = a_leaf[3:0] == 4'he;
+  assign \$311  = a_leaf[3:0] == 4'hf;
+  assign \$312  = youngest[43] ? lane : 16'h0000;
+  assign \$313  = sel_tap[0] ? b3[66:35] : 32'd0;
+  assign \$315  = sel_tap[1] ? c[66:35] : 32'd0;
   assign \$316  = \$314  | \$315 ;
-  assign \$317  = sel_tap[24] ? \taps$97 [270:239] : 32'd0;
-  assign \$319  = sel_tap[25] ? \taps$97 [474:443] : 32'd0;
+  assign \$317  = sel_tap[2] ? m[66:35] : 32'd0;
+  assign \$318  = \$316  | \$317 ;
+  assign \$319  = sel_tap[3] ? m2[66:35] : 32'd0;
   assign \$320  = \$318  | \$319 ;
-  assign \$321  = sel_tap[26] ? \taps$97 [678:647] : 32'd0;
+  assign \$321  = sel_tap[4] ? i[66:35] : 32'd0;
   assign \$322  = \$320  | \$321 ;
-  assign \$323  = sel_tap[27] ? \taps$97 [882:851] : 32'd0;
+  assign \$323  = sel_tap[5] ? taps[66:35] : 32'd0;
   assign \$324  = \$322  | \$323 ;
-  assign \$325  = sel_tap[28] ? \taps$97 [1086:1055] : 32'd0;
+  assign \$325  = sel_tap[6] ? taps[270:239] : 32'd0;
   assign \$326  = \$324  | \$325 ;
-  assign \$327  = sel_tap[29] ? \taps$97 [1290:1259] : 32'd0;
+  assign \$327  = sel_tap[7] ? taps[474:443] : 32'd0;
   assign \$328  = \$326  | \$327 ;
-  assign \$329  = sel_tap[30] ? \taps$97 [1494:1463] : 32'd0;
-  assign \$330  = \$328  | \$329 ;
-  assign \$331  = sel_tap[31] ? \i$6 [66:35] : 32'd0;
+  assign \$329  = sel_tap[8] ? taps[678:647] : 32'd0;
+  assign \$331  = sel_tap[9] ? taps[882:851] : 32'd0;
   assign \$332  = \$330  | \$331 ;
-  assign \$333  = sel_tap[32] ? \taps$98 [66:35] : 32'd0;
-  assign \$335  = sel_tap[33] ? \taps$98 [270:239] : 32'd0;
+  assign \$333  = sel_tap[10] ? taps[1086:1055] : 32'd0;
+  assign \$334  = \$332  | \$333 ;
+  assign \$335  = sel_tap[11] ? taps[1290:1259] : 32'd0;
   assign \$336  = \$334  | \$335 ;
-  assign \$337  = sel_tap[34] ? \taps$98 [474:443] : 32'd0;
+  assign \$337  = sel_tap[12] ? taps[1494:1463] : 32'd0;
   assign \$338  = \$336  | \$337 ;
-  assign \$339  = sel_tap[35] ? \taps$98 [678:647] : 32'd0;
+  assign \$339  = sel_tap[13] ? \i$2 [66:35] : 32'd0;
   assign \$340  = \$338  | \$339 ;
-  assign \$341  = sel_tap[36] ? \taps$98 [882:851] : 32'd0;
+  assign \$341  = sel_tap[14] ? \taps$98 [66:35] : 32'd0;
   assign \$342  = \$340  | \$341 ;
-  assign \$343  = sel_tap[37] ? \taps$98 [1086:1055] : 32'd0;
+  assign \$343  = sel_tap[15] ? \taps$98 [270:239] : 32'd0;
   assign \$344  = \$342  | \$343 ;
-  assign \$345  = sel_tap[38] ? \taps$98 [1290:1259] : 32'd0;
-  assign \$346  = \$344  | \$345 ;
-  assign \$347  = sel_tap[39] ? \taps$98 [1494:1463] : 32'd0;
+  assign \$345  = sel_tap[16] ? \taps$98 [474:443] : 32'd0;
+  assign \$347  = sel_tap[17] ? \taps$98 [678:647] : 32'd0;
   assign \$348  = \$346  | \$347 ;
-  assign \$349  = sel_tap[40] ? \i$8 [66:35] : 32'd0;
-  assign \$351  = sel_tap[41] ? \taps$99 [66:35] : 32'd0;
+  assign \$349  = sel_tap[18] ? \taps$98 [882:851] : 32'd0;
+  assign \$350  = \$348  | \$349 ;
+  assign \$351  = sel_tap[19] ? \taps$98 [1086:1055] : 32'd0;
   assign \$352  = \$350  | \$351 ;
-  assign \$353  = sel_tap[42] ? \taps$99 [270:239] : 32'd0;
+  assign \$353  = sel_tap[20] ? \taps$98 [1290:1259] : 32'd0;
   assign \$354  = \$352  | \$353 ;
-  assign \$355  = sel_lane[0] ? looked[31:0] : 32'd0;
+  assign \$355  = sel_tap[21] ? \taps$98 [1494:1463] : 32'd0;
   assign \$356  = \$354  | \$355 ;
-  assign \$357  = sel_lane[1] ? looked[63:32] : 32'd0;
+  assign \$357  = sel_tap[22] ? \i$4 [66:35] : 32'd0;
   assign \$358  = \$356  | \$357 ;
-  assign \$359  = sel_lane[2] ? looked[95:64] : 32'd0;
+  assign \$359  = sel_tap[23] ? \taps$99 [66:35] : 32'd0;
   assign \$360  = \$358  | \$359 ;
-  assign \$361  = sel_lane[3] ? looked[127:96] : 32'd0;
-  assign \$362  = \$360  | \$361 ;
-  assign \$363  = sel_lane[4] ? looked[159:128] : 32'd0;
+  assign \$361  = sel_tap[24] ? \taps$99 [270:239] : 32'd0;
+  assign \$363  = sel_tap[25] ? \taps$99 [474:443] : 32'd0;
   assign \$364  = \$362  | \$363 ;
-  assign \$365  = sel_lane[5] ? looked[191:160] : 32'd0;
-  assign \$367  = sel_lane[6] ? looked[223:192] : 32'd0;
+  assign \$365  = sel_tap[26] ? \taps$99 [678:647] : 32'd0;
+  assign \$366  = \$364  | \$365 ;
+  assign \$367  = sel_tap[27] ? \taps$99 [882:851] : 32'd0;
   assign \$368  = \$366  | \$367 ;
-  assign \$369  = sel_lane[7] ? looked[255:224] : 32'd0;
+  assign \$369  = sel_tap[28] ? \taps$99 [1086:1055] : 32'd0;
   assign \$370  = \$368  | \$369 ;
-  assign \$371  = sel_lane[8] ? looked[287:256] : 32'd0;
+  assign \$371  = sel_tap[29] ? \taps$99 [1290:1259] : 32'd0;
   assign \$372  = \$370  | \$371 ;
-  assign \$373  = sel_lane[9] ? looked[319:288] : 32'd0;
+  assign \$373  = sel_tap[30] ? \taps$99 [1494:1463] : 32'd0;
   assign \$374  = \$372  | \$373 ;
-  assign \$375  = sel_lane[10] ? looked[351:320] : 32'd0;
+  assign \$375  = sel_tap[31] ? \i$6 [66:35] : 32'd0;
   assign \$376  = \$374  | \$375 ;
-  assign \$377  = sel_lane[11] ? looked[383:352] : 32'd0;
-  assign \$378  = \$376  | \$377 ;
-  assign \$379  = sel_lane[12] ? looked[415:384] : 32'd0;
+  assign \$377  = sel_tap[32] ? \taps$100 [66:35] : 32'd0;
+  assign \$379  = sel_tap[33] ? \taps$100 [270:239] : 32'd0;
   assign \$380  = \$378  | \$379 ;
-  assign \$381  = sel_lane[13] ? looked[447:416] : 32'd0;
-  assign \$383  = sel_lane[14] ? looked[479:448] : 32'd0;
-  assign \$384  = \$382  | \$383 ;
-  assign \$385  = sel_lane[15] ? looked[511:480] : 32'd0;
-  assign \$386  = \$384  | \$385 ;
-  assign \$387  = b3[66:35] - old;
-  assign \$388  = x[16:0] * total[25:0];
-  assign \$389  = x[16:0] * total[51:26];
-  assign \$390  = x[31:17] * total[25:0];
-  assign \$391  = x[31:17] * total[51:26];
-  assign \$392  = $signed({ 1'h0, total }) + $signed(c_delta);
-  assign \$393  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$394  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$395  = \$393  ^ { \$394 [50:0], 1'h0 };
-  assign \$396  = ~ \$395 ;
-  assign \$397  = & \$396 [3:0];
-  assign \$398  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$399  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$400  = \$398  ^ { \$399 [50:0], 1'h0 };
-  assign \$401  = ~ \$400 ;
-  assign \$402  = & \$401 [7:4];
-  assign \$403  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$404  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$405  = \$403  ^ { \$404 [50:0], 1'h0 };
-  assign \$406  = ~ \$405 ;
-  assign \$407  = & \$406 [11:8];
-  assign \$408  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$409  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$410  = \$408  ^ { \$409 [50:0], 1'h0 };
-  assign \$411  = ~ \$410 ;
-  assign \$412  = & \$411 [15:12];
-  assign \$413  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$414  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$415  = \$413  ^ { \$414 [50:0], 1'h0 };
-  assign \$416  = ~ \$415 ;
-  assign \$417  = & \$416 [19:16];
-  assign \$418  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$419  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$420  = \$418  ^ { \$419 [50:0], 1'h0 };
-  assign \$421  = ~ \$420 ;
-  assign \$422  = & \$421 [23:20];
-  assign \$423  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$424  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$425  = \$423  ^ { \$424 [50:0], 1'h0 };
-  assign \$426  = ~ \$425 ;
-  assign \$427  = & \$426 [27:24];
-  assign \$428  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$381  = sel_tap[34] ? \taps$100 [474:443] : 32'd0;
+  assign \$382  = \$380  | \$381 ;
+  assign \$383  = sel_tap[35] ? \taps$100 [678:647] : 32'd0;
   \replay_kernel_k16_1m.accel.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -5806,7 +5966,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$96 )
+    .taps(\taps$98 )
   );
   \replay_kernel_k16_1m.accel.core.tree.level3  level3 (
     .clk(clk),
@@ -5815,7 +5975,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$97 )
+    .taps(\taps$99 )
   );
   \replay_kernel_k16_1m.accel.core.tree.level4  level4 (
     .clk(clk),
@@ -5824,7 +5984,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$98 )
+    .taps(\taps$100 )
   );
   \replay_kernel_k16_1m.accel.core.tree.level5  level5 (
     .clk(clk),
@@ -5835,7 +5995,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$99 )
+    .taps(\taps$101 )
   );
   \replay_kernel_k16_1m.accel.core.tree.prng  prng (
     .ahead(word),
@@ -5847,487 +6007,83 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$502  = \$56 ;
+    \$546  = \$57 ;
     if (rst) begin
-      \$502  = 1'h0;
+      \$546  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$503  = s;
-    if (\$58 ) begin
+    \$547  = s;
+    if (\$59 ) begin
       (* full_case = 32'd1 *)
       if (k_valid) begin
-        \$503  = skid;
+        \$547  = skid;
       end else begin
-        \$503  = cmd__payload;
+        \$547  = cmd__payload;
       end
     end
     if (rst) begin
-      \$503  = 98'h0000000000000000000000000;
+      \$547  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$504  = \$signal ;
-    if (\$58 ) begin
+    \$548  = \$signal ;
+    if (\$59 ) begin
       (* full_case = 32'd1 *)
       if (k_valid) begin
-        \$504  = 1'h1;
+        \$548  = 1'h1;
       end else begin
-        \$504  = \$60 ;
+        \$548  = \$61 ;
       end
     end
     if (rst) begin
-      \$504  = 1'h0;
+      \$548  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$505  = k_valid;
-    if (\$58 ) begin
+    \$549  = k_valid;
+    if (\$59 ) begin
       if (k_valid) begin
-        \$505  = 1'h0;
+        \$549  = 1'h0;
       end
-    end else if (\$59 ) begin
-      \$505  = 1'h1;
+    end else if (\$60 ) begin
+      \$549  = 1'h1;
     end
     if (rst) begin
-      \$505  = 1'h0;
+      \$549  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$506  = skid;
-    if (\$58 ) begin
-    end else if (\$59 ) begin
-      \$506  = cmd__payload;
+    \$550  = skid;
+    if (\$59 ) begin
+    end else if (\$60 ) begin
+      \$550  = cmd__payload;
     end
     if (rst) begin
-      \$506  = 98'h0000000000000000000000000;
+      \$550  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$507  = q_wr__addr;
-    if (\$61 ) begin
-      \$507  = \$63 [5:0];
+    \$551  = q_wr__addr;
+    if (\$62 ) begin
+      \$551  = \$64 [5:0];
     end
     if (rst) begin
-      \$507  = 6'h00;
+      \$551  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$508  = rsp__valid;
-    if (\$61 ) begin
-      \$508  = 1'h1;
-    end else if (\$62 ) begin
-      \$508  = \$64 ;
-    end
-    if (rst) begin
-      \$508  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$509  = q_rd__addr;
-    if (\$65 ) begin
-      \$509  = q_rp1;
-    end
-    if (rst) begin
-      \$509  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$510  = q_rp1;
-    if (\$65 ) begin
-      \$510  = \$66 [5:0];
-    end
-    if (rst) begin
-      \$510  = 6'h01;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$511  = reserved;
-    if (\$69 ) begin
-      \$511  = \$73 [5:0];
-    end else if (\$72 ) begin
-      \$511  = \$74 [5:0];
-    end
-    if (rst) begin
-      \$511  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$512  = \$77 ;
-    if (rst) begin
-      \$512  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$513  = s;
-    if (rst) begin
-      \$513  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$514  = \$80 ;
-    if (rst) begin
-      \$514  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$515  = \$88 ;
-    if (rst) begin
-      \$515  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$516  = sweep_addr;
-    if (sweep) begin
-      \$516  = \$89 [15:0];
-      if (\$90 ) begin
-        \$516  = 16'h0000;
-      end
-    end
-    if (\$501 ) begin
-      \$516  = 16'h0000;
-    end
-    if (rst) begin
-      \$516  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$517  = sweep;
-    if (sweep) begin
-      if (\$90 ) begin
-        \$517  = 1'h0;
-      end
-    end
-    if (\$501 ) begin
-      \$517  = 1'h1;
-    end
-    if (rst) begin
-      \$517  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$518  = \$94 ;
-    if (rst) begin
-      \$518  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$519 [0] = a_valid;
-    \$519 [3:1] = a[2:0];
-    \$519 [4] = \$98 ;
-    \$519 [5] = \$99 ;
-    \$519 [6] = write;
-    \$519 [7] = \$103 ;
-    \$519 [8] = \$124 ;
-    \$519 [9] = \$132 ;
-    \$519 [10] = 1'h0;
-    \$519 [11] = \$159 ;
-    \$519 [14:12] = a[5:3];
-    \$519 [34:15] = leaf_index;
-    \$519 [66:35] = new_value;
-    \$519 [99:67] = 33'h000000000;
-    \$519 [151:100] = { 20'h00000, a[97:66] };
-    \$519 [203:152] = { 20'h00000, \$161  };
-    if (rst) begin
-      \$519  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$520  = \$28 [19:0];
-    if (\$501 ) begin
-      \$520  = 20'h00000;
-    end
-    if (rst) begin
-      \$520  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$521  = size;
-    if (\$162 ) begin
-      \$521  = \$165 [20:0];
-    end
-    if (\$501 ) begin
-      \$521  = 21'h000000;
-    end
-    if (rst) begin
-      \$521  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$522  = max_priority;
-    if (max_raise) begin
-      \$522  = b[66:35];
-    end
-    if (\$501 ) begin
-      \$522  = 32'd65536;
-    end
-    if (rst) begin
-      \$522  = 32'd65536;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$523  = { 1'h1, \$251 , \$249 , \$247 , \$245 , \$243 , \$241 , \$239 , \$237 , \$235 , \$233 , \$231 , \$229 , \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215 , \$213 , \$211 , \$209 , \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195 , \$193 , \$191 , \$189 , \$187 , \$185 , \$183 , \$181 , \$179 , \$177 , \$175 , \$173 , \$171 , \$169 , \$167  };
-    if (rst) begin
-      \$523  = 44'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$524  = { \$267 , \$266 , \$265 , \$264 , \$263 , \$262 , \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253 , \$252  };
-    if (rst) begin
-      \$524  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$525  = b;
-    if (rst) begin
-      \$525  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$526  = youngest[42:0];
-    if (rst) begin
-      \$526  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$527  = \$268 ;
-    if (rst) begin
-      \$527  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$528  = lookup_data;
-    if (rst) begin
-      \$528  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$529  = b2;
-    if (rst) begin
-      \$529  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$530  = \$284 ;
-    if (rst) begin
-      \$530  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$531  = \$300 ;
-    if (rst) begin
-      \$531  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$532  = \$316 ;
-    if (rst) begin
-      \$532  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$533  = \$332 ;
-    if (rst) begin
-      \$533  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$534  = \$348 ;
-    if (rst) begin
-      \$534  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$535  = \$364 ;
-    if (rst) begin
-      \$535  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$536  = \$380 ;
-    if (rst) begin
-      \$536  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$537  = \$386 ;
-    if (rst) begin
-      \$537  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$538  = b3;
-    if (b3[7]) begin
-      \$538 [203:152] = { 20'h00000, old };
-    end
-    if (rst) begin
-      \$538  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$539  = \$387 ;
-    if (rst) begin
-      \$539  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$540  = \$388 ;
-    if (rst) begin
-      \$540  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$541  = \$389 ;
-    if (rst) begin
-      \$541  = 43'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$542  = \$390 ;
-    if (rst) begin
-      \$542  = 41'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$543  = \$391 ;
-    if (rst) begin
-      \$543  = 41'h00000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    { \$544 [203:100], \$544 [66:0] } = { c[203:100], c[66:0] };
-    \$544 [99:67] = c_delta;
-    if (\$458 ) begin
-      \$544 [4] = 1'h0;
-      \$544 [10] = 1'h1;
-    end
-    if (\$460 ) begin
-      \$544 [203:152] = total;
-    end
-    if (rst) begin
-      \$544  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$545  = total;
-    if (c[6]) begin
-      \$545  = \$392 [51:0];
-    end
-    if (\$501 ) begin
-      \$545  = 52'h0000000000000;
-    end
-    if (rst) begin
-      \$545  = 52'h0000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$546  = root_zero_groups;
-    if (c[6]) begin
-      \$546  = { \$457 , \$452 , \$447 , \$442 , \$437 , \$432 , \$427 , \$422 , \$417 , \$412 , \$407 , \$402 , \$397  };
-    end
-    if (\$501 ) begin
-      \$546  = 13'h1fff;
-    end
-    if (rst) begin
-      \$546  = 13'h1fff;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$547  = { 9'h000, \$464  };
-    if (rst) begin
-      \$547  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$548  = { 11'h000, \$468  };
-    if (rst) begin
-      \$548  = 84'h000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$549  = m;
-    if (rst) begin
-      \$549  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$550  = m2;
-    if (m2[4]) begin
-      \$550 [151:100] = \$54 [83:32];
-    end
-    if (rst) begin
-      \$550  = 204'h000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$551  = empty;
-    if (clear) begin
-      \$551  = 1'h0;
-    end
-    if (\$469 ) begin
-      \$551  = 1'h1;
-    end
-    if (rst) begin
-      \$551  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$552  = saturated;
-    if (clear) begin
-      \$552  = 1'h0;
-    end
-    if (\$472 ) begin
+    \$552  = rsp__valid;
+    if (\$62 ) begin
       \$552  = 1'h1;
+    end else if (\$63 ) begin
+      \$552  = \$65 ;
     end
     if (rst) begin
       \$552  = 1'h0;
@@ -6335,15 +6091,426 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$553  = invalid;
-    if (clear) begin
-      \$553  = 1'h0;
-    end
-    if (\$499 ) begin
-      \$553  = 1'h1;
+    \$553  = q_rd__addr;
+    if (\$66 ) begin
+      \$553  = q_rp1;
     end
     if (rst) begin
-      \$553  = 1'h0;
+      \$553  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$554  = q_rp1;
+    if (\$66 ) begin
+      \$554  = \$67 [5:0];
+    end
+    if (rst) begin
+      \$554  = 6'h01;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$555  = reserved;
+    if (\$70 ) begin
+      \$555  = \$74 [5:0];
+    end else if (\$73 ) begin
+      \$555  = \$75 [5:0];
+    end
+    if (rst) begin
+      \$555  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$556  = \$78 ;
+    if (rst) begin
+      \$556  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$557  = s;
+    if (rst) begin
+      \$557  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$558  = \$81 ;
+    if (rst) begin
+      \$558  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$559  = \$89 ;
+    if (rst) begin
+      \$559  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$560  = sweep_addr;
+    if (sweep) begin
+      \$560  = \$90 [15:0];
+      if (\$91 ) begin
+        \$560  = 16'h0000;
+      end
+    end
+    if (\$545 ) begin
+      \$560  = 16'h0000;
+    end
+    if (rst) begin
+      \$560  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$561  = sweep;
+    if (sweep) begin
+      if (\$91 ) begin
+        \$561  = 1'h0;
+      end
+    end
+    if (\$545 ) begin
+      \$561  = 1'h1;
+    end
+    if (rst) begin
+      \$561  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$562  = \$95 ;
+    if (rst) begin
+      \$562  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$563 [0] = a_valid;
+    \$563 [3:1] = a[2:0];
+    \$563 [4] = \$99 ;
+    \$563 [5] = \$100 ;
+    \$563 [6] = write;
+    \$563 [7] = \$104 ;
+    \$563 [8] = \$125 ;
+    \$563 [9] = \$133 ;
+    \$563 [10] = 1'h0;
+    \$563 [11] = \$160 ;
+    \$563 [14:12] = a[5:3];
+    \$563 [34:15] = leaf_index;
+    \$563 [66:35] = new_value;
+    \$563 [99:67] = 33'h000000000;
+    \$563 [151:100] = { 20'h00000, a[97:66] };
+    \$563 [203:152] = { 20'h00000, \$162  };
+    if (rst) begin
+      \$563  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$564  = \$28 [19:0];
+    if (\$545 ) begin
+      \$564  = 20'h00000;
+    end
+    if (rst) begin
+      \$564  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$565  = size;
+    if (\$163 ) begin
+      \$565  = \$166 [20:0];
+    end
+    if (\$545 ) begin
+      \$565  = 21'h000000;
+    end
+    if (rst) begin
+      \$565  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$566  = max_priority;
+    if (max_raise) begin
+      \$566  = b[66:35];
+    end
+    if (\$545 ) begin
+      \$566  = 32'd65536;
+    end
+    if (rst) begin
+      \$566  = 32'd65536;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$567  = { \$252 , \$250 , \$248 , \$246 , \$244 , \$242 , \$240 , \$238 , \$236 , \$234 , \$232 , \$230 , \$228 , \$226 , \$224 , \$222 , \$220 , \$218 , \$216 , \$214 , \$212 , \$210 , \$208 , \$206 , \$204 , \$202 , \$200 , \$198 , \$196 , \$194 , \$192 , \$190 , \$188 , \$186 , \$184 , \$182 , \$180 , \$178 , \$176 , \$174 , \$172 , \$170 , \$168  };
+    if (rst) begin
+      \$567  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$568  = { \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , \$282 , \$281 , \$280 , \$279 , \$278 , \$277 , \$276 , \$275 , \$274 , \$273 , \$272 , \$271 , \$270 , \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262 , \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253  };
+    if (rst) begin
+      \$568  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$569  = { \$311 , \$310 , \$309 , \$308 , \$307 , \$306 , \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296  };
+    if (rst) begin
+      \$569  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$570  = b;
+    if (rst) begin
+      \$570  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$571  = youngest[42:0];
+    if (rst) begin
+      \$571  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$572  = \$312 ;
+    if (rst) begin
+      \$572  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$573  = lookup_data;
+    if (rst) begin
+      \$573  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$574  = b2;
+    if (rst) begin
+      \$574  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$575  = \$328 ;
+    if (rst) begin
+      \$575  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$576  = \$344 ;
+    if (rst) begin
+      \$576  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$577  = \$360 ;
+    if (rst) begin
+      \$577  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$578  = \$376 ;
+    if (rst) begin
+      \$578  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$579  = \$392 ;
+    if (rst) begin
+      \$579  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$580  = \$408 ;
+    if (rst) begin
+      \$580  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$581  = \$424 ;
+    if (rst) begin
+      \$581  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$582  = \$430 ;
+    if (rst) begin
+      \$582  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$583  = b3;
+    if (b3[7]) begin
+      \$583 [203:152] = { 20'h00000, old };
+    end
+    if (rst) begin
+      \$583  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$584  = \$431 ;
+    if (rst) begin
+      \$584  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$585  = \$432 ;
+    if (rst) begin
+      \$585  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$586  = \$433 ;
+    if (rst) begin
+      \$586  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$587  = \$434 ;
+    if (rst) begin
+      \$587  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$588  = \$435 ;
+    if (rst) begin
+      \$588  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    { \$589 [203:100], \$589 [66:0] } = { c[203:100], c[66:0] };
+    \$589 [99:67] = c_delta;
+    if (\$502 ) begin
+      \$589 [4] = 1'h0;
+      \$589 [10] = 1'h1;
+    end
+    if (\$504 ) begin
+      \$589 [203:152] = total;
+    end
+    if (rst) begin
+      \$589  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$590  = total;
+    if (c[6]) begin
+      \$590  = \$436 [51:0];
+    end
+    if (\$545 ) begin
+      \$590  = 52'h0000000000000;
+    end
+    if (rst) begin
+      \$590  = 52'h0000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$591  = root_zero_groups;
+    if (c[6]) begin
+      \$591  = { \$501 , \$496 , \$491 , \$486 , \$481 , \$476 , \$471 , \$466 , \$461 , \$456 , \$451 , \$446 , \$441  };
+    end
+    if (\$545 ) begin
+      \$591  = 13'h1fff;
+    end
+    if (rst) begin
+      \$591  = 13'h1fff;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$592  = { 9'h000, \$508  };
+    if (rst) begin
+      \$592  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$593  = { 11'h000, \$512  };
+    if (rst) begin
+      \$593  = 84'h000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$594  = m;
+    if (rst) begin
+      \$594  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$595  = m2;
+    if (m2[4]) begin
+      \$595 [151:100] = \$55 [83:32];
+    end
+    if (rst) begin
+      \$595  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$596  = empty;
+    if (clear) begin
+      \$596  = 1'h0;
+    end
+    if (\$513 ) begin
+      \$596  = 1'h1;
+    end
+    if (rst) begin
+      \$596  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$597  = saturated;
+    if (clear) begin
+      \$597  = 1'h0;
+    end
+    if (\$516 ) begin
+      \$597  = 1'h1;
+    end
+    if (rst) begin
+      \$597  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$598  = invalid;
+    if (clear) begin
+      \$598  = 1'h0;
+    end
+    if (\$543 ) begin
+      \$598  = 1'h1;
+    end
+    if (rst) begin
+      \$598  = 1'h0;
     end
   end
   assign r1 = i;
@@ -6370,10 +6537,11 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign sat_lo = 1'h0;
   assign ptr_next = \$28 [19:0];
   assign lookup_addr = \$39 [15:0];
+  assign hits = { 1'h1, \$40  };
   assign d_ext = { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \seed$79  = seed;
+  assign \seed$81  = seed;
   assign seed_load = load;
-  assign product = \$54 [83:0];
+  assign product = \$55 [83:0];
   assign rsp__ready = 1'h1;
   assign \i.valid  = i[0];
   assign \i.op  = i[3:1];
@@ -6803,278 +6971,6 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \taps[7].delta  = taps[1527:1495];
   assign \taps[7].target  = taps[1579:1528];
   assign \taps[7].value  = taps[1631:1580];
-  assign \taps$96[0]  = \taps$96 [203:0];
-  assign \taps$96[0].valid  = \taps$96 [0];
-  assign \taps$96[0].op  = \taps$96 [3:1];
-  assign \taps$96[0].sample  = \taps$96 [4];
-  assign \taps$96[0].prng  = \taps$96 [5];
-  assign \taps$96[0].write  = \taps$96 [6];
-  assign \taps$96[0].read  = \taps$96 [7];
-  assign \taps$96[0].debug  = \taps$96 [8];
-  assign \taps$96[0].respond  = \taps$96 [9];
-  assign \taps$96[0].empty  = \taps$96 [10];
-  assign \taps$96[0].invalid  = \taps$96 [11];
-  assign \taps$96[0].level  = \taps$96 [14:12];
-  assign \taps$96[0].index  = \taps$96 [34:15];
-  assign \taps$96[0].prio  = \taps$96 [66:35];
-  assign \taps$96[0].delta  = \taps$96 [99:67];
-  assign \taps$96[0].target  = \taps$96 [151:100];
-  assign \taps$96[0].value  = \taps$96 [203:152];
-  assign \taps$96[1]  = \taps$96 [407:204];
-  assign \taps$96[1].valid  = \taps$96 [204];
-  assign \taps$96[1].op  = \taps$96 [207:205];
-  assign \taps$96[1].sample  = \taps$96 [208];
-  assign \taps$96[1].prng  = \taps$96 [209];
-  assign \taps$96[1].write  = \taps$96 [210];
-  assign \taps$96[1].read  = \taps$96 [211];
-  assign \taps$96[1].debug  = \taps$96 [212];
-  assign \taps$96[1].respond  = \taps$96 [213];
-  assign \taps$96[1].empty  = \taps$96 [214];
-  assign \taps$96[1].invalid  = \taps$96 [215];
-  assign \taps$96[1].level  = \taps$96 [218:216];
-  assign \taps$96[1].index  = \taps$96 [238:219];
-  assign \taps$96[1].prio  = \taps$96 [270:239];
-  assign \taps$96[1].delta  = \taps$96 [303:271];
-  assign \taps$96[1].target  = \taps$96 [355:304];
-  assign \taps$96[1].value  = \taps$96 [407:356];
-  assign \taps$96[2]  = \taps$96 [611:408];
-  assign \taps$96[2].valid  = \taps$96 [408];
-  assign \taps$96[2].op  = \taps$96 [411:409];
-  assign \taps$96[2].sample  = \taps$96 [412];
-  assign \taps$96[2].prng  = \taps$96 [413];
-  assign \taps$96[2].write  = \taps$96 [414];
-  assign \taps$96[2].read  = \taps$96 [415];
-  assign \taps$96[2].debug  = \taps$96 [416];
-  assign \taps$96[2].respond  = \taps$96 [417];
-  assign \taps$96[2].empty  = \taps$96 [418];
-  assign \taps$96[2].invalid  = \taps$96 [419];
-  assign \taps$96[2].level  = \taps$96 [422:420];
-  assign \taps$96[2].index  = \taps$96 [442:423];
-  assign \taps$96[2].prio  = \taps$96 [474:443];
-  assign \taps$96[2].delta  = \taps$96 [507:475];
-  assign \taps$96[2].target  = \taps$96 [559:508];
-  assign \taps$96[2].value  = \taps$96 [611:560];
-  assign \taps$96[3]  = \taps$96 [815:612];
-  assign \taps$96[3].valid  = \taps$96 [612];
-  assign \taps$96[3].op  = \taps$96 [615:613];
-  assign \taps$96[3].sample  = \taps$96 [616];
-  assign \taps$96[3].prng  = \taps$96 [617];
-  assign \taps$96[3].write  = \taps$96 [618];
-  assign \taps$96[3].read  = \taps$96 [619];
-  assign \taps$96[3].debug  = \taps$96 [620];
-  assign \taps$96[3].respond  = \taps$96 [621];
-  assign \taps$96[3].empty  = \taps$96 [622];
-  assign \taps$96[3].invalid  = \taps$96 [623];
-  assign \taps$96[3].level  = \taps$96 [626:624];
-  assign \taps$96[3].index  = \taps$96 [646:627];
-  assign \taps$96[3].prio  = \taps$96 [678:647];
-  assign \taps$96[3].delta  = \taps$96 [711:679];
-  assign \taps$96[3].target  = \taps$96 [763:712];
-  assign \taps$96[3].value  = \taps$96 [815:764];
-  assign \taps$96[4]  = \taps$96 [1019:816];
-  assign \taps$96[4].valid  = \taps$96 [816];
-  assign \taps$96[4].op  = \taps$96 [819:817];
-  assign \taps$96[4].sample  = \taps$96 [820];
-  assign \taps$96[4].prng  = \taps$96 [821];
-  assign \taps$96[4].write  = \taps$96 [822];
-  assign \taps$96[4].read  = \taps$96 [823];
-  assign \taps$96[4].debug  = \taps$96 [824];
-  assign \taps$96[4].respond  = \taps$96 [825];
-  assign \taps$96[4].empty  = \taps$96 [826];
-  assign \taps$96[4].invalid  = \taps$96 [827];
-  assign \taps$96[4].level  = \taps$96 [830:828];
-  assign \taps$96[4].index  = \taps$96 [850:831];
-  assign \taps$96[4].prio  = \taps$96 [882:851];
-  assign \taps$96[4].delta  = \taps$96 [915:883];
-  assign \taps$96[4].target  = \taps$96 [967:916];
-  assign \taps$96[4].value  = \taps$96 [1019:968];
-  assign \taps$96[5]  = \taps$96 [1223:1020];
-  assign \taps$96[5].valid  = \taps$96 [1020];
-  assign \taps$96[5].op  = \taps$96 [1023:1021];
-  assign \taps$96[5].sample  = \taps$96 [1024];
-  assign \taps$96[5].prng  = \taps$96 [1025];
-  assign \taps$96[5].write  = \taps$96 [1026];
-  assign \taps$96[5].read  = \taps$96 [1027];
-  assign \taps$96[5].debug  = \taps$96 [1028];
-  assign \taps$96[5].respond  = \taps$96 [1029];
-  assign \taps$96[5].empty  = \taps$96 [1030];
-  assign \taps$96[5].invalid  = \taps$96 [1031];
-  assign \taps$96[5].level  = \taps$96 [1034:1032];
-  assign \taps$96[5].index  = \taps$96 [1054:1035];
-  assign \taps$96[5].prio  = \taps$96 [1086:1055];
-  assign \taps$96[5].delta  = \taps$96 [1119:1087];
-  assign \taps$96[5].target  = \taps$96 [1171:1120];
-  assign \taps$96[5].value  = \taps$96 [1223:1172];
-  assign \taps$96[6]  = \taps$96 [1427:1224];
-  assign \taps$96[6].valid  = \taps$96 [1224];
-  assign \taps$96[6].op  = \taps$96 [1227:1225];
-  assign \taps$96[6].sample  = \taps$96 [1228];
-  assign \taps$96[6].prng  = \taps$96 [1229];
-  assign \taps$96[6].write  = \taps$96 [1230];
-  assign \taps$96[6].read  = \taps$96 [1231];
-  assign \taps$96[6].debug  = \taps$96 [1232];
-  assign \taps$96[6].respond  = \taps$96 [1233];
-  assign \taps$96[6].empty  = \taps$96 [1234];
-  assign \taps$96[6].invalid  = \taps$96 [1235];
-  assign \taps$96[6].level  = \taps$96 [1238:1236];
-  assign \taps$96[6].index  = \taps$96 [1258:1239];
-  assign \taps$96[6].prio  = \taps$96 [1290:1259];
-  assign \taps$96[6].delta  = \taps$96 [1323:1291];
-  assign \taps$96[6].target  = \taps$96 [1375:1324];
-  assign \taps$96[6].value  = \taps$96 [1427:1376];
-  assign \taps$96[7]  = \taps$96 [1631:1428];
-  assign \taps$96[7].valid  = \taps$96 [1428];
-  assign \taps$96[7].op  = \taps$96 [1431:1429];
-  assign \taps$96[7].sample  = \taps$96 [1432];
-  assign \taps$96[7].prng  = \taps$96 [1433];
-  assign \taps$96[7].write  = \taps$96 [1434];
-  assign \taps$96[7].read  = \taps$96 [1435];
-  assign \taps$96[7].debug  = \taps$96 [1436];
-  assign \taps$96[7].respond  = \taps$96 [1437];
-  assign \taps$96[7].empty  = \taps$96 [1438];
-  assign \taps$96[7].invalid  = \taps$96 [1439];
-  assign \taps$96[7].level  = \taps$96 [1442:1440];
-  assign \taps$96[7].index  = \taps$96 [1462:1443];
-  assign \taps$96[7].prio  = \taps$96 [1494:1463];
-  assign \taps$96[7].delta  = \taps$96 [1527:1495];
-  assign \taps$96[7].target  = \taps$96 [1579:1528];
-  assign \taps$96[7].value  = \taps$96 [1631:1580];
-  assign \taps$97[0]  = \taps$97 [203:0];
-  assign \taps$97[0].valid  = \taps$97 [0];
-  assign \taps$97[0].op  = \taps$97 [3:1];
-  assign \taps$97[0].sample  = \taps$97 [4];
-  assign \taps$97[0].prng  = \taps$97 [5];
-  assign \taps$97[0].write  = \taps$97 [6];
-  assign \taps$97[0].read  = \taps$97 [7];
-  assign \taps$97[0].debug  = \taps$97 [8];
-  assign \taps$97[0].respond  = \taps$97 [9];
-  assign \taps$97[0].empty  = \taps$97 [10];
-  assign \taps$97[0].invalid  = \taps$97 [11];
-  assign \taps$97[0].level  = \taps$97 [14:12];
-  assign \taps$97[0].index  = \taps$97 [34:15];
-  assign \taps$97[0].prio  = \taps$97 [66:35];
-  assign \taps$97[0].delta  = \taps$97 [99:67];
-  assign \taps$97[0].target  = \taps$97 [151:100];
-  assign \taps$97[0].value  = \taps$97 [203:152];
-  assign \taps$97[1]  = \taps$97 [407:204];
-  assign \taps$97[1].valid  = \taps$97 [204];
-  assign \taps$97[1].op  = \taps$97 [207:205];
-  assign \taps$97[1].sample  = \taps$97 [208];
-  assign \taps$97[1].prng  = \taps$97 [209];
-  assign \taps$97[1].write  = \taps$97 [210];
-  assign \taps$97[1].read  = \taps$97 [211];
-  assign \taps$97[1].debug  = \taps$97 [212];
-  assign \taps$97[1].respond  = \taps$97 [213];
-  assign \taps$97[1].empty  = \taps$97 [214];
-  assign \taps$97[1].invalid  = \taps$97 [215];
-  assign \taps$97[1].level  = \taps$97 [218:216];
-  assign \taps$97[1].index  = \taps$97 [238:219];
-  assign \taps$97[1].prio  = \taps$97 [270:239];
-  assign \taps$97[1].delta  = \taps$97 [303:271];
-  assign \taps$97[1].target  = \taps$97 [355:304];
-  assign \taps$97[1].value  = \taps$97 [407:356];
-  assign \taps$97[2]  = \taps$97 [611:408];
-  assign \taps$97[2].valid  = \taps$97 [408];
-  assign \taps$97[2].op  = \taps$97 [411:409];
-  assign \taps$97[2].sample  = \taps$97 [412];
-  assign \taps$97[2].prng  = \taps$97 [413];
-  assign \taps$97[2].write  = \taps$97 [414];
-  assign \taps$97[2].read  = \taps$97 [415];
-  assign \taps$97[2].debug  = \taps$97 [416];
-  assign \taps$97[2].respond  = \taps$97 [417];
-  assign \taps$97[2].empty  = \taps$97 [418];
-  assign \taps$97[2].invalid  = \taps$97 [419];
-  assign \taps$97[2].level  = \taps$97 [422:420];
-  assign \taps$97[2].index  = \taps$97 [442:423];
-  assign \taps$97[2].prio  = \taps$97 [474:443];
-  assign \taps$97[2].delta  = \taps$97 [507:475];
-  assign \taps$97[2].target  = \taps$97 [559:508];
-  assign \taps$97[2].value  = \taps$97 [611:560];
-  assign \taps$97[3]  = \taps$97 [815:612];
-  assign \taps$97[3].valid  = \taps$97 [612];
-  assign \taps$97[3].op  = \taps$97 [615:613];
-  assign \taps$97[3].sample  = \taps$97 [616];
-  assign \taps$97[3].prng  = \taps$97 [617];
-  assign \taps$97[3].write  = \taps$97 [618];
-  assign \taps$97[3].read  = \taps$97 [619];
-  assign \taps$97[3].debug  = \taps$97 [620];
-  assign \taps$97[3].respond  = \taps$97 [621];
-  assign \taps$97[3].empty  = \taps$97 [622];
-  assign \taps$97[3].invalid  = \taps$97 [623];
-  assign \taps$97[3].level  = \taps$97 [626:624];
-  assign \taps$97[3].index  = \taps$97 [646:627];
-  assign \taps$97[3].prio  = \taps$97 [678:647];
-  assign \taps$97[3].delta  = \taps$97 [711:679];
-  assign \taps$97[3].target  = \taps$97 [763:712];
-  assign \taps$97[3].value  = \taps$97 [815:764];
-  assign \taps$97[4]  = \taps$97 [1019:816];
-  assign \taps$97[4].valid  = \taps$97 [816];
-  assign \taps$97[4].op  = \taps$97 [819:817];
-  assign \taps$97[4].sample  = \taps$97 [820];
-  assign \taps$97[4].prng  = \taps$97 [821];
-  assign \taps$97[4].write  = \taps$97 [822];
-  assign \taps$97[4].read  = \taps$97 [823];
-  assign \taps$97[4].debug  = \taps$97 [824];
-  assign \taps$97[4].respond  = \taps$97 [825];
-  assign \taps$97[4].empty  = \taps$97 [826];
-  assign \taps$97[4].invalid  = \taps$97 [827];
-  assign \taps$97[4].level  = \taps$97 [830:828];
-  assign \taps$97[4].index  = \taps$97 [850:831];
-  assign \taps$97[4].prio  = \taps$97 [882:851];
-  assign \taps$97[4].delta  = \taps$97 [915:883];
-  assign \taps$97[4].target  = \taps$97 [967:916];
-  assign \taps$97[4].value  = \taps$97 [1019:968];
-  assign \taps$97[5]  = \taps$97 [1223:1020];
-  assign \taps$97[5].valid  = \taps$97 [1020];
-  assign \taps$97[5].op  = \taps$97 [1023:1021];
-  assign \taps$97[5].sample  = \taps$97 [1024];
-  assign \taps$97[5].prng  = \taps$97 [1025];
-  assign \taps$97[5].write  = \taps$97 [1026];
-  assign \taps$97[5].read  = \taps$97 [1027];
-  assign \taps$97[5].debug  = \taps$97 [1028];
-  assign \taps$97[5].respond  = \taps$97 [1029];
-  assign \taps$97[5].empty  = \taps$97 [1030];
-  assign \taps$97[5].invalid  = \taps$97 [1031];
-  assign \taps$97[5].level  = \taps$97 [1034:1032];
-  assign \taps$97[5].index  = \taps$97 [1054:1035];
-  assign \taps$97[5].prio  = \taps$97 [1086:1055];
-  assign \taps$97[5].delta  = \taps$97 [1119:1087];
-  assign \taps$97[5].target  = \taps$97 [1171:1120];
-  assign \taps$97[5].value  = \taps$97 [1223:1172];
-  assign \taps$97[6]  = \taps$97 [1427:1224];
-  assign \taps$97[6].valid  = \taps$97 [1224];
-  assign \taps$97[6].op  = \taps$97 [1227:1225];
-  assign \taps$97[6].sample  = \taps$97 [1228];
-  assign \taps$97[6].prng  = \taps$97 [1229];
-  assign \taps$97[6].write  = \taps$97 [1230];
-  assign \taps$97[6].read  = \taps$97 [1231];
-  assign \taps$97[6].debug  = \taps$97 [1232];
-  assign \taps$97[6].respond  = \taps$97 [1233];
-  assign \taps$97[6].empty  = \taps$97 [1234];
-  assign \taps$97[6].invalid  = \taps$97 [1235];
-  assign \taps$97[6].level  = \taps$97 [1238:1236];
-  assign \taps$97[6].index  = \taps$97 [1258:1239];
-  assign \taps$97[6].prio  = \taps$97 [1290:1259];
-  assign \taps$97[6].delta  = \taps$97 [1323:1291];
-  assign \taps$97[6].target  = \taps$97 [1375:1324];
-  assign \taps$97[6].value  = \taps$97 [1427:1376];
-  assign \taps$97[7]  = \taps$97 [1631:1428];
-  assign \taps$97[7].valid  = \taps$97 [1428];
-  assign \taps$97[7].op  = \taps$97 [1431:1429];
-  assign \taps$97[7].sample  = \taps$97 [1432];
-  assign \taps$97[7].prng  = \taps$97 [1433];
-  assign \taps$97[7].write  = \taps$97 [1434];
-  assign \taps$97[7].read  = \taps$97 [1435];
-  assign \taps$97[7].debug  = \taps$97 [1436];
-  assign \taps$97[7].respond  = \taps$97 [1437];
-  assign \taps$97[7].empty  = \taps$97 [1438];
-  assign \taps$97[7].invalid  = \taps$97 [1439];
-  assign \taps$97[7].level  = \taps$97 [1442:1440];
-  assign \taps$97[7].index  = \taps$97 [1462:1443];
-  assign \taps$97[7].prio  = \taps$97 [1494:1463];
-  assign \taps$97[7].delta  = \taps$97 [1527:1495];
-  assign \taps$97[7].target  = \taps$97 [1579:1528];
-  assign \taps$97[7].value  = \taps$97 [1631:1580];
   assign \taps$98[0]  = \taps$98 [203:0];
   assign \taps$98[0].valid  = \taps$98 [0];
   assign \taps$98[0].op  = \taps$98 [3:1];
@@ -7347,6 +7243,278 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \taps$99[7].delta  = \taps$99 [1527:1495];
   assign \taps$99[7].target  = \taps$99 [1579:1528];
   assign \taps$99[7].value  = \taps$99 [1631:1580];
+  assign \taps$100[0]  = \taps$100 [203:0];
+  assign \taps$100[0].valid  = \taps$100 [0];
+  assign \taps$100[0].op  = \taps$100 [3:1];
+  assign \taps$100[0].sample  = \taps$100 [4];
+  assign \taps$100[0].prng  = \taps$100 [5];
+  assign \taps$100[0].write  = \taps$100 [6];
+  assign \taps$100[0].read  = \taps$100 [7];
+  assign \taps$100[0].debug  = \taps$100 [8];
+  assign \taps$100[0].respond  = \taps$100 [9];
+  assign \taps$100[0].empty  = \taps$100 [10];
+  assign \taps$100[0].invalid  = \taps$100 [11];
+  assign \taps$100[0].level  = \taps$100 [14:12];
+  assign \taps$100[0].index  = \taps$100 [34:15];
+  assign \taps$100[0].prio  = \taps$100 [66:35];
+  assign \taps$100[0].delta  = \taps$100 [99:67];
+  assign \taps$100[0].target  = \taps$100 [151:100];
+  assign \taps$100[0].value  = \taps$100 [203:152];
+  assign \taps$100[1]  = \taps$100 [407:204];
+  assign \taps$100[1].valid  = \taps$100 [204];
+  assign \taps$100[1].op  = \taps$100 [207:205];
+  assign \taps$100[1].sample  = \taps$100 [208];
+  assign \taps$100[1].prng  = \taps$100 [209];
+  assign \taps$100[1].write  = \taps$100 [210];
+  assign \taps$100[1].read  = \taps$100 [211];
+  assign \taps$100[1].debug  = \taps$100 [212];
+  assign \taps$100[1].respond  = \taps$100 [213];
+  assign \taps$100[1].empty  = \taps$100 [214];
+  assign \taps$100[1].invalid  = \taps$100 [215];
+  assign \taps$100[1].level  = \taps$100 [218:216];
+  assign \taps$100[1].index  = \taps$100 [238:219];
+  assign \taps$100[1].prio  = \taps$100 [270:239];
+  assign \taps$100[1].delta  = \taps$100 [303:271];
+  assign \taps$100[1].target  = \taps$100 [355:304];
+  assign \taps$100[1].value  = \taps$100 [407:356];
+  assign \taps$100[2]  = \taps$100 [611:408];
+  assign \taps$100[2].valid  = \taps$100 [408];
+  assign \taps$100[2].op  = \taps$100 [411:409];
+  assign \taps$100[2].sample  = \taps$100 [412];
+  assign \taps$100[2].prng  = \taps$100 [413];
+  assign \taps$100[2].write  = \taps$100 [414];
+  assign \taps$100[2].read  = \taps$100 [415];
+  assign \taps$100[2].debug  = \taps$100 [416];
+  assign \taps$100[2].respond  = \taps$100 [417];
+  assign \taps$100[2].empty  = \taps$100 [418];
+  assign \taps$100[2].invalid  = \taps$100 [419];
+  assign \taps$100[2].level  = \taps$100 [422:420];
+  assign \taps$100[2].index  = \taps$100 [442:423];
+  assign \taps$100[2].prio  = \taps$100 [474:443];
+  assign \taps$100[2].delta  = \taps$100 [507:475];
+  assign \taps$100[2].target  = \taps$100 [559:508];
+  assign \taps$100[2].value  = \taps$100 [611:560];
+  assign \taps$100[3]  = \taps$100 [815:612];
+  assign \taps$100[3].valid  = \taps$100 [612];
+  assign \taps$100[3].op  = \taps$100 [615:613];
+  assign \taps$100[3].sample  = \taps$100 [616];
+  assign \taps$100[3].prng  = \taps$100 [617];
+  assign \taps$100[3].write  = \taps$100 [618];
+  assign \taps$100[3].read  = \taps$100 [619];
+  assign \taps$100[3].debug  = \taps$100 [620];
+  assign \taps$100[3].respond  = \taps$100 [621];
+  assign \taps$100[3].empty  = \taps$100 [622];
+  assign \taps$100[3].invalid  = \taps$100 [623];
+  assign \taps$100[3].level  = \taps$100 [626:624];
+  assign \taps$100[3].index  = \taps$100 [646:627];
+  assign \taps$100[3].prio  = \taps$100 [678:647];
+  assign \taps$100[3].delta  = \taps$100 [711:679];
+  assign \taps$100[3].target  = \taps$100 [763:712];
+  assign \taps$100[3].value  = \taps$100 [815:764];
+  assign \taps$100[4]  = \taps$100 [1019:816];
+  assign \taps$100[4].valid  = \taps$100 [816];
+  assign \taps$100[4].op  = \taps$100 [819:817];
+  assign \taps$100[4].sample  = \taps$100 [820];
+  assign \taps$100[4].prng  = \taps$100 [821];
+  assign \taps$100[4].write  = \taps$100 [822];
+  assign \taps$100[4].read  = \taps$100 [823];
+  assign \taps$100[4].debug  = \taps$100 [824];
+  assign \taps$100[4].respond  = \taps$100 [825];
+  assign \taps$100[4].empty  = \taps$100 [826];
+  assign \taps$100[4].invalid  = \taps$100 [827];
+  assign \taps$100[4].level  = \taps$100 [830:828];
+  assign \taps$100[4].index  = \taps$100 [850:831];
+  assign \taps$100[4].prio  = \taps$100 [882:851];
+  assign \taps$100[4].delta  = \taps$100 [915:883];
+  assign \taps$100[4].target  = \taps$100 [967:916];
+  assign \taps$100[4].value  = \taps$100 [1019:968];
+  assign \taps$100[5]  = \taps$100 [1223:1020];
+  assign \taps$100[5].valid  = \taps$100 [1020];
+  assign \taps$100[5].op  = \taps$100 [1023:1021];
+  assign \taps$100[5].sample  = \taps$100 [1024];
+  assign \taps$100[5].prng  = \taps$100 [1025];
+  assign \taps$100[5].write  = \taps$100 [1026];
+  assign \taps$100[5].read  = \taps$100 [1027];
+  assign \taps$100[5].debug  = \taps$100 [1028];
+  assign \taps$100[5].respond  = \taps$100 [1029];
+  assign \taps$100[5].empty  = \taps$100 [1030];
+  assign \taps$100[5].invalid  = \taps$100 [1031];
+  assign \taps$100[5].level  = \taps$100 [1034:1032];
+  assign \taps$100[5].index  = \taps$100 [1054:1035];
+  assign \taps$100[5].prio  = \taps$100 [1086:1055];
+  assign \taps$100[5].delta  = \taps$100 [1119:1087];
+  assign \taps$100[5].target  = \taps$100 [1171:1120];
+  assign \taps$100[5].value  = \taps$100 [1223:1172];
+  assign \taps$100[6]  = \taps$100 [1427:1224];
+  assign \taps$100[6].valid  = \taps$100 [1224];
+  assign \taps$100[6].op  = \taps$100 [1227:1225];
+  assign \taps$100[6].sample  = \taps$100 [1228];
+  assign \taps$100[6].prng  = \taps$100 [1229];
+  assign \taps$100[6].write  = \taps$100 [1230];
+  assign \taps$100[6].read  = \taps$100 [1231];
+  assign \taps$100[6].debug  = \taps$100 [1232];
+  assign \taps$100[6].respond  = \taps$100 [1233];
+  assign \taps$100[6].empty  = \taps$100 [1234];
+  assign \taps$100[6].invalid  = \taps$100 [1235];
+  assign \taps$100[6].level  = \taps$100 [1238:1236];
+  assign \taps$100[6].index  = \taps$100 [1258:1239];
+  assign \taps$100[6].prio  = \taps$100 [1290:1259];
+  assign \taps$100[6].delta  = \taps$100 [1323:1291];
+  assign \taps$100[6].target  = \taps$100 [1375:1324];
+  assign \taps$100[6].value  = \taps$100 [1427:1376];
+  assign \taps$100[7]  = \taps$100 [1631:1428];
+  assign \taps$100[7].valid  = \taps$100 [1428];
+  assign \taps$100[7].op  = \taps$100 [1431:1429];
+  assign \taps$100[7].sample  = \taps$100 [1432];
+  assign \taps$100[7].prng  = \taps$100 [1433];
+  assign \taps$100[7].write  = \taps$100 [1434];
+  assign \taps$100[7].read  = \taps$100 [1435];
+  assign \taps$100[7].debug  = \taps$100 [1436];
+  assign \taps$100[7].respond  = \taps$100 [1437];
+  assign \taps$100[7].empty  = \taps$100 [1438];
+  assign \taps$100[7].invalid  = \taps$100 [1439];
+  assign \taps$100[7].level  = \taps$100 [1442:1440];
+  assign \taps$100[7].index  = \taps$100 [1462:1443];
+  assign \taps$100[7].prio  = \taps$100 [1494:1463];
+  assign \taps$100[7].delta  = \taps$100 [1527:1495];
+  assign \taps$100[7].target  = \taps$100 [1579:1528];
+  assign \taps$100[7].value  = \taps$100 [1631:1580];
+  assign \taps$101[0]  = \taps$101 [203:0];
+  assign \taps$101[0].valid  = \taps$101 [0];
+  assign \taps$101[0].op  = \taps$101 [3:1];
+  assign \taps$101[0].sample  = \taps$101 [4];
+  assign \taps$101[0].prng  = \taps$101 [5];
+  assign \taps$101[0].write  = \taps$101 [6];
+  assign \taps$101[0].read  = \taps$101 [7];
+  assign \taps$101[0].debug  = \taps$101 [8];
+  assign \taps$101[0].respond  = \taps$101 [9];
+  assign \taps$101[0].empty  = \taps$101 [10];
+  assign \taps$101[0].invalid  = \taps$101 [11];
+  assign \taps$101[0].level  = \taps$101 [14:12];
+  assign \taps$101[0].index  = \taps$101 [34:15];
+  assign \taps$101[0].prio  = \taps$101 [66:35];
+  assign \taps$101[0].delta  = \taps$101 [99:67];
+  assign \taps$101[0].target  = \taps$101 [151:100];
+  assign \taps$101[0].value  = \taps$101 [203:152];
+  assign \taps$101[1]  = \taps$101 [407:204];
+  assign \taps$101[1].valid  = \taps$101 [204];
+  assign \taps$101[1].op  = \taps$101 [207:205];
+  assign \taps$101[1].sample  = \taps$101 [208];
+  assign \taps$101[1].prng  = \taps$101 [209];
+  assign \taps$101[1].write  = \taps$101 [210];
+  assign \taps$101[1].read  = \taps$101 [211];
+  assign \taps$101[1].debug  = \taps$101 [212];
+  assign \taps$101[1].respond  = \taps$101 [213];
+  assign \taps$101[1].empty  = \taps$101 [214];
+  assign \taps$101[1].invalid  = \taps$101 [215];
+  assign \taps$101[1].level  = \taps$101 [218:216];
+  assign \taps$101[1].index  = \taps$101 [238:219];
+  assign \taps$101[1].prio  = \taps$101 [270:239];
+  assign \taps$101[1].delta  = \taps$101 [303:271];
+  assign \taps$101[1].target  = \taps$101 [355:304];
+  assign \taps$101[1].value  = \taps$101 [407:356];
+  assign \taps$101[2]  = \taps$101 [611:408];
+  assign \taps$101[2].valid  = \taps$101 [408];
+  assign \taps$101[2].op  = \taps$101 [411:409];
+  assign \taps$101[2].sample  = \taps$101 [412];
+  assign \taps$101[2].prng  = \taps$101 [413];
+  assign \taps$101[2].write  = \taps$101 [414];
+  assign \taps$101[2].read  = \taps$101 [415];
+  assign \taps$101[2].debug  = \taps$101 [416];
+  assign \taps$101[2].respond  = \taps$101 [417];
+  assign \taps$101[2].empty  = \taps$101 [418];
+  assign \taps$101[2].invalid  = \taps$101 [419];
+  assign \taps$101[2].level  = \taps$101 [422:420];
+  assign \taps$101[2].index  = \taps$101 [442:423];
+  assign \taps$101[2].prio  = \taps$101 [474:443];
+  assign \taps$101[2].delta  = \taps$101 [507:475];
+  assign \taps$101[2].target  = \taps$101 [559:508];
+  assign \taps$101[2].value  = \taps$101 [611:560];
+  assign \taps$101[3]  = \taps$101 [815:612];
+  assign \taps$101[3].valid  = \taps$101 [612];
+  assign \taps$101[3].op  = \taps$101 [615:613];
+  assign \taps$101[3].sample  = \taps$101 [616];
+  assign \taps$101[3].prng  = \taps$101 [617];
+  assign \taps$101[3].write  = \taps$101 [618];
+  assign \taps$101[3].read  = \taps$101 [619];
+  assign \taps$101[3].debug  = \taps$101 [620];
+  assign \taps$101[3].respond  = \taps$101 [621];
+  assign \taps$101[3].empty  = \taps$101 [622];
+  assign \taps$101[3].invalid  = \taps$101 [623];
+  assign \taps$101[3].level  = \taps$101 [626:624];
+  assign \taps$101[3].index  = \taps$101 [646:627];
+  assign \taps$101[3].prio  = \taps$101 [678:647];
+  assign \taps$101[3].delta  = \taps$101 [711:679];
+  assign \taps$101[3].target  = \taps$101 [763:712];
+  assign \taps$101[3].value  = \taps$101 [815:764];
+  assign \taps$101[4]  = \taps$101 [1019:816];
+  assign \taps$101[4].valid  = \taps$101 [816];
+  assign \taps$101[4].op  = \taps$101 [819:817];
+  assign \taps$101[4].sample  = \taps$101 [820];
+  assign \taps$101[4].prng  = \taps$101 [821];
+  assign \taps$101[4].write  = \taps$101 [822];
+  assign \taps$101[4].read  = \taps$101 [823];
+  assign \taps$101[4].debug  = \taps$101 [824];
+  assign \taps$101[4].respond  = \taps$101 [825];
+  assign \taps$101[4].empty  = \taps$101 [826];
+  assign \taps$101[4].invalid  = \taps$101 [827];
+  assign \taps$101[4].level  = \taps$101 [830:828];
+  assign \taps$101[4].index  = \taps$101 [850:831];
+  assign \taps$101[4].prio  = \taps$101 [882:851];
+  assign \taps$101[4].delta  = \taps$101 [915:883];
+  assign \taps$101[4].target  = \taps$101 [967:916];
+  assign \taps$101[4].value  = \taps$101 [1019:968];
+  assign \taps$101[5]  = \taps$101 [1223:1020];
+  assign \taps$101[5].valid  = \taps$101 [1020];
+  assign \taps$101[5].op  = \taps$101 [1023:1021];
+  assign \taps$101[5].sample  = \taps$101 [1024];
+  assign \taps$101[5].prng  = \taps$101 [1025];
+  assign \taps$101[5].write  = \taps$101 [1026];
+  assign \taps$101[5].read  = \taps$101 [1027];
+  assign \taps$101[5].debug  = \taps$101 [1028];
+  assign \taps$101[5].respond  = \taps$101 [1029];
+  assign \taps$101[5].empty  = \taps$101 [1030];
+  assign \taps$101[5].invalid  = \taps$101 [1031];
+  assign \taps$101[5].level  = \taps$101 [1034:1032];
+  assign \taps$101[5].index  = \taps$101 [1054:1035];
+  assign \taps$101[5].prio  = \taps$101 [1086:1055];
+  assign \taps$101[5].delta  = \taps$101 [1119:1087];
+  assign \taps$101[5].target  = \taps$101 [1171:1120];
+  assign \taps$101[5].value  = \taps$101 [1223:1172];
+  assign \taps$101[6]  = \taps$101 [1427:1224];
+  assign \taps$101[6].valid  = \taps$101 [1224];
+  assign \taps$101[6].op  = \taps$101 [1227:1225];
+  assign \taps$101[6].sample  = \taps$101 [1228];
+  assign \taps$101[6].prng  = \taps$101 [1229];
+  assign \taps$101[6].write  = \taps$101 [1230];
+  assign \taps$101[6].read  = \taps$101 [1231];
+  assign \taps$101[6].debug  = \taps$101 [1232];
+  assign \taps$101[6].respond  = \taps$101 [1233];
+  assign \taps$101[6].empty  = \taps$101 [1234];
+  assign \taps$101[6].invalid  = \taps$101 [1235];
+  assign \taps$101[6].level  = \taps$101 [1238:1236];
+  assign \taps$101[6].index  = \taps$101 [1258:1239];
+  assign \taps$101[6].prio  = \taps$101 [1290:1259];
+  assign \taps$101[6].delta  = \taps$101 [1323:1291];
+  assign \taps$101[6].target  = \taps$101 [1375:1324];
+  assign \taps$101[6].value  = \taps$101 [1427:1376];
+  assign \taps$101[7]  = \taps$101 [1631:1428];
+  assign \taps$101[7].valid  = \taps$101 [1428];
+  assign \taps$101[7].op  = \taps$101 [1431:1429];
+  assign \taps$101[7].sample  = \taps$101 [1432];
+  assign \taps$101[7].prng  = \taps$101 [1433];
+  assign \taps$101[7].write  = \taps$101 [1434];
+  assign \taps$101[7].read  = \taps$101 [1435];
+  assign \taps$101[7].debug  = \taps$101 [1436];
+  assign \taps$101[7].respond  = \taps$101 [1437];
+  assign \taps$101[7].empty  = \taps$101 [1438];
+  assign \taps$101[7].invalid  = \taps$101 [1439];
+  assign \taps$101[7].level  = \taps$101 [1442:1440];
+  assign \taps$101[7].index  = \taps$101 [1462:1443];
+  assign \taps$101[7].prio  = \taps$101 [1494:1463];
+  assign \taps$101[7].delta  = \taps$101 [1527:1495];
+  assign \taps$101[7].target  = \taps$101 [1579:1528];
+  assign \taps$101[7].value  = \taps$101 [1631:1580];
   assign \skid.op  = skid[2:0];
   assign \skid.level  = skid[5:3];
   assign \skid.index  = skid[25:6];
@@ -7367,31 +7535,31 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$37  = 1'h1;
   assign \$38  = \$36 ;
   assign \$39  = { 4'h0, a_leaf[19:4] };
-  assign \$42  = b3_old0;
-  assign \$51  = { 1'h0, m_row0 };
-  assign \$53  = { 14'h0000, m_row17, 17'h00000 };
-  assign \$62  = rsp__valid;
-  assign \$65  = rsp__valid;
-  assign \$67  = rsp__valid;
-  assign \$70  = rsp__valid;
-  assign \$102  = 1'h1;
-  assign \$103  = \$101 ;
-  assign \$138  = 1'h0;
-  assign \$159  = \$158 ;
-  assign \$270  = \$269 ;
-  assign \$286  = \$285 ;
-  assign \$302  = \$301 ;
-  assign \$318  = \$317 ;
-  assign \$334  = \$333 ;
-  assign \$350  = \$349 ;
-  assign \$366  = \$365 ;
-  assign \$382  = \$381 ;
-  assign \$461  = { 1'h0, pp_0_0 };
-  assign \$463  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$465  = { 1'h0, pp_17_0 };
-  assign \$467  = { 5'h00, pp_17_26, 26'h0000000 };
-  assign \$478  = 1'h0;
-  assign \$499  = \$498 ;
+  assign \$43  = b3_old0;
+  assign \$52  = { 1'h0, m_row0 };
+  assign \$54  = { 14'h0000, m_row17, 17'h00000 };
+  assign \$63  = rsp__valid;
+  assign \$66  = rsp__valid;
+  assign \$68  = rsp__valid;
+  assign \$71  = rsp__valid;
+  assign \$103  = 1'h1;
+  assign \$104  = \$102 ;
+  assign \$139  = 1'h0;
+  assign \$160  = \$159 ;
+  assign \$314  = \$313 ;
+  assign \$330  = \$329 ;
+  assign \$346  = \$345 ;
+  assign \$362  = \$361 ;
+  assign \$378  = \$377 ;
+  assign \$394  = \$393 ;
+  assign \$410  = \$409 ;
+  assign \$426  = \$425 ;
+  assign \$505  = { 1'h0, pp_0_0 };
+  assign \$507  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$509  = { 1'h0, pp_17_0 };
+  assign \$511  = { 5'h00, pp_17_26, 26'h0000000 };
+  assign \$522  = 1'h0;
+  assign \$543  = \$542 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -19449,7 +19617,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3344$0 , \port$3346$0 , max_priority_lo, \port$3394$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3396$0 , \port$3398$0 , max_priority_lo, \port$3448$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -20015,12 +20183,12 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [19:0] \port$3344$0 ;
-  wire [19:0] \port$3344$0 ;
-  input [20:0] \port$3346$0 ;
-  wire [20:0] \port$3346$0 ;
-  input [51:0] \port$3394$0 ;
-  wire [51:0] \port$3394$0 ;
+  input [19:0] \port$3396$0 ;
+  wire [19:0] \port$3396$0 ;
+  input [20:0] \port$3398$0 ;
+  wire [20:0] \port$3398$0 ;
+  input [51:0] \port$3448$0 ;
+  wire [51:0] \port$3448$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -21228,11 +21396,11 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3394$0 [31:0];
-  assign total_hi = { 12'h000, \port$3394$0 [51:32] };
+  assign total_lo = \port$3448$0 [31:0];
+  assign total_hi = { 12'h000, \port$3448$0 [51:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 11'h000, \port$3346$0  };
-  assign write_pointer = { 12'h000, \port$3344$0  };
+  assign size = { 11'h000, \port$3398$0  };
+  assign write_pointer = { 12'h000, \port$3396$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -21268,17 +21436,17 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3394$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3448$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 13'h0000, \port$3394$0 [51:32] };
+  assign \$119  = { 13'h0000, \port$3448$0 [51:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 12'h000, \port$3346$0  };
+  assign \$125  = { 12'h000, \port$3398$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 13'h0000, \port$3344$0  };
+  assign \$127  = { 13'h0000, \port$3396$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000100000;
   assign \$130  = \$129 ;
@@ -21329,8 +21497,8 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2733$0 , \port$2734$0 , \port$2735$0 , \port$2736$0 , \port$2737$0 , \port$2738$0 
-, \port$2739$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
+module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2781$0 , \port$2782$0 , \port$2783$0 , \port$2784$0 , \port$2785$0 , \port$2786$0 
+, \port$2787$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -21842,20 +22010,20 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   reg p_lastbeat = 1'h0;
   reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  output \port$2733$0 ;
-  wire \port$2733$0 ;
-  output \port$2734$0 ;
-  wire \port$2734$0 ;
-  output \port$2735$0 ;
-  wire \port$2735$0 ;
-  output \port$2736$0 ;
-  wire \port$2736$0 ;
-  output \port$2737$0 ;
-  wire \port$2737$0 ;
-  output \port$2738$0 ;
-  wire \port$2738$0 ;
-  output \port$2739$0 ;
-  wire \port$2739$0 ;
+  output \port$2781$0 ;
+  wire \port$2781$0 ;
+  output \port$2782$0 ;
+  wire \port$2782$0 ;
+  output \port$2783$0 ;
+  wire \port$2783$0 ;
+  output \port$2784$0 ;
+  wire \port$2784$0 ;
+  output \port$2785$0 ;
+  wire \port$2785$0 ;
+  output \port$2786$0 ;
+  wire \port$2786$0 ;
+  output \port$2787$0 ;
+  wire \port$2787$0 ;
   reg q_wlast = 1'h0;
   reg q_wlast_d1 = 1'h0;
   reg q_wlast_d1_d2 = 1'h0;
@@ -23479,13 +23647,13 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2733$0  = \$32 ;
-  assign \port$2734$0  = \$33 ;
-  assign \port$2735$0  = \$34 ;
-  assign \port$2736$0  = \$35 ;
-  assign \port$2737$0  = \$36 ;
-  assign \port$2738$0  = \$37 ;
-  assign \port$2739$0  = \$38 ;
+  assign \port$2781$0  = \$32 ;
+  assign \port$2782$0  = \$33 ;
+  assign \port$2783$0  = \$34 ;
+  assign \port$2784$0  = \$35 ;
+  assign \port$2785$0  = \$36 ;
+  assign \port$2786$0  = \$37 ;
+  assign \port$2787$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

@@ -12,7 +12,7 @@ from sw.gae.spec import (GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, G
 from sw.fixed import FixedFormat
 from sw.shell.spec import HOST_READ_LATENCY
 
-from ..fixed import saturate_fast
+from ..fixed import saturate_fast, saturate_staged
 from ..shell.host_port import register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
@@ -401,6 +401,7 @@ class GaeCore(wiring.Component):
         s2_r = [Signal(signed(W), name=f"s2_r{p}") for p in range(N)]
         s2_v = [Signal(signed(W), name=f"s2_v{p}") for p in range(N)]
         deq_bits = Signal(N, name="deq_ovf_bits")
+        deq_lanes = _lane_mask(m, c3["nvalid"], N, name="deq_lanes")
         for p in range(N):
             ovf = []
             for kind, data, out in (("reward", rq["rewards"], s2_r), ("value", rq["values"], s2_v)):
@@ -418,7 +419,7 @@ class GaeCore(wiring.Component):
                 ovf.append(o)
             o_r, o_v = ovf
             # Rewards of the bootstrap row and lanes past the last trajectory hold no data.
-            m.d.sync += deq_bits[p].eq(((o_r & ~c4["boot"]) | o_v) & (p < c4["nvalid"]))
+            m.d.sync += deq_bits[p].eq(((o_r & ~c4["boot"]) | o_v) & deq_lanes[p])
         any_deq_ovf = Signal()
         m.d.sync += any_deq_ovf.eq(s2c["valid"] & deq_bits.any())
 
@@ -490,8 +491,14 @@ class GaeCore(wiring.Component):
         w_valid, w_addr, w_lanes = valid, addr, lanes
         # Lane p is written iff p < w_lanes: registered from the stage before.
         w_lane_en = Signal(N, name="w_lane_en")
-        pv, _, pl = tags[-2] if len(tags) > 1 else (out0.valid, None, out0.payload.trajectory)
-        m.d.sync += w_lane_en.eq(_cat([pv & (p < pl) for p in range(N)]))
+        if len(tags) > 2:
+            pv = tags[-2][0]
+            lane_on = _lane_mask(m, tags[-3][2], N, name="wb_lanes")
+        else:
+            pv, pl = (tags[-2][0], tags[-2][2]) if len(tags) > 1 else \
+                (out0.valid, out0.payload.trajectory)
+            lane_on = [p < pl for p in range(N)]
+        m.d.sync += w_lane_en.eq(_cat([pv & lane_on[p] for p in range(N)]))
         any_req_ovf = Signal()
         if cfg.results == "inplace":
             qmax = cfg.code_max
@@ -514,13 +521,14 @@ class GaeCore(wiring.Component):
 
             def requant(x, kind, out, p):
                 """x * scale + offset, rounded, clamped to +-qmax: the operand shifted (a
-                barrel shifter), saturated to 27 bits, its product with the mantissa (one
-                DSP48E2), the sum with the offset, the clamped code."""
+                barrel shifter), saturated to 27 bits (range checks, then the select), its
+                product with the mantissa (one DSP48E2), the sum with the offset, the clamped
+                code."""
                 scale = a[f"{kind}_scale"]
                 tag = f"rq_{kind[0]}{p}"
                 xs = Signal(signed(W + LR), name=f"{tag}_x")
                 m.d.sync += xs.eq((x << LR) >> scale[sl:sl + sb])
-                sat, _ = saturate_fast(m, xs, op_fmt, name=f"{tag}_sat")
+                sat, _ = saturate_staged(m, xs, op_fmt, name=f"{tag}_sat")
                 op = Signal(signed(op_fmt.width), name=f"{tag}_op")
                 m.d.sync += op.eq(sat)
                 prod = Signal(signed(op_fmt.width + mb), name=f"{tag}_pp")
@@ -532,10 +540,11 @@ class GaeCore(wiring.Component):
                 m.d.sync += out[p].eq(Mux(hi, qmax, Mux(lo, -qmax, code[:b])))
                 return hi | lo
 
+            req_lanes = _lane_mask(m, tags[3][2], N, name="rq_lanes")
             for p in range(N):
                 oa = requant(pes[p].o.payload.advantage, "adv", w_adv, p)
                 orr = requant(pes[p].o.payload.rtg, "rtg", w_rtg, p)
-                m.d.sync += req_bits[p].eq((oa | orr) & (p < tags[3][2]))
+                m.d.sync += req_bits[p].eq((oa | orr) & req_lanes[p])
             m.d.sync += any_req_ovf.eq(w_valid & req_bits.any())
             results = {"rewards": w_adv, "values": w_rtg}
         else:
@@ -631,6 +640,28 @@ class _Stage2:
     d: Signal
     boot_regs: list
     any_deq_ovf: Signal
+
+
+def _lane_mask(m, count, n, *, name):
+    """``[p < count for p in range(n)]`` one cycle after ``count``, each one LUT after
+    registers: ``count``'s high bits compared with every value (greater, equal) and its low
+    four bits with every value (greater), registered; lane ``p`` is then ``hi > p_hi | (hi ==
+    p_hi & lo > p_lo)``. (Direct compares of one count against n constants map to a chain
+    of LUTs that shares their terms.)"""
+    lb = min(4, len(count))
+    lo, hi = count[:lb], count[lb:]
+    n_lo, n_hi = 1 << lb, (n >> lb) + 1
+    top_hi = (1 << len(hi)) - 1
+    gt_lo = Signal(n_lo, name=f"{name}_gtlo")
+    m.d.sync += gt_lo.eq(_cat([lo > j if j < n_lo - 1 else Const(0, 1) for j in range(n_lo)]))
+    if len(hi) == 0:
+        return [gt_lo[p] for p in range(n)]
+    gt_hi = Signal(n_hi, name=f"{name}_gthi")
+    eq_hi = Signal(n_hi, name=f"{name}_eqhi")
+    m.d.sync += [gt_hi.eq(_cat([hi > k if k < top_hi else Const(0, 1) for k in range(n_hi)])),
+                 eq_hi.eq(_cat([hi == k if k <= top_hi else Const(0, 1)
+                                for k in range(n_hi)]))]
+    return [gt_hi[p >> lb] | (eq_hi[p >> lb] & gt_lo[p & (n_lo - 1)]) for p in range(n)]
 
 
 def _cat(values):

@@ -121,7 +121,8 @@ class LearnerCore(wiring.Component):
     args : ``In(ArgsSignature(learner_register_map(config)))``
         ``batch_size`` (13 bits), ``lr`` (η raw, ``lr_width``), ``gamma`` (``coef_width``);
         DQN also ``sync_target`` (sync this step) and ``sync_period`` (every N-th step, 0:
-        off). Sampled with ``ctrl.start``.
+        off). Sampled with ``ctrl.start``; they must be stable from the cycle before ``start``
+        (their checks and what the counters load at the start are registered every cycle).
     status : ``Out(StatusSignature(...))``
         ``status_<flag>_overflow`` for each of :data:`LEARNER_FLAGS` (:data:`FLAG_FIELDS`),
         ``loss_lo``/``loss_hi`` (the 64-bit loss sum); DQN also ``status_target_synced`` (the
@@ -212,14 +213,22 @@ class LearnerCore(wiring.Component):
         if cfg.loss == "dqn":
             count = Signal(SYNC_BITS)
             top = (1 << SYNC_BITS) - 1
-            due = self.args.sync_target | ((self.args.sync_period != 0)
-                                           & (count + 1 >= self.args.sync_period))
+            # Registered every cycle: the arguments are stable from the cycle before start
+            # and ``count`` changes only at a start.
+            due = Signal(name="sync_due")
+            m.d.sync += due.eq(self.args.sync_target | ((self.args.sync_period != 0)
+                                                        & (count + 1 >= self.args.sync_period)))
             m.d.comb += [self.status.sync_count.eq(count),
                          self.status.status_target_synced.eq(sync_now)]
+        # BATCH_SIZE's check, registered every cycle (the arguments are stable from the cycle
+        # before start).
+        bad_batch = Signal(name="bad_batch")
+        m.d.sync += bad_batch.eq(~self.args.batch_size.any()
+                                 | gt_const(self.args.batch_size, cfg.max_batch))
         with m.If(clear):
             m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), eta.eq(self.args.lr),
                          gamma.eq(self.args.gamma), loss_acc.eq(0), sync_now.eq(0)]
-            with m.If(~self.args.batch_size.any() | gt_const(self.args.batch_size, cfg.max_batch)):
+            with m.If(bad_batch):
                 m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.ctrl.done.eq(1)]
             with m.Else():
                 m.d.sync += [err.eq(0), busy.eq(1)]
@@ -270,9 +279,17 @@ class LearnerCore(wiring.Component):
         req = register_host_requests(m, self.host, busy=busy, start=self.ctrl.start)
         addr = req.addr
         local = addr[:local_bits]
-        reg = addr[local_bits:]
         idle = ~busy
         rd = []
+        # Which region the request is in, and within its words: decoded from the port's
+        # address into registers beside the request's (the decode and the byte-enable and
+        # port-select logic after it would not fit one cycle).
+        p_local = self.host.addr[:local_bits]
+        p_reg = self.host.addr[local_bits:]
+        hit_q = Signal(len(regions(cfg)), name="host_region_q")
+        m.d.sync += hit_q.eq(Cat(*[
+            (p_reg == idx) & (p_local[(sub_words(cfg, r) - 1).bit_length():] < r.depth(cfg))
+            for idx, r in enumerate(regions(cfg))]))
 
         def delay2(value, name):
             # ``value`` two cycles later: with the block RAM's data, then with its register.
@@ -295,7 +312,7 @@ class LearnerCore(wiring.Component):
             sub = sub_words(cfg, r)
             sbits = (sub - 1).bit_length()
             blk = local[sbits:]
-            in_range = (reg == idx) & (blk < r.depth(cfg))
+            in_range = hit_q[idx]
             oks.append(in_range)
             if r.name in bufs:
                 buf = bufs[r.name]
@@ -339,7 +356,7 @@ class LearnerCore(wiring.Component):
                           Cat(*([req.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
         # Whether the read hit a region, and which (one-hot), beside the data.
         r_ok = delay2(req.re & idle & or_all(oks), "host_ok")
-        r_hit = delay2(Cat(*[reg == idx for idx, _ in rd]), "host_hit")
+        r_hit = delay2(hit_q, "host_hit")
         out = or_all(Mux(r_hit[i], data, 0) for i, (_, data) in enumerate(rd))
         rdata = Signal(D, name="host_rdata_q")
         m.d.sync += rdata.eq(Mux(r_ok, out, 0))

@@ -141,6 +141,8 @@ class ReplayCore(wiring.Component):
         issuing = Signal()                      # elements left to read
         two = Signal()                          # phase 1 follows phase 0
         cur_last = Signal(bw)                   # ph_last of the phase being issued
+        cur_last_m1 = Signal(bw)                # cur_last - 1 (modulo 2^bw)
+        at_last = Signal()                      # issue_i == cur_last, a register
         rsp_last = Signal(bw)                   # output entries expected - 1
         rsp_j = Signal(bw)                      # output entries written
         rsp_none = Signal(init=1)               # registered: no output entry left to write
@@ -161,11 +163,12 @@ class ReplayCore(wiring.Component):
         with m.If(advance):
             m.d.sync += [c_valid.eq(fetch), c_op.eq(cur_op)]
         with m.If(fetch):
-            m.d.sync += issue_i.eq(issue_i + 1)
-            with m.If(issue_i == cur_last):
+            m.d.sync += [issue_i.eq(issue_i + 1), at_last.eq(issue_i == cur_last_m1)]
+            with m.If(at_last):
                 m.d.sync += issue_i.eq(0)
                 with m.If(~phase & two):
-                    m.d.sync += [phase.eq(1), cur_last.eq(ph_last[1])]
+                    m.d.sync += [phase.eq(1), cur_last.eq(ph_last[1]),
+                                 cur_last_m1.eq(ph_last[1] - 1), at_last.eq(ph_last[1] == 0)]
                 with m.Else():
                     m.d.sync += issuing.eq(0)
         m.d.comb += [
@@ -273,6 +276,7 @@ class ReplayCore(wiring.Component):
                         m.d.sync += [busy.eq(1), issuing.eq(1), rsp_none.eq(~p_rsp),
                                      rsp_last.eq(p_rsp_last),
                                      two.eq(p_two), cur_last.eq(p_last[0]),
+                                     cur_last_m1.eq(p_last[0] - 1), at_last.eq(p_last[0] == 0),
                                      wait_tree.eq(p_wait)]
                         m.d.sync += [d.eq(v) for d, v in zip(ph_op + ph_last, p_op + p_last)]
                         m.next = "RUN"

@@ -381,12 +381,19 @@ class SumTree(wiring.Component):
             pipe += [*_taps(lvl), lvl.o]
         pipe += [leaf.taps[0], leaf.taps[1]]
         ahead, taps, taps2 = pipe[:-2], pipe[1:-1], pipe[2:]
+        # The index compares in two halves, each registered (one wide compare per record maps
+        # to a chain of LUTs); stage B ANDs them.
         hits = Signal(len(taps) + 1)            # stage B; the top bit: the lookup (always)
+        hits_lo = Signal(len(taps), name="b_hits_lo")
+        hits_hi = Signal(len(taps), name="b_hits_hi")
         lane = Signal(k)                        # stage B; one-hot: the lookup's lane
+        half = (len(hit_index) + 1) // 2
         m.d.sync += [
-            hits.eq(Cat(*(r.write & (r.index == hit_index) for r in ahead), 1)),
+            hits_lo.eq(Cat(*(r.write & (r.index[:half] == hit_index[:half]) for r in ahead))),
+            hits_hi.eq(Cat(*(r.index[half:] == hit_index[half:] for r in ahead))),
             lane.eq(Cat(hit_index[:lk] == j for j in range(k)) if k > 1 else 1),
         ]
+        m.d.comb += hits.eq(Cat(hits_lo & hits_hi, 1))
         youngest = Signal(len(taps) + 1)
         sel_tap = Signal(len(taps))             # stage B2: one-hot (or 0: the lookup)
         sel_lane = Signal(k)                    # stage B2: one-hot (or 0: a record hit)

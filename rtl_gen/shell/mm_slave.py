@@ -382,13 +382,16 @@ class AxiMemorySlave(wiring.Component):
         m.submodules.rq = rq = SyncFIFO(width=self._data_width + 3 + self._id_width, depth=depth)
         pop = rq.r_rdy & a("rready")
         # Reads issued and not yet popped, at most ``depth``: a read is issued only if the
-        # queue has room for its beat behind every beat in flight.
-        owed = Signal(range(depth + 1))
-        full = Signal()                        # owed == depth, a register
+        # queue has room for its beat behind every beat in flight. A thermometer code (bit k:
+        # more than k owed), so "full" is its top bit and no count is added or compared.
+        owed = Signal(depth)
+        full = owed[depth - 1]
         issue = rd_act & (~full | pop)
         rd_ok = ~bad & in_range & self.mem.enable
-        owed_next = owed + issue - pop
-        m.d.sync += [owed.eq(owed_next), full.eq(owed_next == depth)]
+        with m.If(issue & ~pop):
+            m.d.sync += owed.eq(Cat(Const(1, 1), owed[:-1]))
+        with m.Elif(pop & ~issue):
+            m.d.sync += owed.eq(owed[1:])
         m.d.sync += stages[0]["valid"].eq(issue)
         with m.If(issue):
             m.d.sync += [

@@ -248,10 +248,10 @@ class GaeCoreConfig(Config):
     @property
     def write_latency(self) -> int:
         """Registers from the PEs' outputs to the memories' write ports: in place, the
-        requantizer's operand shifted by the scale's shift, saturated to 27 bits, its product
-        with the mantissa (one DSP48E2), the sum with the offset, the clamped code; with full
-        results, one."""
-        return 5 if self.results == "inplace" else 1
+        requantizer's operand shifted by the scale's shift, its range checks, the operand
+        saturated to 27 bits, its product with the mantissa (one DSP48E2), the sum with the
+        offset, the clamped code; with full results, one."""
+        return 6 if self.results == "inplace" else 1
 
     @property
     def drain_cycles(self) -> int:

@@ -249,3 +249,30 @@ def test_core_matches_golden_on_the_drivers_caller_units_registers():
     adv, rtg = results_of(cfg, res, T, M)
     np.testing.assert_array_equal(adv, exp["adv"])
     np.testing.assert_array_equal(rtg, exp["rtg"])
+
+
+@pytest.mark.parametrize("n", [2, 8, 16, 17, 64])
+def test_lane_mask_is_p_below_count(n):
+    """The write-back's and dequantizer's lane masks (``_lane_mask``): bit p is p < count,
+    one cycle after count, for every count in 0..n."""
+    from amaranth.hdl import Cat, Module, Signal
+
+    from rtl_gen.gae.core import _lane_mask
+
+    m = Module()
+    count = Signal(range(n + 1))
+    mask = Signal(n)
+    m.d.comb += mask.eq(Cat(*_lane_mask(m, count, n, name="t")))
+    got = {}
+
+    async def bench(ctx):
+        for c in range(n + 1):
+            ctx.set(count, c)
+            await ctx.tick()
+            got[c] = ctx.get(mask)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == {c: (1 << c) - 1 for c in range(n + 1)}

@@ -114,6 +114,7 @@ def test_bad_batch_size_touches_nothing():
             await host.write(name, img)
         for bad in (0, cfg.max_batch + 1):
             ctx.set(dut.args.batch_size, bad)
+            await ctx.tick()                # the arguments stable the cycle before start
             ctx.set(dut.ctrl.start, 1)
             await ctx.tick()
             ctx.set(dut.ctrl.start, 0)
@@ -283,6 +284,7 @@ def test_target_sync_period_and_forced(dp):
         # A refused start (bad batch size) counts no step.
         ctx.set(dut.args.batch_size, 0)
         ctx.set(dut.args.sync_period, period)
+        await ctx.tick()
         ctx.set(dut.ctrl.start, 1)
         await ctx.tick()
         ctx.set(dut.ctrl.start, 0)

@@ -85,6 +85,7 @@ def test_item_counter_shadows_follow_rem(lookahead, gap):
     async def bench(ctx_):
         for batch in (1, 4, 5, 9, 23, 64):
             ctx_.set(bs, batch)
+            await ctx_.tick()               # B stable the cycle before clear
             ctx_.set(clear, 1)
             await ctx_.tick()
             ctx_.set(clear, 0)

@@ -114,6 +114,7 @@ def run_stage(cfg, stage, batch, preload, *, lr=0, gamma=0, sync=False, timeout=
         ctx.set(dut.lr, lr)
         ctx.set(dut.gamma, gamma)
         ctx.set(dut.sync, sync)
+        await ctx.tick()                    # the arguments stable the cycle before start
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)

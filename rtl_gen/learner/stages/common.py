@@ -35,7 +35,8 @@ class StageContext:
     clear : Value(1)
         The cycle a step starts: every stage resets its counters.
     batch_size : Value(13)
-        B, valid while ``clear``.
+        B, stable from the cycle before ``clear`` (what the counters load at ``clear`` is
+        computed from it into registers every cycle).
     eta : Value(lr_width)
         η raw (WU), held during the step.
     gamma : Value(coef_width)
@@ -199,9 +200,9 @@ class ItemCounter:
         gbase = Signal(13, name=f"{name}_gbase")           # and the batch's (shared inputs)
         rem = Signal(signed(14), name=f"{name}_rem")       # B - (d + p·dp)·m
         self.p, self.base, self.gbase, self.rem = p, base, gbase, rem
+        rem_clear = self._next(True)[1](0)          # (its register made outside the If)
         with m.If(ctx.clear):
-            m.d.sync += [p.eq(0), base.eq(0), gbase.eq(d * per),
-                         rem.eq(ctx.batch_size - d * cfg.sub_batch)]
+            m.d.sync += [p.eq(0), base.eq(0), gbase.eq(d * per), rem.eq(rem_clear)]
         sbm = cfg.sub_batch
         self.cnt = self.derived(f"{name}_cnt", range(sbm + 1),
                                 lambda lt, sub, rsub: Mux(lt(sbm), sub(0), sbm))
@@ -213,10 +214,30 @@ class ItemCounter:
         or subtract of a register and a constant."""
         cfg = self._config
         if clear:
-            v, off = self._ctx.batch_size, self._d * cfg.sub_batch
-        else:
-            v, off = self.rem, cfg.sub_batch * cfg.dp
+            return self._clear_registered()
+        v, off = self.rem, cfg.sub_batch * cfg.dp
         return (lambda c: v < c + off), (lambda c: v - (c + off)), (lambda c: (c + off) - v)
+
+    def _clear_registered(self):
+        """:meth:`_next` at ``clear``: the compares and differences of B (``ctx.batch_size``,
+        stable from the cycle before ``clear``) as registers loaded every cycle, one per kind
+        and constant: no arithmetic on the arguments in the cycle of ``clear``. A register is
+        made on first use, so the terms must be used outside conditional statements."""
+        v, off = self._ctx.batch_size, self._d * self._config.sub_batch
+        fns = {"lt": lambda c: v < c + off, "sub": lambda c: v - (c + off),
+               "rsub": lambda c: (c + off) - v}
+
+        def term(kind):
+            def get(c):
+                key = ("clear", kind, c)
+                if key not in self._terms:
+                    value = fns[kind](c)
+                    reg = Signal(value.shape(), name=f"{self._name}_c{kind}{c}".replace("-", "m"))
+                    self._m.d.sync += reg.eq(value)
+                    self._terms[key] = reg
+                return self._terms[key]
+            return get
+        return term("lt"), term("sub"), term("rsub")
 
     def _next_registered(self):
         """:meth:`_next` of the advance as registers loaded every cycle (one per kind and
@@ -237,8 +258,9 @@ class ItemCounter:
     def derived(self, name, shape, fn):
         """A register holding ``fn(lt, sub, rsub)`` (:meth:`_next`) of the item's ``rem``."""
         sig = Signal(shape, name=name)
+        at_clear = fn(*self._next(True))        # its registers are made outside the If
         with self._m.If(self._ctx.clear):
-            self._m.d.sync += sig.eq(fn(*self._next(True)))
+            self._m.d.sync += sig.eq(at_clear)
         nx = None
         if self._lookahead:
             nx = Signal(shape, name=f"{name}_nx")
@@ -248,7 +270,8 @@ class ItemCounter:
         return sig
 
     def clear_of(self, sig):
-        """The value the derived register ``sig`` takes at ``clear``."""
+        """The value the derived register ``sig`` takes at ``clear`` (call it outside
+        conditional statements: it may make the registers of :meth:`_clear_registered`)."""
         for s, fn, _ in self._derived:
             if s is sig:
                 return fn(*self._next(True))
@@ -328,9 +351,14 @@ def done_counter(m, ctx, stage, event):
     done = Signal(13, name=f"{name}_done")
     left = Signal(signed(14), name=f"{name}_left")      # B - (d + done·dp)·m
     all_done = Signal(name=f"{name}_all")             # left <= 0, registered with left
+    # What ``left`` and ``all`` take at ``clear``, registered every cycle from B (stable from
+    # the cycle before ``clear``).
+    left_c = Signal.like(left, name=f"{name}_left_c")
+    all_c = Signal(name=f"{name}_all_c")
+    m.d.sync += [left_c.eq(ctx.batch_size - stage.pipe * cfg.sub_batch),
+                 all_c.eq(ctx.batch_size <= stage.pipe * cfg.sub_batch)]
     with m.If(ctx.clear):
-        m.d.sync += [done.eq(0), left.eq(ctx.batch_size - stage.pipe * cfg.sub_batch),
-                     all_done.eq(ctx.batch_size <= stage.pipe * cfg.sub_batch)]
+        m.d.sync += [done.eq(0), left.eq(left_c), all_done.eq(all_c)]
     with m.Elif(event):
         m.d.sync += [done.eq(done + 1), left.eq(left - cfg.sub_batch * cfg.dp),
                      all_done.eq(left <= cfg.sub_batch * cfg.dp)]
