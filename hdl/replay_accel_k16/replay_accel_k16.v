@@ -285,9 +285,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2814$0 (\$5 ),
-    .\port$2816$0 (\$6 ),
-    .\port$2864$0 (\$7 ),
+    .\port$2818$0 (\$5 ),
+    .\port$2820$0 (\$6 ),
+    .\port$2868$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -468,19 +468,19 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   wire \$103 ;
   wire \$104 ;
   wire [13:0] \$105 ;
-  wire \$106 ;
+  wire [14:0] \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire [13:0] \$109 ;
+  wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire \$111 ;
+  wire [2:0] \$111 ;
   wire \$112 ;
-  wire [2:0] \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire [13:0] \$116 ;
-  wire [32:0] \$117 ;
+  wire \$113 ;
+  wire [13:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire [14:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -489,22 +489,22 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   wire \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [13:0] \$127 ;
-  wire [13:0] \$128 ;
+  wire [32:0] \$125 ;
+  wire [32:0] \$126 ;
+  wire [32:0] \$127 ;
+  wire [2:0] \$128 ;
   wire [2:0] \$129 ;
   wire [4:0] \$13 ;
-  wire [2:0] \$130 ;
-  wire [13:0] \$131 ;
-  wire [13:0] \$132 ;
-  wire [2:0] \$133 ;
-  wire [13:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [32:0] \$130 ;
+  wire [32:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [32:0] \$133 ;
+  wire [2:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire [32:0] \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire [13:0] \$139 ;
+  wire \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
@@ -536,17 +536,17 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   reg \$165 ;
   reg [2:0] \$166 ;
   reg [12:0] \$167 ;
-  reg \$168 ;
-  reg \$169 ;
+  reg [13:0] \$168 ;
+  reg [13:0] \$169 ;
   wire \$17 ;
-  reg [12:0] \$170 ;
-  reg [12:0] \$171 ;
-  reg \$172 ;
-  reg [1:0] \$173 ;
-  reg \$174 ;
-  reg [12:0] \$175 ;
-  reg [31:0] \$176 ;
-  reg \$177 ;
+  reg \$170 ;
+  reg \$171 ;
+  reg [1:0] \$172 ;
+  reg \$173 ;
+  reg [12:0] \$174 ;
+  reg [31:0] \$175 ;
+  reg \$176 ;
+  reg [13:0] \$177 ;
   reg \$178 ;
   reg \$179 ;
   wire [3:0] \$18 ;
@@ -556,24 +556,26 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   reg \$183 ;
   reg \$184 ;
   reg \$185 ;
-  reg [12:0] \$186 ;
-  reg [12:0] \$187 ;
-  reg [12:0] \$188 ;
-  reg [2:0] \$189 ;
+  reg [13:0] \$186 ;
+  reg [13:0] \$187 ;
+  reg [13:0] \$188 ;
+  reg [13:0] \$189 ;
   wire \$19 ;
-  reg [2:0] \$190 ;
-  reg [1:0] \$191 ;
-  reg \$192 ;
+  reg [13:0] \$190 ;
+  reg [2:0] \$191 ;
+  reg [2:0] \$192 ;
   reg [1:0] \$193 ;
-  reg [12:0] \$194 ;
-  reg \$195 ;
+  reg \$194 ;
+  reg [1:0] \$195 ;
   reg \$196 ;
-  reg [2:0] \$197 ;
-  reg [2:0] \$198 ;
-  reg [12:0] \$199 ;
+  reg [13:0] \$197 ;
+  reg \$198 ;
+  reg [2:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [12:0] \$200 ;
+  reg [2:0] \$200 ;
+  reg [13:0] \$201 ;
+  reg [13:0] \$202 ;
   wire \$21 ;
   wire \$22 ;
   wire [1:0] \$23 ;
@@ -692,7 +694,6 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   reg [1:0] \$signature__en$28 ;
   reg \$signature__en$30 ;
   reg [3:0] \$signature__en$33 ;
-  reg at_last = 1'h0;
   reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
@@ -734,8 +735,6 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   wire cmd__ready;
   (* init = 1'h0 *)
   wire cmd__valid;
-  reg [12:0] cur_last = 13'h0000;
-  reg [12:0] cur_last_m1 = 13'h0000;
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
@@ -781,6 +780,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   wire invalid;
   reg [12:0] issue_i = 13'h0000;
   reg issuing = 1'h0;
+  reg [13:0] left = 14'h0000;
+  reg [13:0] left_m1 = 14'h0000;
   wire [31:0] max_priority;
   wire [31:0] max_priority_hi;
   output [31:0] max_priority_lo;
@@ -791,7 +792,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   wire op_prng;
   input op_relaxed;
   wire op_relaxed;
-  reg [12:0] ph0_last = 13'h0000;
+  reg [13:0] ph0_left = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -802,7 +803,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph0_op = 3'h0;
-  reg [12:0] ph1_last = 13'h0000;
+  reg [13:0] ph1_left = 14'h0000;
+  reg [13:0] ph1_left_m1 = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -815,7 +817,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   reg [2:0] ph1_op = 3'h0;
   reg phase = 1'h0;
   reg [1:0] plan_fail = 2'h0;
-  reg [12:0] plan_ph0_last = 13'h0000;
+  reg [13:0] plan_ph0_left = 14'h0000;
+  reg [13:0] plan_ph0_left_m1 = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -826,7 +829,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
   reg [2:0] plan_ph0_op = 3'h0;
-  reg [12:0] plan_ph1_last = 13'h0000;
+  reg [13:0] plan_ph1_left = 14'h0000;
+  reg [13:0] plan_ph1_left_m1 = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -838,7 +842,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   (* enum_value_111 = "RESET" *)
   reg [2:0] plan_ph1_op = 3'h0;
   reg plan_rsp = 1'h0;
-  reg [12:0] plan_rsp_last = 13'h0000;
+  reg [13:0] plan_rsp_left = 14'h0000;
   reg plan_seed = 1'h0;
   reg plan_two = 1'h0;
   reg plan_wait_tree = 1'h0;
@@ -868,7 +872,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   (* init = 32'd0 *)
   wire [31:0] rsp_cycles;
   reg [12:0] rsp_j = 13'h0000;
-  reg [12:0] rsp_last = 13'h0000;
+  reg [13:0] rsp_left = 14'h0000;
   reg rsp_none = 1'h1;
   input rst;
   wire rst;
@@ -1130,41 +1134,41 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   assign \$103  = \$102  | cmd__ready;
   assign \$104  = issuing & \$103 ;
   assign \$105  = issue_i + 1'h1;
-  assign \$106  = issue_i == cur_last_m1;
+  assign \$106  = $signed(left_m1) - $signed(2'h1);
   assign \$107  = ~ phase;
   assign \$108  = \$107  & two;
-  assign \$109  = ph1_last - 1'h1;
-  assign \$110  = ! ph1_last;
-  assign \$111  = c_valid & cmd__ready;
-  assign \$112  = ~ tail_zero;
-  assign \$113  = tail - 1'h1;
-  assign \$114  = tail == 1'h1;
-  assign \$115  = rsp__valid & busy;
-  assign \$116  = rsp_j + 1'h1;
-  assign \$117  = cycles + 1'h1;
-  assign \$118  = rsp_j == rsp_last;
-  assign \$119  = ! batch_size;
-  assign \$120  = batch_size > 13'h1000;
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = ! update_size;
-  assign \$123  = update_size > 13'h1000;
-  assign \$124  = \$122  | \$123 ;
-  assign \$125  = op_code > 3'h7;
-  assign \$126  = op_code == 3'h7;
-  assign \$127  = batch_size[12:0] - 1'h1;
-  assign \$128  = batch_size[12:0] - 1'h1;
+  assign \$109  = c_valid & cmd__ready;
+  assign \$110  = ~ tail_zero;
+  assign \$111  = tail - 1'h1;
+  assign \$112  = tail == 1'h1;
+  assign \$113  = rsp__valid & busy;
+  assign \$114  = rsp_j + 1'h1;
+  assign \$115  = cycles + 1'h1;
+  assign \$116  = $signed(rsp_left) - $signed(2'h1);
+  assign \$117  = ! batch_size;
+  assign \$118  = batch_size > 13'h1000;
+  assign \$119  = \$117  | \$118 ;
+  assign \$120  = ! update_size;
+  assign \$121  = update_size > 13'h1000;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = op_code > 3'h7;
+  assign \$124  = op_code == 3'h7;
+  assign \$125  = batch_size - 2'h2;
+  assign \$126  = batch_size - 2'h3;
+  assign \$127  = batch_size - 2'h2;
+  assign \$128  = op_prng ? 3'h1 : 3'h0;
   assign \$129  = op_prng ? 3'h1 : 3'h0;
-  assign \$130  = op_prng ? 3'h1 : 3'h0;
-  assign \$131  = update_size[12:0] - 1'h1;
-  assign \$132  = update_size[12:0] - 1'h1;
-  assign \$133  = op_prng ? 3'h1 : 3'h0;
-  assign \$134  = batch_size[12:0] - 1'h1;
-  assign \$135  = ~ ready;
-  assign \$136  = start & \$135 ;
-  assign \$137  = | plan_fail;
-  assign \$138  = ~ plan_rsp;
-  assign \$139  = plan_ph0_last - 1'h1;
-  assign \$140  = ! plan_ph0_last;
+  assign \$130  = update_size - 2'h2;
+  assign \$131  = update_size - 2'h3;
+  assign \$132  = update_size - 2'h2;
+  assign \$133  = update_size - 2'h3;
+  assign \$134  = op_prng ? 3'h1 : 3'h0;
+  assign \$135  = batch_size - 2'h2;
+  assign \$136  = batch_size - 2'h3;
+  assign \$137  = ~ ready;
+  assign \$138  = start & \$137 ;
+  assign \$139  = | plan_fail;
+  assign \$140  = ~ plan_rsp;
   assign \$141  = ~ issuing;
   assign \$142  = ~ c_valid;
   assign \$143  = \$141  & \$142 ;
@@ -1211,25 +1215,25 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   always @(posedge clk)
     issue_i <= \$167 ;
   always @(posedge clk)
-    at_last <= \$168 ;
+    left <= \$168 ;
   always @(posedge clk)
-    phase <= \$169 ;
+    left_m1 <= \$169 ;
   always @(posedge clk)
-    cur_last <= \$170 ;
+    phase <= \$170 ;
   always @(posedge clk)
-    cur_last_m1 <= \$171 ;
+    issuing <= \$171 ;
   always @(posedge clk)
-    issuing <= \$172 ;
+    tail <= \$172 ;
   always @(posedge clk)
-    tail <= \$173 ;
+    tail_zero <= \$173 ;
   always @(posedge clk)
-    tail_zero <= \$174 ;
+    rsp_j <= \$174 ;
   always @(posedge clk)
-    rsp_j <= \$175 ;
+    response_cycles <= \$175 ;
   always @(posedge clk)
-    response_cycles <= \$176 ;
+    rsp_none <= \$176 ;
   always @(posedge clk)
-    rsp_none <= \$177 ;
+    rsp_left <= \$177 ;
   always @(posedge clk)
     \$signal  <= \$178 ;
   always @(posedge clk)
@@ -1247,35 +1251,39 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   always @(posedge clk)
     plan_wait_tree <= \$185 ;
   always @(posedge clk)
-    plan_ph0_last <= \$186 ;
+    plan_ph0_left <= \$186 ;
   always @(posedge clk)
-    plan_ph1_last <= \$187 ;
+    plan_ph0_left_m1 <= \$187 ;
   always @(posedge clk)
-    plan_rsp_last <= \$188 ;
+    plan_ph1_left <= \$188 ;
   always @(posedge clk)
-    plan_ph0_op <= \$189 ;
+    plan_ph1_left_m1 <= \$189 ;
   always @(posedge clk)
-    plan_ph1_op <= \$190 ;
+    plan_rsp_left <= \$190 ;
   always @(posedge clk)
-    error <= \$191 ;
+    plan_ph0_op <= \$191 ;
   always @(posedge clk)
-    busy <= \$192 ;
+    plan_ph1_op <= \$192 ;
   always @(posedge clk)
-    engine_state <= \$193 ;
+    error <= \$193 ;
   always @(posedge clk)
-    rsp_last <= \$194 ;
+    busy <= \$194 ;
   always @(posedge clk)
-    two <= \$195 ;
+    engine_state <= \$195 ;
   always @(posedge clk)
-    wait_tree <= \$196 ;
+    two <= \$196 ;
   always @(posedge clk)
-    ph0_op <= \$197 ;
+    ph1_left_m1 <= \$197 ;
   always @(posedge clk)
-    ph1_op <= \$198 ;
+    wait_tree <= \$198 ;
   always @(posedge clk)
-    ph0_last <= \$199 ;
+    ph0_op <= \$199 ;
   always @(posedge clk)
-    ph1_last <= \$200 ;
+    ph1_op <= \$200 ;
+  always @(posedge clk)
+    ph0_left <= \$201 ;
+  always @(posedge clk)
+    ph1_left <= \$202 ;
   \replay_accel_k16.core.tree  tree (
     .busy(\busy$61 ),
     .clear(clear),
@@ -1631,7 +1639,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
     \$162  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             \$162  = 1'h1;
           end
     endcase
@@ -1644,8 +1652,8 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
     \$163  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            if (\$137 ) begin
+          if (\$138 ) begin
+            if (\$139 ) begin
               \$163  = 1'h1;
             end
           end
@@ -1670,7 +1678,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             \$164  = 32'd0;
           end
     endcase
@@ -1703,13 +1711,13 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
     \$167  = issue_i;
     if (\$104 ) begin
       \$167  = \$105 [12:0];
-      if (at_last) begin
+      if (left[13]) begin
         \$167  = 13'h0000;
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             \$167  = 13'h0000;
           end
     endcase
@@ -1719,221 +1727,218 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$168  = at_last;
+    \$168  = left;
     if (\$104 ) begin
-      \$168  = \$106 ;
-      if (at_last) begin
+      \$168  = left_m1;
+      if (left[13]) begin
         if (\$108 ) begin
-          \$168  = \$110 ;
+          \$168  = ph1_left;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$168  = \$140 ;
+              \$168  = plan_ph0_left;
             end
           end
     endcase
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$169  = phase;
+    \$169  = left_m1;
     if (\$104 ) begin
-      if (at_last) begin
+      \$169  = \$106 [13:0];
+      if (left[13]) begin
         if (\$108 ) begin
-          \$169  = 1'h1;
+          \$169  = ph1_left_m1;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            \$169  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$169  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$170  = cur_last;
-    if (\$104 ) begin
-      if (at_last) begin
-        if (\$108 ) begin
-          \$170  = ph1_last;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$170  = plan_ph0_last;
+              \$169  = plan_ph0_left_m1;
             end
           end
     endcase
     if (rst) begin
-      \$170  = 13'h0000;
+      \$169  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$171  = cur_last_m1;
+    \$170  = phase;
     if (\$104 ) begin
-      if (at_last) begin
+      if (left[13]) begin
         if (\$108 ) begin
-          \$171  = \$109 [12:0];
+          \$170  = 1'h1;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            (* full_case = 32'd1 *)
-            if (\$137 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$171  = \$139 [12:0];
-            end
+          if (\$138 ) begin
+            \$170  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$171  = 13'h0000;
+      \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$172  = issuing;
+    \$171  = issuing;
     if (\$104 ) begin
-      if (at_last) begin
+      if (left[13]) begin
         (* full_case = 32'd1 *)
         if (\$108 ) begin
         end else begin
-          \$172  = 1'h0;
+          \$171  = 1'h0;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$172  = 1'h1;
+              \$171  = 1'h1;
             end
           end
     endcase
     if (rst) begin
-      \$172  = 1'h0;
+      \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$173  = tail;
-    if (\$111 ) begin
-      \$173  = 2'h3;
-    end else if (\$112 ) begin
-      \$173  = \$113 [1:0];
+    \$172  = tail;
+    if (\$109 ) begin
+      \$172  = 2'h3;
+    end else if (\$110 ) begin
+      \$172  = \$111 [1:0];
     end
     if (rst) begin
-      \$173  = 2'h0;
+      \$172  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$174  = tail_zero;
-    if (\$111 ) begin
-      \$174  = 1'h0;
-    end else if (\$112 ) begin
-      \$174  = \$114 ;
+    \$173  = tail_zero;
+    if (\$109 ) begin
+      \$173  = 1'h0;
+    end else if (\$110 ) begin
+      \$173  = \$112 ;
     end
     if (rst) begin
-      \$174  = 1'h1;
+      \$173  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$175  = rsp_j;
-    if (\$115 ) begin
-      \$175  = \$116 [12:0];
+    \$174  = rsp_j;
+    if (\$113 ) begin
+      \$174  = \$114 [12:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            \$175  = 13'h0000;
+          if (\$138 ) begin
+            \$174  = 13'h0000;
           end
     endcase
     if (rst) begin
-      \$175  = 13'h0000;
+      \$174  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$176  = response_cycles;
-    if (\$115 ) begin
-      \$176  = \$117 [31:0];
+    \$175  = response_cycles;
+    if (\$113 ) begin
+      \$175  = \$115 [31:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            \$176  = 32'd0;
+          if (\$138 ) begin
+            \$175  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$176  = 32'd0;
+      \$175  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$177  = rsp_none;
-    if (\$115 ) begin
-      \$177  = \$118 ;
+    \$176  = rsp_none;
+    if (\$113 ) begin
+      \$176  = rsp_left[13];
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$177  = \$138 ;
+              \$176  = \$140 ;
             end
           end
     endcase
     if (rst) begin
-      \$177  = 1'h1;
+      \$176  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$178  = \$121 ;
+    \$177  = rsp_left;
+    if (\$113 ) begin
+      \$177  = \$116 [13:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$138 ) begin
+            (* full_case = 32'd1 *)
+            if (\$139 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$177  = plan_rsp_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$177  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$178  = \$119 ;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$179  = \$124 ;
+    \$179  = \$122 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$180  = \$125 ;
+    \$180  = \$123 ;
     if (rst) begin
       \$180  = 1'h0;
     end
@@ -1947,7 +1952,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$182  = \$126 ;
+    \$182  = \$124 ;
     if (rst) begin
       \$182  = 1'h0;
     end
@@ -2019,7 +2024,7 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$186  = \$127 [12:0];
+    \$186  = \$125 [13:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2035,18 +2040,18 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
           end else begin
-            \$186  = \$132 [12:0];
+            \$186  = \$132 [13:0];
           end
       4'h6:
-          \$186  = 13'h0000;
+          \$186  = 14'h3fff;
     endcase
     if (rst) begin
-      \$186  = 13'h0000;
+      \$186  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$187  = 13'h1fff;
+    \$187  = \$126 [13:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2061,53 +2066,19 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$187  = \$131 [12:0];
           end else begin
-            \$187  = \$134 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$187  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$188  = \$128 [12:0];
-    if (rst) begin
-      \$188  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$189  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$189  = \$129 ;
-      4'h1:
-          \$189  = 3'h2;
-      4'h2:
-          \$189  = 3'h3;
-      4'h3:
-          \$189  = 3'h4;
-      4'h4:
-          \$189  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$189  = \$130 ;
-          end else begin
-            \$189  = 3'h2;
+            \$187  = \$133 [13:0];
           end
       4'h6:
-          \$189  = 3'h7;
+          \$187  = 14'h3ffe;
     endcase
     if (rst) begin
-      \$189  = 3'h0;
+      \$187  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$190  = plan_ph1_op;
+    \$188  = 14'h3fff;
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2122,79 +2093,112 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$190  = 3'h2;
+            \$188  = \$130 [13:0];
           end else begin
-            \$190  = \$133 ;
+            \$188  = \$135 [13:0];
           end
     endcase
     if (rst) begin
-      \$190  = 3'h0;
+      \$188  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$191  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$136 ) begin
-            \$191  = 2'h0;
-            if (\$137 ) begin
-              \$191  = plan_fail;
-            end
+    \$189  = 14'h3ffe;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$189  = \$131 [13:0];
+          end else begin
+            \$189  = \$136 [13:0];
           end
     endcase
     if (rst) begin
-      \$191  = 2'h0;
+      \$189  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$192  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$136 ) begin
-            (* full_case = 32'd1 *)
-            if (\$137 ) begin
-            end else if (plan_seed) begin
-              \$192  = 1'h1;
-            end else begin
-              \$192  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$148 ) begin
-            \$192  = 1'h0;
-          end
-      2'h1:
-          if (\$149 ) begin
-            \$192  = 1'h0;
-          end
-    endcase
+    \$190  = \$127 [13:0];
     if (rst) begin
-      \$192  = 1'h0;
+      \$190  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$193  = engine_state;
+    \$191  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$191  = \$128 ;
+      4'h1:
+          \$191  = 3'h2;
+      4'h2:
+          \$191  = 3'h3;
+      4'h3:
+          \$191  = 3'h4;
+      4'h4:
+          \$191  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$191  = \$129 ;
+          end else begin
+            \$191  = 3'h2;
+          end
+      4'h6:
+          \$191  = 3'h7;
+    endcase
+    if (rst) begin
+      \$191  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$192  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$192  = 3'h2;
+          end else begin
+            \$192  = \$134 ;
+          end
+    endcase
+    if (rst) begin
+      \$192  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$193  = error;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            (* full_case = 32'd1 *)
-            if (\$137 ) begin
-            end else if (plan_seed) begin
-              \$193  = 2'h1;
-            end else begin
-              \$193  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$148 ) begin
+          if (\$138 ) begin
             \$193  = 2'h0;
-          end
-      2'h1:
-          if (\$149 ) begin
-            \$193  = 2'h0;
+            if (\$139 ) begin
+              \$193  = plan_fail;
+            end
           end
     endcase
     if (rst) begin
@@ -2203,51 +2207,69 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$194  = rsp_last;
+    \$194  = busy;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
+              \$194  = 1'h1;
             end else begin
-              \$194  = plan_rsp_last;
+              \$194  = 1'h1;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$194  = 1'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$194  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$194  = 13'h0000;
+      \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$195  = two;
+    \$195  = engine_state;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
+              \$195  = 2'h1;
             end else begin
-              \$195  = plan_two;
+              \$195  = 2'h2;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$195  = 2'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$195  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$195  = 1'h0;
+      \$195  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$196  = wait_tree;
+    \$196  = two;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$196  = plan_wait_tree;
+              \$196  = plan_two;
             end
           end
     endcase
@@ -2257,74 +2279,110 @@ module \replay_accel_k16.core (rst, host_addr, host_re, host_we, host_enable, \b
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$197  = ph0_op;
+    \$197  = ph1_left_m1;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$197  = plan_ph0_op;
+              \$197  = plan_ph1_left_m1;
             end
           end
     endcase
     if (rst) begin
-      \$197  = 3'h0;
+      \$197  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$198  = ph1_op;
+    \$198  = wait_tree;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$198  = plan_ph1_op;
+              \$198  = plan_wait_tree;
             end
           end
     endcase
     if (rst) begin
-      \$198  = 3'h0;
+      \$198  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$199  = ph0_last;
+    \$199  = ph0_op;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$199  = plan_ph0_last;
+              \$199  = plan_ph0_op;
             end
           end
     endcase
     if (rst) begin
-      \$199  = 13'h0000;
+      \$199  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$200  = ph1_last;
+    \$200  = ph1_op;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$200  = plan_ph1_last;
+              \$200  = plan_ph1_op;
             end
           end
     endcase
     if (rst) begin
-      \$200  = 13'h0000;
+      \$200  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$201  = ph0_left;
+    casez (engine_state)
+      2'h0:
+          if (\$138 ) begin
+            (* full_case = 32'd1 *)
+            if (\$139 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$201  = plan_ph0_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$201  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$202  = ph1_left;
+    casez (engine_state)
+      2'h0:
+          if (\$138 ) begin
+            (* full_case = 32'd1 *)
+            if (\$139 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$202  = plan_ph1_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$202  = 14'h0000;
     end
   end
   assign h_region = \$3 [2:0];
@@ -16194,7 +16252,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid
-, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2814$0 , \port$2816$0 , max_priority_lo, \port$2864$0 , status_empty
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2818$0 , \port$2820$0 , max_priority_lo, \port$2868$0 , status_empty
 , status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -16585,12 +16643,12 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2814$0 ;
-  wire [15:0] \port$2814$0 ;
-  input [16:0] \port$2816$0 ;
-  wire [16:0] \port$2816$0 ;
-  input [47:0] \port$2864$0 ;
-  wire [47:0] \port$2864$0 ;
+  input [15:0] \port$2818$0 ;
+  wire [15:0] \port$2818$0 ;
+  input [16:0] \port$2820$0 ;
+  wire [16:0] \port$2820$0 ;
+  input [47:0] \port$2868$0 ;
+  wire [47:0] \port$2868$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -17525,11 +17583,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign batch_size_q = batch_size;
   assign update_size_q = update_size;
   assign seed_q = seed;
-  assign total_lo = \port$2864$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2864$0 [47:32] };
+  assign total_lo = \port$2868$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2868$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2816$0  };
-  assign write_pointer = { 16'h0000, \port$2814$0  };
+  assign size = { 15'h0000, \port$2820$0  };
+  assign write_pointer = { 16'h0000, \port$2818$0  };
   assign \$49  = { 1'h0, ap_start };
   assign \$50  = { 30'h00000000, \$49  };
   assign \$51  = { ctrl_ap_done_q, 1'h0 };
@@ -17565,17 +17623,17 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$94  = \$93 ;
   assign \$95  = { 1'h0, response_cycles };
   assign \$96  = \$95 ;
-  assign \$97  = { 1'h0, \port$2864$0 [31:0] };
+  assign \$97  = { 1'h0, \port$2868$0 [31:0] };
   assign \$98  = \$97 ;
-  assign \$99  = { 17'h00000, \port$2864$0 [47:32] };
+  assign \$99  = { 17'h00000, \port$2868$0 [47:32] };
   assign \$100  = \$99 ;
   assign \$101  = { 1'h0, max_priority_lo };
   assign \$102  = \$101 ;
   assign \$103  = 33'h000000000;
   assign \$104  = \$103 ;
-  assign \$105  = { 16'h0000, \port$2816$0  };
+  assign \$105  = { 16'h0000, \port$2820$0  };
   assign \$106  = \$105 ;
-  assign \$107  = { 17'h00000, \port$2814$0  };
+  assign \$107  = { 17'h00000, \port$2818$0  };
   assign \$108  = \$107 ;
   assign \$109  = 33'h000010000;
   assign \$110  = \$109 ;

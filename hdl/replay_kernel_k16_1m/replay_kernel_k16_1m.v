@@ -970,9 +970,9 @@ module \replay_kernel_k16_1m.accel (s_axi_control_awaddr, s_axi_control_awvalid,
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$3396$0 (\$4 ),
-    .\port$3398$0 (\$5 ),
-    .\port$3448$0 (\$6 ),
+    .\port$3400$0 (\$4 ),
+    .\port$3402$0 (\$5 ),
+    .\port$3452$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1084,19 +1084,19 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire \$103 ;
   wire \$104 ;
   wire [13:0] \$105 ;
-  wire \$106 ;
+  wire [14:0] \$106 ;
   wire \$107 ;
   wire \$108 ;
-  wire [13:0] \$109 ;
+  wire \$109 ;
   wire \$11 ;
   wire \$110 ;
-  wire \$111 ;
+  wire [2:0] \$111 ;
   wire \$112 ;
-  wire [2:0] \$113 ;
-  wire \$114 ;
-  wire \$115 ;
-  wire [13:0] \$116 ;
-  wire [32:0] \$117 ;
+  wire \$113 ;
+  wire [13:0] \$114 ;
+  wire [32:0] \$115 ;
+  wire [14:0] \$116 ;
+  wire \$117 ;
   wire \$118 ;
   wire \$119 ;
   wire \$12 ;
@@ -1105,22 +1105,22 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire \$122 ;
   wire \$123 ;
   wire \$124 ;
-  wire \$125 ;
-  wire \$126 ;
-  wire [13:0] \$127 ;
-  wire [13:0] \$128 ;
+  wire [32:0] \$125 ;
+  wire [32:0] \$126 ;
+  wire [32:0] \$127 ;
+  wire [2:0] \$128 ;
   wire [2:0] \$129 ;
   wire [4:0] \$13 ;
-  wire [2:0] \$130 ;
-  wire [13:0] \$131 ;
-  wire [13:0] \$132 ;
-  wire [2:0] \$133 ;
-  wire [13:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
+  wire [32:0] \$130 ;
+  wire [32:0] \$131 ;
+  wire [32:0] \$132 ;
+  wire [32:0] \$133 ;
+  wire [2:0] \$134 ;
+  wire [32:0] \$135 ;
+  wire [32:0] \$136 ;
   wire \$137 ;
   wire \$138 ;
-  wire [13:0] \$139 ;
+  wire \$139 ;
   wire \$14 ;
   wire \$140 ;
   wire \$141 ;
@@ -1152,17 +1152,17 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   reg \$165 ;
   reg [2:0] \$166 ;
   reg [12:0] \$167 ;
-  reg \$168 ;
-  reg \$169 ;
+  reg [13:0] \$168 ;
+  reg [13:0] \$169 ;
   wire \$17 ;
-  reg [12:0] \$170 ;
-  reg [12:0] \$171 ;
-  reg \$172 ;
-  reg [1:0] \$173 ;
-  reg \$174 ;
-  reg [12:0] \$175 ;
-  reg [31:0] \$176 ;
-  reg \$177 ;
+  reg \$170 ;
+  reg \$171 ;
+  reg [1:0] \$172 ;
+  reg \$173 ;
+  reg [12:0] \$174 ;
+  reg [31:0] \$175 ;
+  reg \$176 ;
+  reg [13:0] \$177 ;
   reg \$178 ;
   reg \$179 ;
   wire [3:0] \$18 ;
@@ -1172,24 +1172,26 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   reg \$183 ;
   reg \$184 ;
   reg \$185 ;
-  reg [12:0] \$186 ;
-  reg [12:0] \$187 ;
-  reg [12:0] \$188 ;
-  reg [2:0] \$189 ;
+  reg [13:0] \$186 ;
+  reg [13:0] \$187 ;
+  reg [13:0] \$188 ;
+  reg [13:0] \$189 ;
   wire \$19 ;
-  reg [2:0] \$190 ;
-  reg [1:0] \$191 ;
-  reg \$192 ;
+  reg [13:0] \$190 ;
+  reg [2:0] \$191 ;
+  reg [2:0] \$192 ;
   reg [1:0] \$193 ;
-  reg [12:0] \$194 ;
-  reg \$195 ;
+  reg \$194 ;
+  reg [1:0] \$195 ;
   reg \$196 ;
-  reg [2:0] \$197 ;
-  reg [2:0] \$198 ;
-  reg [12:0] \$199 ;
+  reg [13:0] \$197 ;
+  reg \$198 ;
+  reg [2:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [12:0] \$200 ;
+  reg [2:0] \$200 ;
+  reg [13:0] \$201 ;
+  reg [13:0] \$202 ;
   wire \$21 ;
   wire \$22 ;
   wire [2:0] \$23 ;
@@ -1308,7 +1310,6 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   reg [2:0] \$signature__en$28 ;
   reg \$signature__en$30 ;
   reg [3:0] \$signature__en$33 ;
-  reg at_last = 1'h0;
   reg bad_code = 1'h0;
   input [31:0] batch_size;
   wire [31:0] batch_size;
@@ -1350,8 +1351,6 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire cmd__ready;
   (* init = 1'h0 *)
   wire cmd__valid;
-  reg [12:0] cur_last = 13'h0000;
-  reg [12:0] cur_last_m1 = 13'h0000;
   output [31:0] cycles;
   reg [31:0] cycles = 32'd0;
   (* init = 32'd0 *)
@@ -1397,6 +1396,8 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire invalid;
   reg [12:0] issue_i = 13'h0000;
   reg issuing = 1'h0;
+  reg [13:0] left = 14'h0000;
+  reg [13:0] left_m1 = 14'h0000;
   wire [31:0] max_priority;
   wire [31:0] max_priority_hi;
   output [31:0] max_priority_lo;
@@ -1407,7 +1408,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire op_prng;
   input op_relaxed;
   wire op_relaxed;
-  reg [12:0] ph0_last = 13'h0000;
+  reg [13:0] ph0_left = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -1418,7 +1419,8 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
   reg [2:0] ph0_op = 3'h0;
-  reg [12:0] ph1_last = 13'h0000;
+  reg [13:0] ph1_left = 14'h0000;
+  reg [13:0] ph1_left_m1 = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -1431,7 +1433,8 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   reg [2:0] ph1_op = 3'h0;
   reg phase = 1'h0;
   reg [1:0] plan_fail = 2'h0;
-  reg [12:0] plan_ph0_last = 13'h0000;
+  reg [13:0] plan_ph0_left = 14'h0000;
+  reg [13:0] plan_ph0_left_m1 = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -1442,7 +1445,8 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
   reg [2:0] plan_ph0_op = 3'h0;
-  reg [12:0] plan_ph1_last = 13'h0000;
+  reg [13:0] plan_ph1_left = 14'h0000;
+  reg [13:0] plan_ph1_left_m1 = 14'h0000;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -1454,7 +1458,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   (* enum_value_111 = "RESET" *)
   reg [2:0] plan_ph1_op = 3'h0;
   reg plan_rsp = 1'h0;
-  reg [12:0] plan_rsp_last = 13'h0000;
+  reg [13:0] plan_rsp_left = 14'h0000;
   reg plan_seed = 1'h0;
   reg plan_two = 1'h0;
   reg plan_wait_tree = 1'h0;
@@ -1484,7 +1488,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   (* init = 32'd0 *)
   wire [31:0] rsp_cycles;
   reg [12:0] rsp_j = 13'h0000;
-  reg [12:0] rsp_last = 13'h0000;
+  reg [13:0] rsp_left = 14'h0000;
   reg rsp_none = 1'h1;
   input rst;
   wire rst;
@@ -1750,41 +1754,41 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   assign \$103  = \$102  | cmd__ready;
   assign \$104  = issuing & \$103 ;
   assign \$105  = issue_i + 1'h1;
-  assign \$106  = issue_i == cur_last_m1;
+  assign \$106  = $signed(left_m1) - $signed(2'h1);
   assign \$107  = ~ phase;
   assign \$108  = \$107  & two;
-  assign \$109  = ph1_last - 1'h1;
-  assign \$110  = ! ph1_last;
-  assign \$111  = c_valid & cmd__ready;
-  assign \$112  = ~ tail_zero;
-  assign \$113  = tail - 1'h1;
-  assign \$114  = tail == 1'h1;
-  assign \$115  = rsp__valid & busy;
-  assign \$116  = rsp_j + 1'h1;
-  assign \$117  = cycles + 1'h1;
-  assign \$118  = rsp_j == rsp_last;
-  assign \$119  = ! batch_size;
-  assign \$120  = batch_size > 13'h1000;
-  assign \$121  = \$119  | \$120 ;
-  assign \$122  = ! update_size;
-  assign \$123  = update_size > 13'h1000;
-  assign \$124  = \$122  | \$123 ;
-  assign \$125  = op_code > 3'h7;
-  assign \$126  = op_code == 3'h7;
-  assign \$127  = batch_size[12:0] - 1'h1;
-  assign \$128  = batch_size[12:0] - 1'h1;
+  assign \$109  = c_valid & cmd__ready;
+  assign \$110  = ~ tail_zero;
+  assign \$111  = tail - 1'h1;
+  assign \$112  = tail == 1'h1;
+  assign \$113  = rsp__valid & busy;
+  assign \$114  = rsp_j + 1'h1;
+  assign \$115  = cycles + 1'h1;
+  assign \$116  = $signed(rsp_left) - $signed(2'h1);
+  assign \$117  = ! batch_size;
+  assign \$118  = batch_size > 13'h1000;
+  assign \$119  = \$117  | \$118 ;
+  assign \$120  = ! update_size;
+  assign \$121  = update_size > 13'h1000;
+  assign \$122  = \$120  | \$121 ;
+  assign \$123  = op_code > 3'h7;
+  assign \$124  = op_code == 3'h7;
+  assign \$125  = batch_size - 2'h2;
+  assign \$126  = batch_size - 2'h3;
+  assign \$127  = batch_size - 2'h2;
+  assign \$128  = op_prng ? 3'h1 : 3'h0;
   assign \$129  = op_prng ? 3'h1 : 3'h0;
-  assign \$130  = op_prng ? 3'h1 : 3'h0;
-  assign \$131  = update_size[12:0] - 1'h1;
-  assign \$132  = update_size[12:0] - 1'h1;
-  assign \$133  = op_prng ? 3'h1 : 3'h0;
-  assign \$134  = batch_size[12:0] - 1'h1;
-  assign \$135  = ~ ready;
-  assign \$136  = start & \$135 ;
-  assign \$137  = | plan_fail;
-  assign \$138  = ~ plan_rsp;
-  assign \$139  = plan_ph0_last - 1'h1;
-  assign \$140  = ! plan_ph0_last;
+  assign \$130  = update_size - 2'h2;
+  assign \$131  = update_size - 2'h3;
+  assign \$132  = update_size - 2'h2;
+  assign \$133  = update_size - 2'h3;
+  assign \$134  = op_prng ? 3'h1 : 3'h0;
+  assign \$135  = batch_size - 2'h2;
+  assign \$136  = batch_size - 2'h3;
+  assign \$137  = ~ ready;
+  assign \$138  = start & \$137 ;
+  assign \$139  = | plan_fail;
+  assign \$140  = ~ plan_rsp;
   assign \$141  = ~ issuing;
   assign \$142  = ~ c_valid;
   assign \$143  = \$141  & \$142 ;
@@ -1831,25 +1835,25 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   always @(posedge clk)
     issue_i <= \$167 ;
   always @(posedge clk)
-    at_last <= \$168 ;
+    left <= \$168 ;
   always @(posedge clk)
-    phase <= \$169 ;
+    left_m1 <= \$169 ;
   always @(posedge clk)
-    cur_last <= \$170 ;
+    phase <= \$170 ;
   always @(posedge clk)
-    cur_last_m1 <= \$171 ;
+    issuing <= \$171 ;
   always @(posedge clk)
-    issuing <= \$172 ;
+    tail <= \$172 ;
   always @(posedge clk)
-    tail <= \$173 ;
+    tail_zero <= \$173 ;
   always @(posedge clk)
-    tail_zero <= \$174 ;
+    rsp_j <= \$174 ;
   always @(posedge clk)
-    rsp_j <= \$175 ;
+    response_cycles <= \$175 ;
   always @(posedge clk)
-    response_cycles <= \$176 ;
+    rsp_none <= \$176 ;
   always @(posedge clk)
-    rsp_none <= \$177 ;
+    rsp_left <= \$177 ;
   always @(posedge clk)
     \$signal  <= \$178 ;
   always @(posedge clk)
@@ -1867,35 +1871,39 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   always @(posedge clk)
     plan_wait_tree <= \$185 ;
   always @(posedge clk)
-    plan_ph0_last <= \$186 ;
+    plan_ph0_left <= \$186 ;
   always @(posedge clk)
-    plan_ph1_last <= \$187 ;
+    plan_ph0_left_m1 <= \$187 ;
   always @(posedge clk)
-    plan_rsp_last <= \$188 ;
+    plan_ph1_left <= \$188 ;
   always @(posedge clk)
-    plan_ph0_op <= \$189 ;
+    plan_ph1_left_m1 <= \$189 ;
   always @(posedge clk)
-    plan_ph1_op <= \$190 ;
+    plan_rsp_left <= \$190 ;
   always @(posedge clk)
-    error <= \$191 ;
+    plan_ph0_op <= \$191 ;
   always @(posedge clk)
-    busy <= \$192 ;
+    plan_ph1_op <= \$192 ;
   always @(posedge clk)
-    engine_state <= \$193 ;
+    error <= \$193 ;
   always @(posedge clk)
-    rsp_last <= \$194 ;
+    busy <= \$194 ;
   always @(posedge clk)
-    two <= \$195 ;
+    engine_state <= \$195 ;
   always @(posedge clk)
-    wait_tree <= \$196 ;
+    two <= \$196 ;
   always @(posedge clk)
-    ph0_op <= \$197 ;
+    ph1_left_m1 <= \$197 ;
   always @(posedge clk)
-    ph1_op <= \$198 ;
+    wait_tree <= \$198 ;
   always @(posedge clk)
-    ph0_last <= \$199 ;
+    ph0_op <= \$199 ;
   always @(posedge clk)
-    ph1_last <= \$200 ;
+    ph1_op <= \$200 ;
+  always @(posedge clk)
+    ph0_left <= \$201 ;
+  always @(posedge clk)
+    ph1_left <= \$202 ;
   \replay_kernel_k16_1m.accel.core.tree  tree (
     .busy(\busy$61 ),
     .clear(clear),
@@ -2251,7 +2259,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
     \$162  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             \$162  = 1'h1;
           end
     endcase
@@ -2264,8 +2272,8 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
     \$163  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            if (\$137 ) begin
+          if (\$138 ) begin
+            if (\$139 ) begin
               \$163  = 1'h1;
             end
           end
@@ -2290,7 +2298,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             \$164  = 32'd0;
           end
     endcase
@@ -2323,13 +2331,13 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
     \$167  = issue_i;
     if (\$104 ) begin
       \$167  = \$105 [12:0];
-      if (at_last) begin
+      if (left[13]) begin
         \$167  = 13'h0000;
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             \$167  = 13'h0000;
           end
     endcase
@@ -2339,221 +2347,218 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = at_last;
+    \$168  = left;
     if (\$104 ) begin
-      \$168  = \$106 ;
-      if (at_last) begin
+      \$168  = left_m1;
+      if (left[13]) begin
         if (\$108 ) begin
-          \$168  = \$110 ;
+          \$168  = ph1_left;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$168  = \$140 ;
+              \$168  = plan_ph0_left;
             end
           end
     endcase
     if (rst) begin
-      \$168  = 1'h0;
+      \$168  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$169  = phase;
+    \$169  = left_m1;
     if (\$104 ) begin
-      if (at_last) begin
+      \$169  = \$106 [13:0];
+      if (left[13]) begin
         if (\$108 ) begin
-          \$169  = 1'h1;
+          \$169  = ph1_left_m1;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            \$169  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$169  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$170  = cur_last;
-    if (\$104 ) begin
-      if (at_last) begin
-        if (\$108 ) begin
-          \$170  = ph1_last;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$170  = plan_ph0_last;
+              \$169  = plan_ph0_left_m1;
             end
           end
     endcase
     if (rst) begin
-      \$170  = 13'h0000;
+      \$169  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$171  = cur_last_m1;
+    \$170  = phase;
     if (\$104 ) begin
-      if (at_last) begin
+      if (left[13]) begin
         if (\$108 ) begin
-          \$171  = \$109 [12:0];
+          \$170  = 1'h1;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            (* full_case = 32'd1 *)
-            if (\$137 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$171  = \$139 [12:0];
-            end
+          if (\$138 ) begin
+            \$170  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$171  = 13'h0000;
+      \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$172  = issuing;
+    \$171  = issuing;
     if (\$104 ) begin
-      if (at_last) begin
+      if (left[13]) begin
         (* full_case = 32'd1 *)
         if (\$108 ) begin
         end else begin
-          \$172  = 1'h0;
+          \$171  = 1'h0;
         end
       end
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$172  = 1'h1;
+              \$171  = 1'h1;
             end
           end
     endcase
     if (rst) begin
-      \$172  = 1'h0;
+      \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$173  = tail;
-    if (\$111 ) begin
-      \$173  = 2'h3;
-    end else if (\$112 ) begin
-      \$173  = \$113 [1:0];
+    \$172  = tail;
+    if (\$109 ) begin
+      \$172  = 2'h3;
+    end else if (\$110 ) begin
+      \$172  = \$111 [1:0];
     end
     if (rst) begin
-      \$173  = 2'h0;
+      \$172  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$174  = tail_zero;
-    if (\$111 ) begin
-      \$174  = 1'h0;
-    end else if (\$112 ) begin
-      \$174  = \$114 ;
+    \$173  = tail_zero;
+    if (\$109 ) begin
+      \$173  = 1'h0;
+    end else if (\$110 ) begin
+      \$173  = \$112 ;
     end
     if (rst) begin
-      \$174  = 1'h1;
+      \$173  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$175  = rsp_j;
-    if (\$115 ) begin
-      \$175  = \$116 [12:0];
+    \$174  = rsp_j;
+    if (\$113 ) begin
+      \$174  = \$114 [12:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            \$175  = 13'h0000;
+          if (\$138 ) begin
+            \$174  = 13'h0000;
           end
     endcase
     if (rst) begin
-      \$175  = 13'h0000;
+      \$174  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$176  = response_cycles;
-    if (\$115 ) begin
-      \$176  = \$117 [31:0];
+    \$175  = response_cycles;
+    if (\$113 ) begin
+      \$175  = \$115 [31:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            \$176  = 32'd0;
+          if (\$138 ) begin
+            \$175  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$176  = 32'd0;
+      \$175  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$177  = rsp_none;
-    if (\$115 ) begin
-      \$177  = \$118 ;
+    \$176  = rsp_none;
+    if (\$113 ) begin
+      \$176  = rsp_left[13];
     end
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$177  = \$138 ;
+              \$176  = \$140 ;
             end
           end
     endcase
     if (rst) begin
-      \$177  = 1'h1;
+      \$176  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$178  = \$121 ;
+    \$177  = rsp_left;
+    if (\$113 ) begin
+      \$177  = \$116 [13:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$138 ) begin
+            (* full_case = 32'd1 *)
+            if (\$139 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$177  = plan_rsp_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$177  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$178  = \$119 ;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$179  = \$124 ;
+    \$179  = \$122 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$180  = \$125 ;
+    \$180  = \$123 ;
     if (rst) begin
       \$180  = 1'h0;
     end
@@ -2567,7 +2572,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$182  = \$126 ;
+    \$182  = \$124 ;
     if (rst) begin
       \$182  = 1'h0;
     end
@@ -2639,7 +2644,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$186  = \$127 [12:0];
+    \$186  = \$125 [13:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2655,18 +2660,18 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
           end else begin
-            \$186  = \$132 [12:0];
+            \$186  = \$132 [13:0];
           end
       4'h6:
-          \$186  = 13'h0000;
+          \$186  = 14'h3fff;
     endcase
     if (rst) begin
-      \$186  = 13'h0000;
+      \$186  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$187  = 13'h1fff;
+    \$187  = \$126 [13:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2681,53 +2686,19 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$187  = \$131 [12:0];
           end else begin
-            \$187  = \$134 [12:0];
-          end
-    endcase
-    if (rst) begin
-      \$187  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$188  = \$128 [12:0];
-    if (rst) begin
-      \$188  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$189  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$189  = \$129 ;
-      4'h1:
-          \$189  = 3'h2;
-      4'h2:
-          \$189  = 3'h3;
-      4'h3:
-          \$189  = 3'h4;
-      4'h4:
-          \$189  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$189  = \$130 ;
-          end else begin
-            \$189  = 3'h2;
+            \$187  = \$133 [13:0];
           end
       4'h6:
-          \$189  = 3'h7;
+          \$187  = 14'h3ffe;
     endcase
     if (rst) begin
-      \$189  = 3'h0;
+      \$187  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$190  = plan_ph1_op;
+    \$188  = 14'h3fff;
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2742,79 +2713,112 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$190  = 3'h2;
+            \$188  = \$130 [13:0];
           end else begin
-            \$190  = \$133 ;
+            \$188  = \$135 [13:0];
           end
     endcase
     if (rst) begin
-      \$190  = 3'h0;
+      \$188  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$191  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$136 ) begin
-            \$191  = 2'h0;
-            if (\$137 ) begin
-              \$191  = plan_fail;
-            end
+    \$189  = 14'h3ffe;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$189  = \$131 [13:0];
+          end else begin
+            \$189  = \$136 [13:0];
           end
     endcase
     if (rst) begin
-      \$191  = 2'h0;
+      \$189  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$192  = busy;
-    casez (engine_state)
-      2'h0:
-          if (\$136 ) begin
-            (* full_case = 32'd1 *)
-            if (\$137 ) begin
-            end else if (plan_seed) begin
-              \$192  = 1'h1;
-            end else begin
-              \$192  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$148 ) begin
-            \$192  = 1'h0;
-          end
-      2'h1:
-          if (\$149 ) begin
-            \$192  = 1'h0;
-          end
-    endcase
+    \$190  = \$127 [13:0];
     if (rst) begin
-      \$192  = 1'h0;
+      \$190  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$193  = engine_state;
+    \$191  = plan_ph0_op;
+    casez (op_code)
+      4'h0:
+          \$191  = \$128 ;
+      4'h1:
+          \$191  = 3'h2;
+      4'h2:
+          \$191  = 3'h3;
+      4'h3:
+          \$191  = 3'h4;
+      4'h4:
+          \$191  = 3'h5;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$191  = \$129 ;
+          end else begin
+            \$191  = 3'h2;
+          end
+      4'h6:
+          \$191  = 3'h7;
+    endcase
+    if (rst) begin
+      \$191  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$192  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$192  = 3'h2;
+          end else begin
+            \$192  = \$134 ;
+          end
+    endcase
+    if (rst) begin
+      \$192  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$193  = error;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
-            (* full_case = 32'd1 *)
-            if (\$137 ) begin
-            end else if (plan_seed) begin
-              \$193  = 2'h1;
-            end else begin
-              \$193  = 2'h2;
-            end
-          end
-      2'h2:
-          if (\$148 ) begin
+          if (\$138 ) begin
             \$193  = 2'h0;
-          end
-      2'h1:
-          if (\$149 ) begin
-            \$193  = 2'h0;
+            if (\$139 ) begin
+              \$193  = plan_fail;
+            end
           end
     endcase
     if (rst) begin
@@ -2823,51 +2827,69 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$194  = rsp_last;
+    \$194  = busy;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
+              \$194  = 1'h1;
             end else begin
-              \$194  = plan_rsp_last;
+              \$194  = 1'h1;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$194  = 1'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$194  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$194  = 13'h0000;
+      \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$195  = two;
+    \$195  = engine_state;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
+              \$195  = 2'h1;
             end else begin
-              \$195  = plan_two;
+              \$195  = 2'h2;
             end
+          end
+      2'h2:
+          if (\$148 ) begin
+            \$195  = 2'h0;
+          end
+      2'h1:
+          if (\$149 ) begin
+            \$195  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$195  = 1'h0;
+      \$195  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$196  = wait_tree;
+    \$196  = two;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$196  = plan_wait_tree;
+              \$196  = plan_two;
             end
           end
     endcase
@@ -2877,74 +2899,110 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$197  = ph0_op;
+    \$197  = ph1_left_m1;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$197  = plan_ph0_op;
+              \$197  = plan_ph1_left_m1;
             end
           end
     endcase
     if (rst) begin
-      \$197  = 3'h0;
+      \$197  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$198  = ph1_op;
+    \$198  = wait_tree;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$198  = plan_ph1_op;
+              \$198  = plan_wait_tree;
             end
           end
     endcase
     if (rst) begin
-      \$198  = 3'h0;
+      \$198  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$199  = ph0_last;
+    \$199  = ph0_op;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$199  = plan_ph0_last;
+              \$199  = plan_ph0_op;
             end
           end
     endcase
     if (rst) begin
-      \$199  = 13'h0000;
+      \$199  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$200  = ph1_last;
+    \$200  = ph1_op;
     casez (engine_state)
       2'h0:
-          if (\$136 ) begin
+          if (\$138 ) begin
             (* full_case = 32'd1 *)
-            if (\$137 ) begin
+            if (\$139 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$200  = plan_ph1_last;
+              \$200  = plan_ph1_op;
             end
           end
     endcase
     if (rst) begin
-      \$200  = 13'h0000;
+      \$200  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$201  = ph0_left;
+    casez (engine_state)
+      2'h0:
+          if (\$138 ) begin
+            (* full_case = 32'd1 *)
+            if (\$139 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$201  = plan_ph0_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$201  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$202  = ph1_left;
+    casez (engine_state)
+      2'h0:
+          if (\$138 ) begin
+            (* full_case = 32'd1 *)
+            if (\$139 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$202  = plan_ph1_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$202  = 14'h0000;
     end
   end
   assign h_region = \$3 [2:0];
@@ -19617,7 +19675,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3396$0 , \port$3398$0 , max_priority_lo, \port$3448$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3400$0 , \port$3402$0 , max_priority_lo, \port$3452$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -20183,12 +20241,12 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [19:0] \port$3396$0 ;
-  wire [19:0] \port$3396$0 ;
-  input [20:0] \port$3398$0 ;
-  wire [20:0] \port$3398$0 ;
-  input [51:0] \port$3448$0 ;
-  wire [51:0] \port$3448$0 ;
+  input [19:0] \port$3400$0 ;
+  wire [19:0] \port$3400$0 ;
+  input [20:0] \port$3402$0 ;
+  wire [20:0] \port$3402$0 ;
+  input [51:0] \port$3452$0 ;
+  wire [51:0] \port$3452$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -21396,11 +21454,11 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3448$0 [31:0];
-  assign total_hi = { 12'h000, \port$3448$0 [51:32] };
+  assign total_lo = \port$3452$0 [31:0];
+  assign total_hi = { 12'h000, \port$3452$0 [51:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 11'h000, \port$3398$0  };
-  assign write_pointer = { 12'h000, \port$3396$0  };
+  assign size = { 11'h000, \port$3402$0  };
+  assign write_pointer = { 12'h000, \port$3400$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -21436,17 +21494,17 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3448$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3452$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 13'h0000, \port$3448$0 [51:32] };
+  assign \$119  = { 13'h0000, \port$3452$0 [51:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 12'h000, \port$3398$0  };
+  assign \$125  = { 12'h000, \port$3402$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 13'h0000, \port$3396$0  };
+  assign \$127  = { 13'h0000, \port$3400$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000100000;
   assign \$130  = \$129 ;

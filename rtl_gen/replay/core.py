@@ -1,7 +1,7 @@
 """The prioritized replay accelerator's core: the sum tree, its batch buffers and the batch
 engine."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -135,15 +135,19 @@ class ReplayCore(wiring.Component):
         # Latched run: up to two phases (tree operation, count) issued one after the other.
         bw = max(cfg.batch_width, 1)
         ph_op = [Signal(SumTreeOp, name=f"ph{p}_op") for p in range(2)]
-        ph_last = [Signal(bw, name=f"ph{p}_last") for p in range(2)]     # count - 1
+        # Per phase: its count - 2, from the plan. The issue loop counts it down; the sign bit
+        # says the element being read is the phase's last (no compare in the loop).
+        ph_left = [Signal(signed(bw + 1), name=f"ph{p}_left") for p in range(2)]
+        ph_left_m1 = Signal(signed(bw + 1), name="ph1_left_m1")     # phase 1's count - 3
         phase = Signal()                        # the phase being issued
         issue_i = Signal(bw)                    # next element of the phase to read
         issuing = Signal()                      # elements left to read
         two = Signal()                          # phase 1 follows phase 0
-        cur_last = Signal(bw)                   # ph_last of the phase being issued
-        cur_last_m1 = Signal(bw)                # cur_last - 1 (modulo 2^bw)
-        at_last = Signal()                      # issue_i == cur_last, a register
-        rsp_last = Signal(bw)                   # output entries expected - 1
+        left = Signal(signed(bw + 1))           # count - 2 - issue_i of the phase
+        left_m1 = Signal(signed(bw + 1))        # left - 1, a register (the loop only muxes)
+        at_last = left[-1]                      # issue_i is the phase's last element
+        rsp_left = Signal(signed(bw + 1))       # output entries expected - 2 - rsp_j
+        rsp_at_last = rsp_left[-1]              # rsp_j is the last output entry
         rsp_j = Signal(bw)                      # output entries written
         rsp_none = Signal(init=1)               # registered: no output entry left to write
         wait_tree = Signal()                    # RESET: end when the tree is idle again
@@ -163,12 +167,11 @@ class ReplayCore(wiring.Component):
         with m.If(advance):
             m.d.sync += [c_valid.eq(fetch), c_op.eq(cur_op)]
         with m.If(fetch):
-            m.d.sync += [issue_i.eq(issue_i + 1), at_last.eq(issue_i == cur_last_m1)]
+            m.d.sync += [issue_i.eq(issue_i + 1), left.eq(left_m1), left_m1.eq(left_m1 - 1)]
             with m.If(at_last):
                 m.d.sync += issue_i.eq(0)
                 with m.If(~phase & two):
-                    m.d.sync += [phase.eq(1), cur_last.eq(ph_last[1]),
-                                 cur_last_m1.eq(ph_last[1] - 1), at_last.eq(ph_last[1] == 0)]
+                    m.d.sync += [phase.eq(1), left.eq(ph_left[1]), left_m1.eq(ph_left_m1)]
                 with m.Else():
                     m.d.sync += issuing.eq(0)
         m.d.comb += [
@@ -197,7 +200,7 @@ class ReplayCore(wiring.Component):
                 ]
         with m.If(got):
             m.d.sync += [rsp_j.eq(rsp_j + 1), rsp_cycles.eq(cycles + 1),
-                         rsp_none.eq(rsp_j == rsp_last)]
+                         rsp_none.eq(rsp_at_last), rsp_left.eq(rsp_left - 1)]
 
         # Arguments. The run a start would launch is decoded from them and registered every
         # cycle (the error code in two steps: the range checks, then the code): the host writes
@@ -214,15 +217,14 @@ class ReplayCore(wiring.Component):
             bad_usize.eq((usize == 0) | (usize > cfg.max_batch)),
             bad_code.eq(code > max(o.value for o in ReplayOp)),
         ]
-        b_n = batch[:bw]
-        u_n = usize[:bw]
         p_fail = Signal(2, name="plan_fail")
         p_seed = Signal(name="plan_seed")
         p_op = [Signal(SumTreeOp, name=f"plan_ph{p}_op") for p in range(2)]
-        p_last = [Signal(bw, name=f"plan_ph{p}_last") for p in range(2)]
+        p_left = [Signal(signed(bw + 1), name=f"plan_ph{p}_left") for p in range(2)]
+        p_left_m1 = [Signal(signed(bw + 1), name=f"plan_ph{p}_left_m1") for p in range(2)]
         p_rsp = Signal(name="plan_rsp")         # the run writes output entries (B of them)
         p_two = Signal(name="plan_two")
-        p_rsp_last = Signal(bw, name="plan_rsp_last")
+        p_rsp_left = Signal(signed(bw + 1), name="plan_rsp_left")
         p_wait = Signal(name="plan_wait_tree")
         fail = Signal(2)
         with m.If(bad_code):
@@ -233,11 +235,12 @@ class ReplayCore(wiring.Component):
             m.d.comb += fail.eq(REPLAY_ERRORS["update_size"])
 
         def plan_n(p, n):
-            return [p_last[p].eq((n - 1) % (1 << bw) if isinstance(n, int) else n - 1)]
+            # n elements: n - 2, in -1 .. max_batch - 2 when the plan does not fail, and n - 3
+            return [p_left[p].eq(n - 2), p_left_m1[p].eq(n - 3)]
 
         m.d.sync += [p_fail.eq(fail), p_seed.eq(code == ReplayOp.SEED), p_rsp.eq(0),
-                     p_two.eq(0), p_wait.eq(0), *plan_n(0, b_n), *plan_n(1, 0),
-                     p_rsp_last.eq(b_n - 1)]
+                     p_two.eq(0), p_wait.eq(0), *plan_n(0, batch), *plan_n(1, 1),
+                     p_rsp_left.eq(batch - 2)]
         with m.Switch(code):
             with m.Case(ReplayOp.SAMPLE):
                 m.d.sync += [p_op[0].eq(sample_op), p_rsp.eq(1)]
@@ -253,10 +256,10 @@ class ReplayCore(wiring.Component):
                 m.d.sync += [p_rsp.eq(1), p_two.eq(1)]
                 with m.If(args.op_relaxed):
                     m.d.sync += [p_op[0].eq(sample_op), p_op[1].eq(SumTreeOp.UPDATE),
-                                 *plan_n(1, u_n)]
+                                 *plan_n(1, usize)]
                 with m.Else():
-                    m.d.sync += [p_op[0].eq(SumTreeOp.UPDATE), *plan_n(0, u_n),
-                                 p_op[1].eq(sample_op), *plan_n(1, b_n)]
+                    m.d.sync += [p_op[0].eq(SumTreeOp.UPDATE), *plan_n(0, usize),
+                                 p_op[1].eq(sample_op), *plan_n(1, batch)]
             with m.Case(ReplayOp.RESET):
                 m.d.sync += [p_op[0].eq(SumTreeOp.RESET), *plan_n(0, 1), p_wait.eq(1)]
 
@@ -274,11 +277,11 @@ class ReplayCore(wiring.Component):
                         m.next = "SEED"
                     with m.Else():
                         m.d.sync += [busy.eq(1), issuing.eq(1), rsp_none.eq(~p_rsp),
-                                     rsp_last.eq(p_rsp_last),
-                                     two.eq(p_two), cur_last.eq(p_last[0]),
-                                     cur_last_m1.eq(p_last[0] - 1), at_last.eq(p_last[0] == 0),
+                                     rsp_left.eq(p_rsp_left), two.eq(p_two),
+                                     left.eq(p_left[0]), left_m1.eq(p_left_m1[0]),
+                                     ph_left_m1.eq(p_left_m1[1]),
                                      wait_tree.eq(p_wait)]
-                        m.d.sync += [d.eq(v) for d, v in zip(ph_op + ph_last, p_op + p_last)]
+                        m.d.sync += [d.eq(v) for d, v in zip(ph_op + ph_left, p_op + p_left)]
                         m.next = "RUN"
             with m.State("RUN"):
                 finished = (~issuing & ~c_valid & rsp_none & tail_zero
