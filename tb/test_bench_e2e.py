@@ -71,7 +71,9 @@ def test_window_copy_cycles_match_the_kernel_model():
     from sw.registry import shipped_config
     _, cfg = shipped_config("gae_kernel_n8")
     plan = copy_plan(cfg, 100, 16)
-    t = TrafficCounter(transfers=[("x", base, n) for _, base, n in plan["in"] + plan["out"]])
+    # the stub's kinds: "write" (a copy into the accelerator), "read" (a copy out of it)
+    t = TrafficCounter(transfers=[("write", base, n) for _, base, n in plan["in"]]
+                       + [("read", base, n) for _, base, n in plan["out"]])
     assert common.window_copy_cycles(cfg, t) + run_cycles(cfg.accel, 100, 16) == \
         kernel_run_cycles(cfg, 100, 16, latency=common.DDR_LATENCY)
 

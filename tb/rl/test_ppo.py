@@ -31,7 +31,7 @@ def test_ppo_learns_cartpole_with_gae_on_the_golden_accelerator(tmp_path):
     assert res.gae_calls == cfg.iterations == 58
     assert adv.runs == res.gae_calls                 # no batch needed a re-run
     run = gae_spec.run_cycles(adv.driver.config, cfg.num_steps, cfg.num_envs)
-    assert adv.cycles == res.gae_calls * run == 58 * 155     # 154 before PE latency 13
+    assert adv.cycles == res.gae_calls * run == 58 * 156     # 155 before write_latency 6
     assert adv.streaming and res.push_seconds > 0
     first = np.mean([r for _, r in res.episodes[:20]])
     assert first < 40, first
