@@ -370,13 +370,13 @@ module replay_kernel_k16_1m(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvali
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2781$0 (\$31 ),
-    .\port$2782$0 (\$32 ),
-    .\port$2783$0 (\$33 ),
-    .\port$2784$0 (\$34 ),
-    .\port$2785$0 (\$35 ),
-    .\port$2786$0 (\$36 ),
-    .\port$2787$0 (\$37 ),
+    .\port$2784$0 (\$31 ),
+    .\port$2785$0 (\$32 ),
+    .\port$2786$0 (\$33 ),
+    .\port$2787$0 (\$34 ),
+    .\port$2788$0 (\$35 ),
+    .\port$2789$0 (\$36 ),
+    .\port$2790$0 (\$37 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -970,9 +970,9 @@ module \replay_kernel_k16_1m.accel (s_axi_control_awaddr, s_axi_control_awvalid,
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$3400$0 (\$4 ),
-    .\port$3402$0 (\$5 ),
-    .\port$3452$0 (\$6 ),
+    .\port$3403$0 (\$4 ),
+    .\port$3405$0 (\$5 ),
+    .\port$3455$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -1133,65 +1133,66 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
-  reg [14:0] \$150 ;
-  reg \$151 ;
-  reg [7:0] \$152 ;
-  reg [63:0] \$153 ;
-  reg [4:0] \$154 ;
+  wire \$150 ;
+  reg [14:0] \$151 ;
+  reg \$152 ;
+  reg [7:0] \$153 ;
+  reg [63:0] \$154 ;
   reg [4:0] \$155 ;
-  reg [23:0] \$156 ;
-  reg [39:0] \$157 ;
-  reg [31:0] \$158 ;
-  reg [23:0] \$159 ;
+  reg [4:0] \$156 ;
+  reg [23:0] \$157 ;
+  reg [39:0] \$158 ;
+  reg [31:0] \$159 ;
   wire \$16 ;
-  reg [31:0] \$160 ;
-  reg [63:0] \$161 ;
-  reg \$162 ;
+  reg [23:0] \$160 ;
+  reg [31:0] \$161 ;
+  reg [63:0] \$162 ;
   reg \$163 ;
-  reg [31:0] \$164 ;
-  reg \$165 ;
-  reg [2:0] \$166 ;
-  reg [12:0] \$167 ;
-  reg [13:0] \$168 ;
+  reg \$164 ;
+  reg [31:0] \$165 ;
+  reg \$166 ;
+  reg [2:0] \$167 ;
+  reg [12:0] \$168 ;
   reg [13:0] \$169 ;
   wire \$17 ;
-  reg \$170 ;
+  reg [13:0] \$170 ;
   reg \$171 ;
-  reg [1:0] \$172 ;
-  reg \$173 ;
-  reg [12:0] \$174 ;
-  reg [31:0] \$175 ;
-  reg \$176 ;
-  reg [13:0] \$177 ;
-  reg \$178 ;
+  reg \$172 ;
+  reg [1:0] \$173 ;
+  reg \$174 ;
+  reg [12:0] \$175 ;
+  reg [31:0] \$176 ;
+  reg \$177 ;
+  reg [13:0] \$178 ;
   reg \$179 ;
   wire [3:0] \$18 ;
   reg \$180 ;
-  reg [1:0] \$181 ;
-  reg \$182 ;
+  reg \$181 ;
+  reg [1:0] \$182 ;
   reg \$183 ;
   reg \$184 ;
   reg \$185 ;
-  reg [13:0] \$186 ;
+  reg \$186 ;
   reg [13:0] \$187 ;
   reg [13:0] \$188 ;
   reg [13:0] \$189 ;
   wire \$19 ;
   reg [13:0] \$190 ;
-  reg [2:0] \$191 ;
+  reg [13:0] \$191 ;
   reg [2:0] \$192 ;
-  reg [1:0] \$193 ;
-  reg \$194 ;
-  reg [1:0] \$195 ;
-  reg \$196 ;
-  reg [13:0] \$197 ;
-  reg \$198 ;
-  reg [2:0] \$199 ;
+  reg [2:0] \$193 ;
+  reg [1:0] \$194 ;
+  reg \$195 ;
+  reg [1:0] \$196 ;
+  reg \$197 ;
+  reg [13:0] \$198 ;
+  reg \$199 ;
   wire \$2 ;
   wire \$20 ;
   reg [2:0] \$200 ;
-  reg [13:0] \$201 ;
+  reg [2:0] \$201 ;
   reg [13:0] \$202 ;
+  reg [13:0] \$203 ;
   wire \$21 ;
   wire \$22 ;
   wire [2:0] \$23 ;
@@ -1785,125 +1786,126 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   assign \$134  = op_prng ? 3'h1 : 3'h0;
   assign \$135  = batch_size - 2'h2;
   assign \$136  = batch_size - 2'h3;
-  assign \$137  = ~ ready;
-  assign \$138  = start & \$137 ;
-  assign \$139  = | plan_fail;
-  assign \$140  = ~ plan_rsp;
-  assign \$141  = ~ issuing;
-  assign \$142  = ~ c_valid;
-  assign \$143  = \$141  & \$142 ;
-  assign \$144  = \$143  & rsp_none;
-  assign \$145  = \$144  & tail_zero;
-  assign \$146  = wait_tree & \busy$61 ;
-  assign \$147  = ~ \$146 ;
-  assign \$148  = \$145  & \$147 ;
-  assign \$149  = ~ \busy$61 ;
+  assign \$137  = ~ busy;
+  assign \$138  = ~ ready;
+  assign \$139  = start & \$138 ;
+  assign \$140  = | plan_fail;
+  assign \$141  = ~ plan_rsp;
+  assign \$142  = ~ issuing;
+  assign \$143  = ~ c_valid;
+  assign \$144  = \$142  & \$143 ;
+  assign \$145  = \$144  & rsp_none;
+  assign \$146  = \$145  & tail_zero;
+  assign \$147  = wait_tree & \busy$61 ;
+  assign \$148  = ~ \$147 ;
+  assign \$149  = \$146  & \$148 ;
+  assign \$150  = ~ \busy$61 ;
   always @(posedge clk)
-    host_addr_q <= \$150 ;
+    host_addr_q <= \$151 ;
   always @(posedge clk)
-    host_re_q <= \$151 ;
+    host_re_q <= \$152 ;
   always @(posedge clk)
-    host_we_q <= \$152 ;
+    host_we_q <= \$153 ;
   always @(posedge clk)
-    host_wdata_q <= \$153 ;
+    host_wdata_q <= \$154 ;
   always @(posedge clk)
-    h_sel_q <= \$154 ;
+    h_sel_q <= \$155 ;
   always @(posedge clk)
-    h_sel_qq <= \$155 ;
+    h_sel_qq <= \$156 ;
   always @(posedge clk)
-    h_data_idx_in_q <= \$156 ;
+    h_data_idx_in_q <= \$157 ;
   always @(posedge clk)
-    h_data_prio_in_q <= \$157 ;
+    h_data_prio_in_q <= \$158 ;
   always @(posedge clk)
-    h_data_target_in_q <= \$158 ;
+    h_data_target_in_q <= \$159 ;
   always @(posedge clk)
-    h_data_idx_out_q <= \$159 ;
+    h_data_idx_out_q <= \$160 ;
   always @(posedge clk)
-    h_data_prio_out_q <= \$160 ;
+    h_data_prio_out_q <= \$161 ;
   always @(posedge clk)
-    host_rdata <= \$161 ;
+    host_rdata <= \$162 ;
   always @(posedge clk)
-    ready <= \$162 ;
+    ready <= \$163 ;
   always @(posedge clk)
-    done <= \$163 ;
+    done <= \$164 ;
   always @(posedge clk)
-    cycles <= \$164 ;
+    cycles <= \$165 ;
   always @(posedge clk)
-    c_valid <= \$165 ;
+    c_valid <= \$166 ;
   always @(posedge clk)
-    c_op <= \$166 ;
+    c_op <= \$167 ;
   always @(posedge clk)
-    issue_i <= \$167 ;
+    issue_i <= \$168 ;
   always @(posedge clk)
-    left <= \$168 ;
+    left <= \$169 ;
   always @(posedge clk)
-    left_m1 <= \$169 ;
+    left_m1 <= \$170 ;
   always @(posedge clk)
-    phase <= \$170 ;
+    phase <= \$171 ;
   always @(posedge clk)
-    issuing <= \$171 ;
+    issuing <= \$172 ;
   always @(posedge clk)
-    tail <= \$172 ;
+    tail <= \$173 ;
   always @(posedge clk)
-    tail_zero <= \$173 ;
+    tail_zero <= \$174 ;
   always @(posedge clk)
-    rsp_j <= \$174 ;
+    rsp_j <= \$175 ;
   always @(posedge clk)
-    response_cycles <= \$175 ;
+    response_cycles <= \$176 ;
   always @(posedge clk)
-    rsp_none <= \$176 ;
+    rsp_none <= \$177 ;
   always @(posedge clk)
-    rsp_left <= \$177 ;
+    rsp_left <= \$178 ;
   always @(posedge clk)
-    \$signal  <= \$178 ;
+    \$signal  <= \$179 ;
   always @(posedge clk)
-    \$signal$57  <= \$179 ;
+    \$signal$57  <= \$180 ;
   always @(posedge clk)
-    bad_code <= \$180 ;
+    bad_code <= \$181 ;
   always @(posedge clk)
-    plan_fail <= \$181 ;
+    plan_fail <= \$182 ;
   always @(posedge clk)
-    plan_seed <= \$182 ;
+    plan_seed <= \$183 ;
   always @(posedge clk)
-    plan_rsp <= \$183 ;
+    plan_rsp <= \$184 ;
   always @(posedge clk)
-    plan_two <= \$184 ;
+    plan_two <= \$185 ;
   always @(posedge clk)
-    plan_wait_tree <= \$185 ;
+    plan_wait_tree <= \$186 ;
   always @(posedge clk)
-    plan_ph0_left <= \$186 ;
+    plan_ph0_left <= \$187 ;
   always @(posedge clk)
-    plan_ph0_left_m1 <= \$187 ;
+    plan_ph0_left_m1 <= \$188 ;
   always @(posedge clk)
-    plan_ph1_left <= \$188 ;
+    plan_ph1_left <= \$189 ;
   always @(posedge clk)
-    plan_ph1_left_m1 <= \$189 ;
+    plan_ph1_left_m1 <= \$190 ;
   always @(posedge clk)
-    plan_rsp_left <= \$190 ;
+    plan_rsp_left <= \$191 ;
   always @(posedge clk)
-    plan_ph0_op <= \$191 ;
+    plan_ph0_op <= \$192 ;
   always @(posedge clk)
-    plan_ph1_op <= \$192 ;
+    plan_ph1_op <= \$193 ;
   always @(posedge clk)
-    error <= \$193 ;
+    error <= \$194 ;
   always @(posedge clk)
-    busy <= \$194 ;
+    busy <= \$195 ;
   always @(posedge clk)
-    engine_state <= \$195 ;
+    engine_state <= \$196 ;
   always @(posedge clk)
-    two <= \$196 ;
+    two <= \$197 ;
   always @(posedge clk)
-    ph1_left_m1 <= \$197 ;
+    ph1_left_m1 <= \$198 ;
   always @(posedge clk)
-    wait_tree <= \$198 ;
+    wait_tree <= \$199 ;
   always @(posedge clk)
-    ph0_op <= \$199 ;
+    ph0_op <= \$200 ;
   always @(posedge clk)
-    ph1_op <= \$200 ;
+    ph1_op <= \$201 ;
   always @(posedge clk)
-    ph0_left <= \$201 ;
+    ph0_left <= \$202 ;
   always @(posedge clk)
-    ph1_left <= \$202 ;
+    ph1_left <= \$203 ;
   \replay_kernel_k16_1m.accel.core.tree  tree (
     .busy(\busy$61 ),
     .clear(clear),
@@ -2172,99 +2174,86 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$150  = host_addr;
+    \$151  = host_addr;
     if (rst) begin
-      \$150  = 15'h0000;
+      \$151  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$151  = \$54 ;
+    \$152  = \$54 ;
     if (rst) begin
-      \$151  = 1'h0;
+      \$152  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$152  = \$79 ;
+    \$153  = \$79 ;
     if (rst) begin
-      \$152  = 8'h00;
+      \$153  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$153  = host_wdata;
+    \$154  = host_wdata;
     if (rst) begin
-      \$153  = 64'h0000000000000000;
+      \$154  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$154  = { \$84 , \$83 , \$82 , \$81 , \$80  };
-    if (rst) begin
-      \$154  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$155  = h_sel_q;
+    \$155  = { \$84 , \$83 , \$82 , \$81 , \$80  };
     if (rst) begin
       \$155  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$156  = \$signature__data$47 ;
+    \$156  = h_sel_q;
     if (rst) begin
-      \$156  = 24'h000000;
+      \$156  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$157  = \$signature__data$48 ;
+    \$157  = \$signature__data$47 ;
     if (rst) begin
-      \$157  = 40'h0000000000;
+      \$157  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$158  = \$signature__data$49 ;
+    \$158  = \$signature__data$48 ;
     if (rst) begin
-      \$158  = 32'd0;
+      \$158  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$159  = \$signature__data$100 ;
+    \$159  = \$signature__data$49 ;
     if (rst) begin
-      \$159  = 24'h000000;
+      \$159  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$160  = \$signature__data$102 ;
+    \$160  = \$signature__data$100 ;
     if (rst) begin
-      \$160  = 32'd0;
+      \$160  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$161  = { 24'h000000, \$94  };
+    \$161  = \$signature__data$102 ;
     if (rst) begin
-      \$161  = 64'h0000000000000000;
+      \$161  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$162  = 1'h0;
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            \$162  = 1'h1;
-          end
-    endcase
+    \$162  = { 24'h000000, \$94  };
     if (rst) begin
-      \$162  = 1'h0;
+      \$162  = 64'h0000000000000000;
     end
   end
   always @* begin
@@ -2272,17 +2261,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
     \$163  = 1'h0;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
-            if (\$139 ) begin
-              \$163  = 1'h1;
-            end
-          end
-      2'h2:
-          if (\$148 ) begin
-            \$163  = 1'h1;
-          end
-      2'h1:
-          if (\$149 ) begin
+          if (\$139 ) begin
             \$163  = 1'h1;
           end
     endcase
@@ -2292,308 +2271,288 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$164  = cycles;
+    \$164  = 1'h0;
+    casez (engine_state)
+      2'h0:
+          if (\$139 ) begin
+            if (\$140 ) begin
+              \$164  = 1'h1;
+            end
+          end
+      2'h2:
+          if (\$149 ) begin
+            \$164  = 1'h1;
+          end
+      2'h1:
+          if (\$150 ) begin
+            \$164  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$165  = cycles;
     if (busy) begin
-      \$164  = \$95 [31:0];
+      \$165  = \$95 [31:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
-            \$164  = 32'd0;
+          if (\$139 ) begin
+            \$165  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$164  = 32'd0;
+      \$165  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$165  = c_valid;
+    \$166  = c_valid;
     if (\$97 ) begin
-      \$165  = \$100 ;
+      \$166  = \$100 ;
     end
     if (rst) begin
-      \$165  = 1'h0;
+      \$166  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$166  = c_op;
+    \$167  = c_op;
     if (\$97 ) begin
-      \$166  = \$101 ;
+      \$167  = \$101 ;
     end
     if (rst) begin
-      \$166  = 3'h0;
+      \$167  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$167  = issue_i;
+    \$168  = issue_i;
     if (\$104 ) begin
-      \$167  = \$105 [12:0];
+      \$168  = \$105 [12:0];
       if (left[13]) begin
-        \$167  = 13'h0000;
+        \$168  = 13'h0000;
       end
     end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            \$167  = 13'h0000;
-          end
-    endcase
+    if (\$137 ) begin
+      \$168  = 13'h0000;
+    end
     if (rst) begin
-      \$167  = 13'h0000;
+      \$168  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = left;
+    \$169  = left;
     if (\$104 ) begin
-      \$168  = left_m1;
+      \$169  = left_m1;
       if (left[13]) begin
         if (\$108 ) begin
-          \$168  = ph1_left;
+          \$169  = ph1_left;
         end
       end
     end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            (* full_case = 32'd1 *)
-            if (\$139 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$168  = plan_ph0_left;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$168  = 14'h0000;
+    if (\$137 ) begin
+      \$169  = plan_ph0_left;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$169  = left_m1;
-    if (\$104 ) begin
-      \$169  = \$106 [13:0];
-      if (left[13]) begin
-        if (\$108 ) begin
-          \$169  = ph1_left_m1;
-        end
-      end
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            (* full_case = 32'd1 *)
-            if (\$139 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$169  = plan_ph0_left_m1;
-            end
-          end
-    endcase
     if (rst) begin
       \$169  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$170  = phase;
+    \$170  = left_m1;
     if (\$104 ) begin
+      \$170  = \$106 [13:0];
       if (left[13]) begin
         if (\$108 ) begin
-          \$170  = 1'h1;
+          \$170  = ph1_left_m1;
         end
       end
     end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            \$170  = 1'h0;
-          end
-    endcase
+    if (\$137 ) begin
+      \$170  = plan_ph0_left_m1;
+    end
     if (rst) begin
-      \$170  = 1'h0;
+      \$170  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$171  = issuing;
+    \$171  = phase;
     if (\$104 ) begin
       if (left[13]) begin
-        (* full_case = 32'd1 *)
         if (\$108 ) begin
-        end else begin
-          \$171  = 1'h0;
+          \$171  = 1'h1;
         end
       end
     end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            (* full_case = 32'd1 *)
-            if (\$139 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$171  = 1'h1;
-            end
-          end
-    endcase
+    if (\$137 ) begin
+      \$171  = 1'h0;
+    end
     if (rst) begin
       \$171  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$172  = tail;
-    if (\$109 ) begin
-      \$172  = 2'h3;
-    end else if (\$110 ) begin
-      \$172  = \$111 [1:0];
-    end
-    if (rst) begin
-      \$172  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$173  = tail_zero;
-    if (\$109 ) begin
-      \$173  = 1'h0;
-    end else if (\$110 ) begin
-      \$173  = \$112 ;
-    end
-    if (rst) begin
-      \$173  = 1'h1;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$174  = rsp_j;
-    if (\$113 ) begin
-      \$174  = \$114 [12:0];
+    \$172  = issuing;
+    if (\$104 ) begin
+      if (left[13]) begin
+        (* full_case = 32'd1 *)
+        if (\$108 ) begin
+        end else begin
+          \$172  = 1'h0;
+        end
+      end
     end
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
-            \$174  = 13'h0000;
-          end
-    endcase
-    if (rst) begin
-      \$174  = 13'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$175  = response_cycles;
-    if (\$113 ) begin
-      \$175  = \$115 [31:0];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            \$175  = 32'd0;
-          end
-    endcase
-    if (rst) begin
-      \$175  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$176  = rsp_none;
-    if (\$113 ) begin
-      \$176  = rsp_left[13];
-    end
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$176  = \$140 ;
+              \$172  = 1'h1;
             end
           end
     endcase
     if (rst) begin
-      \$176  = 1'h1;
+      \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$177  = rsp_left;
+    \$173  = tail;
+    if (\$109 ) begin
+      \$173  = 2'h3;
+    end else if (\$110 ) begin
+      \$173  = \$111 [1:0];
+    end
+    if (rst) begin
+      \$173  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$174  = tail_zero;
+    if (\$109 ) begin
+      \$174  = 1'h0;
+    end else if (\$110 ) begin
+      \$174  = \$112 ;
+    end
+    if (rst) begin
+      \$174  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$175  = rsp_j;
     if (\$113 ) begin
-      \$177  = \$116 [13:0];
+      \$175  = \$114 [12:0];
     end
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
+            \$175  = 13'h0000;
+          end
+    endcase
+    if (rst) begin
+      \$175  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$176  = response_cycles;
+    if (\$113 ) begin
+      \$176  = \$115 [31:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$139 ) begin
+            \$176  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$176  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$177  = rsp_none;
+    if (\$113 ) begin
+      \$177  = rsp_left[13];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$177  = plan_rsp_left;
+              \$177  = \$141 ;
             end
           end
     endcase
     if (rst) begin
-      \$177  = 14'h0000;
+      \$177  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$178  = \$119 ;
+    \$178  = rsp_left;
+    if (\$113 ) begin
+      \$178  = \$116 [13:0];
+    end
+    casez (engine_state)
+      2'h0:
+          if (\$139 ) begin
+            (* full_case = 32'd1 *)
+            if (\$140 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$178  = plan_rsp_left;
+            end
+          end
+    endcase
     if (rst) begin
-      \$178  = 1'h0;
+      \$178  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$179  = \$122 ;
+    \$179  = \$119 ;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$180  = \$123 ;
+    \$180  = \$122 ;
     if (rst) begin
       \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$181  = fail;
+    \$181  = \$123 ;
     if (rst) begin
-      \$181  = 2'h0;
+      \$181  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$182  = \$124 ;
+    \$182  = fail;
     if (rst) begin
-      \$182  = 1'h0;
+      \$182  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$183  = 1'h0;
-    casez (op_code)
-      4'h0:
-          \$183  = 1'h1;
-      4'h1:
-          /* empty */;
-      4'h2:
-          \$183  = 1'h1;
-      4'h3:
-          \$183  = 1'h1;
-      4'h4:
-          \$183  = 1'h1;
-      4'h5:
-          \$183  = 1'h1;
-    endcase
+    \$183  = \$124 ;
     if (rst) begin
       \$183  = 1'h0;
     end
@@ -2603,15 +2562,15 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
     \$184  = 1'h0;
     casez (op_code)
       4'h0:
-          /* empty */;
+          \$184  = 1'h1;
       4'h1:
           /* empty */;
       4'h2:
-          /* empty */;
+          \$184  = 1'h1;
       4'h3:
-          /* empty */;
+          \$184  = 1'h1;
       4'h4:
-          /* empty */;
+          \$184  = 1'h1;
       4'h5:
           \$184  = 1'h1;
     endcase
@@ -2634,8 +2593,6 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h4:
           /* empty */;
       4'h5:
-          /* empty */;
-      4'h6:
           \$185  = 1'h1;
     endcase
     if (rst) begin
@@ -2644,7 +2601,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$186  = \$125 [13:0];
+    \$186  = 1'h0;
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2657,21 +2614,17 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h4:
           /* empty */;
       4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-          end else begin
-            \$186  = \$132 [13:0];
-          end
+          /* empty */;
       4'h6:
-          \$186  = 14'h3fff;
+          \$186  = 1'h1;
     endcase
     if (rst) begin
-      \$186  = 14'h0000;
+      \$186  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$187  = \$126 [13:0];
+    \$187  = \$125 [13:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2687,10 +2640,10 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
           end else begin
-            \$187  = \$133 [13:0];
+            \$187  = \$132 [13:0];
           end
       4'h6:
-          \$187  = 14'h3ffe;
+          \$187  = 14'h3fff;
     endcase
     if (rst) begin
       \$187  = 14'h0000;
@@ -2698,7 +2651,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$188  = 14'h3fff;
+    \$188  = \$126 [13:0];
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2713,10 +2666,11 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$188  = \$130 [13:0];
           end else begin
-            \$188  = \$135 [13:0];
+            \$188  = \$133 [13:0];
           end
+      4'h6:
+          \$188  = 14'h3ffe;
     endcase
     if (rst) begin
       \$188  = 14'h0000;
@@ -2724,7 +2678,7 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$189  = 14'h3ffe;
+    \$189  = 14'h3fff;
     casez (op_code)
       4'h0:
           /* empty */;
@@ -2739,9 +2693,9 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$189  = \$131 [13:0];
+            \$189  = \$130 [13:0];
           end else begin
-            \$189  = \$136 [13:0];
+            \$189  = \$135 [13:0];
           end
     endcase
     if (rst) begin
@@ -2750,60 +2704,60 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$190  = \$127 [13:0];
+    \$190  = 14'h3ffe;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$190  = \$131 [13:0];
+          end else begin
+            \$190  = \$136 [13:0];
+          end
+    endcase
     if (rst) begin
       \$190  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$191  = plan_ph0_op;
-    casez (op_code)
-      4'h0:
-          \$191  = \$128 ;
-      4'h1:
-          \$191  = 3'h2;
-      4'h2:
-          \$191  = 3'h3;
-      4'h3:
-          \$191  = 3'h4;
-      4'h4:
-          \$191  = 3'h5;
-      4'h5:
-          (* full_case = 32'd1 *)
-          if (op_relaxed) begin
-            \$191  = \$129 ;
-          end else begin
-            \$191  = 3'h2;
-          end
-      4'h6:
-          \$191  = 3'h7;
-    endcase
+    \$191  = \$127 [13:0];
     if (rst) begin
-      \$191  = 3'h0;
+      \$191  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$192  = plan_ph1_op;
+    \$192  = plan_ph0_op;
     casez (op_code)
       4'h0:
-          /* empty */;
+          \$192  = \$128 ;
       4'h1:
-          /* empty */;
+          \$192  = 3'h2;
       4'h2:
-          /* empty */;
+          \$192  = 3'h3;
       4'h3:
-          /* empty */;
+          \$192  = 3'h4;
       4'h4:
-          /* empty */;
+          \$192  = 3'h5;
       4'h5:
           (* full_case = 32'd1 *)
           if (op_relaxed) begin
-            \$192  = 3'h2;
+            \$192  = \$129 ;
           end else begin
-            \$192  = \$134 ;
+            \$192  = 3'h2;
           end
+      4'h6:
+          \$192  = 3'h7;
     endcase
     if (rst) begin
       \$192  = 3'h0;
@@ -2811,157 +2765,165 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$193  = error;
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            \$193  = 2'h0;
-            if (\$139 ) begin
-              \$193  = plan_fail;
-            end
+    \$193  = plan_ph1_op;
+    casez (op_code)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h5:
+          (* full_case = 32'd1 *)
+          if (op_relaxed) begin
+            \$193  = 3'h2;
+          end else begin
+            \$193  = \$134 ;
           end
     endcase
     if (rst) begin
-      \$193  = 2'h0;
+      \$193  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$194  = busy;
+    \$194  = error;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
+            \$194  = 2'h0;
+            if (\$140 ) begin
+              \$194  = plan_fail;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$194  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$195  = busy;
+    casez (engine_state)
+      2'h0:
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
-              \$194  = 1'h1;
+              \$195  = 1'h1;
             end else begin
-              \$194  = 1'h1;
+              \$195  = 1'h1;
             end
           end
       2'h2:
-          if (\$148 ) begin
-            \$194  = 1'h0;
+          if (\$149 ) begin
+            \$195  = 1'h0;
           end
       2'h1:
-          if (\$149 ) begin
-            \$194  = 1'h0;
+          if (\$150 ) begin
+            \$195  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$194  = 1'h0;
+      \$195  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$195  = engine_state;
+    \$196  = engine_state;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
-              \$195  = 2'h1;
+              \$196  = 2'h1;
             end else begin
-              \$195  = 2'h2;
+              \$196  = 2'h2;
             end
           end
       2'h2:
-          if (\$148 ) begin
-            \$195  = 2'h0;
+          if (\$149 ) begin
+            \$196  = 2'h0;
           end
       2'h1:
-          if (\$149 ) begin
-            \$195  = 2'h0;
+          if (\$150 ) begin
+            \$196  = 2'h0;
           end
     endcase
     if (rst) begin
-      \$195  = 2'h0;
+      \$196  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$196  = two;
+    \$197  = two;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$196  = plan_two;
+              \$197  = plan_two;
             end
           end
     endcase
     if (rst) begin
-      \$196  = 1'h0;
+      \$197  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$197  = ph1_left_m1;
+    \$198  = ph1_left_m1;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$197  = plan_ph1_left_m1;
+              \$198  = plan_ph1_left_m1;
             end
           end
     endcase
     if (rst) begin
-      \$197  = 14'h0000;
+      \$198  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$198  = wait_tree;
+    \$199  = wait_tree;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$198  = plan_wait_tree;
+              \$199  = plan_wait_tree;
             end
           end
     endcase
     if (rst) begin
-      \$198  = 1'h0;
+      \$199  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$199  = ph0_op;
+    \$200  = ph0_op;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$199  = plan_ph0_op;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$199  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$200  = ph1_op;
-    casez (engine_state)
-      2'h0:
-          if (\$138 ) begin
-            (* full_case = 32'd1 *)
-            if (\$139 ) begin
-            end else if (plan_seed) begin
-            end else begin
-              \$200  = plan_ph1_op;
+              \$200  = plan_ph0_op;
             end
           end
     endcase
@@ -2971,38 +2933,56 @@ module \replay_kernel_k16_1m.accel.core (rst, host_enable, \busy$61 , host_re, h
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$201  = ph0_left;
+    \$201  = ph1_op;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$201  = plan_ph0_left;
+              \$201  = plan_ph1_op;
             end
           end
     endcase
     if (rst) begin
-      \$201  = 14'h0000;
+      \$201  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$202  = ph1_left;
+    \$202  = ph0_left;
     casez (engine_state)
       2'h0:
-          if (\$138 ) begin
+          if (\$139 ) begin
             (* full_case = 32'd1 *)
-            if (\$139 ) begin
+            if (\$140 ) begin
             end else if (plan_seed) begin
             end else begin
-              \$202  = plan_ph1_left;
+              \$202  = plan_ph0_left;
             end
           end
     endcase
     if (rst) begin
       \$202  = 14'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$203  = ph1_left;
+    casez (engine_state)
+      2'h0:
+          if (\$139 ) begin
+            (* full_case = 32'd1 *)
+            if (\$140 ) begin
+            end else if (plan_seed) begin
+            end else begin
+              \$203  = plan_ph1_left;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$203  = 14'h0000;
     end
   end
   assign h_region = \$3 [2:0];
@@ -19675,7 +19655,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3400$0 , \port$3402$0 , max_priority_lo, \port$3452$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3403$0 , \port$3405$0 , max_priority_lo, \port$3455$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -20241,12 +20221,12 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [19:0] \port$3400$0 ;
-  wire [19:0] \port$3400$0 ;
-  input [20:0] \port$3402$0 ;
-  wire [20:0] \port$3402$0 ;
-  input [51:0] \port$3452$0 ;
-  wire [51:0] \port$3452$0 ;
+  input [19:0] \port$3403$0 ;
+  wire [19:0] \port$3403$0 ;
+  input [20:0] \port$3405$0 ;
+  wire [20:0] \port$3405$0 ;
+  input [51:0] \port$3455$0 ;
+  wire [51:0] \port$3455$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -21454,11 +21434,11 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3452$0 [31:0];
-  assign total_hi = { 12'h000, \port$3452$0 [51:32] };
+  assign total_lo = \port$3455$0 [31:0];
+  assign total_hi = { 12'h000, \port$3455$0 [51:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 11'h000, \port$3402$0  };
-  assign write_pointer = { 12'h000, \port$3400$0  };
+  assign size = { 11'h000, \port$3405$0  };
+  assign write_pointer = { 12'h000, \port$3403$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -21494,17 +21474,17 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3452$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3455$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 13'h0000, \port$3452$0 [51:32] };
+  assign \$119  = { 13'h0000, \port$3455$0 [51:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 12'h000, \port$3402$0  };
+  assign \$125  = { 12'h000, \port$3405$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 13'h0000, \port$3400$0  };
+  assign \$127  = { 13'h0000, \port$3403$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000100000;
   assign \$130  = \$129 ;
@@ -21555,8 +21535,8 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2781$0 , \port$2782$0 , \port$2783$0 , \port$2784$0 , \port$2785$0 , \port$2786$0 
-, \port$2787$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
+module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2784$0 , \port$2785$0 , \port$2786$0 , \port$2787$0 , \port$2788$0 , \port$2789$0 
+, \port$2790$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -22068,12 +22048,6 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   reg p_lastbeat = 1'h0;
   reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  output \port$2781$0 ;
-  wire \port$2781$0 ;
-  output \port$2782$0 ;
-  wire \port$2782$0 ;
-  output \port$2783$0 ;
-  wire \port$2783$0 ;
   output \port$2784$0 ;
   wire \port$2784$0 ;
   output \port$2785$0 ;
@@ -22082,6 +22056,12 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   wire \port$2786$0 ;
   output \port$2787$0 ;
   wire \port$2787$0 ;
+  output \port$2788$0 ;
+  wire \port$2788$0 ;
+  output \port$2789$0 ;
+  wire \port$2789$0 ;
+  output \port$2790$0 ;
+  wire \port$2790$0 ;
   reg q_wlast = 1'h0;
   reg q_wlast_d1 = 1'h0;
   reg q_wlast_d1_d2 = 1'h0;
@@ -23705,13 +23685,13 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2781$0  = \$32 ;
-  assign \port$2782$0  = \$33 ;
-  assign \port$2783$0  = \$34 ;
-  assign \port$2784$0  = \$35 ;
-  assign \port$2785$0  = \$36 ;
-  assign \port$2786$0  = \$37 ;
-  assign \port$2787$0  = \$38 ;
+  assign \port$2784$0  = \$32 ;
+  assign \port$2785$0  = \$33 ;
+  assign \port$2786$0  = \$34 ;
+  assign \port$2787$0  = \$35 ;
+  assign \port$2788$0  = \$36 ;
+  assign \port$2789$0  = \$37 ;
+  assign \port$2790$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

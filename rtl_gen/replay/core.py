@@ -263,12 +263,18 @@ class ReplayCore(wiring.Component):
             with m.Case(ReplayOp.RESET):
                 m.d.sync += [p_op[0].eq(SumTreeOp.RESET), *plan_n(0, 1), p_wait.eq(1)]
 
+        # While idle the issue loop's registers follow the plan (stable before a start), so a
+        # start loads nothing into them: their next values depend on ``busy`` and ``fetch``.
+        with m.If(~busy):
+            m.d.sync += [issue_i.eq(0), phase.eq(0), left.eq(p_left[0]),
+                         left_m1.eq(p_left_m1[0])]
+
         with m.FSM(name="engine"):
             with m.State("IDLE"):
                 # (not in the cycle after an accept: AP_START falls only then)
                 with m.If(ctrl.start & ~ready):
                     m.d.sync += [ready.eq(1), cycles.eq(0), rsp_cycles.eq(0), error.eq(0),
-                                 phase.eq(0), issue_i.eq(0), rsp_j.eq(0)]
+                                 rsp_j.eq(0)]
                     m.d.comb += tree.clear.eq(1)
                     with m.If(p_fail != 0):
                         m.d.sync += [error.eq(p_fail), done.eq(1)]
@@ -278,7 +284,6 @@ class ReplayCore(wiring.Component):
                     with m.Else():
                         m.d.sync += [busy.eq(1), issuing.eq(1), rsp_none.eq(~p_rsp),
                                      rsp_left.eq(p_rsp_left), two.eq(p_two),
-                                     left.eq(p_left[0]), left_m1.eq(p_left_m1[0]),
                                      ph_left_m1.eq(p_left_m1[1]),
                                      wait_tree.eq(p_wait)]
                         m.d.sync += [d.eq(v) for d, v in zip(ph_op + ph_left, p_op + p_left)]
