@@ -92,19 +92,31 @@ def saturate_fast(m, value, fmt: FixedFormat, *, name: str):
     result = Signal(fixed_shape(fmt), name=name)
     overflow = Signal(name=f"{name}_ovf")
     hi, lo = Signal(name=f"{name}_hi"), Signal(name=f"{name}_lo")
-    if fmt.signed:
-        sign = wide[-1]
-        high = wide[w - 1:-1]            # must all equal the sign
-        m.d.comb += [hi.eq(~sign & high.any()), lo.eq(sign & ~high.all())]
-    else:
-        m.d.comb += [hi.eq(wide[w:].any()), lo.eq(0)]
+    m.d.comb += [h.eq(v) for h, v in zip((hi, lo), _range_checks(wide, fmt))]
     m.d.comb += [
         wide.eq(value),
         overflow.eq(hi | lo),
-        result.eq(Mux(hi, Const(fmt.max_raw, fixed_shape(fmt)),
-                      Mux(lo, Const(fmt.min_raw, fixed_shape(fmt)), wide[:w]))),
+        result.eq(_clamp(hi, lo, wide[:w], fmt)),
     ]
     return result, overflow
+
+
+def _range_checks(value, fmt: FixedFormat):
+    """``(hi, lo)``: ``value`` (wider than ``fmt``, of its signedness) is above or below the
+    format's range, as bit tests: its bits above the format's width (and, signed, the
+    format's sign bit) are not all equal to its sign."""
+    w = fmt.width
+    if fmt.signed:
+        sign = value[-1]
+        high = value[w - 1:-1]           # must all equal the sign
+        return ~sign & high.any(), sign & ~high.all()
+    return value[w:].any(), Const(0, 1)
+
+
+def _clamp(hi, lo, low, fmt: FixedFormat):
+    """The format's maximum if ``hi``, its minimum if ``lo``, else ``low``."""
+    return Mux(hi, Const(fmt.max_raw, fixed_shape(fmt)),
+               Mux(lo, Const(fmt.min_raw, fixed_shape(fmt)), low))
 
 
 def saturate_staged(m, value, fmt: FixedFormat, *, name: str):
@@ -120,16 +132,9 @@ def saturate_staged(m, value, fmt: FixedFormat, *, name: str):
                          f"{vshape!r} for {fmt!r}")
     hi, lo = Signal(name=f"{name}_hi"), Signal(name=f"{name}_lo")
     low = Signal(fixed_shape(fmt), name=f"{name}_low")
-    if fmt.signed:
-        sign = value[-1]
-        high = value[w - 1:-1]           # must all equal the sign
-        m.d.sync += [hi.eq(~sign & high.any()), lo.eq(sign & ~high.all())]
-    else:
-        m.d.sync += [hi.eq(value[w:].any()), lo.eq(0)]
+    m.d.sync += [h.eq(v) for h, v in zip((hi, lo), _range_checks(value, fmt))]
     m.d.sync += low.eq(value[:w])
-    result = Mux(hi, Const(fmt.max_raw, fixed_shape(fmt)),
-                 Mux(lo, Const(fmt.min_raw, fixed_shape(fmt)), low))
-    return result, hi | lo
+    return _clamp(hi, lo, low, fmt), hi | lo
 
 
 # -- packing ------------------------------------------------------------------------------------

@@ -22,13 +22,23 @@ from rtl_gen.shell.mm_slave import AxiMemorySlave
 P = "m_axi_gmem"
 
 
+def read_data_delayed(m, data, read_latency):
+    """``data`` (a one-register read port's) through ``read_latency - 1`` more registers: a
+    memory with that read latency."""
+    for k in range(read_latency - 1):
+        q = Signal.like(data, name=f"rdata_q{k}")
+        m.d.sync += q.eq(data)
+        data = q
+    return data
+
+
 class AxiRamHarness(wiring.Component):
     """An :class:`AxiMemorySlave` in front of a ``Memory``: an AXI-attached RAM.
 
     The memory's read data passes ``mem_read_latency - 1`` registers (a parameter of the
-    slave). Ports: the slave's AXI ports, ``enable`` (``In(1, init=1)``, the slave's ``mem.enable``),
-    plus ``dbg_mem_re``, ``dbg_mem_we`` and ``dbg_mem_addr`` mirroring its memory port so
-    tests can watch the accesses.
+    slave; :func:`read_data_delayed`). Ports: the slave's AXI ports, ``enable``
+    (``In(1, init=1)``, the slave's ``mem.enable``), plus ``dbg_mem_re``, ``dbg_mem_we`` and
+    ``dbg_mem_addr`` mirroring its memory port so tests can watch the accesses.
     """
 
     def __init__(self, **params):
@@ -51,12 +61,7 @@ class AxiRamHarness(wiring.Component):
         wp = mem.write_port(granularity=8)
         rp = mem.read_port(domain="sync")
         port = s.mem
-        # Registers after the read port up to the slave's mem_read_latency.
-        rdata = rp.data
-        for k in range(s.mem_read_latency - 1):
-            q = Signal.like(rdata, name=f"rdata_q{k}")
-            m.d.sync += q.eq(rdata)
-            rdata = q
+        rdata = read_data_delayed(m, rp.data, s.mem_read_latency)
         m.d.comb += [
             wp.addr.eq(port.addr), wp.en.eq(port.we), wp.data.eq(port.wdata),
             rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rdata),

@@ -101,7 +101,7 @@ class GaeCore(wiring.Component):
         rports, wports, rq = self._memories(m)
         seq = self._sequencer(m)
         host = self._host_reads(m, seq, rports, rq)
-        s2 = self._dequantize(m, seq, rports, rq)
+        s2 = self._dequantize(m, seq, rq)
         pes, pe_ovf = self._processing_elements(m, seq, s2)
         any_req_ovf = self._write_back(m, seq, pes, wports, host)
         # The lanes' masked overflow bits registered, their OR feeding the sticky flag: the
@@ -343,9 +343,7 @@ class GaeCore(wiring.Component):
                     m.d.sync += rdata.eq(_select(words, sel) if subs > 1 else words[0])
         return _HostAddress(region=host_region, sub=host_sub, row=host_row, request=req)
 
-
-
-    def _dequantize(self, m, seq, rports, rq):
+    def _dequantize(self, m, seq, rq):
         """The read data's way to the PEs (``config.READ_LATENCY`` registers): the block RAM,
         its output register, the dequantizer's partial products (``code * scale``, one DSP48E2
         each), their sum with the offset, the saturation to the data format (stage 2);
@@ -374,7 +372,6 @@ class GaeCore(wiring.Component):
         c1 = {**c1, "nvalid": seq.nvalid_of(c1["grp"])}
         del c1["grp"]
         c2 = delay(c1, "rd2")           # its output register
-
         c3 = delay(c2, "rd3")           # the product
         c4 = delay(c3, "rd4")           # shifted
         s2c = delay(c4, "s2")           # saturated: stage 2

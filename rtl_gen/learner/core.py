@@ -10,7 +10,7 @@ from sw.learner.spec import (LEARNER_ERRORS, LEARNER_FLAGS, STATUS_FLAGS, SYNC_B
                              LearnerConfig, learner_register_map)
 from sw.shell.spec import HOST_READ_LATENCY
 
-from ..shell.host_port import register_host_requests
+from ..shell.host_port import delayed, register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .stages import STAGE_BLOCKS
@@ -291,19 +291,12 @@ class LearnerCore(wiring.Component):
             (p_reg == idx) & (p_local[(sub_words(cfg, r) - 1).bit_length():] < r.depth(cfg))
             for idx, r in enumerate(regions(cfg))]))
 
-        def delay2(value, name):
-            # ``value`` two cycles later: with the block RAM's data, then with its register.
-            q = Signal.like(value, name=f"{name}_q")
-            qq = Signal.like(value, name=f"{name}_qq")
-            m.d.sync += [q.eq(value), qq.eq(q)]
-            return qq
-
         def data_q(value, name):
             q = Signal(len(value), name=name)
             m.d.sync += q.eq(value)
             return q
 
-        r_loc = delay2(local if local_bits else Const(0, 1), "host_local")
+        r_loc = delayed(m, local if local_bits else Const(0, 1), 2, name="host_local")
         oks = []
         dp = cfg.dp
         pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
@@ -329,7 +322,7 @@ class LearnerCore(wiring.Component):
                 cgf, rgf = blk[:gb], blk[gb:]
                 pipe = rgf[pb:pb + db]
                 local_blk = Cat(cgf, rgf[:pb], rgf[pb + db:])
-                pipe_q = delay2(pipe, f"host_pipe_{r.name}") if db else pipe
+                pipe_q = delayed(m, pipe, 2, name=f"host_pipe_{r.name}") if db else pipe
                 words = []
                 for d in range(dp):
                     port = bufs[f"{r.name}@{d}"].read_port(0)
@@ -355,8 +348,8 @@ class LearnerCore(wiring.Component):
                 buf.write(full[:nbytes], blk,
                           Cat(*([req.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
         # Whether the read hit a region, and which (one-hot), beside the data.
-        r_ok = delay2(req.re & idle & or_all(oks), "host_ok")
-        r_hit = delay2(hit_q, "host_hit")
+        r_ok = delayed(m, req.re & idle & or_all(oks), 2, name="host_ok")
+        r_hit = delayed(m, hit_q, 2, name="host_hit")
         out = or_all(Mux(r_hit[i], data, 0) for i, (_, data) in enumerate(rd))
         rdata = Signal(D, name="host_rdata_q")
         m.d.sync += rdata.eq(Mux(r_ok, out, 0))

@@ -10,7 +10,7 @@ from sw.replay.spec import (REGIONS, REPLAY_ERRORS, TAIL, WORD_BYTES, ReplayOp, 
                            field_bits, region_bits, region_words, replay_register_map)
 from sw.shell.spec import HOST_READ_LATENCY
 
-from ..shell.host_port import register_host_requests
+from ..shell.host_port import delayed, register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .layouts import SumTreeOp
@@ -99,10 +99,7 @@ class ReplayCore(wiring.Component):
                                                                   if rbits else 0)]
         # The region of a host read, registered one-hot twice (with the block RAM's data and
         # with its output register): the read data is an AND-OR of the registered outputs.
-        h_sel_q = Signal(len(REGIONS), name="h_sel_q")
-        h_sel_qq = Signal(len(REGIONS), name="h_sel_qq")
-        m.d.sync += [h_sel_q.eq(Cat(h_region == r for r in range(len(REGIONS)))),
-                     h_sel_qq.eq(h_sel_q)]
+        h_sel_qq = delayed(m, Cat(h_region == r for r in range(len(REGIONS))), 2, name="h_sel")
         rdata = 0
         for r, name in enumerate(REGIONS):
             bits = region_bits(cfg, name)

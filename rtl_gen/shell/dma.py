@@ -15,10 +15,6 @@ _PREFIX_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*")
 #: The AXI4 boundary no burst may cross (AMBA AXI specification, A3.4.1).
 BOUNDARY_BYTES = 4096
 
-#: Entries of the write-data buffer between the local reads and the W channel: a beat holds a
-#: slot from its first local read until its W handshake, about three cycles, so four keep the
-#: W channel busy every cycle.
-
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)

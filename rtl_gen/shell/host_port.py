@@ -2,7 +2,7 @@
 
 from amaranth.hdl import Signal
 
-__all__ = ["HostRequest", "register_host_requests"]
+__all__ = ["HostRequest", "register_host_requests", "delayed"]
 
 
 class HostRequest:
@@ -36,3 +36,14 @@ def register_host_requests(m, host, *, busy, start) -> HostRequest:
     m.d.sync += [q.addr.eq(host.addr), q.re.eq(host.re & enable),
                  q.we.eq(host.we & enable.replicate(len(host.we))), q.wdata.eq(host.wdata)]
     return q
+
+
+def delayed(m, value, n, *, name):
+    """``value`` ``n`` cycles later, through registers ``<name>_q``, ``<name>_qq``, ... (the
+    host read's address and region bits follow its data through the block RAM and its output
+    register this way)."""
+    for k in range(1, n + 1):
+        q = Signal.like(value, name=f"{name}_{'q' * k}")
+        m.d.sync += q.eq(value)
+        value = q
+    return value

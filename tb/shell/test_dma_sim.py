@@ -15,12 +15,12 @@ import subprocess
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from axi_ram import SimAxiRam
+from axi_ram import SimAxiRam, read_data_delayed
 from cocotb_util import WAIVERS
 from rtl_gen.shell.dma import AxiDma
 from rtl_gen.shell.signatures import MemoryPortSignature
@@ -56,11 +56,7 @@ class DmaHarness(wiring.Component):
         wp = self.mem.write_port(granularity=8)
         rp = self.mem.read_port()
         port = d.mem
-        rdata = rp.data
-        for k in range(d.mem_read_latency - 1):
-            q = Signal.like(rdata, name=f"rdata_q{k}")
-            m.d.sync += q.eq(rdata)
-            rdata = q
+        rdata = read_data_delayed(m, rp.data, d.mem_read_latency)
         m.d.comb += [wp.addr.eq(port.addr), wp.en.eq(port.we), wp.data.eq(port.wdata),
                      rp.addr.eq(port.addr), rp.en.eq(port.re), port.rdata.eq(rdata),
                      port.enable.eq(self.enable)]

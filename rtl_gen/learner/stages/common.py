@@ -224,36 +224,29 @@ class ItemCounter:
         and constant: no arithmetic on the arguments in the cycle of ``clear``. A register is
         made on first use, so the terms must be used outside conditional statements."""
         v, off = self._ctx.batch_size, self._d * self._config.sub_batch
-        fns = {"lt": lambda c: v < c + off, "sub": lambda c: v - (c + off),
-               "rsub": lambda c: (c + off) - v}
-
-        def term(kind):
-            def get(c):
-                key = ("clear", kind, c)
-                if key not in self._terms:
-                    value = fns[kind](c)
-                    reg = Signal(value.shape(), name=f"{self._name}_c{kind}{c}".replace("-", "m"))
-                    self._m.d.sync += reg.eq(value)
-                    self._terms[key] = reg
-                return self._terms[key]
-            return get
-        return term("lt"), term("sub"), term("rsub")
+        return self._registered("c", ((lambda c: v < c + off), (lambda c: v - (c + off)),
+                                      (lambda c: (c + off) - v)))
 
     def _next_registered(self):
         """:meth:`_next` of the advance as registers loaded every cycle (one per kind and
         constant, shared by the derived registers): ``lookahead=2``."""
-        nxt = dict(zip(("lt", "sub", "rsub"), self._next(False)))
+        return self._registered("n", self._next(False))
 
-        def term(kind):
+    def _registered(self, tag, fns):
+        """``(lt, sub, rsub)`` of ``fns`` as registers loaded every cycle, made on first use
+        (``<name>_<tag><kind><c>``) and shared by every user of the same kind and constant."""
+        def term(kind, fn):
             def get(c):
-                if (kind, c) not in self._terms:
-                    v = nxt[kind](c)
-                    reg = Signal(v.shape(), name=f"{self._name}_n{kind}{c}".replace("-", "m"))
-                    self._m.d.sync += reg.eq(v)
-                    self._terms[(kind, c)] = reg
-                return self._terms[(kind, c)]
+                key = (tag, kind, c)
+                if key not in self._terms:
+                    value = fn(c)
+                    reg = Signal(value.shape(),
+                                 name=f"{self._name}_{tag}{kind}{c}".replace("-", "m"))
+                    self._m.d.sync += reg.eq(value)
+                    self._terms[key] = reg
+                return self._terms[key]
             return get
-        return term("lt"), term("sub"), term("rsub")
+        return tuple(term(kind, fn) for kind, fn in zip(("lt", "sub", "rsub"), fns))
 
     def derived(self, name, shape, fn):
         """A register holding ``fn(lt, sub, rsub)`` (:meth:`_next`) of the item's ``rem``."""
