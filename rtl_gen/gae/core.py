@@ -176,7 +176,7 @@ class GaeCore(wiring.Component):
         t_zero = Signal()            # t == 0, a register (the row loop's end off the compare)
         boot = Signal()              # reading bootstrap rows
         issue = Signal()             # a read is issued this cycle
-        drain = Signal(range(self.drain + 1))
+        drain = Signal(range(-1, self.drain))  # the drain's cycles left - 1: its sign ends it
         # The PEs register the coefficients and compute powers of gamma*lambda
         # (pe.coef_settle cycles); the first element must not need them before
         # (GaeCoreConfig.coef_wait).
@@ -261,7 +261,7 @@ class GaeCore(wiring.Component):
                                      row_base.eq(row_base - G)]
                     with m.Elif(t_zero):
                         with m.If(last_group):
-                            m.d.sync += drain.eq(self.drain)
+                            m.d.sync += drain.eq(self.drain - 1)
                             m.next = "DRAIN"
                         with m.Else():
                             m.d.sync += [grp_base.eq(grp_base + L), row_base.eq(rows - G),
@@ -273,7 +273,7 @@ class GaeCore(wiring.Component):
                     m.d.sync += lane.eq(lane + 1)
             with m.State("DRAIN"):
                 m.d.sync += drain.eq(drain - 1)
-                with m.If(drain == 0):
+                with m.If(drain[-1]):
                     m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
                     m.next = "IDLE"
 

@@ -14,7 +14,7 @@ from ..shell.host_port import delayed, register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .stages import STAGE_BLOCKS
-from .stages.buffers import LearnerBuffers, gt_const, or_all, widen
+from .stages.buffers import LearnerBuffers, gt_const, lt_const_registered, or_all, widen
 from .stages.common import StageContext
 
 __all__ = ["LearnerCore", "FLAG_FIELDS"]
@@ -92,7 +92,7 @@ class LearnerCore(wiring.Component):
     results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 7`` for WA,
     which reads the scratchpad row, adds and writes it back). LOSS handles one sample and S
     outputs per cycle, WU S weights per layer per cycle. :mod:`sw.learner.schedule` gives
-    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11983 cycles on
+    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11984 cycles on
     4 × 4 units, 3530 on 8 × 8 (sub-batches of 8), and 3637 with 8 × 8 units on the
     64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
 
@@ -212,12 +212,13 @@ class LearnerCore(wiring.Component):
         # period counter; WU then writes the updated weights into w<l> and tw<l> alike.
         if cfg.loss == "dqn":
             count = Signal(SYNC_BITS)
+            count1 = Signal(SYNC_BITS + 1, init=1)      # count + 1, a register beside it
             top = (1 << SYNC_BITS) - 1
             # Registered every cycle: the arguments are stable from the cycle before start
             # and ``count`` changes only at a start.
             due = Signal(name="sync_due")
             m.d.sync += due.eq(self.args.sync_target | ((self.args.sync_period != 0)
-                                                        & (count + 1 >= self.args.sync_period)))
+                                                        & (count1 >= self.args.sync_period)))
             m.d.comb += [self.status.sync_count.eq(count),
                          self.status.status_target_synced.eq(sync_now)]
         # BATCH_SIZE's check, registered every cycle (the arguments are stable from the cycle
@@ -233,8 +234,10 @@ class LearnerCore(wiring.Component):
             with m.Else():
                 m.d.sync += [err.eq(0), busy.eq(1)]
                 if cfg.loss == "dqn":
+                    at_top = count == top
                     m.d.sync += [sync_now.eq(due),
-                                 count.eq(Mux(due, 0, Mux(count == top, top, count + 1)))]
+                                 count.eq(Mux(due, 0, Mux(at_top, top, count + 1))),
+                                 count1.eq(Mux(due, 1, Mux(at_top, top + 1, count + 2)))]
         with m.Elif(busy & all_done):
             m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
 
@@ -270,8 +273,9 @@ class LearnerCore(wiring.Component):
     def _host_port(self, m, bufs, busy):
         """The host port on the buffers' port 0 and write ports, while not ``busy``: the
         request registered (:func:`~rtl_gen.shell.host_port.register_host_requests`), the
-        block RAMs' data registered, then the region's and-or and the sub-word into a
-        register (read latency :data:`~sw.shell.spec.HOST_READ_LATENCY`)."""
+        block RAMs' data registered piece by piece (D bits), every piece but the one read
+        cleared by a registered flip-flop reset, then the or of the pieces into a register
+        (read latency :data:`~sw.shell.spec.HOST_READ_LATENCY`)."""
         cfg = self._config
         D = cfg.axi_data_width
         DB = D // 8
@@ -280,41 +284,61 @@ class LearnerCore(wiring.Component):
         addr = req.addr
         local = addr[:local_bits]
         idle = ~busy
-        rd = []
-        # Which region the request is in, and within its words: decoded from the port's
-        # address into registers beside the request's (the decode and the byte-enable and
-        # port-select logic after it would not fit one cycle).
+        # Which region the request is in, and whether it is within the region's words:
+        # decoded from the port's address into registers beside the request's (the decode
+        # and the byte-enable and port-select logic after it would not fit one cycle), the
+        # region's number and the word's bound apart (the port's address is a multiplexer
+        # of the shell's, so each compare gets a cycle of its own before their and).
         p_local = self.host.addr[:local_bits]
         p_reg = self.host.addr[local_bits:]
-        hit_q = Signal(len(regions(cfg)), name="host_region_q")
-        m.d.sync += hit_q.eq(Cat(*[
-            (p_reg == idx) & (p_local[(sub_words(cfg, r) - 1).bit_length():] < r.depth(cfg))
-            for idx, r in enumerate(regions(cfg))]))
+        reg_q = Signal(len(regions(cfg)), name="host_region_q")
+        m.d.sync += reg_q.eq(Cat(*[p_reg == idx for idx in range(len(regions(cfg)))]))
+        bounds = {}                                 # (sub-word bits, depth) -> Value
+        for r in regions(cfg):
+            key = ((sub_words(cfg, r) - 1).bit_length(), r.depth(cfg))
+            if key not in bounds:
+                bounds[key] = lt_const_registered(m, p_local[key[0]:], key[1],
+                                                   name=f"host_inside_{len(bounds)}")
+        hit_q = Cat(*[reg_q[idx] & bounds[((sub_words(cfg, r) - 1).bit_length(), r.depth(cfg))]
+                      for idx, r in enumerate(regions(cfg))])
 
-        def data_q(value, name):
-            q = Signal(len(value), name=name)
-            m.d.sync += q.eq(value)
-            return q
+        def pieces_q(word, bits, sub, keep, name):
+            """The word's D-bit pieces registered, each zeroed unless its bit of ``keep``
+            (registered: a flip-flop reset, no logic after the block RAM) selects it."""
+            out = []
+            for i in range(sub):
+                if i * D >= bits:
+                    break
+                q = Signal(min(D, bits - i * D), name=f"{name}_{i}")
+                m.d.sync += q.eq(Mux(keep[i], word[i * D:min((i + 1) * D, bits)], 0))
+                out.append(q)
+            return out
 
-        r_loc = delayed(m, local if local_bits else Const(0, 1), 2, name="host_local")
-        oks = []
+        def keep_q(sel, sub, name):
+            """Which piece of a region's word the read returns, registered twice (beside
+            the read enable, then beside the block RAM's data): one bit per piece, all 0
+            unless this region (and pipeline) was read."""
+            sbits = (sub - 1).bit_length()
+            lsel = local[:sbits] if sbits else Const(0, 1)
+            return delayed(m, Cat(*[sel & (lsel == i) for i in range(sub)]), 1, name=name)
+
+        rd = []
         dp = cfg.dp
         pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
         db = (dp - 1).bit_length()
+        rsel = idle & req.re
         for idx, r in enumerate(regions(cfg)):
             sub = sub_words(cfg, r)
             sbits = (sub - 1).bit_length()
+            bits = r.word_bits(cfg)
             blk = local[sbits:]
             in_range = hit_q[idx]
-            oks.append(in_range)
-            if r.name in bufs:
-                buf = bufs[r.name]
-                buf.read_port(0).use(idle & req.re & in_range, blk, idle)
-                word = data_q(buf.read_port(0).data, f"host_data_{r.name}")
-            elif r.name.startswith("grad"):           # the reduced gradient, in pipeline 0
-                buf = bufs[f"{r.name}@0"]
-                buf.read_port(0).use(idle & req.re & in_range, blk, idle)
-                word = data_q(buf.read_port(0).data, f"host_data_{r.name}")
+            if r.name in bufs or r.name.startswith("grad"):
+                # (the reduced gradient lives in pipeline 0)
+                buf = bufs[r.name] if r.name in bufs else bufs[f"{r.name}@0"]
+                buf.read_port(0).use(rsel & in_range, blk, idle)
+                keep = keep_q(rsel & in_range, sub, f"host_keep_{r.name}")
+                rd += pieces_q(buf.read_port(0).data, bits, sub, keep, f"host_data_{r.name}")
             else:
                 # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
                 # p lives in pipeline p mod dp as its local sub-batch p div dp.
@@ -322,21 +346,12 @@ class LearnerCore(wiring.Component):
                 cgf, rgf = blk[:gb], blk[gb:]
                 pipe = rgf[pb:pb + db]
                 local_blk = Cat(cgf, rgf[:pb], rgf[pb + db:])
-                pipe_q = delayed(m, pipe, 2, name=f"host_pipe_{r.name}") if db else pipe
-                words = []
                 for d in range(dp):
                     port = bufs[f"{r.name}@{d}"].read_port(0)
-                    port.use(idle & req.re & in_range & (pipe == d), local_blk, idle)
-                    words.append(data_q(port.data, f"host_data_{r.name}_{d}"))
-                word = Const(0, len(words[0]))
-                for d, x in enumerate(words):
-                    word = Mux(pipe_q == d, x, word)
-            pieces = [word[i * D:min((i + 1) * D, r.word_bits(cfg))] for i in range(sub)
-                      if i * D < r.word_bits(cfg)]
-            pieces += [Const(0, D)] * (sub - len(pieces))
-            sel = r_loc[:sbits] if sbits else Const(0, 1)
-            rd.append((idx, Cat(*pieces).word_select(sel, D) if sub > 1 else
-                       widen(pieces[0], D)))
+                    hit = rsel & in_range & ((pipe == d) if db else Const(1, 1))
+                    port.use(hit, local_blk, idle)
+                    keep = keep_q(hit, sub, f"host_keep_{r.name}_{d}")
+                    rd += pieces_q(port.data, bits, sub, keep, f"host_data_{r.name}_{d}")
             if r.host_write:
                 nbytes = r.word_bits(cfg) // 8
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
@@ -347,10 +362,8 @@ class LearnerCore(wiring.Component):
                 assert buf.granularity == 8
                 buf.write(full[:nbytes], blk,
                           Cat(*([req.wdata] * sub))[:r.word_bits(cfg)], sel=idle)
-        # Whether the read hit a region, and which (one-hot), beside the data.
-        r_ok = delayed(m, req.re & idle & or_all(oks), 2, name="host_ok")
-        r_hit = delayed(m, hit_q, 2, name="host_hit")
-        out = or_all(Mux(r_hit[i], data, 0) for i, (_, data) in enumerate(rd))
+        # Every piece is 0 but the one read (0 if the read hit no region): their or.
         rdata = Signal(D, name="host_rdata_q")
-        m.d.sync += rdata.eq(Mux(r_ok, out, 0))
+        m.d.sync += rdata.eq(or_all(widen(x, D) for x in rd))
         m.d.comb += self.host.rdata.eq(rdata)
+

@@ -67,10 +67,11 @@ class AxiMemorySlave(wiring.Component):
       cycle. ``mem_rdata`` is ignored in other cycles.
     * ``mem_we`` ``Out(data_width // 8)``: byte write enables, ``mem_wdata`` ``Out(data_width)``:
       the word, byte ``i`` in bits ``8*i .. 8*i+7``; written at the end of the cycle.
-    * ``mem_re`` and ``mem_we`` are never set in the same cycle. Everything except ``mem_re`` is
-      driven from registers; ``mem_re`` also depends on ``rready`` (the R queue's accounting),
-      and ``mem_re``/``mem_we`` are gated by ``enable``. The R channel is read from a
-      ``mem_read_latency + 1``-entry LUT-RAM queue (address and valid flag in registers).
+    * ``mem_re`` and ``mem_we`` are never set in the same cycle. Everything is driven from
+      registers; ``mem_re`` and ``mem_we`` are gated by ``enable``. The R channel is read from
+      a ``mem_read_latency + 2``-entry LUT-RAM queue (address and valid flag in registers):
+      one entry more than a stream of reads keeps in flight, so a read is issued without
+      looking at ``rready``.
     * ``enable`` ``In(1, init=1)``: when 0, no memory access happens and every beat answers
       ``SLVERR``. It is sampled in the cycle of the memory access, so a beat answers ``OKAY`` if
       and only if it accessed the memory. Hold it low while the accelerator owns the memory.
@@ -373,9 +374,12 @@ class AxiMemorySlave(wiring.Component):
                 m.d.sync += b_acc.eq(worst(b_acc, ws_final))
         m.d.comb += a("bvalid").eq(bvalid)
 
-        # -- read: issue -> L memory stages (mem_rdata in the last) -> (L+1)-entry R queue ------
+        # -- read: issue -> L memory stages (mem_rdata in the last) -> (L+2)-entry R queue ------
+        # A beat is owed from its issue to its pop L + 1 cycles later at the earliest: a
+        # stream keeps L + 1 owed, so with L + 2 entries the issue need not wait for a pop in
+        # the same cycle (no path from rready or the queue's level to the burst counters).
         L = self._mem_read_latency
-        depth = L + 1
+        depth = L + 2
         stages = [{"valid": Signal(name=f"m{k}_valid"), "ok": Signal(name=f"m{k}_ok"),
                    "resp": Signal(2, name=f"m{k}_resp"), "last": Signal(name=f"m{k}_last"),
                    "id": Signal(self._id_width, name=f"m{k}_id")} for k in range(L)]
@@ -386,7 +390,7 @@ class AxiMemorySlave(wiring.Component):
         # more than k owed), so "full" is its top bit and no count is added or compared.
         owed = Signal(depth)
         full = owed[depth - 1]
-        issue = rd_act & (~full | pop)
+        issue = rd_act & ~full
         rd_ok = ~bad & in_range & self.mem.enable
         with m.If(issue & ~pop):
             m.d.sync += owed.eq(Cat(Const(1, 1), owed[:-1]))

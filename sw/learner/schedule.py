@@ -56,7 +56,8 @@ from dataclasses import dataclass
 from .spec import LearnerConfig
 
 __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "step_cycles",
-           "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL", "wu_overlaps",
+           "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL",
+           "WU_READY_LATENCY", "wu_overlaps",
            "wu_block_need"]
 
 #: Cycles from a GEMM stage's operand read (its slot) to the element entering the tensor unit:
@@ -71,6 +72,9 @@ LOSS_TAIL = {"dqn": 7, "mse": 3}
 #: ``wu`` tail: read address registered, read, row select, η partial products, their sum,
 #: rounding, subtract, saturate (and write); done the next cycle.
 WU_TAIL = 9
+#: Overlapped ``wu``: cycles from the first cycle its producers' status allows a block to
+#: the first cycle it may start the block (whether it may is registered).
+WU_READY_LATENCY = 1
 
 
 @dataclass(frozen=True)
@@ -185,7 +189,8 @@ def _wu_overlapped(config, st, batch, out):
     """``(first, last, done)`` of a WU stage that follows WA's last item block by block: block
     b (S slots, row-group-major) starts when the previous block has issued, BW of the layer
     has finished every item, and the WA tile that completes the block shows in WA's count of
-    finished tiles (``tail`` cycles after the tile's last slot)."""
+    finished tiles (``tail`` cycles after the tile's last slot), each seen
+    :data:`WU_READY_LATENCY` cycles later."""
     S, l = config.array, st.layer
     wa = stages_by_name(config)[f"wa{l}"]
     f_last, _, _ = out[wa.name][-1]
@@ -197,10 +202,11 @@ def _wu_overlapped(config, st, batch, out):
         if d != wa.name and out[d]:
             ready = max(ready, out[d][-1][2])
     n_in, n_out = config.sizes[l], config.sizes[l + 1]
-    t, first = ready, None
+    t, first = ready + WU_READY_LATENCY, None
     for rg in range(config.groups(n_in + 1)):
         for cg in range(config.groups(n_out)):
-            avail = f_last + (wu_block_need(config, l, rg, cg) + 1) * T - 1 + tail
+            avail = (f_last + (wu_block_need(config, l, rg, cg) + 1) * T - 1 + tail
+                     + WU_READY_LATENCY)
             start = max(t, avail)
             first = start if first is None else first
             t = start + S

@@ -1,5 +1,5 @@
 """Helpers of the learner's stage sequencers and buffers in Amaranth's simulator (fast tier):
-the constant compare, the priority select of a shared port, the item counter's lookahead and
+the constant compares, the priority select of a shared port, the item counter's lookahead and
 the registered dependency flags against the compare they replace."""
 
 import itertools
@@ -9,7 +9,7 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from rtl_gen.learner.stages.buffers import gt_const, select
+from rtl_gen.learner.stages.buffers import gt_const, lt_const_registered, select
 from rtl_gen.learner.stages.common import (ItemCounter, StageContext, StageStatus, deps_ready,
                                            lookahead_of)
 from sw.learner.spec import LearnerConfig
@@ -39,6 +39,27 @@ def test_gt_const_is_unsigned_greater_than(width):
             for c, o in outs.items():
                 assert ctx.get(o) == int(v > c), (v, c)
     _run(m, bench, clock=False)
+
+
+@pytest.mark.parametrize("width,chunk", [(1, 5), (4, 2), (10, 5), (11, 5), (9, 3)])
+def test_lt_const_registered_is_unsigned_less_than_a_cycle_later(width, chunk):
+    x = Signal(width)
+    consts = sorted({-1, 0, 1, 2, 17, 32, 64, 272, (1 << width) - 1, 1 << width, 1 << (width + 1)})
+    m = Module()
+    outs = {}
+    for c in consts:
+        outs[c] = Signal(name=f"lt_{c + 1}")
+        m.d.comb += outs[c].eq(lt_const_registered(m, x, c, name=f"lt_{c + 1}", chunk=chunk))
+    rng = np.random.default_rng(width)
+    values = range(1 << width) if width <= 11 else rng.integers(0, 1 << width, 4096)
+
+    async def bench(ctx):
+        for v in values:
+            ctx.set(x, int(v))
+            await ctx.tick()
+            for c, o in outs.items():
+                assert ctx.get(o) == int(v < c), (v, c)
+    _run(m, bench)
 
 
 def test_select_takes_the_first_user_by_default():

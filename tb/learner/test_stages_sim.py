@@ -21,7 +21,8 @@ from rtl_gen.learner.stages import FwStage, StageContext
 from rtl_gen.learner.stages.harness import StageHarness
 from sw.learner.gemm import gemm_fixed
 from sw.learner.layout import pack_matrix, pack_samples, unpack_matrix, word_bytes
-from sw.learner.schedule import item_slots, items, stage_tail, stages_by_name
+from sw.learner.schedule import (WU_READY_LATENCY, item_slots, items, stage_tail, stages_by_name,
+                                 wu_overlaps)
 from sw.learner.spec import LEARNER_FLAGS, LearnerConfig
 
 #: Tiny configurations: 2 × 2 blocks and units, and 4 × 4 blocks with per-stage R × C units.
@@ -138,11 +139,14 @@ def run_stage(cfg, stage, batch, preload, *, lr=0, gamma=0, sync=False, timeout=
 
 
 def check_cycles(cfg, stage, batch, res):
-    """Items back to back from cycle 1, done ``stage_tail`` cycles after the last slot."""
+    """Items back to back from cycle 1 (an overlapped WU: cycle 2), done ``stage_tail`` cycles
+    after the last slot."""
     st = stages_by_name(cfg)[stage]
     if st.kind == "wu":
         assert res["items"] == 1
         expect = item_slots(cfg, st, 0) + stage_tail(cfg, st)
+        if wu_overlaps(cfg):            # whether a block may start is registered
+            expect += WU_READY_LATENCY
     else:
         its = items(cfg, batch, st.pipe)
         assert res["items"] == len(its)

@@ -1,13 +1,14 @@
 """On-chip buffers of the learner pipeline: block memories whose ports several stages share, and
 the bit fields of a block word (:mod:`sw.learner.layout`)."""
 
-from amaranth.hdl import Cat, Const, Mux, unsigned
+from amaranth.hdl import Cat, Const, Mux, Signal, unsigned
 from amaranth.lib import memory
 
 from sw.learner.layout import regions
 from sw.learner.schedule import stages
 
 __all__ = ["ReadPort", "Buffer", "LearnerBuffers", "buffer_specs", "or_all", "select", "gt_const",
+           "lt_const_registered",
            "lanes", "widen", "block_addr", "block_row", "block_col", "chunk", "lane_mask", "split"]
 
 
@@ -40,6 +41,32 @@ def gt_const(x, c):
     for i in range(len(x)):                     # from the low bit up: out is x[:i] > c[:i]
         out = (x[i] & out) if (c >> i) & 1 else (x[i] | out)
     return out if c < (1 << len(x)) else Const(0, 1)
+
+
+def lt_const_registered(m, x, c, *, name, chunk=5):
+    """``x < c`` (c a constant) one cycle later: x cut into ``chunk``-bit pieces from the top,
+    each piece's ``<`` and ``==`` against c's registered, and the lexicographic combination of
+    those flags after the registers (one LUT for two pieces). Logic synthesis maps a whole
+    compare of a multiplexed address against a constant to a chain of small LUTs; a piece of
+    5 bits stays within a few."""
+    n = len(x)
+    if c >= (1 << n):
+        return Const(1, 1)
+    if c <= 0:
+        return Const(0, 1)
+    out = Const(0, 1)                  # the lower pieces' x < c, built from the bottom up
+    for k, lo in enumerate(range(0, n, chunk)):
+        hi = min(n, lo + chunk)
+        piece, cp = x[lo:hi], (c >> lo) & ((1 << (hi - lo)) - 1)
+        eq = Signal(name=f"{name}_eq{k}_q")
+        m.d.sync += eq.eq(piece == cp)
+        if cp:
+            lt = Signal(name=f"{name}_lt{k}_q")
+            m.d.sync += lt.eq(piece < cp)
+            out = lt | (eq & out)
+        else:                          # nothing is below 0
+            out = eq & out
+    return out
 
 
 def lanes(value, n, bits):

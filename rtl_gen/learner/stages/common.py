@@ -448,8 +448,11 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
     go = Signal(name=f"{name}_go")
     slot = Signal(name=f"{name}_slot")
     advance = Signal(name=f"{name}_adv")         # the item's last slot: p moves on
+    # For the dependency flags: with R >= 2 an item has at least two slots, so its last
+    # slot is never the one that starts it: the flags' update does not wait on ``go``.
+    dep_adv = Signal(name=f"{name}_depadv") if R >= 2 else advance
     m.d.comb += [
-        go.eq(busy & ~running & items.more & deps_ready(m, ctx, name, producers, p, advance)),
+        go.eq(busy & ~running & items.more & deps_ready(m, ctx, name, producers, p, dep_adv)),
         slot.eq(go | running),
     ]
     n_last = n == middle - 1
@@ -461,6 +464,8 @@ def gemm_loop(m, ctx, stage, producers, *, outer, middle, k_len, outer_runtime, 
                                              middle=middle, o=o, o_pen=o_pen, outer_one=o_one)
     item_last = t_last & n_last & o_last
     m.d.comb += advance.eq(slot & item_last)
+    if R >= 2:
+        m.d.comb += dep_adv.eq(running & item_last)
     with m.If(ctx.clear):
         m.d.sync += [running.eq(0), o.eq(0), n.eq(0), t.eq(0)]
     with m.Elif(slot):

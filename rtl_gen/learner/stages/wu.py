@@ -31,8 +31,10 @@ class WuStage(StageBlock):
     rounding, subtract, saturate); ``done`` rises the cycle after the last row
     (:func:`~sw.learner.schedule.stage_tail`). Throughput: S weights per cycle, ``η·G`` on
     ``2S`` multipliers (G's low 17 bits and its high bits × ``lr_width``), each with a register
-    on either side.The WA tile index that completes a block is registered (loaded when WU
-    moves on to the block, from terms computed while it issues the previous one).
+    on either side. Whether the next block may start is registered (one cycle,
+    :data:`~sw.learner.schedule.WU_READY_LATENCY`), from the index of the WA tile that
+    completes it, also registered (loaded two slots before the block, from terms registered
+    beside it).
 
     Status: ``done`` = ``all`` (1 bit): the weight tensor is updated; flags ``wu`` (a weight
     saturated) and ``wa`` (the reduction saturated). See :class:`~.common.StageBlock` for the
@@ -66,34 +68,47 @@ class WuStage(StageBlock):
             Rw, Cw = cfg.stage_array(f"wa{l}")
             mt_wa, ngo_wa = -(-(n_in + 1) // Rw), -(-n_out // Cw)
             qr, qc = (S // Rw).bit_length() - 1, (S // Cw).bit_length() - 1
-            # WA's last tile (o-major index) of the block, registered: ``need`` is loaded
-            # with the next block's when WU moves on, from its two terms registered the cycle
-            # before (rg, cg stay for S ≥ 2 cycles). The last tile row / column of block
-            # (rg, cg) is (rg+1)·2^qr - 1 but in the last row group (likewise cg): no adder.
+            # ``need``: WA's last tile (o-major index) of the block WU starts next. It is
+            # loaded with the following block's in slot S - 2 of a block (before the
+            # compare for that block, slot S - 1, and after the one for this block), from
+            # two terms registered every cycle from that block's coordinates ``ahead``
+            # (rga, cga), which move on at the load: loads are S >= 2 cycles apart, so the
+            # terms have settled. The last tile row / column of block (rg, cg) is
+            # (rg+1)·2^qr - 1 but in the last row group (likewise cg): no adder.
             def o_end(x, last):
                 return Mux(last, mt_wa - 1, (x << qr) | ((1 << qr) - 1))
 
             def n_end(x, last):
                 return Mux(last, ngo_wa - 1, (x << qc) | ((1 << qc) - 1))
 
+            rga = Signal(range(max(mt, 2)), name=f"{name}_rga")
+            cga = Signal(range(max(ngo, 2)), name=f"{name}_cga")
             o_term = Signal(range(max(mt_wa * ngo_wa, 2)), name=f"{name}_oterm")
             n_term = Signal(range(max(ngo_wa, 2)), name=f"{name}_nterm")
             need = Signal(range(mt_wa * ngo_wa + 1), name=f"{name}_need")
-            cg_end = cg == ngo - 1
-            rg_pen = (rg == mt - 2) if mt >= 2 else Const(0)
-            cg_pen = (cg == ngo - 2) if ngo >= 2 else Const(0)
-            m.d.sync += [
-                o_term.eq(Mux(cg_end, o_end(rg + 1, rg_pen), o_end(rg, rg == mt - 1)) * ngo_wa),
-                n_term.eq(Mux(cg_end, n_end(Const(0), ngo == 1), n_end(cg + 1, cg_pen)))]
+            m.d.sync += [o_term.eq(o_end(rga, rga == mt - 1) * ngo_wa),
+                         n_term.eq(n_end(cga, cga == ngo - 1))]
             with m.If(ctx.clear):
-                m.d.sync += need.eq(wu_block_need(cfg, l, 0, 0))
-            with m.Elif(slot & (r == S - 1)):
+                m.d.sync += [need.eq(wu_block_need(cfg, l, 0, 0)),
+                             rga.eq(1 if ngo == 1 and mt > 1 else 0),
+                             cga.eq(1 if ngo > 1 else 0)]
+            with m.Elif(slot & (r == S - 2)):
                 m.d.sync += need.eq(o_term + n_term)
+                with m.If(cga == ngo - 1):
+                    m.d.sync += [cga.eq(0), rga.eq(Mux(rga == mt - 1, 0, rga + 1))]
+                with m.Else():
+                    m.d.sync += cga.eq(cga + 1)
             others = Const(1, 1)
             for dname in st.deps:
                 if dname != f"wa{l}":
                     others = others & self.producers[dname].all
-            ready = others & (wa.all | (wa.in_last & (wa.tiles > need)))
+            # Whether the next block may start, registered (schedule.WU_READY_LATENCY): no
+            # compare between WA's tile count and WU's counters.
+            ready = Signal(name=f"{name}_ready")
+            with m.If(ctx.clear):
+                m.d.sync += ready.eq(0)
+            with m.Else():
+                m.d.sync += ready.eq(others & (wa.all | (wa.in_last & (wa.tiles > need))))
             m.d.comb += [go.eq(ctx.busy & ~finished & ready),
                          slot.eq(ctx.busy & ~finished & ((r != 0) | ready))]
         else:
