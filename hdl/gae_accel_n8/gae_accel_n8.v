@@ -448,71 +448,70 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
 `endif
   wire [32:0] \$1 ;
   wire \$10 ;
-  wire [32:0] \$100 ;
+  wire [33:0] \$100 ;
   reg [26:0] \$1000 ;
-  reg [26:0] \$1001 ;
-  reg [44:0] \$1002 ;
-  reg [45:0] \$1003 ;
-  reg [7:0] \$1004 ;
-  reg [45:0] \$1005 ;
+  reg [44:0] \$1001 ;
+  reg [45:0] \$1002 ;
+  reg [7:0] \$1003 ;
+  reg [45:0] \$1004 ;
+  reg \$1005 ;
   reg \$1006 ;
-  reg \$1007 ;
+  reg [26:0] \$1007 ;
   reg [26:0] \$1008 ;
-  reg [26:0] \$1009 ;
-  wire [33:0] \$101 ;
-  reg [44:0] \$1010 ;
-  reg [45:0] \$1011 ;
-  reg [7:0] \$1012 ;
-  reg [45:0] \$1013 ;
+  reg [44:0] \$1009 ;
+  wire \$101 ;
+  reg [45:0] \$1010 ;
+  reg [7:0] \$1011 ;
+  reg [45:0] \$1012 ;
+  reg \$1013 ;
   reg \$1014 ;
-  reg \$1015 ;
+  reg [26:0] \$1015 ;
   reg [26:0] \$1016 ;
-  reg [26:0] \$1017 ;
-  reg [44:0] \$1018 ;
-  reg [45:0] \$1019 ;
+  reg [44:0] \$1017 ;
+  reg [45:0] \$1018 ;
+  reg [7:0] \$1019 ;
   wire \$102 ;
-  reg [7:0] \$1020 ;
-  reg [45:0] \$1021 ;
+  reg [45:0] \$1020 ;
+  reg \$1021 ;
   reg \$1022 ;
-  reg \$1023 ;
+  reg [26:0] \$1023 ;
   reg [26:0] \$1024 ;
-  reg [26:0] \$1025 ;
-  reg [44:0] \$1026 ;
-  reg [45:0] \$1027 ;
-  reg [7:0] \$1028 ;
-  reg [45:0] \$1029 ;
+  reg [44:0] \$1025 ;
+  reg [45:0] \$1026 ;
+  reg [7:0] \$1027 ;
+  reg [45:0] \$1028 ;
+  reg \$1029 ;
   wire \$103 ;
   reg \$1030 ;
-  reg \$1031 ;
+  reg [26:0] \$1031 ;
   reg [26:0] \$1032 ;
-  reg [26:0] \$1033 ;
-  reg [44:0] \$1034 ;
-  reg [45:0] \$1035 ;
-  reg [7:0] \$1036 ;
-  reg [45:0] \$1037 ;
+  reg [44:0] \$1033 ;
+  reg [45:0] \$1034 ;
+  reg [7:0] \$1035 ;
+  reg [45:0] \$1036 ;
+  reg \$1037 ;
   reg \$1038 ;
-  reg \$1039 ;
+  reg [26:0] \$1039 ;
   wire \$104 ;
   reg [26:0] \$1040 ;
-  reg [26:0] \$1041 ;
-  reg [44:0] \$1042 ;
-  reg [45:0] \$1043 ;
-  reg [7:0] \$1044 ;
-  reg [45:0] \$1045 ;
+  reg [44:0] \$1041 ;
+  reg [45:0] \$1042 ;
+  reg [7:0] \$1043 ;
+  reg [45:0] \$1044 ;
+  reg \$1045 ;
   reg \$1046 ;
-  reg \$1047 ;
+  reg [26:0] \$1047 ;
   reg [26:0] \$1048 ;
-  reg [26:0] \$1049 ;
+  reg [44:0] \$1049 ;
   wire \$105 ;
-  reg [44:0] \$1050 ;
-  reg [45:0] \$1051 ;
-  reg [7:0] \$1052 ;
-  reg \$1053 ;
-  reg [7:0] \$1054 ;
+  reg [45:0] \$1050 ;
+  reg [7:0] \$1051 ;
+  reg \$1052 ;
+  reg [7:0] \$1053 ;
+  reg \$1054 ;
   reg \$1055 ;
   reg \$1056 ;
   reg \$1057 ;
-  reg \$1058 ;
   wire \$106 ;
   wire \$107 ;
   wire \$108 ;
@@ -524,91 +523,91 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire [25:0] \$117 ;
+  wire [25:0] \$116 ;
+  wire [40:0] \$117 ;
   wire [40:0] \$118 ;
-  wire [40:0] \$119 ;
+  wire [25:0] \$119 ;
   wire [32:0] \$12 ;
-  wire [25:0] \$120 ;
+  wire [40:0] \$120 ;
   wire [40:0] \$121 ;
-  wire [40:0] \$122 ;
+  wire \$122 ;
   wire \$123 ;
   wire \$124 ;
   wire \$125 ;
-  wire \$126 ;
-  wire [25:0] \$127 ;
+  wire [25:0] \$126 ;
+  wire [40:0] \$127 ;
   wire [40:0] \$128 ;
-  wire [40:0] \$129 ;
+  wire [25:0] \$129 ;
   wire [32:0] \$13 ;
-  wire [25:0] \$130 ;
+  wire [40:0] \$130 ;
   wire [40:0] \$131 ;
-  wire [40:0] \$132 ;
+  wire \$132 ;
   wire \$133 ;
   wire \$134 ;
   wire \$135 ;
-  wire \$136 ;
-  wire [25:0] \$137 ;
+  wire [25:0] \$136 ;
+  wire [40:0] \$137 ;
   wire [40:0] \$138 ;
-  wire [40:0] \$139 ;
+  wire [25:0] \$139 ;
   wire [32:0] \$14 ;
-  wire [25:0] \$140 ;
+  wire [40:0] \$140 ;
   wire [40:0] \$141 ;
-  wire [40:0] \$142 ;
+  wire \$142 ;
   wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  wire \$146 ;
-  wire [25:0] \$147 ;
+  wire [25:0] \$146 ;
+  wire [40:0] \$147 ;
   wire [40:0] \$148 ;
-  wire [40:0] \$149 ;
+  wire [25:0] \$149 ;
   wire [32:0] \$15 ;
-  wire [25:0] \$150 ;
+  wire [40:0] \$150 ;
   wire [40:0] \$151 ;
-  wire [40:0] \$152 ;
+  wire \$152 ;
   wire \$153 ;
   wire \$154 ;
   wire \$155 ;
-  wire \$156 ;
-  wire [25:0] \$157 ;
+  wire [25:0] \$156 ;
+  wire [40:0] \$157 ;
   wire [40:0] \$158 ;
-  wire [40:0] \$159 ;
+  wire [25:0] \$159 ;
   wire [13:0] \$16 ;
-  wire [25:0] \$160 ;
+  wire [40:0] \$160 ;
   wire [40:0] \$161 ;
-  wire [40:0] \$162 ;
+  wire \$162 ;
   wire \$163 ;
   wire \$164 ;
   wire \$165 ;
-  wire \$166 ;
-  wire [25:0] \$167 ;
+  wire [25:0] \$166 ;
+  wire [40:0] \$167 ;
   wire [40:0] \$168 ;
-  wire [40:0] \$169 ;
+  wire [25:0] \$169 ;
   wire [13:0] \$17 ;
-  wire [25:0] \$170 ;
+  wire [40:0] \$170 ;
   wire [40:0] \$171 ;
-  wire [40:0] \$172 ;
+  wire \$172 ;
   wire \$173 ;
   wire \$174 ;
   wire \$175 ;
-  wire \$176 ;
-  wire [25:0] \$177 ;
+  wire [25:0] \$176 ;
+  wire [40:0] \$177 ;
   wire [40:0] \$178 ;
-  wire [40:0] \$179 ;
+  wire [25:0] \$179 ;
   wire [14:0] \$18 ;
-  wire [25:0] \$180 ;
+  wire [40:0] \$180 ;
   wire [40:0] \$181 ;
-  wire [40:0] \$182 ;
+  wire \$182 ;
   wire \$183 ;
   wire \$184 ;
   wire \$185 ;
-  wire \$186 ;
-  wire [25:0] \$187 ;
+  wire [25:0] \$186 ;
+  wire [40:0] \$187 ;
   wire [40:0] \$188 ;
-  wire [40:0] \$189 ;
+  wire [25:0] \$189 ;
   wire [14:0] \$19 ;
-  wire [25:0] \$190 ;
+  wire [40:0] \$190 ;
   wire [40:0] \$191 ;
-  wire [40:0] \$192 ;
+  wire \$192 ;
   wire \$193 ;
   wire \$194 ;
   wire \$195 ;
@@ -643,11 +642,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$220 ;
   wire \$221 ;
   wire \$222 ;
-  wire \$223 ;
-  wire [46:0] \$224 ;
-  wire [47:0] \$225 ;
-  wire [46:0] \$226 ;
-  wire [47:0] \$227 ;
+  wire [46:0] \$223 ;
+  wire [47:0] \$224 ;
+  wire [46:0] \$225 ;
+  wire [47:0] \$226 ;
+  wire \$227 ;
   wire \$228 ;
   wire \$229 ;
   wire [16:0] \$23 ;
@@ -664,42 +663,42 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$24 ;
   wire \$240 ;
   wire \$241 ;
-  wire \$242 ;
+  wire [46:0] \$242 ;
   wire [46:0] \$243 ;
-  wire [46:0] \$244 ;
+  wire \$244 ;
   wire \$245 ;
   wire \$246 ;
   wire \$247 ;
   wire \$248 ;
   wire \$249 ;
   wire \$25 ;
-  wire \$250 ;
+  wire [26:0] \$250 ;
   wire [26:0] \$251 ;
-  wire [26:0] \$252 ;
-  wire [44:0] \$253 ;
-  wire [45:0] \$254 ;
+  wire [44:0] \$252 ;
+  wire [45:0] \$253 ;
+  wire \$254 ;
   wire \$255 ;
-  wire \$256 ;
+  wire [8:0] \$256 ;
   wire [8:0] \$257 ;
-  wire [8:0] \$258 ;
+  wire [46:0] \$258 ;
   wire [46:0] \$259 ;
   wire [15:0] \$26 ;
-  wire [46:0] \$260 ;
+  wire \$260 ;
   wire \$261 ;
   wire \$262 ;
   wire \$263 ;
   wire \$264 ;
   wire \$265 ;
-  wire \$266 ;
+  wire [26:0] \$266 ;
   wire [26:0] \$267 ;
-  wire [26:0] \$268 ;
-  wire [44:0] \$269 ;
+  wire [44:0] \$268 ;
+  wire [45:0] \$269 ;
   wire \$27 ;
-  wire [45:0] \$270 ;
+  wire \$270 ;
   wire \$271 ;
-  wire \$272 ;
+  wire [8:0] \$272 ;
   wire [8:0] \$273 ;
-  wire [8:0] \$274 ;
+  wire \$274 ;
   wire \$275 ;
   wire \$276 ;
   wire \$277 ;
@@ -708,43 +707,43 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire [16:0] \$28 ;
   wire \$280 ;
   wire \$281 ;
-  wire \$282 ;
+  wire [46:0] \$282 ;
   wire [46:0] \$283 ;
-  wire [46:0] \$284 ;
+  wire \$284 ;
   wire \$285 ;
   wire \$286 ;
   wire \$287 ;
   wire \$288 ;
   wire \$289 ;
   wire [14:0] \$29 ;
-  wire \$290 ;
+  wire [26:0] \$290 ;
   wire [26:0] \$291 ;
-  wire [26:0] \$292 ;
-  wire [44:0] \$293 ;
-  wire [45:0] \$294 ;
+  wire [44:0] \$292 ;
+  wire [45:0] \$293 ;
+  wire \$294 ;
   wire \$295 ;
-  wire \$296 ;
+  wire [8:0] \$296 ;
   wire [8:0] \$297 ;
-  wire [8:0] \$298 ;
+  wire [46:0] \$298 ;
   wire [46:0] \$299 ;
   wire [1:0] \$3 ;
   wire [16:0] \$30 ;
-  wire [46:0] \$300 ;
+  wire \$300 ;
   wire \$301 ;
   wire \$302 ;
   wire \$303 ;
   wire \$304 ;
   wire \$305 ;
-  wire \$306 ;
+  wire [26:0] \$306 ;
   wire [26:0] \$307 ;
-  wire [26:0] \$308 ;
-  wire [44:0] \$309 ;
+  wire [44:0] \$308 ;
+  wire [45:0] \$309 ;
   wire [15:0] \$31 ;
-  wire [45:0] \$310 ;
+  wire \$310 ;
   wire \$311 ;
-  wire \$312 ;
+  wire [8:0] \$312 ;
   wire [8:0] \$313 ;
-  wire [8:0] \$314 ;
+  wire \$314 ;
   wire \$315 ;
   wire \$316 ;
   wire \$317 ;
@@ -753,42 +752,42 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$32 ;
   wire \$320 ;
   wire \$321 ;
-  wire \$322 ;
+  wire [46:0] \$322 ;
   wire [46:0] \$323 ;
-  wire [46:0] \$324 ;
+  wire \$324 ;
   wire \$325 ;
   wire \$326 ;
   wire \$327 ;
   wire \$328 ;
   wire \$329 ;
   wire [16:0] \$33 ;
-  wire \$330 ;
+  wire [26:0] \$330 ;
   wire [26:0] \$331 ;
-  wire [26:0] \$332 ;
-  wire [44:0] \$333 ;
-  wire [45:0] \$334 ;
+  wire [44:0] \$332 ;
+  wire [45:0] \$333 ;
+  wire \$334 ;
   wire \$335 ;
-  wire \$336 ;
+  wire [8:0] \$336 ;
   wire [8:0] \$337 ;
-  wire [8:0] \$338 ;
+  wire [46:0] \$338 ;
   wire [46:0] \$339 ;
   wire [1:0] \$34 ;
-  wire [46:0] \$340 ;
+  wire \$340 ;
   wire \$341 ;
   wire \$342 ;
   wire \$343 ;
   wire \$344 ;
   wire \$345 ;
-  wire \$346 ;
+  wire [26:0] \$346 ;
   wire [26:0] \$347 ;
-  wire [26:0] \$348 ;
-  wire [44:0] \$349 ;
-  wire [5:0] \$35 ;
-  wire [45:0] \$350 ;
+  wire [44:0] \$348 ;
+  wire [45:0] \$349 ;
+  wire [6:0] \$35 ;
+  wire \$350 ;
   wire \$351 ;
-  wire \$352 ;
+  wire [8:0] \$352 ;
   wire [8:0] \$353 ;
-  wire [8:0] \$354 ;
+  wire \$354 ;
   wire \$355 ;
   wire \$356 ;
   wire \$357 ;
@@ -797,42 +796,42 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$36 ;
   wire \$360 ;
   wire \$361 ;
-  wire \$362 ;
+  wire [46:0] \$362 ;
   wire [46:0] \$363 ;
-  wire [46:0] \$364 ;
+  wire \$364 ;
   wire \$365 ;
   wire \$366 ;
   wire \$367 ;
   wire \$368 ;
   wire \$369 ;
   wire \$37 ;
-  wire \$370 ;
+  wire [26:0] \$370 ;
   wire [26:0] \$371 ;
-  wire [26:0] \$372 ;
-  wire [44:0] \$373 ;
-  wire [45:0] \$374 ;
+  wire [44:0] \$372 ;
+  wire [45:0] \$373 ;
+  wire \$374 ;
   wire \$375 ;
-  wire \$376 ;
+  wire [8:0] \$376 ;
   wire [8:0] \$377 ;
-  wire [8:0] \$378 ;
+  wire [46:0] \$378 ;
   wire [46:0] \$379 ;
   wire \$38 ;
-  wire [46:0] \$380 ;
+  wire \$380 ;
   wire \$381 ;
   wire \$382 ;
   wire \$383 ;
   wire \$384 ;
   wire \$385 ;
-  wire \$386 ;
+  wire [26:0] \$386 ;
   wire [26:0] \$387 ;
-  wire [26:0] \$388 ;
-  wire [44:0] \$389 ;
+  wire [44:0] \$388 ;
+  wire [45:0] \$389 ;
   wire \$39 ;
-  wire [45:0] \$390 ;
+  wire \$390 ;
   wire \$391 ;
-  wire \$392 ;
+  wire [8:0] \$392 ;
   wire [8:0] \$393 ;
-  wire [8:0] \$394 ;
+  wire \$394 ;
   wire \$395 ;
   wire \$396 ;
   wire \$397 ;
@@ -842,42 +841,42 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$40 ;
   wire \$400 ;
   wire \$401 ;
-  wire \$402 ;
+  wire [46:0] \$402 ;
   wire [46:0] \$403 ;
-  wire [46:0] \$404 ;
+  wire \$404 ;
   wire \$405 ;
   wire \$406 ;
   wire \$407 ;
   wire \$408 ;
   wire \$409 ;
   wire \$41 ;
-  wire \$410 ;
+  wire [26:0] \$410 ;
   wire [26:0] \$411 ;
-  wire [26:0] \$412 ;
-  wire [44:0] \$413 ;
-  wire [45:0] \$414 ;
+  wire [44:0] \$412 ;
+  wire [45:0] \$413 ;
+  wire \$414 ;
   wire \$415 ;
-  wire \$416 ;
+  wire [8:0] \$416 ;
   wire [8:0] \$417 ;
-  wire [8:0] \$418 ;
+  wire [46:0] \$418 ;
   wire [46:0] \$419 ;
   wire \$42 ;
-  wire [46:0] \$420 ;
+  wire \$420 ;
   wire \$421 ;
   wire \$422 ;
   wire \$423 ;
   wire \$424 ;
   wire \$425 ;
-  wire \$426 ;
+  wire [26:0] \$426 ;
   wire [26:0] \$427 ;
-  wire [26:0] \$428 ;
-  wire [44:0] \$429 ;
+  wire [44:0] \$428 ;
+  wire [45:0] \$429 ;
   wire \$43 ;
-  wire [45:0] \$430 ;
+  wire \$430 ;
   wire \$431 ;
-  wire \$432 ;
+  wire [8:0] \$432 ;
   wire [8:0] \$433 ;
-  wire [8:0] \$434 ;
+  wire \$434 ;
   wire \$435 ;
   wire \$436 ;
   wire \$437 ;
@@ -886,42 +885,42 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$44 ;
   wire \$440 ;
   wire \$441 ;
-  wire \$442 ;
+  wire [46:0] \$442 ;
   wire [46:0] \$443 ;
-  wire [46:0] \$444 ;
+  wire \$444 ;
   wire \$445 ;
   wire \$446 ;
   wire \$447 ;
   wire \$448 ;
   wire \$449 ;
   wire \$45 ;
-  wire \$450 ;
+  wire [26:0] \$450 ;
   wire [26:0] \$451 ;
-  wire [26:0] \$452 ;
-  wire [44:0] \$453 ;
-  wire [45:0] \$454 ;
+  wire [44:0] \$452 ;
+  wire [45:0] \$453 ;
+  wire \$454 ;
   wire \$455 ;
-  wire \$456 ;
+  wire [8:0] \$456 ;
   wire [8:0] \$457 ;
-  wire [8:0] \$458 ;
+  wire [46:0] \$458 ;
   wire [46:0] \$459 ;
   wire \$46 ;
-  wire [46:0] \$460 ;
+  wire \$460 ;
   wire \$461 ;
   wire \$462 ;
   wire \$463 ;
   wire \$464 ;
   wire \$465 ;
-  wire \$466 ;
+  wire [26:0] \$466 ;
   wire [26:0] \$467 ;
-  wire [26:0] \$468 ;
-  wire [44:0] \$469 ;
+  wire [44:0] \$468 ;
+  wire [45:0] \$469 ;
   wire \$47 ;
-  wire [45:0] \$470 ;
+  wire \$470 ;
   wire \$471 ;
-  wire \$472 ;
+  wire [8:0] \$472 ;
   wire [8:0] \$473 ;
-  wire [8:0] \$474 ;
+  wire \$474 ;
   wire \$475 ;
   wire \$476 ;
   wire \$477 ;
@@ -930,43 +929,43 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$48 ;
   wire \$480 ;
   wire \$481 ;
-  wire \$482 ;
+  wire [46:0] \$482 ;
   wire [46:0] \$483 ;
-  wire [46:0] \$484 ;
+  wire \$484 ;
   wire \$485 ;
   wire \$486 ;
   wire \$487 ;
   wire \$488 ;
   wire \$489 ;
   wire \$49 ;
-  wire \$490 ;
+  wire [26:0] \$490 ;
   wire [26:0] \$491 ;
-  wire [26:0] \$492 ;
-  wire [44:0] \$493 ;
-  wire [45:0] \$494 ;
+  wire [44:0] \$492 ;
+  wire [45:0] \$493 ;
+  wire \$494 ;
   wire \$495 ;
-  wire \$496 ;
+  wire [8:0] \$496 ;
   wire [8:0] \$497 ;
-  wire [8:0] \$498 ;
+  wire [46:0] \$498 ;
   wire [46:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire [46:0] \$500 ;
+  wire \$500 ;
   wire \$501 ;
   wire \$502 ;
   wire \$503 ;
   wire \$504 ;
   wire \$505 ;
-  wire \$506 ;
+  wire [26:0] \$506 ;
   wire [26:0] \$507 ;
-  wire [26:0] \$508 ;
-  wire [44:0] \$509 ;
+  wire [44:0] \$508 ;
+  wire [45:0] \$509 ;
   wire \$51 ;
-  wire [45:0] \$510 ;
+  wire \$510 ;
   wire \$511 ;
-  wire \$512 ;
+  wire [8:0] \$512 ;
   wire [8:0] \$513 ;
-  wire [8:0] \$514 ;
+  wire \$514 ;
   wire \$515 ;
   wire \$516 ;
   wire \$517 ;
@@ -975,42 +974,42 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$52 ;
   wire \$520 ;
   wire \$521 ;
-  wire \$522 ;
+  wire [46:0] \$522 ;
   wire [46:0] \$523 ;
-  wire [46:0] \$524 ;
+  wire \$524 ;
   wire \$525 ;
   wire \$526 ;
   wire \$527 ;
   wire \$528 ;
   wire \$529 ;
   wire \$53 ;
-  wire \$530 ;
+  wire [26:0] \$530 ;
   wire [26:0] \$531 ;
-  wire [26:0] \$532 ;
-  wire [44:0] \$533 ;
-  wire [45:0] \$534 ;
+  wire [44:0] \$532 ;
+  wire [45:0] \$533 ;
+  wire \$534 ;
   wire \$535 ;
-  wire \$536 ;
+  wire [8:0] \$536 ;
   wire [8:0] \$537 ;
-  wire [8:0] \$538 ;
+  wire [46:0] \$538 ;
   wire [46:0] \$539 ;
   wire \$54 ;
-  wire [46:0] \$540 ;
+  wire \$540 ;
   wire \$541 ;
   wire \$542 ;
   wire \$543 ;
   wire \$544 ;
   wire \$545 ;
-  wire \$546 ;
+  wire [26:0] \$546 ;
   wire [26:0] \$547 ;
-  wire [26:0] \$548 ;
-  wire [44:0] \$549 ;
+  wire [44:0] \$548 ;
+  wire [45:0] \$549 ;
   wire \$55 ;
-  wire [45:0] \$550 ;
+  wire \$550 ;
   wire \$551 ;
-  wire \$552 ;
+  wire [8:0] \$552 ;
   wire [8:0] \$553 ;
-  wire [8:0] \$554 ;
+  wire \$554 ;
   wire \$555 ;
   wire \$556 ;
   wire \$557 ;
@@ -1047,11 +1046,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$585 ;
   wire \$586 ;
   wire \$587 ;
-  wire \$588 ;
-  wire [16:0] \$589 ;
+  wire [16:0] \$588 ;
+  wire [17:0] \$589 ;
   wire \$59 ;
-  wire [17:0] \$590 ;
-  wire [14:0] \$591 ;
+  wire [14:0] \$590 ;
+  wire \$591 ;
   wire \$592 ;
   wire \$593 ;
   wire \$594 ;
@@ -1065,141 +1064,141 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$600 ;
   wire \$601 ;
   wire \$602 ;
-  wire \$603 ;
-  wire [35:0] \$604 ;
+  wire [35:0] \$603 ;
+  wire [32:0] \$604 ;
   wire [32:0] \$605 ;
-  wire [32:0] \$606 ;
+  wire \$606 ;
   wire \$607 ;
   wire \$608 ;
   wire \$609 ;
   wire \$61 ;
-  wire \$610 ;
-  wire [35:0] \$611 ;
+  wire [35:0] \$610 ;
+  wire [32:0] \$611 ;
   wire [32:0] \$612 ;
-  wire [32:0] \$613 ;
+  wire \$613 ;
   wire \$614 ;
   wire \$615 ;
   wire \$616 ;
-  wire \$617 ;
-  wire [35:0] \$618 ;
+  wire [35:0] \$617 ;
+  wire [32:0] \$618 ;
   wire [32:0] \$619 ;
   wire \$62 ;
-  wire [32:0] \$620 ;
+  wire \$620 ;
   wire \$621 ;
   wire \$622 ;
   wire \$623 ;
-  wire \$624 ;
-  wire [35:0] \$625 ;
+  wire [35:0] \$624 ;
+  wire [32:0] \$625 ;
   wire [32:0] \$626 ;
-  wire [32:0] \$627 ;
+  wire \$627 ;
   wire \$628 ;
   wire \$629 ;
   wire \$63 ;
   wire \$630 ;
-  wire \$631 ;
-  wire [35:0] \$632 ;
+  wire [35:0] \$631 ;
+  wire [32:0] \$632 ;
   wire [32:0] \$633 ;
-  wire [32:0] \$634 ;
+  wire \$634 ;
   wire \$635 ;
   wire \$636 ;
   wire \$637 ;
-  wire \$638 ;
-  wire [35:0] \$639 ;
+  wire [35:0] \$638 ;
+  wire [32:0] \$639 ;
   wire \$64 ;
   wire [32:0] \$640 ;
-  wire [32:0] \$641 ;
+  wire \$641 ;
   wire \$642 ;
   wire \$643 ;
   wire \$644 ;
-  wire \$645 ;
-  wire [35:0] \$646 ;
+  wire [35:0] \$645 ;
+  wire [32:0] \$646 ;
   wire [32:0] \$647 ;
-  wire [32:0] \$648 ;
+  wire \$648 ;
   wire \$649 ;
   wire \$65 ;
   wire \$650 ;
   wire \$651 ;
-  wire \$652 ;
-  wire [35:0] \$653 ;
+  wire [35:0] \$652 ;
+  wire [32:0] \$653 ;
   wire [32:0] \$654 ;
-  wire [32:0] \$655 ;
+  wire \$655 ;
   wire \$656 ;
   wire \$657 ;
   wire \$658 ;
-  wire \$659 ;
+  wire [35:0] \$659 ;
   wire \$66 ;
-  wire [35:0] \$660 ;
+  wire [32:0] \$660 ;
   wire [32:0] \$661 ;
-  wire [32:0] \$662 ;
+  wire \$662 ;
   wire \$663 ;
   wire \$664 ;
   wire \$665 ;
-  wire \$666 ;
-  wire [35:0] \$667 ;
+  wire [35:0] \$666 ;
+  wire [32:0] \$667 ;
   wire [32:0] \$668 ;
-  wire [32:0] \$669 ;
+  wire \$669 ;
   wire \$67 ;
   wire \$670 ;
   wire \$671 ;
   wire \$672 ;
-  wire \$673 ;
-  wire [35:0] \$674 ;
+  wire [35:0] \$673 ;
+  wire [32:0] \$674 ;
   wire [32:0] \$675 ;
-  wire [32:0] \$676 ;
+  wire \$676 ;
   wire \$677 ;
   wire \$678 ;
   wire \$679 ;
   wire \$68 ;
-  wire \$680 ;
-  wire [35:0] \$681 ;
+  wire [35:0] \$680 ;
+  wire [32:0] \$681 ;
   wire [32:0] \$682 ;
-  wire [32:0] \$683 ;
+  wire \$683 ;
   wire \$684 ;
   wire \$685 ;
   wire \$686 ;
-  wire \$687 ;
-  wire [35:0] \$688 ;
+  wire [35:0] \$687 ;
+  wire [32:0] \$688 ;
   wire [32:0] \$689 ;
   wire \$69 ;
-  wire [32:0] \$690 ;
+  wire \$690 ;
   wire \$691 ;
   wire \$692 ;
   wire \$693 ;
-  wire \$694 ;
-  wire [35:0] \$695 ;
+  wire [35:0] \$694 ;
+  wire [32:0] \$695 ;
   wire [32:0] \$696 ;
-  wire [32:0] \$697 ;
+  wire \$697 ;
   wire \$698 ;
   wire \$699 ;
   wire \$7 ;
   wire \$70 ;
   wire \$700 ;
-  wire \$701 ;
-  wire [35:0] \$702 ;
+  wire [35:0] \$701 ;
+  wire [32:0] \$702 ;
   wire [32:0] \$703 ;
-  wire [32:0] \$704 ;
+  wire \$704 ;
   wire \$705 ;
   wire \$706 ;
   wire \$707 ;
-  wire \$708 ;
-  wire [35:0] \$709 ;
+  wire [35:0] \$708 ;
+  wire [32:0] \$709 ;
   wire \$71 ;
   wire [32:0] \$710 ;
-  wire [32:0] \$711 ;
+  wire \$711 ;
   wire \$712 ;
-  wire \$713 ;
-  wire [15:0] \$714 ;
-  wire [5:0] \$715 ;
-  wire [78:0] \$716 ;
-  wire \$717 ;
-  wire [15:0] \$718 ;
-  wire [5:0] \$719 ;
+  wire [15:0] \$713 ;
+  wire [5:0] \$714 ;
+  wire [78:0] \$715 ;
+  wire \$716 ;
+  wire [15:0] \$717 ;
+  wire [5:0] \$718 ;
+  wire [78:0] \$719 ;
   wire \$72 ;
-  wire [78:0] \$720 ;
-  wire \$721 ;
-  wire [15:0] \$722 ;
-  wire [5:0] \$723 ;
-  wire [78:0] \$724 ;
+  wire \$720 ;
+  wire [15:0] \$721 ;
+  wire [5:0] \$722 ;
+  wire [78:0] \$723 ;
+  wire \$724 ;
   wire \$725 ;
   wire \$726 ;
   wire \$727 ;
@@ -1230,11 +1229,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   wire \$75 ;
   wire \$750 ;
   wire \$751 ;
-  wire \$752 ;
+  reg [63:0] \$752 ;
   reg [63:0] \$753 ;
-  reg [63:0] \$754 ;
-  reg [7:0] \$755 ;
-  reg [31:0] \$756 ;
+  reg [7:0] \$754 ;
+  reg [31:0] \$755 ;
+  reg \$756 ;
   reg \$757 ;
   reg \$758 ;
   reg \$759 ;
@@ -1242,12 +1241,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg \$760 ;
   reg \$761 ;
   reg \$762 ;
-  reg \$763 ;
-  reg [2:0] \$764 ;
+  reg [2:0] \$763 ;
+  reg [31:0] \$764 ;
   reg [31:0] \$765 ;
-  reg [31:0] \$766 ;
+  reg [16:0] \$766 ;
   reg [16:0] \$767 ;
-  reg [16:0] \$768 ;
+  reg [31:0] \$768 ;
   reg [31:0] \$769 ;
   wire \$77 ;
   reg [31:0] \$770 ;
@@ -1256,136 +1255,136 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [31:0] \$773 ;
   reg [31:0] \$774 ;
   reg [31:0] \$775 ;
-  reg [31:0] \$776 ;
+  reg [14:0] \$776 ;
   reg [14:0] \$777 ;
-  reg [14:0] \$778 ;
+  reg [15:0] \$778 ;
   reg [15:0] \$779 ;
   wire \$78 ;
-  reg [15:0] \$780 ;
-  reg [33:0] \$781 ;
-  reg [13:0] \$782 ;
-  reg [12:0] \$783 ;
-  reg [15:0] \$784 ;
-  reg \$785 ;
-  reg [2:0] \$786 ;
-  reg [12:0] \$787 ;
-  reg [14:0] \$788 ;
-  reg [3:0] \$789 ;
+  reg [33:0] \$780 ;
+  reg [13:0] \$781 ;
+  reg [12:0] \$782 ;
+  reg [15:0] \$783 ;
+  reg \$784 ;
+  reg [2:0] \$785 ;
+  reg [12:0] \$786 ;
+  reg [14:0] \$787 ;
+  reg [3:0] \$788 ;
+  reg [15:0] \$789 ;
   wire \$79 ;
-  reg [15:0] \$790 ;
-  reg [13:0] \$791 ;
+  reg [13:0] \$790 ;
+  reg \$791 ;
   reg \$792 ;
-  reg \$793 ;
-  reg [14:0] \$794 ;
-  reg \$795 ;
-  reg [4:0] \$796 ;
-  reg \$797 ;
-  reg [15:0] \$798 ;
-  reg \$799 ;
+  reg [14:0] \$793 ;
+  reg \$794 ;
+  reg [5:0] \$795 ;
+  reg \$796 ;
+  reg [15:0] \$797 ;
+  reg \$798 ;
+  reg [15:0] \$799 ;
   wire \$8 ;
   wire \$80 ;
-  reg [15:0] \$800 ;
-  reg [127:0] \$801 ;
-  reg [1:0] \$802 ;
-  reg [13:0] \$803 ;
-  reg [1:0] \$804 ;
-  reg [13:0] \$805 ;
-  reg [127:0] \$806 ;
+  reg [127:0] \$800 ;
+  reg [1:0] \$801 ;
+  reg [13:0] \$802 ;
+  reg [1:0] \$803 ;
+  reg [13:0] \$804 ;
+  reg [127:0] \$805 ;
+  reg \$806 ;
   reg \$807 ;
   reg \$808 ;
   reg \$809 ;
   wire \$81 ;
-  reg \$810 ;
-  reg [15:0] \$811 ;
-  reg [13:0] \$812 ;
+  reg [15:0] \$810 ;
+  reg [13:0] \$811 ;
+  reg \$812 ;
   reg \$813 ;
   reg \$814 ;
   reg \$815 ;
-  reg \$816 ;
-  reg [15:0] \$817 ;
-  reg [3:0] \$818 ;
+  reg [15:0] \$816 ;
+  reg [3:0] \$817 ;
+  reg \$818 ;
   reg \$819 ;
   wire \$82 ;
   reg \$820 ;
   reg \$821 ;
-  reg \$822 ;
-  reg [15:0] \$823 ;
-  reg [3:0] \$824 ;
+  reg [15:0] \$822 ;
+  reg [3:0] \$823 ;
+  reg \$824 ;
   reg \$825 ;
   reg \$826 ;
   reg \$827 ;
-  reg \$828 ;
-  reg [15:0] \$829 ;
+  reg [15:0] \$828 ;
+  reg [3:0] \$829 ;
   wire \$83 ;
-  reg [3:0] \$830 ;
+  reg \$830 ;
   reg \$831 ;
   reg \$832 ;
   reg \$833 ;
-  reg \$834 ;
-  reg [15:0] \$835 ;
-  reg [3:0] \$836 ;
+  reg [15:0] \$834 ;
+  reg [3:0] \$835 ;
+  reg [33:0] \$836 ;
   reg [33:0] \$837 ;
-  reg [33:0] \$838 ;
+  reg [7:0] \$838 ;
   reg [7:0] \$839 ;
   wire \$84 ;
   reg [7:0] \$840 ;
-  reg [7:0] \$841 ;
-  reg [15:0] \$842 ;
-  reg [25:0] \$843 ;
-  reg [34:0] \$844 ;
-  reg [31:0] \$845 ;
-  reg [25:0] \$846 ;
-  reg [34:0] \$847 ;
-  reg [31:0] \$848 ;
-  reg [7:0] \$849 ;
+  reg [15:0] \$841 ;
+  reg [25:0] \$842 ;
+  reg [34:0] \$843 ;
+  reg [31:0] \$844 ;
+  reg [25:0] \$845 ;
+  reg [34:0] \$846 ;
+  reg [31:0] \$847 ;
+  reg [7:0] \$848 ;
+  reg [25:0] \$849 ;
   wire \$85 ;
-  reg [25:0] \$850 ;
-  reg [34:0] \$851 ;
-  reg [31:0] \$852 ;
-  reg [25:0] \$853 ;
-  reg [34:0] \$854 ;
-  reg [31:0] \$855 ;
-  reg [25:0] \$856 ;
-  reg [34:0] \$857 ;
-  reg [31:0] \$858 ;
-  reg [25:0] \$859 ;
+  reg [34:0] \$850 ;
+  reg [31:0] \$851 ;
+  reg [25:0] \$852 ;
+  reg [34:0] \$853 ;
+  reg [31:0] \$854 ;
+  reg [25:0] \$855 ;
+  reg [34:0] \$856 ;
+  reg [31:0] \$857 ;
+  reg [25:0] \$858 ;
+  reg [34:0] \$859 ;
   wire \$86 ;
-  reg [34:0] \$860 ;
-  reg [31:0] \$861 ;
-  reg [25:0] \$862 ;
-  reg [34:0] \$863 ;
-  reg [31:0] \$864 ;
-  reg [25:0] \$865 ;
-  reg [34:0] \$866 ;
-  reg [31:0] \$867 ;
-  reg [25:0] \$868 ;
-  reg [34:0] \$869 ;
+  reg [31:0] \$860 ;
+  reg [25:0] \$861 ;
+  reg [34:0] \$862 ;
+  reg [31:0] \$863 ;
+  reg [25:0] \$864 ;
+  reg [34:0] \$865 ;
+  reg [31:0] \$866 ;
+  reg [25:0] \$867 ;
+  reg [34:0] \$868 ;
+  reg [31:0] \$869 ;
   wire \$87 ;
-  reg [31:0] \$870 ;
-  reg [25:0] \$871 ;
-  reg [34:0] \$872 ;
-  reg [31:0] \$873 ;
-  reg [25:0] \$874 ;
-  reg [34:0] \$875 ;
-  reg [31:0] \$876 ;
-  reg [25:0] \$877 ;
-  reg [34:0] \$878 ;
-  reg [31:0] \$879 ;
+  reg [25:0] \$870 ;
+  reg [34:0] \$871 ;
+  reg [31:0] \$872 ;
+  reg [25:0] \$873 ;
+  reg [34:0] \$874 ;
+  reg [31:0] \$875 ;
+  reg [25:0] \$876 ;
+  reg [34:0] \$877 ;
+  reg [31:0] \$878 ;
+  reg [25:0] \$879 ;
   wire \$88 ;
-  reg [25:0] \$880 ;
-  reg [34:0] \$881 ;
-  reg [31:0] \$882 ;
-  reg [25:0] \$883 ;
-  reg [34:0] \$884 ;
-  reg [31:0] \$885 ;
-  reg [25:0] \$886 ;
-  reg [34:0] \$887 ;
-  reg [31:0] \$888 ;
-  reg [25:0] \$889 ;
-  wire \$89 ;
-  reg [34:0] \$890 ;
-  reg [31:0] \$891 ;
-  reg \$892 ;
+  reg [34:0] \$880 ;
+  reg [31:0] \$881 ;
+  reg [25:0] \$882 ;
+  reg [34:0] \$883 ;
+  reg [31:0] \$884 ;
+  reg [25:0] \$885 ;
+  reg [34:0] \$886 ;
+  reg [31:0] \$887 ;
+  reg [25:0] \$888 ;
+  reg [34:0] \$889 ;
+  wire [15:0] \$89 ;
+  reg [31:0] \$890 ;
+  reg \$891 ;
+  reg [31:0] \$892 ;
   reg [31:0] \$893 ;
   reg [31:0] \$894 ;
   reg [31:0] \$895 ;
@@ -1394,116 +1393,116 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [31:0] \$898 ;
   reg [31:0] \$899 ;
   wire \$9 ;
-  wire [15:0] \$90 ;
-  reg [31:0] \$900 ;
-  reg \$901 ;
-  reg [13:0] \$902 ;
-  reg [3:0] \$903 ;
-  reg \$904 ;
-  reg [13:0] \$905 ;
-  reg [3:0] \$906 ;
-  reg \$907 ;
-  reg [13:0] \$908 ;
-  reg [3:0] \$909 ;
+  wire \$90 ;
+  reg \$900 ;
+  reg [13:0] \$901 ;
+  reg [3:0] \$902 ;
+  reg \$903 ;
+  reg [13:0] \$904 ;
+  reg [3:0] \$905 ;
+  reg \$906 ;
+  reg [13:0] \$907 ;
+  reg [3:0] \$908 ;
+  reg \$909 ;
   wire \$91 ;
-  reg \$910 ;
-  reg [13:0] \$911 ;
-  reg [3:0] \$912 ;
-  reg \$913 ;
-  reg [13:0] \$914 ;
-  reg [3:0] \$915 ;
-  reg \$916 ;
-  reg [13:0] \$917 ;
-  reg [3:0] \$918 ;
-  reg [15:0] \$919 ;
+  reg [13:0] \$910 ;
+  reg [3:0] \$911 ;
+  reg \$912 ;
+  reg [13:0] \$913 ;
+  reg [3:0] \$914 ;
+  reg \$915 ;
+  reg [13:0] \$916 ;
+  reg [3:0] \$917 ;
+  reg [15:0] \$918 ;
+  reg [7:0] \$919 ;
   wire \$92 ;
-  reg [7:0] \$920 ;
+  reg [41:0] \$920 ;
   reg [41:0] \$921 ;
-  reg [41:0] \$922 ;
-  reg [15:0] \$923 ;
-  reg [45:0] \$924 ;
+  reg [15:0] \$922 ;
+  reg [45:0] \$923 ;
+  reg \$924 ;
   reg \$925 ;
-  reg \$926 ;
+  reg [26:0] \$926 ;
   reg [26:0] \$927 ;
-  reg [26:0] \$928 ;
-  reg [44:0] \$929 ;
+  reg [44:0] \$928 ;
+  reg [45:0] \$929 ;
   wire \$93 ;
-  reg [45:0] \$930 ;
-  reg [7:0] \$931 ;
-  reg [45:0] \$932 ;
+  reg [7:0] \$930 ;
+  reg [45:0] \$931 ;
+  reg \$932 ;
   reg \$933 ;
-  reg \$934 ;
+  reg [26:0] \$934 ;
   reg [26:0] \$935 ;
-  reg [26:0] \$936 ;
-  reg [44:0] \$937 ;
-  reg [45:0] \$938 ;
+  reg [44:0] \$936 ;
+  reg [45:0] \$937 ;
+  reg [7:0] \$938 ;
   reg [7:0] \$939 ;
   wire \$94 ;
-  reg [7:0] \$940 ;
-  reg [45:0] \$941 ;
+  reg [45:0] \$940 ;
+  reg \$941 ;
   reg \$942 ;
-  reg \$943 ;
+  reg [26:0] \$943 ;
   reg [26:0] \$944 ;
-  reg [26:0] \$945 ;
-  reg [44:0] \$946 ;
-  reg [45:0] \$947 ;
-  reg [7:0] \$948 ;
-  reg [45:0] \$949 ;
-  wire \$95 ;
+  reg [44:0] \$945 ;
+  reg [45:0] \$946 ;
+  reg [7:0] \$947 ;
+  reg [45:0] \$948 ;
+  reg \$949 ;
+  wire [3:0] \$95 ;
   reg \$950 ;
-  reg \$951 ;
+  reg [26:0] \$951 ;
   reg [26:0] \$952 ;
-  reg [26:0] \$953 ;
-  reg [44:0] \$954 ;
-  reg [45:0] \$955 ;
-  reg [7:0] \$956 ;
-  reg [45:0] \$957 ;
+  reg [44:0] \$953 ;
+  reg [45:0] \$954 ;
+  reg [7:0] \$955 ;
+  reg [45:0] \$956 ;
+  reg \$957 ;
   reg \$958 ;
-  reg \$959 ;
+  reg [26:0] \$959 ;
   wire [3:0] \$96 ;
   reg [26:0] \$960 ;
-  reg [26:0] \$961 ;
-  reg [44:0] \$962 ;
-  reg [45:0] \$963 ;
-  reg [7:0] \$964 ;
-  reg [45:0] \$965 ;
+  reg [44:0] \$961 ;
+  reg [45:0] \$962 ;
+  reg [7:0] \$963 ;
+  reg [45:0] \$964 ;
+  reg \$965 ;
   reg \$966 ;
-  reg \$967 ;
+  reg [26:0] \$967 ;
   reg [26:0] \$968 ;
-  reg [26:0] \$969 ;
-  wire [3:0] \$97 ;
-  reg [44:0] \$970 ;
-  reg [45:0] \$971 ;
-  reg [7:0] \$972 ;
-  reg [45:0] \$973 ;
+  reg [44:0] \$969 ;
+  wire [32:0] \$97 ;
+  reg [45:0] \$970 ;
+  reg [7:0] \$971 ;
+  reg [45:0] \$972 ;
+  reg \$973 ;
   reg \$974 ;
-  reg \$975 ;
+  reg [26:0] \$975 ;
   reg [26:0] \$976 ;
-  reg [26:0] \$977 ;
-  reg [44:0] \$978 ;
-  reg [45:0] \$979 ;
-  wire [32:0] \$98 ;
-  reg [7:0] \$980 ;
-  reg [45:0] \$981 ;
+  reg [44:0] \$977 ;
+  reg [45:0] \$978 ;
+  reg [7:0] \$979 ;
+  wire [33:0] \$98 ;
+  reg [45:0] \$980 ;
+  reg \$981 ;
   reg \$982 ;
-  reg \$983 ;
+  reg [26:0] \$983 ;
   reg [26:0] \$984 ;
-  reg [26:0] \$985 ;
-  reg [44:0] \$986 ;
-  reg [45:0] \$987 ;
-  reg [7:0] \$988 ;
-  reg [45:0] \$989 ;
-  wire [33:0] \$99 ;
+  reg [44:0] \$985 ;
+  reg [45:0] \$986 ;
+  reg [7:0] \$987 ;
+  reg [45:0] \$988 ;
+  reg \$989 ;
+  wire [32:0] \$99 ;
   reg \$990 ;
-  reg \$991 ;
+  reg [26:0] \$991 ;
   reg [26:0] \$992 ;
-  reg [26:0] \$993 ;
-  reg [44:0] \$994 ;
-  reg [45:0] \$995 ;
-  reg [7:0] \$996 ;
-  reg [45:0] \$997 ;
+  reg [44:0] \$993 ;
+  reg [45:0] \$994 ;
+  reg [7:0] \$995 ;
+  reg [45:0] \$996 ;
+  reg \$997 ;
   reg \$998 ;
-  reg \$999 ;
+  reg [26:0] \$999 ;
   reg [14:0] \$signal  = 15'h0000;
   reg [13:0] \$signature__addr ;
   reg [13:0] \$signature__addr$380 ;
@@ -1687,7 +1686,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   reg [34:0] deq_v7_q = 35'h000000000;
   output done;
   reg done = 1'h0;
-  reg [4:0] drain = 5'h00;
+  reg [5:0] drain = 6'h00;
   output [2:0] err;
   reg [2:0] err = 3'h0;
   (* init = 3'h0 *)
@@ -2268,1332 +2267,1331 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \$32  = t == 1'h1;
   assign \$33  = row_base - G;
   assign \$34  = lane + 1'h1;
-  assign \$35  = drain - 1'h1;
-  assign \$36  = ! drain;
-  assign \$37  = $signed({ 1'h0, grp_base }) >= $signed(G_minus_L);
-  assign \$38  = ~ busy;
-  assign \$39  = ~ start;
-  assign \$40  = \$38  & \$39 ;
-  assign \$41  = host_re & \$40 ;
-  assign \$42  = ~ busy;
-  assign \$43  = ~ start;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = ~ busy;
-  assign \$46  = ~ start;
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = ~ busy;
-  assign \$49  = ~ start;
-  assign \$50  = \$48  & \$49 ;
-  assign \$51  = ~ busy;
-  assign \$52  = ~ start;
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = ~ busy;
-  assign \$55  = ~ start;
-  assign \$56  = \$54  & \$55 ;
-  assign \$57  = ~ busy;
-  assign \$58  = ~ start;
-  assign \$59  = \$57  & \$58 ;
-  assign \$60  = ~ busy;
-  assign \$61  = ~ start;
-  assign \$62  = \$60  & \$61 ;
-  assign \$63  = ~ busy;
-  assign \$64  = ~ start;
-  assign \$65  = \$63  & \$64 ;
-  assign \$66  = ~ busy;
-  assign \$67  = ~ start;
-  assign \$68  = \$66  & \$67 ;
-  assign \$69  = ~ busy;
-  assign \$70  = ~ start;
-  assign \$71  = \$69  & \$70 ;
-  assign \$72  = ~ busy;
-  assign \$73  = ~ start;
-  assign \$74  = \$72  & \$73 ;
-  assign \$75  = ~ busy;
-  assign \$76  = ~ start;
-  assign \$77  = \$75  & \$76 ;
-  assign \$78  = ~ busy;
-  assign \$79  = ~ start;
-  assign \$80  = \$78  & \$79 ;
-  assign \$81  = ~ busy;
-  assign \$82  = ~ start;
-  assign \$83  = \$81  & \$82 ;
-  assign \$84  = ~ busy;
-  assign \$85  = ~ start;
-  assign \$86  = \$84  & \$85 ;
-  assign \$87  = ~ busy;
-  assign \$88  = ~ start;
-  assign \$89  = \$87  & \$88 ;
-  assign \$90  = host_we & { \$89 , \$86 , \$83 , \$80 , \$77 , \$74 , \$71 , \$68 , \$65 , \$62 , \$59 , \$56 , \$53 , \$50 , \$47 , \$44  };
-  assign \$91  = ~ boot;
-  assign \$92  = t == \$signal ;
-  assign \$93  = \$91  & \$92 ;
-  assign \$94  = rd1_grp < G_minus_1;
-  assign \$95  = rd1_grp == G_minus_1;
-  assign \$96  = \$95  ? last_lanes : 4'h0;
-  assign \$97  = \$94  ? 4'h8 : \$96 ;
-  assign \$99  = $signed(\$98 ) + $signed(2'h1);
-  assign \$101  = $signed(\$100 ) + $signed(2'h1);
-  assign \$102  = rd3_nvalid > 1'h0;
-  assign \$103  = rd3_nvalid > 1'h1;
-  assign \$104  = rd3_nvalid > 2'h2;
-  assign \$105  = rd3_nvalid > 2'h3;
-  assign \$106  = rd3_nvalid > 3'h4;
-  assign \$107  = rd3_nvalid > 3'h5;
-  assign \$108  = rd3_nvalid > 3'h6;
-  assign \$109  = rd3_nvalid > 3'h7;
-  assign \$110  = rd3_nvalid > 4'h8;
-  assign \$111  = rd3_nvalid > 4'h9;
-  assign \$112  = rd3_nvalid > 4'ha;
-  assign \$113  = rd3_nvalid > 4'hb;
-  assign \$114  = rd3_nvalid > 4'hc;
-  assign \$115  = rd3_nvalid > 4'hd;
-  assign \$116  = rd3_nvalid > 4'he;
-  assign \$117  = $signed(rdata_rewards_q[7:0]) * $signed(arg_reward_scale[17:0]);
-  assign \$119  = $signed(\$118 ) >>> arg_reward_scale[28:24];
-  assign \$120  = $signed(rdata_values_q[7:0]) * $signed(arg_value_scale[17:0]);
-  assign \$122  = $signed(\$121 ) >>> arg_value_scale[28:24];
-  assign \$123  = ~ rd4_boot;
-  assign \$124  = deq_r0_ovf & \$123 ;
-  assign \$125  = \$124  | deq_v0_ovf;
-  assign \$126  = \$125  & deq_lanes_gtlo[0];
-  assign \$127  = $signed(rdata_rewards_q[15:8]) * $signed(arg_reward_scale[17:0]);
-  assign \$129  = $signed(\$128 ) >>> arg_reward_scale[28:24];
-  assign \$130  = $signed(rdata_values_q[15:8]) * $signed(arg_value_scale[17:0]);
-  assign \$132  = $signed(\$131 ) >>> arg_value_scale[28:24];
-  assign \$133  = ~ rd4_boot;
-  assign \$134  = deq_r1_ovf & \$133 ;
-  assign \$135  = \$134  | deq_v1_ovf;
-  assign \$136  = \$135  & deq_lanes_gtlo[1];
-  assign \$137  = $signed(rdata_rewards_q[23:16]) * $signed(arg_reward_scale[17:0]);
-  assign \$139  = $signed(\$138 ) >>> arg_reward_scale[28:24];
-  assign \$140  = $signed(rdata_values_q[23:16]) * $signed(arg_value_scale[17:0]);
-  assign \$142  = $signed(\$141 ) >>> arg_value_scale[28:24];
-  assign \$143  = ~ rd4_boot;
-  assign \$144  = deq_r2_ovf & \$143 ;
-  assign \$145  = \$144  | deq_v2_ovf;
-  assign \$146  = \$145  & deq_lanes_gtlo[2];
-  assign \$147  = $signed(rdata_rewards_q[31:24]) * $signed(arg_reward_scale[17:0]);
-  assign \$149  = $signed(\$148 ) >>> arg_reward_scale[28:24];
-  assign \$150  = $signed(rdata_values_q[31:24]) * $signed(arg_value_scale[17:0]);
-  assign \$152  = $signed(\$151 ) >>> arg_value_scale[28:24];
-  assign \$153  = ~ rd4_boot;
-  assign \$154  = deq_r3_ovf & \$153 ;
-  assign \$155  = \$154  | deq_v3_ovf;
-  assign \$156  = \$155  & deq_lanes_gtlo[3];
-  assign \$157  = $signed(rdata_rewards_q[39:32]) * $signed(arg_reward_scale[17:0]);
-  assign \$159  = $signed(\$158 ) >>> arg_reward_scale[28:24];
-  assign \$160  = $signed(rdata_values_q[39:32]) * $signed(arg_value_scale[17:0]);
-  assign \$162  = $signed(\$161 ) >>> arg_value_scale[28:24];
-  assign \$163  = ~ rd4_boot;
-  assign \$164  = deq_r4_ovf & \$163 ;
-  assign \$165  = \$164  | deq_v4_ovf;
-  assign \$166  = \$165  & deq_lanes_gtlo[4];
-  assign \$167  = $signed(rdata_rewards_q[47:40]) * $signed(arg_reward_scale[17:0]);
-  assign \$169  = $signed(\$168 ) >>> arg_reward_scale[28:24];
-  assign \$170  = $signed(rdata_values_q[47:40]) * $signed(arg_value_scale[17:0]);
-  assign \$172  = $signed(\$171 ) >>> arg_value_scale[28:24];
-  assign \$173  = ~ rd4_boot;
-  assign \$174  = deq_r5_ovf & \$173 ;
-  assign \$175  = \$174  | deq_v5_ovf;
-  assign \$176  = \$175  & deq_lanes_gtlo[5];
-  assign \$177  = $signed(rdata_rewards_q[55:48]) * $signed(arg_reward_scale[17:0]);
-  assign \$179  = $signed(\$178 ) >>> arg_reward_scale[28:24];
-  assign \$180  = $signed(rdata_values_q[55:48]) * $signed(arg_value_scale[17:0]);
-  assign \$182  = $signed(\$181 ) >>> arg_value_scale[28:24];
-  assign \$183  = ~ rd4_boot;
-  assign \$184  = deq_r6_ovf & \$183 ;
-  assign \$185  = \$184  | deq_v6_ovf;
-  assign \$186  = \$185  & deq_lanes_gtlo[6];
-  assign \$187  = $signed(rdata_rewards_q[63:56]) * $signed(arg_reward_scale[17:0]);
-  assign \$189  = $signed(\$188 ) >>> arg_reward_scale[28:24];
-  assign \$190  = $signed(rdata_values_q[63:56]) * $signed(arg_value_scale[17:0]);
-  assign \$192  = $signed(\$191 ) >>> arg_value_scale[28:24];
-  assign \$193  = ~ rd4_boot;
-  assign \$194  = deq_r7_ovf & \$193 ;
-  assign \$195  = \$194  | deq_v7_ovf;
-  assign \$196  = \$195  & deq_lanes_gtlo[7];
-  assign \$197  = | deq_ovf_bits;
-  assign \$198  = s2_valid & \$197 ;
-  assign \$199  = s2_valid & s2_boot;
-  assign \$201  = wb3_lanes > 1'h0;
-  assign \$202  = wb3_lanes > 1'h1;
-  assign \$203  = wb3_lanes > 2'h2;
-  assign \$204  = wb3_lanes > 2'h3;
-  assign \$205  = wb3_lanes > 3'h4;
-  assign \$206  = wb3_lanes > 3'h5;
-  assign \$207  = wb3_lanes > 3'h6;
-  assign \$208  = wb3_lanes > 3'h7;
-  assign \$209  = wb3_lanes > 4'h8;
-  assign \$210  = wb3_lanes > 4'h9;
-  assign \$211  = wb3_lanes > 4'ha;
-  assign \$212  = wb3_lanes > 4'hb;
-  assign \$213  = wb3_lanes > 4'hc;
-  assign \$214  = wb3_lanes > 4'hd;
-  assign \$215  = wb3_lanes > 4'he;
-  assign \$216  = wb4_valid & wb_lanes_gtlo[0];
-  assign \$217  = wb4_valid & wb_lanes_gtlo[1];
-  assign \$218  = wb4_valid & wb_lanes_gtlo[2];
-  assign \$219  = wb4_valid & wb_lanes_gtlo[3];
-  assign \$220  = wb4_valid & wb_lanes_gtlo[4];
-  assign \$221  = wb4_valid & wb_lanes_gtlo[5];
-  assign \$222  = wb4_valid & wb_lanes_gtlo[6];
-  assign \$223  = wb4_valid & wb_lanes_gtlo[7];
-  assign \$225  = $signed(\$224 ) + $signed(26'h1000000);
-  assign \$227  = $signed(\$226 ) + $signed(26'h1000000);
-  assign \$228  = wb3_lanes > 1'h0;
-  assign \$229  = wb3_lanes > 1'h1;
-  assign \$230  = wb3_lanes > 2'h2;
-  assign \$231  = wb3_lanes > 2'h3;
-  assign \$232  = wb3_lanes > 3'h4;
-  assign \$233  = wb3_lanes > 3'h5;
-  assign \$234  = wb3_lanes > 3'h6;
-  assign \$235  = wb3_lanes > 3'h7;
-  assign \$236  = wb3_lanes > 4'h8;
-  assign \$237  = wb3_lanes > 4'h9;
-  assign \$238  = wb3_lanes > 4'ha;
-  assign \$239  = wb3_lanes > 4'hb;
-  assign \$240  = wb3_lanes > 4'hc;
-  assign \$241  = wb3_lanes > 4'hd;
-  assign \$242  = wb3_lanes > 4'he;
-  assign \$244  = $signed(\$243 ) >>> arg_adv_scale[28:24];
-  assign \$245  = ~ rq_a0_x[45];
-  assign \$246  = | rq_a0_x[44:26];
-  assign \$247  = \$245  & \$246 ;
-  assign \$248  = & rq_a0_x[44:26];
-  assign \$249  = ~ \$248 ;
-  assign \$250  = rq_a0_x[45] & \$249 ;
-  assign \$251  = rq_a0_sat_lo ? 27'h4000000 : rq_a0_sat_low;
-  assign \$252  = rq_a0_sat_hi ? 27'h3ffffff : \$251 ;
-  assign \$253  = $signed(rq_a0_op) * $signed(arg_adv_scale[17:0]);
-  assign \$254  = $signed(rq_a0_pp) + $signed(adv_offset_rnd);
-  assign \$255  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
-  assign \$256  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
-  assign \$257  = \$256  ? 9'h181 : { 1'h0, rq_a0_sum[32:25] };
-  assign \$258  = \$255  ? 9'h07f : \$257 ;
-  assign \$260  = $signed(\$259 ) >>> arg_rtg_scale[28:24];
-  assign \$261  = ~ rq_r0_x[45];
-  assign \$262  = | rq_r0_x[44:26];
-  assign \$263  = \$261  & \$262 ;
-  assign \$264  = & rq_r0_x[44:26];
-  assign \$265  = ~ \$264 ;
-  assign \$266  = rq_r0_x[45] & \$265 ;
-  assign \$267  = rq_r0_sat_lo ? 27'h4000000 : rq_r0_sat_low;
-  assign \$268  = rq_r0_sat_hi ? 27'h3ffffff : \$267 ;
-  assign \$269  = $signed(rq_r0_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$270  = $signed(rq_r0_pp) + $signed(rtg_offset_rnd);
-  assign \$271  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
-  assign \$272  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
-  assign \$273  = \$272  ? 9'h181 : { 1'h0, rq_r0_sum[32:25] };
-  assign \$274  = \$271  ? 9'h07f : \$273 ;
-  assign \$275  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
-  assign \$276  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
-  assign \$277  = \$275  | \$276 ;
-  assign \$278  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
-  assign \$279  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
-  assign \$280  = \$278  | \$279 ;
-  assign \$281  = \$277  | \$280 ;
-  assign \$282  = \$281  & rq_lanes_gtlo[0];
-  assign \$284  = $signed(\$283 ) >>> arg_adv_scale[28:24];
-  assign \$285  = ~ rq_a1_x[45];
-  assign \$286  = | rq_a1_x[44:26];
-  assign \$287  = \$285  & \$286 ;
-  assign \$288  = & rq_a1_x[44:26];
-  assign \$289  = ~ \$288 ;
-  assign \$290  = rq_a1_x[45] & \$289 ;
-  assign \$291  = rq_a1_sat_lo ? 27'h4000000 : rq_a1_sat_low;
-  assign \$292  = rq_a1_sat_hi ? 27'h3ffffff : \$291 ;
-  assign \$293  = $signed(rq_a1_op) * $signed(arg_adv_scale[17:0]);
-  assign \$294  = $signed(rq_a1_pp) + $signed(adv_offset_rnd);
-  assign \$295  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
-  assign \$296  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
-  assign \$297  = \$296  ? 9'h181 : { 1'h0, rq_a1_sum[32:25] };
-  assign \$298  = \$295  ? 9'h07f : \$297 ;
-  assign \$300  = $signed(\$299 ) >>> arg_rtg_scale[28:24];
-  assign \$301  = ~ rq_r1_x[45];
-  assign \$302  = | rq_r1_x[44:26];
-  assign \$303  = \$301  & \$302 ;
-  assign \$304  = & rq_r1_x[44:26];
-  assign \$305  = ~ \$304 ;
-  assign \$306  = rq_r1_x[45] & \$305 ;
-  assign \$307  = rq_r1_sat_lo ? 27'h4000000 : rq_r1_sat_low;
-  assign \$308  = rq_r1_sat_hi ? 27'h3ffffff : \$307 ;
-  assign \$309  = $signed(rq_r1_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$310  = $signed(rq_r1_pp) + $signed(rtg_offset_rnd);
-  assign \$311  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
-  assign \$312  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
-  assign \$313  = \$312  ? 9'h181 : { 1'h0, rq_r1_sum[32:25] };
-  assign \$314  = \$311  ? 9'h07f : \$313 ;
-  assign \$315  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
-  assign \$316  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
-  assign \$317  = \$315  | \$316 ;
-  assign \$318  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
-  assign \$319  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
-  assign \$320  = \$318  | \$319 ;
-  assign \$321  = \$317  | \$320 ;
-  assign \$322  = \$321  & rq_lanes_gtlo[1];
-  assign \$324  = $signed(\$323 ) >>> arg_adv_scale[28:24];
-  assign \$325  = ~ rq_a2_x[45];
-  assign \$326  = | rq_a2_x[44:26];
-  assign \$327  = \$325  & \$326 ;
-  assign \$328  = & rq_a2_x[44:26];
-  assign \$329  = ~ \$328 ;
-  assign \$330  = rq_a2_x[45] & \$329 ;
-  assign \$331  = rq_a2_sat_lo ? 27'h4000000 : rq_a2_sat_low;
-  assign \$332  = rq_a2_sat_hi ? 27'h3ffffff : \$331 ;
-  assign \$333  = $signed(rq_a2_op) * $signed(arg_adv_scale[17:0]);
-  assign \$334  = $signed(rq_a2_pp) + $signed(adv_offset_rnd);
-  assign \$335  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
-  assign \$336  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
-  assign \$337  = \$336  ? 9'h181 : { 1'h0, rq_a2_sum[32:25] };
-  assign \$338  = \$335  ? 9'h07f : \$337 ;
-  assign \$340  = $signed(\$339 ) >>> arg_rtg_scale[28:24];
-  assign \$341  = ~ rq_r2_x[45];
-  assign \$342  = | rq_r2_x[44:26];
-  assign \$343  = \$341  & \$342 ;
-  assign \$344  = & rq_r2_x[44:26];
-  assign \$345  = ~ \$344 ;
-  assign \$346  = rq_r2_x[45] & \$345 ;
-  assign \$347  = rq_r2_sat_lo ? 27'h4000000 : rq_r2_sat_low;
-  assign \$348  = rq_r2_sat_hi ? 27'h3ffffff : \$347 ;
-  assign \$349  = $signed(rq_r2_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$350  = $signed(rq_r2_pp) + $signed(rtg_offset_rnd);
-  assign \$351  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
-  assign \$352  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
-  assign \$353  = \$352  ? 9'h181 : { 1'h0, rq_r2_sum[32:25] };
-  assign \$354  = \$351  ? 9'h07f : \$353 ;
-  assign \$355  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
-  assign \$356  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
-  assign \$357  = \$355  | \$356 ;
-  assign \$358  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
-  assign \$359  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
-  assign \$360  = \$358  | \$359 ;
-  assign \$361  = \$357  | \$360 ;
-  assign \$362  = \$361  & rq_lanes_gtlo[2];
-  assign \$364  = $signed(\$363 ) >>> arg_adv_scale[28:24];
-  assign \$365  = ~ rq_a3_x[45];
-  assign \$366  = | rq_a3_x[44:26];
-  assign \$367  = \$365  & \$366 ;
-  assign \$368  = & rq_a3_x[44:26];
-  assign \$369  = ~ \$368 ;
-  assign \$370  = rq_a3_x[45] & \$369 ;
-  assign \$371  = rq_a3_sat_lo ? 27'h4000000 : rq_a3_sat_low;
-  assign \$372  = rq_a3_sat_hi ? 27'h3ffffff : \$371 ;
-  assign \$373  = $signed(rq_a3_op) * $signed(arg_adv_scale[17:0]);
-  assign \$374  = $signed(rq_a3_pp) + $signed(adv_offset_rnd);
-  assign \$375  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
-  assign \$376  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
-  assign \$377  = \$376  ? 9'h181 : { 1'h0, rq_a3_sum[32:25] };
-  assign \$378  = \$375  ? 9'h07f : \$377 ;
-  assign \$380  = $signed(\$379 ) >>> arg_rtg_scale[28:24];
-  assign \$381  = ~ rq_r3_x[45];
-  assign \$382  = | rq_r3_x[44:26];
-  assign \$383  = \$381  & \$382 ;
-  assign \$384  = & rq_r3_x[44:26];
-  assign \$385  = ~ \$384 ;
-  assign \$386  = rq_r3_x[45] & \$385 ;
-  assign \$387  = rq_r3_sat_lo ? 27'h4000000 : rq_r3_sat_low;
-  assign \$388  = rq_r3_sat_hi ? 27'h3ffffff : \$387 ;
-  assign \$389  = $signed(rq_r3_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$390  = $signed(rq_r3_pp) + $signed(rtg_offset_rnd);
-  assign \$391  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
-  assign \$392  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
-  assign \$393  = \$392  ? 9'h181 : { 1'h0, rq_r3_sum[32:25] };
-  assign \$394  = \$391  ? 9'h07f : \$393 ;
-  assign \$395  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
-  assign \$396  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
-  assign \$397  = \$395  | \$396 ;
-  assign \$398  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
-  assign \$399  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
-  assign \$400  = \$398  | \$399 ;
-  assign \$401  = \$397  | \$400 ;
-  assign \$402  = \$401  & rq_lanes_gtlo[3];
-  assign \$404  = $signed(\$403 ) >>> arg_adv_scale[28:24];
-  assign \$405  = ~ rq_a4_x[45];
-  assign \$406  = | rq_a4_x[44:26];
-  assign \$407  = \$405  & \$406 ;
-  assign \$408  = & rq_a4_x[44:26];
-  assign \$409  = ~ \$408 ;
-  assign \$410  = rq_a4_x[45] & \$409 ;
-  assign \$411  = rq_a4_sat_lo ? 27'h4000000 : rq_a4_sat_low;
-  assign \$412  = rq_a4_sat_hi ? 27'h3ffffff : \$411 ;
-  assign \$413  = $signed(rq_a4_op) * $signed(arg_adv_scale[17:0]);
-  assign \$414  = $signed(rq_a4_pp) + $signed(adv_offset_rnd);
-  assign \$415  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
-  assign \$416  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
-  assign \$417  = \$416  ? 9'h181 : { 1'h0, rq_a4_sum[32:25] };
-  assign \$418  = \$415  ? 9'h07f : \$417 ;
-  assign \$420  = $signed(\$419 ) >>> arg_rtg_scale[28:24];
-  assign \$421  = ~ rq_r4_x[45];
-  assign \$422  = | rq_r4_x[44:26];
-  assign \$423  = \$421  & \$422 ;
-  assign \$424  = & rq_r4_x[44:26];
-  assign \$425  = ~ \$424 ;
-  assign \$426  = rq_r4_x[45] & \$425 ;
-  assign \$427  = rq_r4_sat_lo ? 27'h4000000 : rq_r4_sat_low;
-  assign \$428  = rq_r4_sat_hi ? 27'h3ffffff : \$427 ;
-  assign \$429  = $signed(rq_r4_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$430  = $signed(rq_r4_pp) + $signed(rtg_offset_rnd);
-  assign \$431  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
-  assign \$432  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
-  assign \$433  = \$432  ? 9'h181 : { 1'h0, rq_r4_sum[32:25] };
-  assign \$434  = \$431  ? 9'h07f : \$433 ;
-  assign \$435  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
-  assign \$436  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
-  assign \$437  = \$435  | \$436 ;
-  assign \$438  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
-  assign \$439  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
-  assign \$440  = \$438  | \$439 ;
-  assign \$441  = \$437  | \$440 ;
-  assign \$442  = \$441  & rq_lanes_gtlo[4];
-  assign \$444  = $signed(\$443 ) >>> arg_adv_scale[28:24];
-  assign \$445  = ~ rq_a5_x[45];
-  assign \$446  = | rq_a5_x[44:26];
-  assign \$447  = \$445  & \$446 ;
-  assign \$448  = & rq_a5_x[44:26];
-  assign \$449  = ~ \$448 ;
-  assign \$450  = rq_a5_x[45] & \$449 ;
-  assign \$451  = rq_a5_sat_lo ? 27'h4000000 : rq_a5_sat_low;
-  assign \$452  = rq_a5_sat_hi ? 27'h3ffffff : \$451 ;
-  assign \$453  = $signed(rq_a5_op) * $signed(arg_adv_scale[17:0]);
-  assign \$454  = $signed(rq_a5_pp) + $signed(adv_offset_rnd);
-  assign \$455  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
-  assign \$456  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
-  assign \$457  = \$456  ? 9'h181 : { 1'h0, rq_a5_sum[32:25] };
-  assign \$458  = \$455  ? 9'h07f : \$457 ;
-  assign \$460  = $signed(\$459 ) >>> arg_rtg_scale[28:24];
-  assign \$461  = ~ rq_r5_x[45];
-  assign \$462  = | rq_r5_x[44:26];
-  assign \$463  = \$461  & \$462 ;
-  assign \$464  = & rq_r5_x[44:26];
-  assign \$465  = ~ \$464 ;
-  assign \$466  = rq_r5_x[45] & \$465 ;
-  assign \$467  = rq_r5_sat_lo ? 27'h4000000 : rq_r5_sat_low;
-  assign \$468  = rq_r5_sat_hi ? 27'h3ffffff : \$467 ;
-  assign \$469  = $signed(rq_r5_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$470  = $signed(rq_r5_pp) + $signed(rtg_offset_rnd);
-  assign \$471  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
-  assign \$472  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
-  assign \$473  = \$472  ? 9'h181 : { 1'h0, rq_r5_sum[32:25] };
-  assign \$474  = \$471  ? 9'h07f : \$473 ;
-  assign \$475  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
-  assign \$476  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
-  assign \$477  = \$475  | \$476 ;
-  assign \$478  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
-  assign \$479  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
-  assign \$480  = \$478  | \$479 ;
-  assign \$481  = \$477  | \$480 ;
-  assign \$482  = \$481  & rq_lanes_gtlo[5];
-  assign \$484  = $signed(\$483 ) >>> arg_adv_scale[28:24];
-  assign \$485  = ~ rq_a6_x[45];
-  assign \$486  = | rq_a6_x[44:26];
-  assign \$487  = \$485  & \$486 ;
-  assign \$488  = & rq_a6_x[44:26];
-  assign \$489  = ~ \$488 ;
-  assign \$490  = rq_a6_x[45] & \$489 ;
-  assign \$491  = rq_a6_sat_lo ? 27'h4000000 : rq_a6_sat_low;
-  assign \$492  = rq_a6_sat_hi ? 27'h3ffffff : \$491 ;
-  assign \$493  = $signed(rq_a6_op) * $signed(arg_adv_scale[17:0]);
-  assign \$494  = $signed(rq_a6_pp) + $signed(adv_offset_rnd);
-  assign \$495  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
-  assign \$496  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
-  assign \$497  = \$496  ? 9'h181 : { 1'h0, rq_a6_sum[32:25] };
-  assign \$498  = \$495  ? 9'h07f : \$497 ;
-  assign \$500  = $signed(\$499 ) >>> arg_rtg_scale[28:24];
-  assign \$501  = ~ rq_r6_x[45];
-  assign \$502  = | rq_r6_x[44:26];
-  assign \$503  = \$501  & \$502 ;
-  assign \$504  = & rq_r6_x[44:26];
-  assign \$505  = ~ \$504 ;
-  assign \$506  = rq_r6_x[45] & \$505 ;
-  assign \$507  = rq_r6_sat_lo ? 27'h4000000 : rq_r6_sat_low;
-  assign \$508  = rq_r6_sat_hi ? 27'h3ffffff : \$507 ;
-  assign \$509  = $signed(rq_r6_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$510  = $signed(rq_r6_pp) + $signed(rtg_offset_rnd);
-  assign \$511  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
-  assign \$512  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
-  assign \$513  = \$512  ? 9'h181 : { 1'h0, rq_r6_sum[32:25] };
-  assign \$514  = \$511  ? 9'h07f : \$513 ;
-  assign \$515  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
-  assign \$516  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
-  assign \$517  = \$515  | \$516 ;
-  assign \$518  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
-  assign \$519  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
-  assign \$520  = \$518  | \$519 ;
-  assign \$521  = \$517  | \$520 ;
-  assign \$522  = \$521  & rq_lanes_gtlo[6];
-  assign \$524  = $signed(\$523 ) >>> arg_adv_scale[28:24];
-  assign \$525  = ~ rq_a7_x[45];
-  assign \$526  = | rq_a7_x[44:26];
-  assign \$527  = \$525  & \$526 ;
-  assign \$528  = & rq_a7_x[44:26];
-  assign \$529  = ~ \$528 ;
-  assign \$530  = rq_a7_x[45] & \$529 ;
-  assign \$531  = rq_a7_sat_lo ? 27'h4000000 : rq_a7_sat_low;
-  assign \$532  = rq_a7_sat_hi ? 27'h3ffffff : \$531 ;
-  assign \$533  = $signed(rq_a7_op) * $signed(arg_adv_scale[17:0]);
-  assign \$534  = $signed(rq_a7_pp) + $signed(adv_offset_rnd);
-  assign \$535  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
-  assign \$536  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
-  assign \$537  = \$536  ? 9'h181 : { 1'h0, rq_a7_sum[32:25] };
-  assign \$538  = \$535  ? 9'h07f : \$537 ;
-  assign \$540  = $signed(\$539 ) >>> arg_rtg_scale[28:24];
-  assign \$541  = ~ rq_r7_x[45];
-  assign \$542  = | rq_r7_x[44:26];
-  assign \$543  = \$541  & \$542 ;
-  assign \$544  = & rq_r7_x[44:26];
-  assign \$545  = ~ \$544 ;
-  assign \$546  = rq_r7_x[45] & \$545 ;
-  assign \$547  = rq_r7_sat_lo ? 27'h4000000 : rq_r7_sat_low;
-  assign \$548  = rq_r7_sat_hi ? 27'h3ffffff : \$547 ;
-  assign \$549  = $signed(rq_r7_op) * $signed(arg_rtg_scale[17:0]);
-  assign \$550  = $signed(rq_r7_pp) + $signed(rtg_offset_rnd);
-  assign \$551  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
-  assign \$552  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
-  assign \$553  = \$552  ? 9'h181 : { 1'h0, rq_r7_sum[32:25] };
-  assign \$554  = \$551  ? 9'h07f : \$553 ;
-  assign \$555  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
-  assign \$556  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
-  assign \$557  = \$555  | \$556 ;
-  assign \$558  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
-  assign \$559  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
-  assign \$560  = \$558  | \$559 ;
-  assign \$561  = \$557  | \$560 ;
-  assign \$562  = \$561  & rq_lanes_gtlo[7];
-  assign \$563  = | req_ovf_bits;
-  assign \$564  = wb5_valid & \$563 ;
-  assign \$565  = o__payload[88:81] > 1'h0;
-  assign \$566  = o__payload[64] & \$565 ;
-  assign \$567  = o__payload[88:81] > 1'h1;
-  assign \$568  = \o__payload$250 [64] & \$567 ;
-  assign \$569  = o__payload[88:81] > 2'h2;
-  assign \$570  = \o__payload$267 [64] & \$569 ;
-  assign \$571  = o__payload[88:81] > 2'h3;
-  assign \$572  = \o__payload$284 [64] & \$571 ;
-  assign \$573  = o__payload[88:81] > 3'h4;
-  assign \$574  = \o__payload$301 [64] & \$573 ;
-  assign \$575  = o__payload[88:81] > 3'h5;
-  assign \$576  = \o__payload$318 [64] & \$575 ;
-  assign \$577  = o__payload[88:81] > 3'h6;
-  assign \$578  = \o__payload$335 [64] & \$577 ;
-  assign \$579  = o__payload[88:81] > 3'h7;
-  assign \$580  = \o__payload$352 [64] & \$579 ;
-  assign \$581  = ~ busy;
-  assign \$582  = start & \$581 ;
-  assign \$583  = ~ busy;
-  assign \$584  = start & \$583 ;
-  assign \$585  = ~ busy;
-  assign \$586  = start & \$585 ;
-  assign \$587  = | pe_ovf_lanes;
-  assign \$588  = pe_ovf_valid & \$587 ;
-  assign \$589  = row_base + grp_base;
-  assign \$590  = \$589  + lane;
-  assign \$591  = grp_base + lane;
-  assign \$592  = ~ busy;
-  assign \$593  = ~ start;
-  assign host_enable = \$592  & \$593 ;
-  assign \$594  = ! host_addr_q[15:14];
-  assign \$595  = host_re_q & \$594 ;
-  assign \$596  = host_addr_q[15:14] == 1'h1;
-  assign \$597  = host_re_q & \$596 ;
-  assign \$598  = host_addr_q[15:14] == 2'h2;
-  assign \$599  = host_re_q & \$598 ;
-  assign \$600  = ~ \$604 [35];
-  assign \$601  = | \$604 [34:32];
-  assign deq_r0_hi = \$600  & \$601 ;
-  assign \$602  = & \$604 [34:32];
-  assign \$603  = ~ \$602 ;
-  assign deq_r0_lo = \$604 [35] & \$603 ;
-  assign \$604  = $signed(deq_r0_q) + $signed(reward_offset_rnd);
+  assign \$35  = $signed(drain) - $signed(2'h1);
+  assign \$36  = $signed({ 1'h0, grp_base }) >= $signed(G_minus_L);
+  assign \$37  = ~ busy;
+  assign \$38  = ~ start;
+  assign \$39  = \$37  & \$38 ;
+  assign \$40  = host_re & \$39 ;
+  assign \$41  = ~ busy;
+  assign \$42  = ~ start;
+  assign \$43  = \$41  & \$42 ;
+  assign \$44  = ~ busy;
+  assign \$45  = ~ start;
+  assign \$46  = \$44  & \$45 ;
+  assign \$47  = ~ busy;
+  assign \$48  = ~ start;
+  assign \$49  = \$47  & \$48 ;
+  assign \$50  = ~ busy;
+  assign \$51  = ~ start;
+  assign \$52  = \$50  & \$51 ;
+  assign \$53  = ~ busy;
+  assign \$54  = ~ start;
+  assign \$55  = \$53  & \$54 ;
+  assign \$56  = ~ busy;
+  assign \$57  = ~ start;
+  assign \$58  = \$56  & \$57 ;
+  assign \$59  = ~ busy;
+  assign \$60  = ~ start;
+  assign \$61  = \$59  & \$60 ;
+  assign \$62  = ~ busy;
+  assign \$63  = ~ start;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ~ busy;
+  assign \$66  = ~ start;
+  assign \$67  = \$65  & \$66 ;
+  assign \$68  = ~ busy;
+  assign \$69  = ~ start;
+  assign \$70  = \$68  & \$69 ;
+  assign \$71  = ~ busy;
+  assign \$72  = ~ start;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = ~ busy;
+  assign \$75  = ~ start;
+  assign \$76  = \$74  & \$75 ;
+  assign \$77  = ~ busy;
+  assign \$78  = ~ start;
+  assign \$79  = \$77  & \$78 ;
+  assign \$80  = ~ busy;
+  assign \$81  = ~ start;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ busy;
+  assign \$84  = ~ start;
+  assign \$85  = \$83  & \$84 ;
+  assign \$86  = ~ busy;
+  assign \$87  = ~ start;
+  assign \$88  = \$86  & \$87 ;
+  assign \$89  = host_we & { \$88 , \$85 , \$82 , \$79 , \$76 , \$73 , \$70 , \$67 , \$64 , \$61 , \$58 , \$55 , \$52 , \$49 , \$46 , \$43  };
+  assign \$90  = ~ boot;
+  assign \$91  = t == \$signal ;
+  assign \$92  = \$90  & \$91 ;
+  assign \$93  = rd1_grp < G_minus_1;
+  assign \$94  = rd1_grp == G_minus_1;
+  assign \$95  = \$94  ? last_lanes : 4'h0;
+  assign \$96  = \$93  ? 4'h8 : \$95 ;
+  assign \$98  = $signed(\$97 ) + $signed(2'h1);
+  assign \$100  = $signed(\$99 ) + $signed(2'h1);
+  assign \$101  = rd3_nvalid > 1'h0;
+  assign \$102  = rd3_nvalid > 1'h1;
+  assign \$103  = rd3_nvalid > 2'h2;
+  assign \$104  = rd3_nvalid > 2'h3;
+  assign \$105  = rd3_nvalid > 3'h4;
+  assign \$106  = rd3_nvalid > 3'h5;
+  assign \$107  = rd3_nvalid > 3'h6;
+  assign \$108  = rd3_nvalid > 3'h7;
+  assign \$109  = rd3_nvalid > 4'h8;
+  assign \$110  = rd3_nvalid > 4'h9;
+  assign \$111  = rd3_nvalid > 4'ha;
+  assign \$112  = rd3_nvalid > 4'hb;
+  assign \$113  = rd3_nvalid > 4'hc;
+  assign \$114  = rd3_nvalid > 4'hd;
+  assign \$115  = rd3_nvalid > 4'he;
+  assign \$116  = $signed(rdata_rewards_q[7:0]) * $signed(arg_reward_scale[17:0]);
+  assign \$118  = $signed(\$117 ) >>> arg_reward_scale[28:24];
+  assign \$119  = $signed(rdata_values_q[7:0]) * $signed(arg_value_scale[17:0]);
+  assign \$121  = $signed(\$120 ) >>> arg_value_scale[28:24];
+  assign \$122  = ~ rd4_boot;
+  assign \$123  = deq_r0_ovf & \$122 ;
+  assign \$124  = \$123  | deq_v0_ovf;
+  assign \$125  = \$124  & deq_lanes_gtlo[0];
+  assign \$126  = $signed(rdata_rewards_q[15:8]) * $signed(arg_reward_scale[17:0]);
+  assign \$128  = $signed(\$127 ) >>> arg_reward_scale[28:24];
+  assign \$129  = $signed(rdata_values_q[15:8]) * $signed(arg_value_scale[17:0]);
+  assign \$131  = $signed(\$130 ) >>> arg_value_scale[28:24];
+  assign \$132  = ~ rd4_boot;
+  assign \$133  = deq_r1_ovf & \$132 ;
+  assign \$134  = \$133  | deq_v1_ovf;
+  assign \$135  = \$134  & deq_lanes_gtlo[1];
+  assign \$136  = $signed(rdata_rewards_q[23:16]) * $signed(arg_reward_scale[17:0]);
+  assign \$138  = $signed(\$137 ) >>> arg_reward_scale[28:24];
+  assign \$139  = $signed(rdata_values_q[23:16]) * $signed(arg_value_scale[17:0]);
+  assign \$141  = $signed(\$140 ) >>> arg_value_scale[28:24];
+  assign \$142  = ~ rd4_boot;
+  assign \$143  = deq_r2_ovf & \$142 ;
+  assign \$144  = \$143  | deq_v2_ovf;
+  assign \$145  = \$144  & deq_lanes_gtlo[2];
+  assign \$146  = $signed(rdata_rewards_q[31:24]) * $signed(arg_reward_scale[17:0]);
+  assign \$148  = $signed(\$147 ) >>> arg_reward_scale[28:24];
+  assign \$149  = $signed(rdata_values_q[31:24]) * $signed(arg_value_scale[17:0]);
+  assign \$151  = $signed(\$150 ) >>> arg_value_scale[28:24];
+  assign \$152  = ~ rd4_boot;
+  assign \$153  = deq_r3_ovf & \$152 ;
+  assign \$154  = \$153  | deq_v3_ovf;
+  assign \$155  = \$154  & deq_lanes_gtlo[3];
+  assign \$156  = $signed(rdata_rewards_q[39:32]) * $signed(arg_reward_scale[17:0]);
+  assign \$158  = $signed(\$157 ) >>> arg_reward_scale[28:24];
+  assign \$159  = $signed(rdata_values_q[39:32]) * $signed(arg_value_scale[17:0]);
+  assign \$161  = $signed(\$160 ) >>> arg_value_scale[28:24];
+  assign \$162  = ~ rd4_boot;
+  assign \$163  = deq_r4_ovf & \$162 ;
+  assign \$164  = \$163  | deq_v4_ovf;
+  assign \$165  = \$164  & deq_lanes_gtlo[4];
+  assign \$166  = $signed(rdata_rewards_q[47:40]) * $signed(arg_reward_scale[17:0]);
+  assign \$168  = $signed(\$167 ) >>> arg_reward_scale[28:24];
+  assign \$169  = $signed(rdata_values_q[47:40]) * $signed(arg_value_scale[17:0]);
+  assign \$171  = $signed(\$170 ) >>> arg_value_scale[28:24];
+  assign \$172  = ~ rd4_boot;
+  assign \$173  = deq_r5_ovf & \$172 ;
+  assign \$174  = \$173  | deq_v5_ovf;
+  assign \$175  = \$174  & deq_lanes_gtlo[5];
+  assign \$176  = $signed(rdata_rewards_q[55:48]) * $signed(arg_reward_scale[17:0]);
+  assign \$178  = $signed(\$177 ) >>> arg_reward_scale[28:24];
+  assign \$179  = $signed(rdata_values_q[55:48]) * $signed(arg_value_scale[17:0]);
+  assign \$181  = $signed(\$180 ) >>> arg_value_scale[28:24];
+  assign \$182  = ~ rd4_boot;
+  assign \$183  = deq_r6_ovf & \$182 ;
+  assign \$184  = \$183  | deq_v6_ovf;
+  assign \$185  = \$184  & deq_lanes_gtlo[6];
+  assign \$186  = $signed(rdata_rewards_q[63:56]) * $signed(arg_reward_scale[17:0]);
+  assign \$188  = $signed(\$187 ) >>> arg_reward_scale[28:24];
+  assign \$189  = $signed(rdata_values_q[63:56]) * $signed(arg_value_scale[17:0]);
+  assign \$191  = $signed(\$190 ) >>> arg_value_scale[28:24];
+  assign \$192  = ~ rd4_boot;
+  assign \$193  = deq_r7_ovf & \$192 ;
+  assign \$194  = \$193  | deq_v7_ovf;
+  assign \$195  = \$194  & deq_lanes_gtlo[7];
+  assign \$196  = | deq_ovf_bits;
+  assign \$197  = s2_valid & \$196 ;
+  assign \$198  = s2_valid & s2_boot;
+  assign \$200  = wb3_lanes > 1'h0;
+  assign \$201  = wb3_lanes > 1'h1;
+  assign \$202  = wb3_lanes > 2'h2;
+  assign \$203  = wb3_lanes > 2'h3;
+  assign \$204  = wb3_lanes > 3'h4;
+  assign \$205  = wb3_lanes > 3'h5;
+  assign \$206  = wb3_lanes > 3'h6;
+  assign \$207  = wb3_lanes > 3'h7;
+  assign \$208  = wb3_lanes > 4'h8;
+  assign \$209  = wb3_lanes > 4'h9;
+  assign \$210  = wb3_lanes > 4'ha;
+  assign \$211  = wb3_lanes > 4'hb;
+  assign \$212  = wb3_lanes > 4'hc;
+  assign \$213  = wb3_lanes > 4'hd;
+  assign \$214  = wb3_lanes > 4'he;
+  assign \$215  = wb4_valid & wb_lanes_gtlo[0];
+  assign \$216  = wb4_valid & wb_lanes_gtlo[1];
+  assign \$217  = wb4_valid & wb_lanes_gtlo[2];
+  assign \$218  = wb4_valid & wb_lanes_gtlo[3];
+  assign \$219  = wb4_valid & wb_lanes_gtlo[4];
+  assign \$220  = wb4_valid & wb_lanes_gtlo[5];
+  assign \$221  = wb4_valid & wb_lanes_gtlo[6];
+  assign \$222  = wb4_valid & wb_lanes_gtlo[7];
+  assign \$224  = $signed(\$223 ) + $signed(26'h1000000);
+  assign \$226  = $signed(\$225 ) + $signed(26'h1000000);
+  assign \$227  = wb3_lanes > 1'h0;
+  assign \$228  = wb3_lanes > 1'h1;
+  assign \$229  = wb3_lanes > 2'h2;
+  assign \$230  = wb3_lanes > 2'h3;
+  assign \$231  = wb3_lanes > 3'h4;
+  assign \$232  = wb3_lanes > 3'h5;
+  assign \$233  = wb3_lanes > 3'h6;
+  assign \$234  = wb3_lanes > 3'h7;
+  assign \$235  = wb3_lanes > 4'h8;
+  assign \$236  = wb3_lanes > 4'h9;
+  assign \$237  = wb3_lanes > 4'ha;
+  assign \$238  = wb3_lanes > 4'hb;
+  assign \$239  = wb3_lanes > 4'hc;
+  assign \$240  = wb3_lanes > 4'hd;
+  assign \$241  = wb3_lanes > 4'he;
+  assign \$243  = $signed(\$242 ) >>> arg_adv_scale[28:24];
+  assign \$244  = ~ rq_a0_x[45];
+  assign \$245  = | rq_a0_x[44:26];
+  assign \$246  = \$244  & \$245 ;
+  assign \$247  = & rq_a0_x[44:26];
+  assign \$248  = ~ \$247 ;
+  assign \$249  = rq_a0_x[45] & \$248 ;
+  assign \$250  = rq_a0_sat_lo ? 27'h4000000 : rq_a0_sat_low;
+  assign \$251  = rq_a0_sat_hi ? 27'h3ffffff : \$250 ;
+  assign \$252  = $signed(rq_a0_op) * $signed(arg_adv_scale[17:0]);
+  assign \$253  = $signed(rq_a0_pp) + $signed(adv_offset_rnd);
+  assign \$254  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
+  assign \$255  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
+  assign \$256  = \$255  ? 9'h181 : { 1'h0, rq_a0_sum[32:25] };
+  assign \$257  = \$254  ? 9'h07f : \$256 ;
+  assign \$259  = $signed(\$258 ) >>> arg_rtg_scale[28:24];
+  assign \$260  = ~ rq_r0_x[45];
+  assign \$261  = | rq_r0_x[44:26];
+  assign \$262  = \$260  & \$261 ;
+  assign \$263  = & rq_r0_x[44:26];
+  assign \$264  = ~ \$263 ;
+  assign \$265  = rq_r0_x[45] & \$264 ;
+  assign \$266  = rq_r0_sat_lo ? 27'h4000000 : rq_r0_sat_low;
+  assign \$267  = rq_r0_sat_hi ? 27'h3ffffff : \$266 ;
+  assign \$268  = $signed(rq_r0_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$269  = $signed(rq_r0_pp) + $signed(rtg_offset_rnd);
+  assign \$270  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
+  assign \$271  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
+  assign \$272  = \$271  ? 9'h181 : { 1'h0, rq_r0_sum[32:25] };
+  assign \$273  = \$270  ? 9'h07f : \$272 ;
+  assign \$274  = $signed(rq_a0_sum[45:25]) > $signed(8'h7f);
+  assign \$275  = $signed(rq_a0_sum[45:25]) < $signed(8'h81);
+  assign \$276  = \$274  | \$275 ;
+  assign \$277  = $signed(rq_r0_sum[45:25]) > $signed(8'h7f);
+  assign \$278  = $signed(rq_r0_sum[45:25]) < $signed(8'h81);
+  assign \$279  = \$277  | \$278 ;
+  assign \$280  = \$276  | \$279 ;
+  assign \$281  = \$280  & rq_lanes_gtlo[0];
+  assign \$283  = $signed(\$282 ) >>> arg_adv_scale[28:24];
+  assign \$284  = ~ rq_a1_x[45];
+  assign \$285  = | rq_a1_x[44:26];
+  assign \$286  = \$284  & \$285 ;
+  assign \$287  = & rq_a1_x[44:26];
+  assign \$288  = ~ \$287 ;
+  assign \$289  = rq_a1_x[45] & \$288 ;
+  assign \$290  = rq_a1_sat_lo ? 27'h4000000 : rq_a1_sat_low;
+  assign \$291  = rq_a1_sat_hi ? 27'h3ffffff : \$290 ;
+  assign \$292  = $signed(rq_a1_op) * $signed(arg_adv_scale[17:0]);
+  assign \$293  = $signed(rq_a1_pp) + $signed(adv_offset_rnd);
+  assign \$294  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
+  assign \$295  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
+  assign \$296  = \$295  ? 9'h181 : { 1'h0, rq_a1_sum[32:25] };
+  assign \$297  = \$294  ? 9'h07f : \$296 ;
+  assign \$299  = $signed(\$298 ) >>> arg_rtg_scale[28:24];
+  assign \$300  = ~ rq_r1_x[45];
+  assign \$301  = | rq_r1_x[44:26];
+  assign \$302  = \$300  & \$301 ;
+  assign \$303  = & rq_r1_x[44:26];
+  assign \$304  = ~ \$303 ;
+  assign \$305  = rq_r1_x[45] & \$304 ;
+  assign \$306  = rq_r1_sat_lo ? 27'h4000000 : rq_r1_sat_low;
+  assign \$307  = rq_r1_sat_hi ? 27'h3ffffff : \$306 ;
+  assign \$308  = $signed(rq_r1_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$309  = $signed(rq_r1_pp) + $signed(rtg_offset_rnd);
+  assign \$310  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
+  assign \$311  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
+  assign \$312  = \$311  ? 9'h181 : { 1'h0, rq_r1_sum[32:25] };
+  assign \$313  = \$310  ? 9'h07f : \$312 ;
+  assign \$314  = $signed(rq_a1_sum[45:25]) > $signed(8'h7f);
+  assign \$315  = $signed(rq_a1_sum[45:25]) < $signed(8'h81);
+  assign \$316  = \$314  | \$315 ;
+  assign \$317  = $signed(rq_r1_sum[45:25]) > $signed(8'h7f);
+  assign \$318  = $signed(rq_r1_sum[45:25]) < $signed(8'h81);
+  assign \$319  = \$317  | \$318 ;
+  assign \$320  = \$316  | \$319 ;
+  assign \$321  = \$320  & rq_lanes_gtlo[1];
+  assign \$323  = $signed(\$322 ) >>> arg_adv_scale[28:24];
+  assign \$324  = ~ rq_a2_x[45];
+  assign \$325  = | rq_a2_x[44:26];
+  assign \$326  = \$324  & \$325 ;
+  assign \$327  = & rq_a2_x[44:26];
+  assign \$328  = ~ \$327 ;
+  assign \$329  = rq_a2_x[45] & \$328 ;
+  assign \$330  = rq_a2_sat_lo ? 27'h4000000 : rq_a2_sat_low;
+  assign \$331  = rq_a2_sat_hi ? 27'h3ffffff : \$330 ;
+  assign \$332  = $signed(rq_a2_op) * $signed(arg_adv_scale[17:0]);
+  assign \$333  = $signed(rq_a2_pp) + $signed(adv_offset_rnd);
+  assign \$334  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
+  assign \$335  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
+  assign \$336  = \$335  ? 9'h181 : { 1'h0, rq_a2_sum[32:25] };
+  assign \$337  = \$334  ? 9'h07f : \$336 ;
+  assign \$339  = $signed(\$338 ) >>> arg_rtg_scale[28:24];
+  assign \$340  = ~ rq_r2_x[45];
+  assign \$341  = | rq_r2_x[44:26];
+  assign \$342  = \$340  & \$341 ;
+  assign \$343  = & rq_r2_x[44:26];
+  assign \$344  = ~ \$343 ;
+  assign \$345  = rq_r2_x[45] & \$344 ;
+  assign \$346  = rq_r2_sat_lo ? 27'h4000000 : rq_r2_sat_low;
+  assign \$347  = rq_r2_sat_hi ? 27'h3ffffff : \$346 ;
+  assign \$348  = $signed(rq_r2_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$349  = $signed(rq_r2_pp) + $signed(rtg_offset_rnd);
+  assign \$350  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
+  assign \$351  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
+  assign \$352  = \$351  ? 9'h181 : { 1'h0, rq_r2_sum[32:25] };
+  assign \$353  = \$350  ? 9'h07f : \$352 ;
+  assign \$354  = $signed(rq_a2_sum[45:25]) > $signed(8'h7f);
+  assign \$355  = $signed(rq_a2_sum[45:25]) < $signed(8'h81);
+  assign \$356  = \$354  | \$355 ;
+  assign \$357  = $signed(rq_r2_sum[45:25]) > $signed(8'h7f);
+  assign \$358  = $signed(rq_r2_sum[45:25]) < $signed(8'h81);
+  assign \$359  = \$357  | \$358 ;
+  assign \$360  = \$356  | \$359 ;
+  assign \$361  = \$360  & rq_lanes_gtlo[2];
+  assign \$363  = $signed(\$362 ) >>> arg_adv_scale[28:24];
+  assign \$364  = ~ rq_a3_x[45];
+  assign \$365  = | rq_a3_x[44:26];
+  assign \$366  = \$364  & \$365 ;
+  assign \$367  = & rq_a3_x[44:26];
+  assign \$368  = ~ \$367 ;
+  assign \$369  = rq_a3_x[45] & \$368 ;
+  assign \$370  = rq_a3_sat_lo ? 27'h4000000 : rq_a3_sat_low;
+  assign \$371  = rq_a3_sat_hi ? 27'h3ffffff : \$370 ;
+  assign \$372  = $signed(rq_a3_op) * $signed(arg_adv_scale[17:0]);
+  assign \$373  = $signed(rq_a3_pp) + $signed(adv_offset_rnd);
+  assign \$374  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
+  assign \$375  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
+  assign \$376  = \$375  ? 9'h181 : { 1'h0, rq_a3_sum[32:25] };
+  assign \$377  = \$374  ? 9'h07f : \$376 ;
+  assign \$379  = $signed(\$378 ) >>> arg_rtg_scale[28:24];
+  assign \$380  = ~ rq_r3_x[45];
+  assign \$381  = | rq_r3_x[44:26];
+  assign \$382  = \$380  & \$381 ;
+  assign \$383  = & rq_r3_x[44:26];
+  assign \$384  = ~ \$383 ;
+  assign \$385  = rq_r3_x[45] & \$384 ;
+  assign \$386  = rq_r3_sat_lo ? 27'h4000000 : rq_r3_sat_low;
+  assign \$387  = rq_r3_sat_hi ? 27'h3ffffff : \$386 ;
+  assign \$388  = $signed(rq_r3_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$389  = $signed(rq_r3_pp) + $signed(rtg_offset_rnd);
+  assign \$390  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
+  assign \$391  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
+  assign \$392  = \$391  ? 9'h181 : { 1'h0, rq_r3_sum[32:25] };
+  assign \$393  = \$390  ? 9'h07f : \$392 ;
+  assign \$394  = $signed(rq_a3_sum[45:25]) > $signed(8'h7f);
+  assign \$395  = $signed(rq_a3_sum[45:25]) < $signed(8'h81);
+  assign \$396  = \$394  | \$395 ;
+  assign \$397  = $signed(rq_r3_sum[45:25]) > $signed(8'h7f);
+  assign \$398  = $signed(rq_r3_sum[45:25]) < $signed(8'h81);
+  assign \$399  = \$397  | \$398 ;
+  assign \$400  = \$396  | \$399 ;
+  assign \$401  = \$400  & rq_lanes_gtlo[3];
+  assign \$403  = $signed(\$402 ) >>> arg_adv_scale[28:24];
+  assign \$404  = ~ rq_a4_x[45];
+  assign \$405  = | rq_a4_x[44:26];
+  assign \$406  = \$404  & \$405 ;
+  assign \$407  = & rq_a4_x[44:26];
+  assign \$408  = ~ \$407 ;
+  assign \$409  = rq_a4_x[45] & \$408 ;
+  assign \$410  = rq_a4_sat_lo ? 27'h4000000 : rq_a4_sat_low;
+  assign \$411  = rq_a4_sat_hi ? 27'h3ffffff : \$410 ;
+  assign \$412  = $signed(rq_a4_op) * $signed(arg_adv_scale[17:0]);
+  assign \$413  = $signed(rq_a4_pp) + $signed(adv_offset_rnd);
+  assign \$414  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
+  assign \$415  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
+  assign \$416  = \$415  ? 9'h181 : { 1'h0, rq_a4_sum[32:25] };
+  assign \$417  = \$414  ? 9'h07f : \$416 ;
+  assign \$419  = $signed(\$418 ) >>> arg_rtg_scale[28:24];
+  assign \$420  = ~ rq_r4_x[45];
+  assign \$421  = | rq_r4_x[44:26];
+  assign \$422  = \$420  & \$421 ;
+  assign \$423  = & rq_r4_x[44:26];
+  assign \$424  = ~ \$423 ;
+  assign \$425  = rq_r4_x[45] & \$424 ;
+  assign \$426  = rq_r4_sat_lo ? 27'h4000000 : rq_r4_sat_low;
+  assign \$427  = rq_r4_sat_hi ? 27'h3ffffff : \$426 ;
+  assign \$428  = $signed(rq_r4_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$429  = $signed(rq_r4_pp) + $signed(rtg_offset_rnd);
+  assign \$430  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
+  assign \$431  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
+  assign \$432  = \$431  ? 9'h181 : { 1'h0, rq_r4_sum[32:25] };
+  assign \$433  = \$430  ? 9'h07f : \$432 ;
+  assign \$434  = $signed(rq_a4_sum[45:25]) > $signed(8'h7f);
+  assign \$435  = $signed(rq_a4_sum[45:25]) < $signed(8'h81);
+  assign \$436  = \$434  | \$435 ;
+  assign \$437  = $signed(rq_r4_sum[45:25]) > $signed(8'h7f);
+  assign \$438  = $signed(rq_r4_sum[45:25]) < $signed(8'h81);
+  assign \$439  = \$437  | \$438 ;
+  assign \$440  = \$436  | \$439 ;
+  assign \$441  = \$440  & rq_lanes_gtlo[4];
+  assign \$443  = $signed(\$442 ) >>> arg_adv_scale[28:24];
+  assign \$444  = ~ rq_a5_x[45];
+  assign \$445  = | rq_a5_x[44:26];
+  assign \$446  = \$444  & \$445 ;
+  assign \$447  = & rq_a5_x[44:26];
+  assign \$448  = ~ \$447 ;
+  assign \$449  = rq_a5_x[45] & \$448 ;
+  assign \$450  = rq_a5_sat_lo ? 27'h4000000 : rq_a5_sat_low;
+  assign \$451  = rq_a5_sat_hi ? 27'h3ffffff : \$450 ;
+  assign \$452  = $signed(rq_a5_op) * $signed(arg_adv_scale[17:0]);
+  assign \$453  = $signed(rq_a5_pp) + $signed(adv_offset_rnd);
+  assign \$454  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
+  assign \$455  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$456  = \$455  ? 9'h181 : { 1'h0, rq_a5_sum[32:25] };
+  assign \$457  = \$454  ? 9'h07f : \$456 ;
+  assign \$459  = $signed(\$458 ) >>> arg_rtg_scale[28:24];
+  assign \$460  = ~ rq_r5_x[45];
+  assign \$461  = | rq_r5_x[44:26];
+  assign \$462  = \$460  & \$461 ;
+  assign \$463  = & rq_r5_x[44:26];
+  assign \$464  = ~ \$463 ;
+  assign \$465  = rq_r5_x[45] & \$464 ;
+  assign \$466  = rq_r5_sat_lo ? 27'h4000000 : rq_r5_sat_low;
+  assign \$467  = rq_r5_sat_hi ? 27'h3ffffff : \$466 ;
+  assign \$468  = $signed(rq_r5_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$469  = $signed(rq_r5_pp) + $signed(rtg_offset_rnd);
+  assign \$470  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
+  assign \$471  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$472  = \$471  ? 9'h181 : { 1'h0, rq_r5_sum[32:25] };
+  assign \$473  = \$470  ? 9'h07f : \$472 ;
+  assign \$474  = $signed(rq_a5_sum[45:25]) > $signed(8'h7f);
+  assign \$475  = $signed(rq_a5_sum[45:25]) < $signed(8'h81);
+  assign \$476  = \$474  | \$475 ;
+  assign \$477  = $signed(rq_r5_sum[45:25]) > $signed(8'h7f);
+  assign \$478  = $signed(rq_r5_sum[45:25]) < $signed(8'h81);
+  assign \$479  = \$477  | \$478 ;
+  assign \$480  = \$476  | \$479 ;
+  assign \$481  = \$480  & rq_lanes_gtlo[5];
+  assign \$483  = $signed(\$482 ) >>> arg_adv_scale[28:24];
+  assign \$484  = ~ rq_a6_x[45];
+  assign \$485  = | rq_a6_x[44:26];
+  assign \$486  = \$484  & \$485 ;
+  assign \$487  = & rq_a6_x[44:26];
+  assign \$488  = ~ \$487 ;
+  assign \$489  = rq_a6_x[45] & \$488 ;
+  assign \$490  = rq_a6_sat_lo ? 27'h4000000 : rq_a6_sat_low;
+  assign \$491  = rq_a6_sat_hi ? 27'h3ffffff : \$490 ;
+  assign \$492  = $signed(rq_a6_op) * $signed(arg_adv_scale[17:0]);
+  assign \$493  = $signed(rq_a6_pp) + $signed(adv_offset_rnd);
+  assign \$494  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
+  assign \$495  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
+  assign \$496  = \$495  ? 9'h181 : { 1'h0, rq_a6_sum[32:25] };
+  assign \$497  = \$494  ? 9'h07f : \$496 ;
+  assign \$499  = $signed(\$498 ) >>> arg_rtg_scale[28:24];
+  assign \$500  = ~ rq_r6_x[45];
+  assign \$501  = | rq_r6_x[44:26];
+  assign \$502  = \$500  & \$501 ;
+  assign \$503  = & rq_r6_x[44:26];
+  assign \$504  = ~ \$503 ;
+  assign \$505  = rq_r6_x[45] & \$504 ;
+  assign \$506  = rq_r6_sat_lo ? 27'h4000000 : rq_r6_sat_low;
+  assign \$507  = rq_r6_sat_hi ? 27'h3ffffff : \$506 ;
+  assign \$508  = $signed(rq_r6_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$509  = $signed(rq_r6_pp) + $signed(rtg_offset_rnd);
+  assign \$510  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
+  assign \$511  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
+  assign \$512  = \$511  ? 9'h181 : { 1'h0, rq_r6_sum[32:25] };
+  assign \$513  = \$510  ? 9'h07f : \$512 ;
+  assign \$514  = $signed(rq_a6_sum[45:25]) > $signed(8'h7f);
+  assign \$515  = $signed(rq_a6_sum[45:25]) < $signed(8'h81);
+  assign \$516  = \$514  | \$515 ;
+  assign \$517  = $signed(rq_r6_sum[45:25]) > $signed(8'h7f);
+  assign \$518  = $signed(rq_r6_sum[45:25]) < $signed(8'h81);
+  assign \$519  = \$517  | \$518 ;
+  assign \$520  = \$516  | \$519 ;
+  assign \$521  = \$520  & rq_lanes_gtlo[6];
+  assign \$523  = $signed(\$522 ) >>> arg_adv_scale[28:24];
+  assign \$524  = ~ rq_a7_x[45];
+  assign \$525  = | rq_a7_x[44:26];
+  assign \$526  = \$524  & \$525 ;
+  assign \$527  = & rq_a7_x[44:26];
+  assign \$528  = ~ \$527 ;
+  assign \$529  = rq_a7_x[45] & \$528 ;
+  assign \$530  = rq_a7_sat_lo ? 27'h4000000 : rq_a7_sat_low;
+  assign \$531  = rq_a7_sat_hi ? 27'h3ffffff : \$530 ;
+  assign \$532  = $signed(rq_a7_op) * $signed(arg_adv_scale[17:0]);
+  assign \$533  = $signed(rq_a7_pp) + $signed(adv_offset_rnd);
+  assign \$534  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
+  assign \$535  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
+  assign \$536  = \$535  ? 9'h181 : { 1'h0, rq_a7_sum[32:25] };
+  assign \$537  = \$534  ? 9'h07f : \$536 ;
+  assign \$539  = $signed(\$538 ) >>> arg_rtg_scale[28:24];
+  assign \$540  = ~ rq_r7_x[45];
+  assign \$541  = | rq_r7_x[44:26];
+  assign \$542  = \$540  & \$541 ;
+  assign \$543  = & rq_r7_x[44:26];
+  assign \$544  = ~ \$543 ;
+  assign \$545  = rq_r7_x[45] & \$544 ;
+  assign \$546  = rq_r7_sat_lo ? 27'h4000000 : rq_r7_sat_low;
+  assign \$547  = rq_r7_sat_hi ? 27'h3ffffff : \$546 ;
+  assign \$548  = $signed(rq_r7_op) * $signed(arg_rtg_scale[17:0]);
+  assign \$549  = $signed(rq_r7_pp) + $signed(rtg_offset_rnd);
+  assign \$550  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
+  assign \$551  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
+  assign \$552  = \$551  ? 9'h181 : { 1'h0, rq_r7_sum[32:25] };
+  assign \$553  = \$550  ? 9'h07f : \$552 ;
+  assign \$554  = $signed(rq_a7_sum[45:25]) > $signed(8'h7f);
+  assign \$555  = $signed(rq_a7_sum[45:25]) < $signed(8'h81);
+  assign \$556  = \$554  | \$555 ;
+  assign \$557  = $signed(rq_r7_sum[45:25]) > $signed(8'h7f);
+  assign \$558  = $signed(rq_r7_sum[45:25]) < $signed(8'h81);
+  assign \$559  = \$557  | \$558 ;
+  assign \$560  = \$556  | \$559 ;
+  assign \$561  = \$560  & rq_lanes_gtlo[7];
+  assign \$562  = | req_ovf_bits;
+  assign \$563  = wb5_valid & \$562 ;
+  assign \$564  = o__payload[88:81] > 1'h0;
+  assign \$565  = o__payload[64] & \$564 ;
+  assign \$566  = o__payload[88:81] > 1'h1;
+  assign \$567  = \o__payload$250 [64] & \$566 ;
+  assign \$568  = o__payload[88:81] > 2'h2;
+  assign \$569  = \o__payload$267 [64] & \$568 ;
+  assign \$570  = o__payload[88:81] > 2'h3;
+  assign \$571  = \o__payload$284 [64] & \$570 ;
+  assign \$572  = o__payload[88:81] > 3'h4;
+  assign \$573  = \o__payload$301 [64] & \$572 ;
+  assign \$574  = o__payload[88:81] > 3'h5;
+  assign \$575  = \o__payload$318 [64] & \$574 ;
+  assign \$576  = o__payload[88:81] > 3'h6;
+  assign \$577  = \o__payload$335 [64] & \$576 ;
+  assign \$578  = o__payload[88:81] > 3'h7;
+  assign \$579  = \o__payload$352 [64] & \$578 ;
+  assign \$580  = ~ busy;
+  assign \$581  = start & \$580 ;
+  assign \$582  = ~ busy;
+  assign \$583  = start & \$582 ;
+  assign \$584  = ~ busy;
+  assign \$585  = start & \$584 ;
+  assign \$586  = | pe_ovf_lanes;
+  assign \$587  = pe_ovf_valid & \$586 ;
+  assign \$588  = row_base + grp_base;
+  assign \$589  = \$588  + lane;
+  assign \$590  = grp_base + lane;
+  assign \$591  = ~ busy;
+  assign \$592  = ~ start;
+  assign host_enable = \$591  & \$592 ;
+  assign \$593  = ! host_addr_q[15:14];
+  assign \$594  = host_re_q & \$593 ;
+  assign \$595  = host_addr_q[15:14] == 1'h1;
+  assign \$596  = host_re_q & \$595 ;
+  assign \$597  = host_addr_q[15:14] == 2'h2;
+  assign \$598  = host_re_q & \$597 ;
+  assign \$599  = ~ \$603 [35];
+  assign \$600  = | \$603 [34:32];
+  assign deq_r0_hi = \$599  & \$600 ;
+  assign \$601  = & \$603 [34:32];
+  assign \$602  = ~ \$601 ;
+  assign deq_r0_lo = \$603 [35] & \$602 ;
+  assign \$603  = $signed(deq_r0_q) + $signed(reward_offset_rnd);
   assign deq_r0_ovf = deq_r0_hi | deq_r0_lo;
-  assign \$605  = deq_r0_lo ? 33'h180000000 : { 1'h0, \$604 [32:1] };
-  assign \$606  = deq_r0_hi ? 33'h07fffffff : \$605 ;
-  assign \$607  = ~ \$611 [35];
-  assign \$608  = | \$611 [34:32];
-  assign deq_v0_hi = \$607  & \$608 ;
-  assign \$609  = & \$611 [34:32];
-  assign \$610  = ~ \$609 ;
-  assign deq_v0_lo = \$611 [35] & \$610 ;
-  assign \$611  = $signed(deq_v0_q) + $signed(value_offset_rnd);
+  assign \$604  = deq_r0_lo ? 33'h180000000 : { 1'h0, \$603 [32:1] };
+  assign \$605  = deq_r0_hi ? 33'h07fffffff : \$604 ;
+  assign \$606  = ~ \$610 [35];
+  assign \$607  = | \$610 [34:32];
+  assign deq_v0_hi = \$606  & \$607 ;
+  assign \$608  = & \$610 [34:32];
+  assign \$609  = ~ \$608 ;
+  assign deq_v0_lo = \$610 [35] & \$609 ;
+  assign \$610  = $signed(deq_v0_q) + $signed(value_offset_rnd);
   assign deq_v0_ovf = deq_v0_hi | deq_v0_lo;
-  assign \$612  = deq_v0_lo ? 33'h180000000 : { 1'h0, \$611 [32:1] };
-  assign \$613  = deq_v0_hi ? 33'h07fffffff : \$612 ;
-  assign \$614  = ~ \$618 [35];
-  assign \$615  = | \$618 [34:32];
-  assign deq_r1_hi = \$614  & \$615 ;
-  assign \$616  = & \$618 [34:32];
-  assign \$617  = ~ \$616 ;
-  assign deq_r1_lo = \$618 [35] & \$617 ;
-  assign \$618  = $signed(deq_r1_q) + $signed(reward_offset_rnd);
+  assign \$611  = deq_v0_lo ? 33'h180000000 : { 1'h0, \$610 [32:1] };
+  assign \$612  = deq_v0_hi ? 33'h07fffffff : \$611 ;
+  assign \$613  = ~ \$617 [35];
+  assign \$614  = | \$617 [34:32];
+  assign deq_r1_hi = \$613  & \$614 ;
+  assign \$615  = & \$617 [34:32];
+  assign \$616  = ~ \$615 ;
+  assign deq_r1_lo = \$617 [35] & \$616 ;
+  assign \$617  = $signed(deq_r1_q) + $signed(reward_offset_rnd);
   assign deq_r1_ovf = deq_r1_hi | deq_r1_lo;
-  assign \$619  = deq_r1_lo ? 33'h180000000 : { 1'h0, \$618 [32:1] };
-  assign \$620  = deq_r1_hi ? 33'h07fffffff : \$619 ;
-  assign \$621  = ~ \$625 [35];
-  assign \$622  = | \$625 [34:32];
-  assign deq_v1_hi = \$621  & \$622 ;
-  assign \$623  = & \$625 [34:32];
-  assign \$624  = ~ \$623 ;
-  assign deq_v1_lo = \$625 [35] & \$624 ;
-  assign \$625  = $signed(deq_v1_q) + $signed(value_offset_rnd);
+  assign \$618  = deq_r1_lo ? 33'h180000000 : { 1'h0, \$617 [32:1] };
+  assign \$619  = deq_r1_hi ? 33'h07fffffff : \$618 ;
+  assign \$620  = ~ \$624 [35];
+  assign \$621  = | \$624 [34:32];
+  assign deq_v1_hi = \$620  & \$621 ;
+  assign \$622  = & \$624 [34:32];
+  assign \$623  = ~ \$622 ;
+  assign deq_v1_lo = \$624 [35] & \$623 ;
+  assign \$624  = $signed(deq_v1_q) + $signed(value_offset_rnd);
   assign deq_v1_ovf = deq_v1_hi | deq_v1_lo;
-  assign \$626  = deq_v1_lo ? 33'h180000000 : { 1'h0, \$625 [32:1] };
-  assign \$627  = deq_v1_hi ? 33'h07fffffff : \$626 ;
-  assign \$628  = ~ \$632 [35];
-  assign \$629  = | \$632 [34:32];
-  assign deq_r2_hi = \$628  & \$629 ;
-  assign \$630  = & \$632 [34:32];
-  assign \$631  = ~ \$630 ;
-  assign deq_r2_lo = \$632 [35] & \$631 ;
-  assign \$632  = $signed(deq_r2_q) + $signed(reward_offset_rnd);
+  assign \$625  = deq_v1_lo ? 33'h180000000 : { 1'h0, \$624 [32:1] };
+  assign \$626  = deq_v1_hi ? 33'h07fffffff : \$625 ;
+  assign \$627  = ~ \$631 [35];
+  assign \$628  = | \$631 [34:32];
+  assign deq_r2_hi = \$627  & \$628 ;
+  assign \$629  = & \$631 [34:32];
+  assign \$630  = ~ \$629 ;
+  assign deq_r2_lo = \$631 [35] & \$630 ;
+  assign \$631  = $signed(deq_r2_q) + $signed(reward_offset_rnd);
   assign deq_r2_ovf = deq_r2_hi | deq_r2_lo;
-  assign \$633  = deq_r2_lo ? 33'h180000000 : { 1'h0, \$632 [32:1] };
-  assign \$634  = deq_r2_hi ? 33'h07fffffff : \$633 ;
-  assign \$635  = ~ \$639 [35];
-  assign \$636  = | \$639 [34:32];
-  assign deq_v2_hi = \$635  & \$636 ;
-  assign \$637  = & \$639 [34:32];
-  assign \$638  = ~ \$637 ;
-  assign deq_v2_lo = \$639 [35] & \$638 ;
-  assign \$639  = $signed(deq_v2_q) + $signed(value_offset_rnd);
+  assign \$632  = deq_r2_lo ? 33'h180000000 : { 1'h0, \$631 [32:1] };
+  assign \$633  = deq_r2_hi ? 33'h07fffffff : \$632 ;
+  assign \$634  = ~ \$638 [35];
+  assign \$635  = | \$638 [34:32];
+  assign deq_v2_hi = \$634  & \$635 ;
+  assign \$636  = & \$638 [34:32];
+  assign \$637  = ~ \$636 ;
+  assign deq_v2_lo = \$638 [35] & \$637 ;
+  assign \$638  = $signed(deq_v2_q) + $signed(value_offset_rnd);
   assign deq_v2_ovf = deq_v2_hi | deq_v2_lo;
-  assign \$640  = deq_v2_lo ? 33'h180000000 : { 1'h0, \$639 [32:1] };
-  assign \$641  = deq_v2_hi ? 33'h07fffffff : \$640 ;
-  assign \$642  = ~ \$646 [35];
-  assign \$643  = | \$646 [34:32];
-  assign deq_r3_hi = \$642  & \$643 ;
-  assign \$644  = & \$646 [34:32];
-  assign \$645  = ~ \$644 ;
-  assign deq_r3_lo = \$646 [35] & \$645 ;
-  assign \$646  = $signed(deq_r3_q) + $signed(reward_offset_rnd);
+  assign \$639  = deq_v2_lo ? 33'h180000000 : { 1'h0, \$638 [32:1] };
+  assign \$640  = deq_v2_hi ? 33'h07fffffff : \$639 ;
+  assign \$641  = ~ \$645 [35];
+  assign \$642  = | \$645 [34:32];
+  assign deq_r3_hi = \$641  & \$642 ;
+  assign \$643  = & \$645 [34:32];
+  assign \$644  = ~ \$643 ;
+  assign deq_r3_lo = \$645 [35] & \$644 ;
+  assign \$645  = $signed(deq_r3_q) + $signed(reward_offset_rnd);
   assign deq_r3_ovf = deq_r3_hi | deq_r3_lo;
-  assign \$647  = deq_r3_lo ? 33'h180000000 : { 1'h0, \$646 [32:1] };
-  assign \$648  = deq_r3_hi ? 33'h07fffffff : \$647 ;
-  assign \$649  = ~ \$653 [35];
-  assign \$650  = | \$653 [34:32];
-  assign deq_v3_hi = \$649  & \$650 ;
-  assign \$651  = & \$653 [34:32];
-  assign \$652  = ~ \$651 ;
-  assign deq_v3_lo = \$653 [35] & \$652 ;
-  assign \$653  = $signed(deq_v3_q) + $signed(value_offset_rnd);
+  assign \$646  = deq_r3_lo ? 33'h180000000 : { 1'h0, \$645 [32:1] };
+  assign \$647  = deq_r3_hi ? 33'h07fffffff : \$646 ;
+  assign \$648  = ~ \$652 [35];
+  assign \$649  = | \$652 [34:32];
+  assign deq_v3_hi = \$648  & \$649 ;
+  assign \$650  = & \$652 [34:32];
+  assign \$651  = ~ \$650 ;
+  assign deq_v3_lo = \$652 [35] & \$651 ;
+  assign \$652  = $signed(deq_v3_q) + $signed(value_offset_rnd);
   assign deq_v3_ovf = deq_v3_hi | deq_v3_lo;
-  assign \$654  = deq_v3_lo ? 33'h180000000 : { 1'h0, \$653 [32:1] };
-  assign \$655  = deq_v3_hi ? 33'h07fffffff : \$654 ;
-  assign \$656  = ~ \$660 [35];
-  assign \$657  = | \$660 [34:32];
-  assign deq_r4_hi = \$656  & \$657 ;
-  assign \$658  = & \$660 [34:32];
-  assign \$659  = ~ \$658 ;
-  assign deq_r4_lo = \$660 [35] & \$659 ;
-  assign \$660  = $signed(deq_r4_q) + $signed(reward_offset_rnd);
+  assign \$653  = deq_v3_lo ? 33'h180000000 : { 1'h0, \$652 [32:1] };
+  assign \$654  = deq_v3_hi ? 33'h07fffffff : \$653 ;
+  assign \$655  = ~ \$659 [35];
+  assign \$656  = | \$659 [34:32];
+  assign deq_r4_hi = \$655  & \$656 ;
+  assign \$657  = & \$659 [34:32];
+  assign \$658  = ~ \$657 ;
+  assign deq_r4_lo = \$659 [35] & \$658 ;
+  assign \$659  = $signed(deq_r4_q) + $signed(reward_offset_rnd);
   assign deq_r4_ovf = deq_r4_hi | deq_r4_lo;
-  assign \$661  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$660 [32:1] };
-  assign \$662  = deq_r4_hi ? 33'h07fffffff : \$661 ;
-  assign \$663  = ~ \$667 [35];
-  assign \$664  = | \$667 [34:32];
-  assign deq_v4_hi = \$663  & \$664 ;
-  assign \$665  = & \$667 [34:32];
-  assign \$666  = ~ \$665 ;
-  assign deq_v4_lo = \$667 [35] & \$666 ;
-  assign \$667  = $signed(deq_v4_q) + $signed(value_offset_rnd);
+  assign \$660  = deq_r4_lo ? 33'h180000000 : { 1'h0, \$659 [32:1] };
+  assign \$661  = deq_r4_hi ? 33'h07fffffff : \$660 ;
+  assign \$662  = ~ \$666 [35];
+  assign \$663  = | \$666 [34:32];
+  assign deq_v4_hi = \$662  & \$663 ;
+  assign \$664  = & \$666 [34:32];
+  assign \$665  = ~ \$664 ;
+  assign deq_v4_lo = \$666 [35] & \$665 ;
+  assign \$666  = $signed(deq_v4_q) + $signed(value_offset_rnd);
   assign deq_v4_ovf = deq_v4_hi | deq_v4_lo;
-  assign \$668  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$667 [32:1] };
-  assign \$669  = deq_v4_hi ? 33'h07fffffff : \$668 ;
-  assign \$670  = ~ \$674 [35];
-  assign \$671  = | \$674 [34:32];
-  assign deq_r5_hi = \$670  & \$671 ;
-  assign \$672  = & \$674 [34:32];
-  assign \$673  = ~ \$672 ;
-  assign deq_r5_lo = \$674 [35] & \$673 ;
-  assign \$674  = $signed(deq_r5_q) + $signed(reward_offset_rnd);
+  assign \$667  = deq_v4_lo ? 33'h180000000 : { 1'h0, \$666 [32:1] };
+  assign \$668  = deq_v4_hi ? 33'h07fffffff : \$667 ;
+  assign \$669  = ~ \$673 [35];
+  assign \$670  = | \$673 [34:32];
+  assign deq_r5_hi = \$669  & \$670 ;
+  assign \$671  = & \$673 [34:32];
+  assign \$672  = ~ \$671 ;
+  assign deq_r5_lo = \$673 [35] & \$672 ;
+  assign \$673  = $signed(deq_r5_q) + $signed(reward_offset_rnd);
   assign deq_r5_ovf = deq_r5_hi | deq_r5_lo;
-  assign \$675  = deq_r5_lo ? 33'h180000000 : { 1'h0, \$674 [32:1] };
-  assign \$676  = deq_r5_hi ? 33'h07fffffff : \$675 ;
-  assign \$677  = ~ \$681 [35];
-  assign \$678  = | \$681 [34:32];
-  assign deq_v5_hi = \$677  & \$678 ;
-  assign \$679  = & \$681 [34:32];
-  assign \$680  = ~ \$679 ;
-  assign deq_v5_lo = \$681 [35] & \$680 ;
-  assign \$681  = $signed(deq_v5_q) + $signed(value_offset_rnd);
+  assign \$674  = deq_r5_lo ? 33'h180000000 : { 1'h0, \$673 [32:1] };
+  assign \$675  = deq_r5_hi ? 33'h07fffffff : \$674 ;
+  assign \$676  = ~ \$680 [35];
+  assign \$677  = | \$680 [34:32];
+  assign deq_v5_hi = \$676  & \$677 ;
+  assign \$678  = & \$680 [34:32];
+  assign \$679  = ~ \$678 ;
+  assign deq_v5_lo = \$680 [35] & \$679 ;
+  assign \$680  = $signed(deq_v5_q) + $signed(value_offset_rnd);
   assign deq_v5_ovf = deq_v5_hi | deq_v5_lo;
-  assign \$682  = deq_v5_lo ? 33'h180000000 : { 1'h0, \$681 [32:1] };
-  assign \$683  = deq_v5_hi ? 33'h07fffffff : \$682 ;
-  assign \$684  = ~ \$688 [35];
-  assign \$685  = | \$688 [34:32];
-  assign deq_r6_hi = \$684  & \$685 ;
-  assign \$686  = & \$688 [34:32];
-  assign \$687  = ~ \$686 ;
-  assign deq_r6_lo = \$688 [35] & \$687 ;
-  assign \$688  = $signed(deq_r6_q) + $signed(reward_offset_rnd);
+  assign \$681  = deq_v5_lo ? 33'h180000000 : { 1'h0, \$680 [32:1] };
+  assign \$682  = deq_v5_hi ? 33'h07fffffff : \$681 ;
+  assign \$683  = ~ \$687 [35];
+  assign \$684  = | \$687 [34:32];
+  assign deq_r6_hi = \$683  & \$684 ;
+  assign \$685  = & \$687 [34:32];
+  assign \$686  = ~ \$685 ;
+  assign deq_r6_lo = \$687 [35] & \$686 ;
+  assign \$687  = $signed(deq_r6_q) + $signed(reward_offset_rnd);
   assign deq_r6_ovf = deq_r6_hi | deq_r6_lo;
-  assign \$689  = deq_r6_lo ? 33'h180000000 : { 1'h0, \$688 [32:1] };
-  assign \$690  = deq_r6_hi ? 33'h07fffffff : \$689 ;
-  assign \$691  = ~ \$695 [35];
-  assign \$692  = | \$695 [34:32];
-  assign deq_v6_hi = \$691  & \$692 ;
-  assign \$693  = & \$695 [34:32];
-  assign \$694  = ~ \$693 ;
-  assign deq_v6_lo = \$695 [35] & \$694 ;
-  assign \$695  = $signed(deq_v6_q) + $signed(value_offset_rnd);
+  assign \$688  = deq_r6_lo ? 33'h180000000 : { 1'h0, \$687 [32:1] };
+  assign \$689  = deq_r6_hi ? 33'h07fffffff : \$688 ;
+  assign \$690  = ~ \$694 [35];
+  assign \$691  = | \$694 [34:32];
+  assign deq_v6_hi = \$690  & \$691 ;
+  assign \$692  = & \$694 [34:32];
+  assign \$693  = ~ \$692 ;
+  assign deq_v6_lo = \$694 [35] & \$693 ;
+  assign \$694  = $signed(deq_v6_q) + $signed(value_offset_rnd);
   assign deq_v6_ovf = deq_v6_hi | deq_v6_lo;
-  assign \$696  = deq_v6_lo ? 33'h180000000 : { 1'h0, \$695 [32:1] };
-  assign \$697  = deq_v6_hi ? 33'h07fffffff : \$696 ;
-  assign \$698  = ~ \$702 [35];
-  assign \$699  = | \$702 [34:32];
-  assign deq_r7_hi = \$698  & \$699 ;
-  assign \$700  = & \$702 [34:32];
-  assign \$701  = ~ \$700 ;
-  assign deq_r7_lo = \$702 [35] & \$701 ;
-  assign \$702  = $signed(deq_r7_q) + $signed(reward_offset_rnd);
+  assign \$695  = deq_v6_lo ? 33'h180000000 : { 1'h0, \$694 [32:1] };
+  assign \$696  = deq_v6_hi ? 33'h07fffffff : \$695 ;
+  assign \$697  = ~ \$701 [35];
+  assign \$698  = | \$701 [34:32];
+  assign deq_r7_hi = \$697  & \$698 ;
+  assign \$699  = & \$701 [34:32];
+  assign \$700  = ~ \$699 ;
+  assign deq_r7_lo = \$701 [35] & \$700 ;
+  assign \$701  = $signed(deq_r7_q) + $signed(reward_offset_rnd);
   assign deq_r7_ovf = deq_r7_hi | deq_r7_lo;
-  assign \$703  = deq_r7_lo ? 33'h180000000 : { 1'h0, \$702 [32:1] };
-  assign \$704  = deq_r7_hi ? 33'h07fffffff : \$703 ;
-  assign \$705  = ~ \$709 [35];
-  assign \$706  = | \$709 [34:32];
-  assign deq_v7_hi = \$705  & \$706 ;
-  assign \$707  = & \$709 [34:32];
-  assign \$708  = ~ \$707 ;
-  assign deq_v7_lo = \$709 [35] & \$708 ;
-  assign \$709  = $signed(deq_v7_q) + $signed(value_offset_rnd);
+  assign \$702  = deq_r7_lo ? 33'h180000000 : { 1'h0, \$701 [32:1] };
+  assign \$703  = deq_r7_hi ? 33'h07fffffff : \$702 ;
+  assign \$704  = ~ \$708 [35];
+  assign \$705  = | \$708 [34:32];
+  assign deq_v7_hi = \$704  & \$705 ;
+  assign \$706  = & \$708 [34:32];
+  assign \$707  = ~ \$706 ;
+  assign deq_v7_lo = \$708 [35] & \$707 ;
+  assign \$708  = $signed(deq_v7_q) + $signed(value_offset_rnd);
   assign deq_v7_ovf = deq_v7_hi | deq_v7_lo;
-  assign \$710  = deq_v7_lo ? 33'h180000000 : { 1'h0, \$709 [32:1] };
-  assign \$711  = deq_v7_hi ? 33'h07fffffff : \$710 ;
-  assign \$712  = ~ s2_boot;
-  assign pe_in_valid = s2_valid & \$712 ;
-  assign \$713  = ! host_addr_q[15:14];
-  assign \$714  = \$713  ? host_we_q : 16'h0000;
-  assign \$717  = host_addr_q[15:14] == 1'h1;
-  assign \$718  = \$717  ? host_we_q : 16'h0000;
-  assign \$721  = host_addr_q[15:14] == 2'h2;
-  assign \$722  = \$721  ? host_we_q : 16'h0000;
-  assign \$725  = ! ctrl_state;
-  assign \$726  = ctrl_state == 1'h1;
-  assign \$727  = ctrl_state == 2'h2;
-  assign \$728  = ctrl_state == 2'h3;
-  assign \$729  = ctrl_state == 3'h4;
+  assign \$709  = deq_v7_lo ? 33'h180000000 : { 1'h0, \$708 [32:1] };
+  assign \$710  = deq_v7_hi ? 33'h07fffffff : \$709 ;
+  assign \$711  = ~ s2_boot;
+  assign pe_in_valid = s2_valid & \$711 ;
+  assign \$712  = ! host_addr_q[15:14];
+  assign \$713  = \$712  ? host_we_q : 16'h0000;
+  assign \$716  = host_addr_q[15:14] == 1'h1;
+  assign \$717  = \$716  ? host_we_q : 16'h0000;
+  assign \$720  = host_addr_q[15:14] == 2'h2;
+  assign \$721  = \$720  ? host_we_q : 16'h0000;
+  assign \$724  = ! ctrl_state;
+  assign \$725  = ctrl_state == 1'h1;
+  assign \$726  = ctrl_state == 2'h2;
+  assign \$727  = ctrl_state == 2'h3;
+  assign \$728  = ctrl_state == 3'h4;
   always @(posedge clk)
-    rdata_rewards_q <= \$753 ;
+    rdata_rewards_q <= \$752 ;
   always @(posedge clk)
-    rdata_values_q <= \$754 ;
+    rdata_values_q <= \$753 ;
   always @(posedge clk)
-    rdata_dones_q <= \$755 ;
+    rdata_dones_q <= \$754 ;
   always @(posedge clk)
-    cycles <= \$756 ;
+    cycles <= \$755 ;
   always @(posedge clk)
-    settle <= \$757 ;
+    settle <= \$756 ;
   always @(posedge clk)
-    ready <= \$758 ;
+    ready <= \$757 ;
   always @(posedge clk)
-    done <= \$759 ;
+    done <= \$758 ;
   always @(posedge clk)
-    chk_no_timesteps <= \$760 ;
+    chk_no_timesteps <= \$759 ;
   always @(posedge clk)
-    chk_no_trajectories <= \$761 ;
+    chk_no_trajectories <= \$760 ;
   always @(posedge clk)
-    chk_capacity <= \$762 ;
+    chk_capacity <= \$761 ;
   always @(posedge clk)
-    chk_coefficient <= \$763 ;
+    chk_coefficient <= \$762 ;
   always @(posedge clk)
-    err <= \$764 ;
+    err <= \$763 ;
   always @(posedge clk)
-    arg_num_timesteps <= \$765 ;
+    arg_num_timesteps <= \$764 ;
   always @(posedge clk)
-    arg_num_trajectories <= \$766 ;
+    arg_num_trajectories <= \$765 ;
   always @(posedge clk)
-    arg_gamma <= \$767 ;
+    arg_gamma <= \$766 ;
   always @(posedge clk)
-    arg_gamma_lambda <= \$768 ;
+    arg_gamma_lambda <= \$767 ;
   always @(posedge clk)
-    arg_reward_scale <= \$769 ;
+    arg_reward_scale <= \$768 ;
   always @(posedge clk)
-    arg_reward_offset <= \$770 ;
+    arg_reward_offset <= \$769 ;
   always @(posedge clk)
-    arg_value_scale <= \$771 ;
+    arg_value_scale <= \$770 ;
   always @(posedge clk)
-    arg_value_offset <= \$772 ;
+    arg_value_offset <= \$771 ;
   always @(posedge clk)
-    arg_adv_scale <= \$773 ;
+    arg_adv_scale <= \$772 ;
   always @(posedge clk)
-    arg_adv_offset <= \$774 ;
+    arg_adv_offset <= \$773 ;
   always @(posedge clk)
-    arg_rtg_scale <= \$775 ;
+    arg_rtg_scale <= \$774 ;
   always @(posedge clk)
-    arg_rtg_offset <= \$776 ;
+    arg_rtg_offset <= \$775 ;
   always @(posedge clk)
-    T <= \$777 ;
+    T <= \$776 ;
   always @(posedge clk)
-    \$signal  <= \$778 ;
+    \$signal  <= \$777 ;
   always @(posedge clk)
-    T_plus_1 <= \$779 ;
+    T_plus_1 <= \$778 ;
   always @(posedge clk)
-    nxt_rows <= \$780 ;
+    nxt_rows <= \$779 ;
   always @(posedge clk)
-    room <= \$781 ;
+    room <= \$780 ;
   always @(posedge clk)
-    rem <= \$782 ;
+    rem <= \$781 ;
   always @(posedge clk)
-    G <= \$783 ;
+    G <= \$782 ;
   always @(posedge clk)
-    rows <= \$784 ;
+    rows <= \$783 ;
   always @(posedge clk)
-    busy <= \$785 ;
+    busy <= \$784 ;
   always @(posedge clk)
-    ctrl_state <= \$786 ;
+    ctrl_state <= \$785 ;
   always @(posedge clk)
-    G_minus_1 <= \$787 ;
+    G_minus_1 <= \$786 ;
   always @(posedge clk)
-    G_minus_L <= \$788 ;
+    G_minus_L <= \$787 ;
   always @(posedge clk)
-    last_lanes <= \$789 ;
+    last_lanes <= \$788 ;
   always @(posedge clk)
-    row_base <= \$790 ;
+    row_base <= \$789 ;
   always @(posedge clk)
-    grp_base <= \$791 ;
+    grp_base <= \$790 ;
   always @(posedge clk)
-    lane <= \$792 ;
+    lane <= \$791 ;
   always @(posedge clk)
-    boot <= \$793 ;
+    boot <= \$792 ;
   always @(posedge clk)
-    t <= \$794 ;
+    t <= \$793 ;
   always @(posedge clk)
-    t_zero <= \$795 ;
+    t_zero <= \$794 ;
   always @(posedge clk)
-    drain <= \$796 ;
+    drain <= \$795 ;
   always @(posedge clk)
-    last_group <= \$797 ;
+    last_group <= \$796 ;
   always @(posedge clk)
-    host_addr_q <= \$798 ;
+    host_addr_q <= \$797 ;
   always @(posedge clk)
-    host_re_q <= \$799 ;
+    host_re_q <= \$798 ;
   always @(posedge clk)
-    host_we_q <= \$800 ;
+    host_we_q <= \$799 ;
   always @(posedge clk)
-    host_wdata_q <= \$801 ;
+    host_wdata_q <= \$800 ;
   always @(posedge clk)
-    h_region_q <= \$802 ;
+    h_region_q <= \$801 ;
   always @(posedge clk)
-    h_word_q <= \$803 ;
+    h_word_q <= \$802 ;
   always @(posedge clk)
-    h_region_qq <= \$804 ;
+    h_region_qq <= \$803 ;
   always @(posedge clk)
-    h_word_qq <= \$805 ;
+    h_word_qq <= \$804 ;
   always @(posedge clk)
-    host_rdata_q <= \$806 ;
+    host_rdata_q <= \$805 ;
   always @(posedge clk)
-    rd1_valid <= \$807 ;
+    rd1_valid <= \$806 ;
   always @(posedge clk)
-    rd1_boot <= \$808 ;
+    rd1_boot <= \$807 ;
   always @(posedge clk)
-    rd1_first <= \$809 ;
+    rd1_first <= \$808 ;
   always @(posedge clk)
-    rd1_lane <= \$810 ;
+    rd1_lane <= \$809 ;
   always @(posedge clk)
-    rd1_addr <= \$811 ;
+    rd1_addr <= \$810 ;
   always @(posedge clk)
-    rd1_grp <= \$812 ;
+    rd1_grp <= \$811 ;
   always @(posedge clk)
-    rd2_valid <= \$813 ;
+    rd2_valid <= \$812 ;
   always @(posedge clk)
-    rd2_boot <= \$814 ;
+    rd2_boot <= \$813 ;
   always @(posedge clk)
-    rd2_first <= \$815 ;
+    rd2_first <= \$814 ;
   always @(posedge clk)
-    rd2_lane <= \$816 ;
+    rd2_lane <= \$815 ;
   always @(posedge clk)
-    rd2_addr <= \$817 ;
+    rd2_addr <= \$816 ;
   always @(posedge clk)
-    rd2_nvalid <= \$818 ;
+    rd2_nvalid <= \$817 ;
   always @(posedge clk)
-    rd3_valid <= \$819 ;
+    rd3_valid <= \$818 ;
   always @(posedge clk)
-    rd3_boot <= \$820 ;
+    rd3_boot <= \$819 ;
   always @(posedge clk)
-    rd3_first <= \$821 ;
+    rd3_first <= \$820 ;
   always @(posedge clk)
-    rd3_lane <= \$822 ;
+    rd3_lane <= \$821 ;
   always @(posedge clk)
-    rd3_addr <= \$823 ;
+    rd3_addr <= \$822 ;
   always @(posedge clk)
-    rd3_nvalid <= \$824 ;
+    rd3_nvalid <= \$823 ;
   always @(posedge clk)
-    rd4_valid <= \$825 ;
+    rd4_valid <= \$824 ;
   always @(posedge clk)
-    rd4_boot <= \$826 ;
+    rd4_boot <= \$825 ;
   always @(posedge clk)
-    rd4_first <= \$827 ;
+    rd4_first <= \$826 ;
   always @(posedge clk)
-    rd4_lane <= \$828 ;
+    rd4_lane <= \$827 ;
   always @(posedge clk)
-    rd4_addr <= \$829 ;
+    rd4_addr <= \$828 ;
   always @(posedge clk)
-    rd4_nvalid <= \$830 ;
+    rd4_nvalid <= \$829 ;
   always @(posedge clk)
-    s2_valid <= \$831 ;
+    s2_valid <= \$830 ;
   always @(posedge clk)
-    s2_boot <= \$832 ;
+    s2_boot <= \$831 ;
   always @(posedge clk)
-    s2_first <= \$833 ;
+    s2_first <= \$832 ;
   always @(posedge clk)
-    s2_lane <= \$834 ;
+    s2_lane <= \$833 ;
   always @(posedge clk)
-    s2_addr <= \$835 ;
+    s2_addr <= \$834 ;
   always @(posedge clk)
-    s2_nvalid <= \$836 ;
+    s2_nvalid <= \$835 ;
   always @(posedge clk)
-    reward_offset_rnd <= \$837 ;
+    reward_offset_rnd <= \$836 ;
   always @(posedge clk)
-    value_offset_rnd <= \$838 ;
+    value_offset_rnd <= \$837 ;
   always @(posedge clk)
-    rd3_dones <= \$839 ;
+    rd3_dones <= \$838 ;
   always @(posedge clk)
-    rd4_dones <= \$840 ;
+    rd4_dones <= \$839 ;
   always @(posedge clk)
-    s2_d <= \$841 ;
+    s2_d <= \$840 ;
   always @(posedge clk)
-    deq_lanes_gtlo <= \$842 ;
+    deq_lanes_gtlo <= \$841 ;
   always @(posedge clk)
-    deq_r0_pp <= \$843 ;
+    deq_r0_pp <= \$842 ;
   always @(posedge clk)
-    deq_r0_q <= \$844 ;
+    deq_r0_q <= \$843 ;
   always @(posedge clk)
-    s2_r0 <= \$845 ;
+    s2_r0 <= \$844 ;
   always @(posedge clk)
-    deq_v0_pp <= \$846 ;
+    deq_v0_pp <= \$845 ;
   always @(posedge clk)
-    deq_v0_q <= \$847 ;
+    deq_v0_q <= \$846 ;
   always @(posedge clk)
-    s2_v0 <= \$848 ;
+    s2_v0 <= \$847 ;
   always @(posedge clk)
-    deq_ovf_bits <= \$849 ;
+    deq_ovf_bits <= \$848 ;
   always @(posedge clk)
-    deq_r1_pp <= \$850 ;
+    deq_r1_pp <= \$849 ;
   always @(posedge clk)
-    deq_r1_q <= \$851 ;
+    deq_r1_q <= \$850 ;
   always @(posedge clk)
-    s2_r1 <= \$852 ;
+    s2_r1 <= \$851 ;
   always @(posedge clk)
-    deq_v1_pp <= \$853 ;
+    deq_v1_pp <= \$852 ;
   always @(posedge clk)
-    deq_v1_q <= \$854 ;
+    deq_v1_q <= \$853 ;
   always @(posedge clk)
-    s2_v1 <= \$855 ;
+    s2_v1 <= \$854 ;
   always @(posedge clk)
-    deq_r2_pp <= \$856 ;
+    deq_r2_pp <= \$855 ;
   always @(posedge clk)
-    deq_r2_q <= \$857 ;
+    deq_r2_q <= \$856 ;
   always @(posedge clk)
-    s2_r2 <= \$858 ;
+    s2_r2 <= \$857 ;
   always @(posedge clk)
-    deq_v2_pp <= \$859 ;
+    deq_v2_pp <= \$858 ;
   always @(posedge clk)
-    deq_v2_q <= \$860 ;
+    deq_v2_q <= \$859 ;
   always @(posedge clk)
-    s2_v2 <= \$861 ;
+    s2_v2 <= \$860 ;
   always @(posedge clk)
-    deq_r3_pp <= \$862 ;
+    deq_r3_pp <= \$861 ;
   always @(posedge clk)
-    deq_r3_q <= \$863 ;
+    deq_r3_q <= \$862 ;
   always @(posedge clk)
-    s2_r3 <= \$864 ;
+    s2_r3 <= \$863 ;
   always @(posedge clk)
-    deq_v3_pp <= \$865 ;
+    deq_v3_pp <= \$864 ;
   always @(posedge clk)
-    deq_v3_q <= \$866 ;
+    deq_v3_q <= \$865 ;
   always @(posedge clk)
-    s2_v3 <= \$867 ;
+    s2_v3 <= \$866 ;
   always @(posedge clk)
-    deq_r4_pp <= \$868 ;
+    deq_r4_pp <= \$867 ;
   always @(posedge clk)
-    deq_r4_q <= \$869 ;
+    deq_r4_q <= \$868 ;
   always @(posedge clk)
-    s2_r4 <= \$870 ;
+    s2_r4 <= \$869 ;
   always @(posedge clk)
-    deq_v4_pp <= \$871 ;
+    deq_v4_pp <= \$870 ;
   always @(posedge clk)
-    deq_v4_q <= \$872 ;
+    deq_v4_q <= \$871 ;
   always @(posedge clk)
-    s2_v4 <= \$873 ;
+    s2_v4 <= \$872 ;
   always @(posedge clk)
-    deq_r5_pp <= \$874 ;
+    deq_r5_pp <= \$873 ;
   always @(posedge clk)
-    deq_r5_q <= \$875 ;
+    deq_r5_q <= \$874 ;
   always @(posedge clk)
-    s2_r5 <= \$876 ;
+    s2_r5 <= \$875 ;
   always @(posedge clk)
-    deq_v5_pp <= \$877 ;
+    deq_v5_pp <= \$876 ;
   always @(posedge clk)
-    deq_v5_q <= \$878 ;
+    deq_v5_q <= \$877 ;
   always @(posedge clk)
-    s2_v5 <= \$879 ;
+    s2_v5 <= \$878 ;
   always @(posedge clk)
-    deq_r6_pp <= \$880 ;
+    deq_r6_pp <= \$879 ;
   always @(posedge clk)
-    deq_r6_q <= \$881 ;
+    deq_r6_q <= \$880 ;
   always @(posedge clk)
-    s2_r6 <= \$882 ;
+    s2_r6 <= \$881 ;
   always @(posedge clk)
-    deq_v6_pp <= \$883 ;
+    deq_v6_pp <= \$882 ;
   always @(posedge clk)
-    deq_v6_q <= \$884 ;
+    deq_v6_q <= \$883 ;
   always @(posedge clk)
-    s2_v6 <= \$885 ;
+    s2_v6 <= \$884 ;
   always @(posedge clk)
-    deq_r7_pp <= \$886 ;
+    deq_r7_pp <= \$885 ;
   always @(posedge clk)
-    deq_r7_q <= \$887 ;
+    deq_r7_q <= \$886 ;
   always @(posedge clk)
-    s2_r7 <= \$888 ;
+    s2_r7 <= \$887 ;
   always @(posedge clk)
-    deq_v7_pp <= \$889 ;
+    deq_v7_pp <= \$888 ;
   always @(posedge clk)
-    deq_v7_q <= \$890 ;
+    deq_v7_q <= \$889 ;
   always @(posedge clk)
-    s2_v7 <= \$891 ;
+    s2_v7 <= \$890 ;
   always @(posedge clk)
-    any_deq_ovf <= \$892 ;
+    any_deq_ovf <= \$891 ;
   always @(posedge clk)
-    boot0_0 <= \$893 ;
+    boot0_0 <= \$892 ;
   always @(posedge clk)
-    boot0_1 <= \$894 ;
+    boot0_1 <= \$893 ;
   always @(posedge clk)
-    boot0_2 <= \$895 ;
+    boot0_2 <= \$894 ;
   always @(posedge clk)
-    boot0_3 <= \$896 ;
+    boot0_3 <= \$895 ;
   always @(posedge clk)
-    boot0_4 <= \$897 ;
+    boot0_4 <= \$896 ;
   always @(posedge clk)
-    boot0_5 <= \$898 ;
+    boot0_5 <= \$897 ;
   always @(posedge clk)
-    boot0_6 <= \$899 ;
+    boot0_6 <= \$898 ;
   always @(posedge clk)
-    boot0_7 <= \$900 ;
+    boot0_7 <= \$899 ;
   always @(posedge clk)
-    wb0_valid <= \$901 ;
+    wb0_valid <= \$900 ;
   always @(posedge clk)
-    wb0_addr <= \$902 ;
+    wb0_addr <= \$901 ;
   always @(posedge clk)
-    wb0_lanes <= \$903 ;
+    wb0_lanes <= \$902 ;
   always @(posedge clk)
-    wb1_valid <= \$904 ;
+    wb1_valid <= \$903 ;
   always @(posedge clk)
-    wb1_addr <= \$905 ;
+    wb1_addr <= \$904 ;
   always @(posedge clk)
-    wb1_lanes <= \$906 ;
+    wb1_lanes <= \$905 ;
   always @(posedge clk)
-    wb2_valid <= \$907 ;
+    wb2_valid <= \$906 ;
   always @(posedge clk)
-    wb2_addr <= \$908 ;
+    wb2_addr <= \$907 ;
   always @(posedge clk)
-    wb2_lanes <= \$909 ;
+    wb2_lanes <= \$908 ;
   always @(posedge clk)
-    wb3_valid <= \$910 ;
+    wb3_valid <= \$909 ;
   always @(posedge clk)
-    wb3_addr <= \$911 ;
+    wb3_addr <= \$910 ;
   always @(posedge clk)
-    wb3_lanes <= \$912 ;
+    wb3_lanes <= \$911 ;
   always @(posedge clk)
-    wb4_valid <= \$913 ;
+    wb4_valid <= \$912 ;
   always @(posedge clk)
-    wb4_addr <= \$914 ;
+    wb4_addr <= \$913 ;
   always @(posedge clk)
-    wb4_lanes <= \$915 ;
+    wb4_lanes <= \$914 ;
   always @(posedge clk)
-    wb5_valid <= \$916 ;
+    wb5_valid <= \$915 ;
   always @(posedge clk)
-    wb5_addr <= \$917 ;
+    wb5_addr <= \$916 ;
   always @(posedge clk)
-    wb5_lanes <= \$918 ;
+    wb5_lanes <= \$917 ;
   always @(posedge clk)
-    wb_lanes_gtlo <= \$919 ;
+    wb_lanes_gtlo <= \$918 ;
   always @(posedge clk)
-    w_lane_en <= \$920 ;
+    w_lane_en <= \$919 ;
   always @(posedge clk)
-    adv_offset_rnd <= \$921 ;
+    adv_offset_rnd <= \$920 ;
   always @(posedge clk)
-    rtg_offset_rnd <= \$922 ;
+    rtg_offset_rnd <= \$921 ;
   always @(posedge clk)
-    rq_lanes_gtlo <= \$923 ;
+    rq_lanes_gtlo <= \$922 ;
   always @(posedge clk)
-    rq_a0_x <= \$924 ;
+    rq_a0_x <= \$923 ;
   always @(posedge clk)
-    rq_a0_sat_hi <= \$925 ;
+    rq_a0_sat_hi <= \$924 ;
   always @(posedge clk)
-    rq_a0_sat_lo <= \$926 ;
+    rq_a0_sat_lo <= \$925 ;
   always @(posedge clk)
-    rq_a0_sat_low <= \$927 ;
+    rq_a0_sat_low <= \$926 ;
   always @(posedge clk)
-    rq_a0_op <= \$928 ;
+    rq_a0_op <= \$927 ;
   always @(posedge clk)
-    rq_a0_pp <= \$929 ;
+    rq_a0_pp <= \$928 ;
   always @(posedge clk)
-    rq_a0_sum <= \$930 ;
+    rq_a0_sum <= \$929 ;
   always @(posedge clk)
-    w_adv0 <= \$931 ;
+    w_adv0 <= \$930 ;
   always @(posedge clk)
-    rq_r0_x <= \$932 ;
+    rq_r0_x <= \$931 ;
   always @(posedge clk)
-    rq_r0_sat_hi <= \$933 ;
+    rq_r0_sat_hi <= \$932 ;
   always @(posedge clk)
-    rq_r0_sat_lo <= \$934 ;
+    rq_r0_sat_lo <= \$933 ;
   always @(posedge clk)
-    rq_r0_sat_low <= \$935 ;
+    rq_r0_sat_low <= \$934 ;
   always @(posedge clk)
-    rq_r0_op <= \$936 ;
+    rq_r0_op <= \$935 ;
   always @(posedge clk)
-    rq_r0_pp <= \$937 ;
+    rq_r0_pp <= \$936 ;
   always @(posedge clk)
-    rq_r0_sum <= \$938 ;
+    rq_r0_sum <= \$937 ;
   always @(posedge clk)
-    w_rtg0 <= \$939 ;
+    w_rtg0 <= \$938 ;
   always @(posedge clk)
-    req_ovf_bits <= \$940 ;
+    req_ovf_bits <= \$939 ;
   always @(posedge clk)
-    rq_a1_x <= \$941 ;
+    rq_a1_x <= \$940 ;
   always @(posedge clk)
-    rq_a1_sat_hi <= \$942 ;
+    rq_a1_sat_hi <= \$941 ;
   always @(posedge clk)
-    rq_a1_sat_lo <= \$943 ;
+    rq_a1_sat_lo <= \$942 ;
   always @(posedge clk)
-    rq_a1_sat_low <= \$944 ;
+    rq_a1_sat_low <= \$943 ;
   always @(posedge clk)
-    rq_a1_op <= \$945 ;
+    rq_a1_op <= \$944 ;
   always @(posedge clk)
-    rq_a1_pp <= \$946 ;
+    rq_a1_pp <= \$945 ;
   always @(posedge clk)
-    rq_a1_sum <= \$947 ;
+    rq_a1_sum <= \$946 ;
   always @(posedge clk)
-    w_adv1 <= \$948 ;
+    w_adv1 <= \$947 ;
   always @(posedge clk)
-    rq_r1_x <= \$949 ;
+    rq_r1_x <= \$948 ;
   always @(posedge clk)
-    rq_r1_sat_hi <= \$950 ;
+    rq_r1_sat_hi <= \$949 ;
   always @(posedge clk)
-    rq_r1_sat_lo <= \$951 ;
+    rq_r1_sat_lo <= \$950 ;
   always @(posedge clk)
-    rq_r1_sat_low <= \$952 ;
+    rq_r1_sat_low <= \$951 ;
   always @(posedge clk)
-    rq_r1_op <= \$953 ;
+    rq_r1_op <= \$952 ;
   always @(posedge clk)
-    rq_r1_pp <= \$954 ;
+    rq_r1_pp <= \$953 ;
   always @(posedge clk)
-    rq_r1_sum <= \$955 ;
+    rq_r1_sum <= \$954 ;
   always @(posedge clk)
-    w_rtg1 <= \$956 ;
+    w_rtg1 <= \$955 ;
   always @(posedge clk)
-    rq_a2_x <= \$957 ;
+    rq_a2_x <= \$956 ;
   always @(posedge clk)
-    rq_a2_sat_hi <= \$958 ;
+    rq_a2_sat_hi <= \$957 ;
   always @(posedge clk)
-    rq_a2_sat_lo <= \$959 ;
+    rq_a2_sat_lo <= \$958 ;
   always @(posedge clk)
-    rq_a2_sat_low <= \$960 ;
+    rq_a2_sat_low <= \$959 ;
   always @(posedge clk)
-    rq_a2_op <= \$961 ;
+    rq_a2_op <= \$960 ;
   always @(posedge clk)
-    rq_a2_pp <= \$962 ;
+    rq_a2_pp <= \$961 ;
   always @(posedge clk)
-    rq_a2_sum <= \$963 ;
+    rq_a2_sum <= \$962 ;
   always @(posedge clk)
-    w_adv2 <= \$964 ;
+    w_adv2 <= \$963 ;
   always @(posedge clk)
-    rq_r2_x <= \$965 ;
+    rq_r2_x <= \$964 ;
   always @(posedge clk)
-    rq_r2_sat_hi <= \$966 ;
+    rq_r2_sat_hi <= \$965 ;
   always @(posedge clk)
-    rq_r2_sat_lo <= \$967 ;
+    rq_r2_sat_lo <= \$966 ;
   always @(posedge clk)
-    rq_r2_sat_low <= \$968 ;
+    rq_r2_sat_low <= \$967 ;
   always @(posedge clk)
-    rq_r2_op <= \$969 ;
+    rq_r2_op <= \$968 ;
   always @(posedge clk)
-    rq_r2_pp <= \$970 ;
+    rq_r2_pp <= \$969 ;
   always @(posedge clk)
-    rq_r2_sum <= \$971 ;
+    rq_r2_sum <= \$970 ;
   always @(posedge clk)
-    w_rtg2 <= \$972 ;
+    w_rtg2 <= \$971 ;
   always @(posedge clk)
-    rq_a3_x <= \$973 ;
+    rq_a3_x <= \$972 ;
   always @(posedge clk)
-    rq_a3_sat_hi <= \$974 ;
+    rq_a3_sat_hi <= \$973 ;
   always @(posedge clk)
-    rq_a3_sat_lo <= \$975 ;
+    rq_a3_sat_lo <= \$974 ;
   always @(posedge clk)
-    rq_a3_sat_low <= \$976 ;
+    rq_a3_sat_low <= \$975 ;
   always @(posedge clk)
-    rq_a3_op <= \$977 ;
+    rq_a3_op <= \$976 ;
   always @(posedge clk)
-    rq_a3_pp <= \$978 ;
+    rq_a3_pp <= \$977 ;
   always @(posedge clk)
-    rq_a3_sum <= \$979 ;
+    rq_a3_sum <= \$978 ;
   always @(posedge clk)
-    w_adv3 <= \$980 ;
+    w_adv3 <= \$979 ;
   always @(posedge clk)
-    rq_r3_x <= \$981 ;
+    rq_r3_x <= \$980 ;
   always @(posedge clk)
-    rq_r3_sat_hi <= \$982 ;
+    rq_r3_sat_hi <= \$981 ;
   always @(posedge clk)
-    rq_r3_sat_lo <= \$983 ;
+    rq_r3_sat_lo <= \$982 ;
   always @(posedge clk)
-    rq_r3_sat_low <= \$984 ;
+    rq_r3_sat_low <= \$983 ;
   always @(posedge clk)
-    rq_r3_op <= \$985 ;
+    rq_r3_op <= \$984 ;
   always @(posedge clk)
-    rq_r3_pp <= \$986 ;
+    rq_r3_pp <= \$985 ;
   always @(posedge clk)
-    rq_r3_sum <= \$987 ;
+    rq_r3_sum <= \$986 ;
   always @(posedge clk)
-    w_rtg3 <= \$988 ;
+    w_rtg3 <= \$987 ;
   always @(posedge clk)
-    rq_a4_x <= \$989 ;
+    rq_a4_x <= \$988 ;
   always @(posedge clk)
-    rq_a4_sat_hi <= \$990 ;
+    rq_a4_sat_hi <= \$989 ;
   always @(posedge clk)
-    rq_a4_sat_lo <= \$991 ;
+    rq_a4_sat_lo <= \$990 ;
   always @(posedge clk)
-    rq_a4_sat_low <= \$992 ;
+    rq_a4_sat_low <= \$991 ;
   always @(posedge clk)
-    rq_a4_op <= \$993 ;
+    rq_a4_op <= \$992 ;
   always @(posedge clk)
-    rq_a4_pp <= \$994 ;
+    rq_a4_pp <= \$993 ;
   always @(posedge clk)
-    rq_a4_sum <= \$995 ;
+    rq_a4_sum <= \$994 ;
   always @(posedge clk)
-    w_adv4 <= \$996 ;
+    w_adv4 <= \$995 ;
   always @(posedge clk)
-    rq_r4_x <= \$997 ;
+    rq_r4_x <= \$996 ;
   always @(posedge clk)
-    rq_r4_sat_hi <= \$998 ;
+    rq_r4_sat_hi <= \$997 ;
   always @(posedge clk)
-    rq_r4_sat_lo <= \$999 ;
+    rq_r4_sat_lo <= \$998 ;
   always @(posedge clk)
-    rq_r4_sat_low <= \$1000 ;
+    rq_r4_sat_low <= \$999 ;
   always @(posedge clk)
-    rq_r4_op <= \$1001 ;
+    rq_r4_op <= \$1000 ;
   always @(posedge clk)
-    rq_r4_pp <= \$1002 ;
+    rq_r4_pp <= \$1001 ;
   always @(posedge clk)
-    rq_r4_sum <= \$1003 ;
+    rq_r4_sum <= \$1002 ;
   always @(posedge clk)
-    w_rtg4 <= \$1004 ;
+    w_rtg4 <= \$1003 ;
   always @(posedge clk)
-    rq_a5_x <= \$1005 ;
+    rq_a5_x <= \$1004 ;
   always @(posedge clk)
-    rq_a5_sat_hi <= \$1006 ;
+    rq_a5_sat_hi <= \$1005 ;
   always @(posedge clk)
-    rq_a5_sat_lo <= \$1007 ;
+    rq_a5_sat_lo <= \$1006 ;
   always @(posedge clk)
-    rq_a5_sat_low <= \$1008 ;
+    rq_a5_sat_low <= \$1007 ;
   always @(posedge clk)
-    rq_a5_op <= \$1009 ;
+    rq_a5_op <= \$1008 ;
   always @(posedge clk)
-    rq_a5_pp <= \$1010 ;
+    rq_a5_pp <= \$1009 ;
   always @(posedge clk)
-    rq_a5_sum <= \$1011 ;
+    rq_a5_sum <= \$1010 ;
   always @(posedge clk)
-    w_adv5 <= \$1012 ;
+    w_adv5 <= \$1011 ;
   always @(posedge clk)
-    rq_r5_x <= \$1013 ;
+    rq_r5_x <= \$1012 ;
   always @(posedge clk)
-    rq_r5_sat_hi <= \$1014 ;
+    rq_r5_sat_hi <= \$1013 ;
   always @(posedge clk)
-    rq_r5_sat_lo <= \$1015 ;
+    rq_r5_sat_lo <= \$1014 ;
   always @(posedge clk)
-    rq_r5_sat_low <= \$1016 ;
+    rq_r5_sat_low <= \$1015 ;
   always @(posedge clk)
-    rq_r5_op <= \$1017 ;
+    rq_r5_op <= \$1016 ;
   always @(posedge clk)
-    rq_r5_pp <= \$1018 ;
+    rq_r5_pp <= \$1017 ;
   always @(posedge clk)
-    rq_r5_sum <= \$1019 ;
+    rq_r5_sum <= \$1018 ;
   always @(posedge clk)
-    w_rtg5 <= \$1020 ;
+    w_rtg5 <= \$1019 ;
   always @(posedge clk)
-    rq_a6_x <= \$1021 ;
+    rq_a6_x <= \$1020 ;
   always @(posedge clk)
-    rq_a6_sat_hi <= \$1022 ;
+    rq_a6_sat_hi <= \$1021 ;
   always @(posedge clk)
-    rq_a6_sat_lo <= \$1023 ;
+    rq_a6_sat_lo <= \$1022 ;
   always @(posedge clk)
-    rq_a6_sat_low <= \$1024 ;
+    rq_a6_sat_low <= \$1023 ;
   always @(posedge clk)
-    rq_a6_op <= \$1025 ;
+    rq_a6_op <= \$1024 ;
   always @(posedge clk)
-    rq_a6_pp <= \$1026 ;
+    rq_a6_pp <= \$1025 ;
   always @(posedge clk)
-    rq_a6_sum <= \$1027 ;
+    rq_a6_sum <= \$1026 ;
   always @(posedge clk)
-    w_adv6 <= \$1028 ;
+    w_adv6 <= \$1027 ;
   always @(posedge clk)
-    rq_r6_x <= \$1029 ;
+    rq_r6_x <= \$1028 ;
   always @(posedge clk)
-    rq_r6_sat_hi <= \$1030 ;
+    rq_r6_sat_hi <= \$1029 ;
   always @(posedge clk)
-    rq_r6_sat_lo <= \$1031 ;
+    rq_r6_sat_lo <= \$1030 ;
   always @(posedge clk)
-    rq_r6_sat_low <= \$1032 ;
+    rq_r6_sat_low <= \$1031 ;
   always @(posedge clk)
-    rq_r6_op <= \$1033 ;
+    rq_r6_op <= \$1032 ;
   always @(posedge clk)
-    rq_r6_pp <= \$1034 ;
+    rq_r6_pp <= \$1033 ;
   always @(posedge clk)
-    rq_r6_sum <= \$1035 ;
+    rq_r6_sum <= \$1034 ;
   always @(posedge clk)
-    w_rtg6 <= \$1036 ;
+    w_rtg6 <= \$1035 ;
   always @(posedge clk)
-    rq_a7_x <= \$1037 ;
+    rq_a7_x <= \$1036 ;
   always @(posedge clk)
-    rq_a7_sat_hi <= \$1038 ;
+    rq_a7_sat_hi <= \$1037 ;
   always @(posedge clk)
-    rq_a7_sat_lo <= \$1039 ;
+    rq_a7_sat_lo <= \$1038 ;
   always @(posedge clk)
-    rq_a7_sat_low <= \$1040 ;
+    rq_a7_sat_low <= \$1039 ;
   always @(posedge clk)
-    rq_a7_op <= \$1041 ;
+    rq_a7_op <= \$1040 ;
   always @(posedge clk)
-    rq_a7_pp <= \$1042 ;
+    rq_a7_pp <= \$1041 ;
   always @(posedge clk)
-    rq_a7_sum <= \$1043 ;
+    rq_a7_sum <= \$1042 ;
   always @(posedge clk)
-    w_adv7 <= \$1044 ;
+    w_adv7 <= \$1043 ;
   always @(posedge clk)
-    rq_r7_x <= \$1045 ;
+    rq_r7_x <= \$1044 ;
   always @(posedge clk)
-    rq_r7_sat_hi <= \$1046 ;
+    rq_r7_sat_hi <= \$1045 ;
   always @(posedge clk)
-    rq_r7_sat_lo <= \$1047 ;
+    rq_r7_sat_lo <= \$1046 ;
   always @(posedge clk)
-    rq_r7_sat_low <= \$1048 ;
+    rq_r7_sat_low <= \$1047 ;
   always @(posedge clk)
-    rq_r7_op <= \$1049 ;
+    rq_r7_op <= \$1048 ;
   always @(posedge clk)
-    rq_r7_pp <= \$1050 ;
+    rq_r7_pp <= \$1049 ;
   always @(posedge clk)
-    rq_r7_sum <= \$1051 ;
+    rq_r7_sum <= \$1050 ;
   always @(posedge clk)
-    w_rtg7 <= \$1052 ;
+    w_rtg7 <= \$1051 ;
   always @(posedge clk)
-    any_req_ovf <= \$1053 ;
+    any_req_ovf <= \$1052 ;
   always @(posedge clk)
-    pe_ovf_lanes <= \$1054 ;
+    pe_ovf_lanes <= \$1053 ;
   always @(posedge clk)
-    pe_ovf_valid <= \$1055 ;
+    pe_ovf_valid <= \$1054 ;
   always @(posedge clk)
-    flag_dequant_overflow <= \$1056 ;
+    flag_dequant_overflow <= \$1055 ;
   always @(posedge clk)
-    flag_requant_overflow <= \$1057 ;
+    flag_requant_overflow <= \$1056 ;
   always @(posedge clk)
-    flag_pe_overflow <= \$1058 ;
+    flag_pe_overflow <= \$1057 ;
   \gae_accel_n8.gae_pe  pe0 (
     .clear(1'h0),
     .clk(clk),
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(i__payload),
-    .i__ready(\$730 ),
+    .i__ready(\$729 ),
     .i__valid(pe_in_valid),
     .o__payload(o__payload),
     .o__ready(1'h1),
     .o__valid(o__valid),
-    .overflow(\$731 ),
+    .overflow(\$730 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe1 (
@@ -3602,12 +3600,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$440 ),
-    .i__ready(\$732 ),
+    .i__ready(\$731 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$250 ),
     .o__ready(1'h1),
-    .o__valid(\$733 ),
-    .overflow(\$734 ),
+    .o__valid(\$732 ),
+    .overflow(\$733 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe2 (
@@ -3616,12 +3614,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$445 ),
-    .i__ready(\$735 ),
+    .i__ready(\$734 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$267 ),
     .o__ready(1'h1),
-    .o__valid(\$736 ),
-    .overflow(\$737 ),
+    .o__valid(\$735 ),
+    .overflow(\$736 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe3 (
@@ -3630,12 +3628,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$450 ),
-    .i__ready(\$738 ),
+    .i__ready(\$737 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$284 ),
     .o__ready(1'h1),
-    .o__valid(\$739 ),
-    .overflow(\$740 ),
+    .o__valid(\$738 ),
+    .overflow(\$739 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe4 (
@@ -3644,12 +3642,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$455 ),
-    .i__ready(\$741 ),
+    .i__ready(\$740 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$301 ),
     .o__ready(1'h1),
-    .o__valid(\$742 ),
-    .overflow(\$743 ),
+    .o__valid(\$741 ),
+    .overflow(\$742 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe5 (
@@ -3658,12 +3656,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$460 ),
-    .i__ready(\$744 ),
+    .i__ready(\$743 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$318 ),
     .o__ready(1'h1),
-    .o__valid(\$745 ),
-    .overflow(\$746 ),
+    .o__valid(\$744 ),
+    .overflow(\$745 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe6 (
@@ -3672,12 +3670,12 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$465 ),
-    .i__ready(\$747 ),
+    .i__ready(\$746 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$335 ),
     .o__ready(1'h1),
-    .o__valid(\$748 ),
-    .overflow(\$749 ),
+    .o__valid(\$747 ),
+    .overflow(\$748 ),
     .rst(rst)
   );
   \gae_accel_n8.gae_pe  pe7 (
@@ -3686,61 +3684,74 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     .gamma(arg_gamma),
     .gamma_lambda(arg_gamma_lambda),
     .i__payload(\i__payload$470 ),
-    .i__ready(\$750 ),
+    .i__ready(\$749 ),
     .i__valid(pe_in_valid),
     .o__payload(\o__payload$352 ),
     .o__ready(1'h1),
-    .o__valid(\$751 ),
-    .overflow(\$752 ),
+    .o__valid(\$750 ),
+    .overflow(\$751 ),
     .rst(rst)
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$753  = \$signature__data ;
+    \$752  = \$signature__data ;
+    if (rst) begin
+      \$752  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$753  = \$signature__data$5 ;
     if (rst) begin
       \$753  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$754  = \$signature__data$5 ;
+    \$754  = \$signature__data$7 ;
     if (rst) begin
-      \$754  = 64'h0000000000000000;
+      \$754  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$755  = \$signature__data$7 ;
-    if (rst) begin
-      \$755  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$756  = cycles;
+    \$755  = cycles;
     if (busy) begin
-      \$756  = \$1 [31:0];
+      \$755  = \$1 [31:0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$756  = 32'd0;
+            \$755  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$756  = 32'd0;
+      \$755  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$757  = settle;
+    \$756  = settle;
     if (\$2 ) begin
-      \$757  = \$3 [0];
+      \$756  = \$3 [0];
     end
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$757  = 1'h0;
+            \$756  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$756  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$757  = 1'h0;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$757  = 1'h1;
           end
     endcase
     if (rst) begin
@@ -3753,6 +3764,26 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     casez (ctrl_state)
       3'h0:
           if (start) begin
+            if (chk_no_timesteps) begin
+              \$758  = 1'h1;
+            end else if (chk_no_trajectories) begin
+              \$758  = 1'h1;
+            end else if (chk_capacity) begin
+              \$758  = 1'h1;
+            end else if (chk_coefficient) begin
+              \$758  = 1'h1;
+            end
+          end
+      3'h1:
+          if (room[33]) begin
+            \$758  = 1'h1;
+          end
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          if (drain[5]) begin
             \$758  = 1'h1;
           end
     endcase
@@ -3762,98 +3793,78 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$759  = 1'h0;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            if (chk_no_timesteps) begin
-              \$759  = 1'h1;
-            end else if (chk_no_trajectories) begin
-              \$759  = 1'h1;
-            end else if (chk_capacity) begin
-              \$759  = 1'h1;
-            end else if (chk_coefficient) begin
-              \$759  = 1'h1;
-            end
-          end
-      3'h1:
-          if (room[33]) begin
-            \$759  = 1'h1;
-          end
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          if (\$36 ) begin
-            \$759  = 1'h1;
-          end
-    endcase
+    \$759  = \$4 ;
     if (rst) begin
       \$759  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$760  = \$4 ;
+    \$760  = \$5 ;
     if (rst) begin
       \$760  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$761  = \$5 ;
+    \$761  = \$8 ;
     if (rst) begin
       \$761  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$762  = \$8 ;
+    \$762  = \$11 ;
     if (rst) begin
       \$762  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$763  = \$11 ;
-    if (rst) begin
-      \$763  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$764  = err;
+    \$763  = err;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$764  = 3'h0;
+            \$763  = 3'h0;
             if (chk_no_timesteps) begin
-              \$764  = 3'h1;
+              \$763  = 3'h1;
             end else if (chk_no_trajectories) begin
-              \$764  = 3'h2;
+              \$763  = 3'h2;
             end else if (chk_capacity) begin
-              \$764  = 3'h3;
+              \$763  = 3'h3;
             end else if (chk_coefficient) begin
-              \$764  = 3'h4;
+              \$763  = 3'h4;
             end
           end
       3'h1:
           if (room[33]) begin
-            \$764  = 3'h3;
+            \$763  = 3'h3;
           end
     endcase
     if (rst) begin
-      \$764  = 3'h0;
+      \$763  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$765  = arg_num_timesteps;
+    \$764  = arg_num_timesteps;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$765  = num_timesteps;
+            \$764  = num_timesteps;
+          end
+    endcase
+    if (rst) begin
+      \$764  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$765  = arg_num_trajectories;
+    casez (ctrl_state)
+      3'h0:
+          if (start) begin
+            \$765  = num_trajectories;
           end
     endcase
     if (rst) begin
@@ -3862,24 +3873,24 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$766  = arg_num_trajectories;
+    \$766  = arg_gamma;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$766  = num_trajectories;
+            \$766  = gamma;
           end
     endcase
     if (rst) begin
-      \$766  = 32'd0;
+      \$766  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$767  = arg_gamma;
+    \$767  = arg_gamma_lambda;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$767  = gamma;
+            \$767  = gamma_lambda;
           end
     endcase
     if (rst) begin
@@ -3888,24 +3899,24 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$768  = arg_gamma_lambda;
+    \$768  = arg_reward_scale;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$768  = gamma_lambda;
+            \$768  = reward_scale;
           end
     endcase
     if (rst) begin
-      \$768  = 17'h00000;
+      \$768  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$769  = arg_reward_scale;
+    \$769  = arg_reward_offset;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$769  = reward_scale;
+            \$769  = reward_offset;
           end
     endcase
     if (rst) begin
@@ -3914,11 +3925,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$770  = arg_reward_offset;
+    \$770  = arg_value_scale;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$770  = reward_offset;
+            \$770  = value_scale;
           end
     endcase
     if (rst) begin
@@ -3927,11 +3938,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$771  = arg_value_scale;
+    \$771  = arg_value_offset;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$771  = value_scale;
+            \$771  = value_offset;
           end
     endcase
     if (rst) begin
@@ -3940,11 +3951,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$772  = arg_value_offset;
+    \$772  = arg_adv_scale;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$772  = value_offset;
+            \$772  = adv_scale;
           end
     endcase
     if (rst) begin
@@ -3953,11 +3964,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$773  = arg_adv_scale;
+    \$773  = arg_adv_offset;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$773  = adv_scale;
+            \$773  = adv_offset;
           end
     endcase
     if (rst) begin
@@ -3966,11 +3977,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$774  = arg_adv_offset;
+    \$774  = arg_rtg_scale;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$774  = adv_offset;
+            \$774  = rtg_scale;
           end
     endcase
     if (rst) begin
@@ -3979,11 +3990,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$775  = arg_rtg_scale;
+    \$775  = arg_rtg_offset;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$775  = rtg_scale;
+            \$775  = rtg_offset;
           end
     endcase
     if (rst) begin
@@ -3992,24 +4003,24 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$776  = arg_rtg_offset;
+    \$776  = T;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$776  = rtg_offset;
+            \$776  = num_timesteps[14:0];
           end
     endcase
     if (rst) begin
-      \$776  = 32'd0;
+      \$776  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$777  = T;
+    \$777  = \$signal ;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$777  = num_timesteps[14:0];
+            \$777  = \$12 [14:0];
           end
     endcase
     if (rst) begin
@@ -4018,24 +4029,30 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$778  = \$signal ;
+    \$778  = T_plus_1;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$778  = \$12 [14:0];
+            \$778  = \$13 [15:0];
           end
     endcase
     if (rst) begin
-      \$778  = 15'h0000;
+      \$778  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$779  = T_plus_1;
+    \$779  = nxt_rows;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$779  = \$13 [15:0];
+            \$779  = \$14 [15:0];
+          end
+      3'h1:
+          (* full_case = 32'd1 *)
+          if (room[33]) begin
+          end else begin
+            \$779  = \$20 [15:0];
           end
     endcase
     if (rst) begin
@@ -4044,102 +4061,83 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$780  = nxt_rows;
+    \$780  = room;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$780  = \$14 [15:0];
+            \$780  = { \$15 [32], \$15  };
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$780  = \$20 [15:0];
+            \$780  = \$21 [33:0];
           end
     endcase
     if (rst) begin
-      \$780  = 16'h0000;
+      \$780  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$781  = room;
+    \$781  = rem;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$781  = { \$15 [32], \$15  };
+            \$781  = num_trajectories[13:0];
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$781  = \$21 [33:0];
+            \$781  = \$19 [13:0];
           end
     endcase
     if (rst) begin
-      \$781  = 34'h000000000;
+      \$781  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$782  = rem;
+    \$782  = G;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$782  = num_trajectories[13:0];
+            \$782  = 13'h0000;
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$782  = \$19 [13:0];
+            \$782  = \$16 [12:0];
           end
     endcase
     if (rst) begin
-      \$782  = 14'h0000;
+      \$782  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$783  = G;
+    \$783  = rows;
     casez (ctrl_state)
       3'h0:
           if (start) begin
-            \$783  = 13'h0000;
+            \$783  = 16'h0000;
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$783  = \$16 [12:0];
+            \$783  = nxt_rows;
           end
     endcase
     if (rst) begin
-      \$783  = 13'h0000;
+      \$783  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$784  = rows;
-    casez (ctrl_state)
-      3'h0:
-          if (start) begin
-            \$784  = 16'h0000;
-          end
-      3'h1:
-          (* full_case = 32'd1 *)
-          if (room[33]) begin
-          end else begin
-            \$784  = nxt_rows;
-          end
-    endcase
-    if (rst) begin
-      \$784  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$785  = busy;
+    \$784  = busy;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -4149,29 +4147,29 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             end else if (chk_capacity) begin
             end else if (chk_coefficient) begin
             end else begin
-              \$785  = 1'h1;
+              \$784  = 1'h1;
             end
           end
       3'h1:
           if (room[33]) begin
-            \$785  = 1'h0;
+            \$784  = 1'h0;
           end
       3'h2:
           /* empty */;
       3'h3:
           /* empty */;
       3'h4:
-          if (\$36 ) begin
-            \$785  = 1'h0;
+          if (drain[5]) begin
+            \$784  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$785  = 1'h0;
+      \$784  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$786  = ctrl_state;
+    \$785  = ctrl_state;
     casez (ctrl_state)
       3'h0:
           if (start) begin
@@ -4181,43 +4179,43 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             end else if (chk_capacity) begin
             end else if (chk_coefficient) begin
             end else begin
-              \$786  = 3'h1;
+              \$785  = 3'h1;
             end
           end
       3'h1:
           (* full_case = 32'd1 *)
           if (room[33]) begin
-            \$786  = 3'h0;
+            \$785  = 3'h0;
           end else begin
             if (\$22 ) begin
-              \$786  = 3'h2;
+              \$785  = 3'h2;
             end
           end
       3'h2:
           if (\$24 ) begin
-            \$786  = 3'h3;
+            \$785  = 3'h3;
           end
       3'h3:
           if (\$25 ) begin
             if (boot) begin
             end else if (t_zero) begin
               if (last_group) begin
-                \$786  = 3'h4;
+                \$785  = 3'h4;
               end
             end
           end
       3'h4:
-          if (\$36 ) begin
-            \$786  = 3'h0;
+          if (drain[5]) begin
+            \$785  = 3'h0;
           end
     endcase
     if (rst) begin
-      \$786  = 3'h0;
+      \$785  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$787  = G_minus_1;
+    \$786  = G_minus_1;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -4225,16 +4223,16 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$787  = G;
+            \$786  = G;
           end
     endcase
     if (rst) begin
-      \$787  = 13'h0000;
+      \$786  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$788  = G_minus_L;
+    \$787  = G_minus_L;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -4242,16 +4240,16 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           (* full_case = 32'd1 *)
           if (room[33]) begin
           end else begin
-            \$788  = \$18 ;
+            \$787  = \$18 ;
           end
     endcase
     if (rst) begin
-      \$788  = 15'h0000;
+      \$787  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$789  = last_lanes;
+    \$788  = last_lanes;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -4260,54 +4258,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
           if (room[33]) begin
           end else begin
             if (\$22 ) begin
-              \$789  = rem[3:0];
+              \$788  = rem[3:0];
             end
           end
     endcase
     if (rst) begin
-      \$789  = 4'h0;
+      \$788  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$790  = row_base;
+    \$789  = row_base;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$790  = \$23 [15:0];
+          \$789  = \$23 [15:0];
       3'h3:
           if (\$25 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$790  = \$28 [15:0];
+              \$789  = \$28 [15:0];
             end else if (t_zero) begin
               (* full_case = 32'd1 *)
               if (last_group) begin
               end else begin
-                \$790  = \$30 [15:0];
+                \$789  = \$30 [15:0];
               end
             end else begin
-              \$790  = \$33 [15:0];
+              \$789  = \$33 [15:0];
             end
           end
     endcase
     if (rst) begin
-      \$790  = 16'h0000;
+      \$789  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$791  = grp_base;
+    \$790  = grp_base;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$791  = 14'h0000;
+          \$790  = 14'h0000;
       3'h3:
           if (\$25 ) begin
             if (boot) begin
@@ -4315,31 +4313,58 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
               (* full_case = 32'd1 *)
               if (last_group) begin
               end else begin
-                \$791  = \$29 [13:0];
+                \$790  = \$29 [13:0];
               end
             end
           end
     endcase
     if (rst) begin
-      \$791  = 14'h0000;
+      \$790  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$792  = lane;
+    \$791  = lane;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$792  = 1'h0;
+          \$791  = 1'h0;
       3'h3:
           (* full_case = 32'd1 *)
           if (\$25 ) begin
-            \$792  = 1'h0;
+            \$791  = 1'h0;
           end else begin
-            \$792  = \$34 [0];
+            \$791  = \$34 [0];
+          end
+    endcase
+    if (rst) begin
+      \$791  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$792  = boot;
+    casez (ctrl_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          \$792  = 1'h1;
+      3'h3:
+          if (\$25 ) begin
+            if (boot) begin
+              \$792  = 1'h0;
+            end else if (t_zero) begin
+              (* full_case = 32'd1 *)
+              if (last_group) begin
+              end else begin
+                \$792  = 1'h1;
+              end
+            end
           end
     endcase
     if (rst) begin
@@ -4348,94 +4373,67 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$793  = boot;
+    \$793  = t;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$793  = 1'h1;
-      3'h3:
-          if (\$25 ) begin
-            if (boot) begin
-              \$793  = 1'h0;
-            end else if (t_zero) begin
-              (* full_case = 32'd1 *)
-              if (last_group) begin
-              end else begin
-                \$793  = 1'h1;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$793  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$794  = t;
-    casez (ctrl_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$794  = T;
+          \$793  = T;
       3'h3:
           if (\$25 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$794  = \$26 [14:0];
+              \$793  = \$26 [14:0];
             end else if (t_zero) begin
               (* full_case = 32'd1 *)
               if (last_group) begin
               end else begin
-                \$794  = T;
+                \$793  = T;
               end
             end else begin
-              \$794  = \$31 [14:0];
+              \$793  = \$31 [14:0];
             end
           end
     endcase
     if (rst) begin
-      \$794  = 15'h0000;
+      \$793  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$795  = t_zero;
+    \$794  = t_zero;
     casez (ctrl_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$795  = 1'h0;
+          \$794  = 1'h0;
       3'h3:
           if (\$25 ) begin
             (* full_case = 32'd1 *)
             if (boot) begin
-              \$795  = \$27 ;
+              \$794  = \$27 ;
             end else if (t_zero) begin
               (* full_case = 32'd1 *)
               if (last_group) begin
               end else begin
-                \$795  = 1'h0;
+                \$794  = 1'h0;
               end
             end else begin
-              \$795  = \$32 ;
+              \$794  = \$32 ;
             end
           end
     endcase
     if (rst) begin
-      \$795  = 1'h0;
+      \$794  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$796  = drain;
+    \$795  = drain;
     casez (ctrl_state)
       3'h0:
           /* empty */;
@@ -4448,709 +4446,719 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
             if (boot) begin
             end else if (t_zero) begin
               if (last_group) begin
-                \$796  = 5'h17;
+                \$795  = 6'h16;
               end
             end
           end
       3'h4:
-          \$796  = \$35 [4:0];
+          \$795  = \$35 [5:0];
     endcase
     if (rst) begin
-      \$796  = 5'h00;
+      \$795  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$797  = \$37 ;
+    \$796  = \$36 ;
     if (rst) begin
-      \$797  = 1'h0;
+      \$796  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$798  = host_addr;
+    \$797  = host_addr;
     if (rst) begin
-      \$798  = 16'h0000;
+      \$797  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$799  = \$41 ;
+    \$798  = \$40 ;
     if (rst) begin
-      \$799  = 1'h0;
+      \$798  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$800  = \$90 ;
+    \$799  = \$89 ;
     if (rst) begin
-      \$800  = 16'h0000;
+      \$799  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$801  = host_wdata;
+    \$800  = host_wdata;
     if (rst) begin
-      \$801  = 128'h00000000000000000000000000000000;
+      \$800  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$802  = host_addr_q[15:14];
+    \$801  = host_addr_q[15:14];
     if (rst) begin
-      \$802  = 2'h0;
+      \$801  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$803  = host_addr_q[13:0];
+    \$802  = host_addr_q[13:0];
     if (rst) begin
-      \$803  = 14'h0000;
+      \$802  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$804  = h_region_q;
+    \$803  = h_region_q;
     if (rst) begin
-      \$804  = 2'h0;
+      \$803  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$805  = h_word_q;
+    \$804  = h_word_q;
     if (rst) begin
-      \$805  = 14'h0000;
+      \$804  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$806  = host_rdata_q;
+    \$805  = host_rdata_q;
     casez (h_region_qq)
       2'h0:
-          \$806  = { 64'h0000000000000000, rdata_rewards_q };
+          \$805  = { 64'h0000000000000000, rdata_rewards_q };
       2'h1:
-          \$806  = { 64'h0000000000000000, rdata_values_q };
+          \$805  = { 64'h0000000000000000, rdata_values_q };
       2'h2:
-          \$806  = { 120'h000000000000000000000000000000, rdata_dones_q };
+          \$805  = { 120'h000000000000000000000000000000, rdata_dones_q };
     endcase
     if (rst) begin
-      \$806  = 128'h00000000000000000000000000000000;
+      \$805  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$807  = issue;
+    \$806  = issue;
+    if (rst) begin
+      \$806  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$807  = boot;
     if (rst) begin
       \$807  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$808  = boot;
+    \$808  = \$92 ;
     if (rst) begin
       \$808  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$809  = \$93 ;
+    \$809  = lane;
     if (rst) begin
       \$809  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$810  = lane;
+    \$810  = \$589 [15:0];
     if (rst) begin
-      \$810  = 1'h0;
+      \$810  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$811  = \$590 [15:0];
+    \$811  = \$590 [13:0];
     if (rst) begin
-      \$811  = 16'h0000;
+      \$811  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$812  = \$591 [13:0];
+    \$812  = rd1_valid;
     if (rst) begin
-      \$812  = 14'h0000;
+      \$812  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$813  = rd1_valid;
+    \$813  = rd1_boot;
     if (rst) begin
       \$813  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$814  = rd1_boot;
+    \$814  = rd1_first;
     if (rst) begin
       \$814  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$815  = rd1_first;
+    \$815  = rd1_lane;
     if (rst) begin
       \$815  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$816  = rd1_lane;
+    \$816  = rd1_addr;
     if (rst) begin
-      \$816  = 1'h0;
+      \$816  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$817  = rd1_addr;
+    \$817  = \$96 ;
     if (rst) begin
-      \$817  = 16'h0000;
+      \$817  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$818  = \$97 ;
+    \$818  = rd2_valid;
     if (rst) begin
-      \$818  = 4'h0;
+      \$818  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$819  = rd2_valid;
+    \$819  = rd2_boot;
     if (rst) begin
       \$819  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$820  = rd2_boot;
+    \$820  = rd2_first;
     if (rst) begin
       \$820  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$821  = rd2_first;
+    \$821  = rd2_lane;
     if (rst) begin
       \$821  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$822  = rd2_lane;
+    \$822  = rd2_addr;
     if (rst) begin
-      \$822  = 1'h0;
+      \$822  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$823  = rd2_addr;
+    \$823  = rd2_nvalid;
     if (rst) begin
-      \$823  = 16'h0000;
+      \$823  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$824  = rd2_nvalid;
+    \$824  = rd3_valid;
     if (rst) begin
-      \$824  = 4'h0;
+      \$824  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$825  = rd3_valid;
+    \$825  = rd3_boot;
     if (rst) begin
       \$825  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$826  = rd3_boot;
+    \$826  = rd3_first;
     if (rst) begin
       \$826  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$827  = rd3_first;
+    \$827  = rd3_lane;
     if (rst) begin
       \$827  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$828  = rd3_lane;
+    \$828  = rd3_addr;
     if (rst) begin
-      \$828  = 1'h0;
+      \$828  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$829  = rd3_addr;
+    \$829  = rd3_nvalid;
     if (rst) begin
-      \$829  = 16'h0000;
+      \$829  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$830  = rd3_nvalid;
+    \$830  = rd4_valid;
     if (rst) begin
-      \$830  = 4'h0;
+      \$830  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$831  = rd4_valid;
+    \$831  = rd4_boot;
     if (rst) begin
       \$831  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$832  = rd4_boot;
+    \$832  = rd4_first;
     if (rst) begin
       \$832  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$833  = rd4_first;
+    \$833  = rd4_lane;
     if (rst) begin
       \$833  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$834  = rd4_lane;
+    \$834  = rd4_addr;
     if (rst) begin
-      \$834  = 1'h0;
+      \$834  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$835  = rd4_addr;
+    \$835  = rd4_nvalid;
     if (rst) begin
-      \$835  = 16'h0000;
+      \$835  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$836  = rd4_nvalid;
+    \$836  = \$98 ;
     if (rst) begin
-      \$836  = 4'h0;
+      \$836  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$837  = \$99 ;
+    \$837  = \$100 ;
     if (rst) begin
       \$837  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$838  = \$101 ;
+    \$838  = rdata_dones_q;
     if (rst) begin
-      \$838  = 34'h000000000;
+      \$838  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$839  = rdata_dones_q;
+    \$839  = rd3_dones;
     if (rst) begin
       \$839  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$840  = rd3_dones;
+    \$840  = rd4_dones;
     if (rst) begin
       \$840  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$841  = rd4_dones;
+    \$841  = { 1'h0, \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102 , \$101  };
     if (rst) begin
-      \$841  = 8'h00;
+      \$841  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$842  = { 1'h0, \$116 , \$115 , \$114 , \$113 , \$112 , \$111 , \$110 , \$109 , \$108 , \$107 , \$106 , \$105 , \$104 , \$103 , \$102  };
+    \$842  = \$116 ;
     if (rst) begin
-      \$842  = 16'h0000;
+      \$842  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$843  = \$117 ;
+    \$843  = \$118 [34:0];
     if (rst) begin
-      \$843  = 26'h0000000;
+      \$843  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$844  = \$119 [34:0];
+    \$844  = \$605 [31:0];
     if (rst) begin
-      \$844  = 35'h000000000;
+      \$844  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$845  = \$606 [31:0];
+    \$845  = \$119 ;
     if (rst) begin
-      \$845  = 32'd0;
+      \$845  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$846  = \$120 ;
+    \$846  = \$121 [34:0];
     if (rst) begin
-      \$846  = 26'h0000000;
+      \$846  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$847  = \$122 [34:0];
+    \$847  = \$612 [31:0];
     if (rst) begin
-      \$847  = 35'h000000000;
+      \$847  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$848  = \$613 [31:0];
+    \$848 [0] = \$125 ;
+    \$848 [1] = \$135 ;
+    \$848 [2] = \$145 ;
+    \$848 [3] = \$155 ;
+    \$848 [4] = \$165 ;
+    \$848 [5] = \$175 ;
+    \$848 [6] = \$185 ;
+    \$848 [7] = \$195 ;
     if (rst) begin
-      \$848  = 32'd0;
+      \$848  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$849 [0] = \$126 ;
-    \$849 [1] = \$136 ;
-    \$849 [2] = \$146 ;
-    \$849 [3] = \$156 ;
-    \$849 [4] = \$166 ;
-    \$849 [5] = \$176 ;
-    \$849 [6] = \$186 ;
-    \$849 [7] = \$196 ;
+    \$849  = \$126 ;
     if (rst) begin
-      \$849  = 8'h00;
+      \$849  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$850  = \$127 ;
+    \$850  = \$128 [34:0];
     if (rst) begin
-      \$850  = 26'h0000000;
+      \$850  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$851  = \$129 [34:0];
+    \$851  = \$619 [31:0];
     if (rst) begin
-      \$851  = 35'h000000000;
+      \$851  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$852  = \$620 [31:0];
+    \$852  = \$129 ;
     if (rst) begin
-      \$852  = 32'd0;
+      \$852  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$853  = \$130 ;
+    \$853  = \$131 [34:0];
     if (rst) begin
-      \$853  = 26'h0000000;
+      \$853  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$854  = \$132 [34:0];
+    \$854  = \$626 [31:0];
     if (rst) begin
-      \$854  = 35'h000000000;
+      \$854  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$855  = \$627 [31:0];
+    \$855  = \$136 ;
     if (rst) begin
-      \$855  = 32'd0;
+      \$855  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$856  = \$137 ;
+    \$856  = \$138 [34:0];
     if (rst) begin
-      \$856  = 26'h0000000;
+      \$856  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$857  = \$139 [34:0];
+    \$857  = \$633 [31:0];
     if (rst) begin
-      \$857  = 35'h000000000;
+      \$857  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$858  = \$634 [31:0];
+    \$858  = \$139 ;
     if (rst) begin
-      \$858  = 32'd0;
+      \$858  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$859  = \$140 ;
+    \$859  = \$141 [34:0];
     if (rst) begin
-      \$859  = 26'h0000000;
+      \$859  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$860  = \$142 [34:0];
+    \$860  = \$640 [31:0];
     if (rst) begin
-      \$860  = 35'h000000000;
+      \$860  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$861  = \$641 [31:0];
+    \$861  = \$146 ;
     if (rst) begin
-      \$861  = 32'd0;
+      \$861  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$862  = \$147 ;
+    \$862  = \$148 [34:0];
     if (rst) begin
-      \$862  = 26'h0000000;
+      \$862  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$863  = \$149 [34:0];
+    \$863  = \$647 [31:0];
     if (rst) begin
-      \$863  = 35'h000000000;
+      \$863  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$864  = \$648 [31:0];
+    \$864  = \$149 ;
     if (rst) begin
-      \$864  = 32'd0;
+      \$864  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$865  = \$150 ;
+    \$865  = \$151 [34:0];
     if (rst) begin
-      \$865  = 26'h0000000;
+      \$865  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$866  = \$152 [34:0];
+    \$866  = \$654 [31:0];
     if (rst) begin
-      \$866  = 35'h000000000;
+      \$866  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$867  = \$655 [31:0];
+    \$867  = \$156 ;
     if (rst) begin
-      \$867  = 32'd0;
+      \$867  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$868  = \$157 ;
+    \$868  = \$158 [34:0];
     if (rst) begin
-      \$868  = 26'h0000000;
+      \$868  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$869  = \$159 [34:0];
+    \$869  = \$661 [31:0];
     if (rst) begin
-      \$869  = 35'h000000000;
+      \$869  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$870  = \$662 [31:0];
+    \$870  = \$159 ;
     if (rst) begin
-      \$870  = 32'd0;
+      \$870  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$871  = \$160 ;
+    \$871  = \$161 [34:0];
     if (rst) begin
-      \$871  = 26'h0000000;
+      \$871  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$872  = \$162 [34:0];
+    \$872  = \$668 [31:0];
     if (rst) begin
-      \$872  = 35'h000000000;
+      \$872  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$873  = \$669 [31:0];
+    \$873  = \$166 ;
     if (rst) begin
-      \$873  = 32'd0;
+      \$873  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$874  = \$167 ;
+    \$874  = \$168 [34:0];
     if (rst) begin
-      \$874  = 26'h0000000;
+      \$874  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$875  = \$169 [34:0];
+    \$875  = \$675 [31:0];
     if (rst) begin
-      \$875  = 35'h000000000;
+      \$875  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$876  = \$676 [31:0];
+    \$876  = \$169 ;
     if (rst) begin
-      \$876  = 32'd0;
+      \$876  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$877  = \$170 ;
+    \$877  = \$171 [34:0];
     if (rst) begin
-      \$877  = 26'h0000000;
+      \$877  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$878  = \$172 [34:0];
+    \$878  = \$682 [31:0];
     if (rst) begin
-      \$878  = 35'h000000000;
+      \$878  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$879  = \$683 [31:0];
+    \$879  = \$176 ;
     if (rst) begin
-      \$879  = 32'd0;
+      \$879  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$880  = \$177 ;
+    \$880  = \$178 [34:0];
     if (rst) begin
-      \$880  = 26'h0000000;
+      \$880  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$881  = \$179 [34:0];
+    \$881  = \$689 [31:0];
     if (rst) begin
-      \$881  = 35'h000000000;
+      \$881  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$882  = \$690 [31:0];
+    \$882  = \$179 ;
     if (rst) begin
-      \$882  = 32'd0;
+      \$882  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$883  = \$180 ;
+    \$883  = \$181 [34:0];
     if (rst) begin
-      \$883  = 26'h0000000;
+      \$883  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$884  = \$182 [34:0];
+    \$884  = \$696 [31:0];
     if (rst) begin
-      \$884  = 35'h000000000;
+      \$884  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$885  = \$697 [31:0];
+    \$885  = \$186 ;
     if (rst) begin
-      \$885  = 32'd0;
+      \$885  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$886  = \$187 ;
+    \$886  = \$188 [34:0];
     if (rst) begin
-      \$886  = 26'h0000000;
+      \$886  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$887  = \$189 [34:0];
+    \$887  = \$703 [31:0];
     if (rst) begin
-      \$887  = 35'h000000000;
+      \$887  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$888  = \$704 [31:0];
+    \$888  = \$189 ;
     if (rst) begin
-      \$888  = 32'd0;
+      \$888  = 26'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$889  = \$190 ;
+    \$889  = \$191 [34:0];
     if (rst) begin
-      \$889  = 26'h0000000;
+      \$889  = 35'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$890  = \$192 [34:0];
+    \$890  = \$710 [31:0];
     if (rst) begin
-      \$890  = 35'h000000000;
+      \$890  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$891  = \$711 [31:0];
+    \$891  = \$197 ;
     if (rst) begin
-      \$891  = 32'd0;
+      \$891  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$892  = \$198 ;
+    \$892  = boot0_0;
+    if (\$199 ) begin
+      \$892  = s2_v0;
+    end
     if (rst) begin
-      \$892  = 1'h0;
+      \$892  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$893  = boot0_0;
-    if (\$200 ) begin
-      \$893  = s2_v0;
+    \$893  = boot0_1;
+    if (\$199 ) begin
+      \$893  = s2_v1;
     end
     if (rst) begin
       \$893  = 32'd0;
@@ -5158,9 +5166,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$894  = boot0_1;
-    if (\$200 ) begin
-      \$894  = s2_v1;
+    \$894  = boot0_2;
+    if (\$199 ) begin
+      \$894  = s2_v2;
     end
     if (rst) begin
       \$894  = 32'd0;
@@ -5168,9 +5176,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$895  = boot0_2;
-    if (\$200 ) begin
-      \$895  = s2_v2;
+    \$895  = boot0_3;
+    if (\$199 ) begin
+      \$895  = s2_v3;
     end
     if (rst) begin
       \$895  = 32'd0;
@@ -5178,9 +5186,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$896  = boot0_3;
-    if (\$200 ) begin
-      \$896  = s2_v3;
+    \$896  = boot0_4;
+    if (\$199 ) begin
+      \$896  = s2_v4;
     end
     if (rst) begin
       \$896  = 32'd0;
@@ -5188,9 +5196,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$897  = boot0_4;
-    if (\$200 ) begin
-      \$897  = s2_v4;
+    \$897  = boot0_5;
+    if (\$199 ) begin
+      \$897  = s2_v5;
     end
     if (rst) begin
       \$897  = 32'd0;
@@ -5198,9 +5206,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$898  = boot0_5;
-    if (\$200 ) begin
-      \$898  = s2_v5;
+    \$898  = boot0_6;
+    if (\$199 ) begin
+      \$898  = s2_v6;
     end
     if (rst) begin
       \$898  = 32'd0;
@@ -5208,9 +5216,9 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$899  = boot0_6;
-    if (\$200 ) begin
-      \$899  = s2_v6;
+    \$899  = boot0_7;
+    if (\$199 ) begin
+      \$899  = s2_v7;
     end
     if (rst) begin
       \$899  = 32'd0;
@@ -5218,199 +5226,196 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$900  = boot0_7;
-    if (\$200 ) begin
-      \$900  = s2_v7;
-    end
+    \$900  = o__valid;
     if (rst) begin
-      \$900  = 32'd0;
+      \$900  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$901  = o__valid;
+    \$901  = o__payload[78:65];
     if (rst) begin
-      \$901  = 1'h0;
+      \$901  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$902  = o__payload[78:65];
+    \$902  = o__payload[84:81];
     if (rst) begin
-      \$902  = 14'h0000;
+      \$902  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$903  = o__payload[84:81];
+    \$903  = wb0_valid;
     if (rst) begin
-      \$903  = 4'h0;
+      \$903  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$904  = wb0_valid;
+    \$904  = wb0_addr;
     if (rst) begin
-      \$904  = 1'h0;
+      \$904  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$905  = wb0_addr;
+    \$905  = wb0_lanes;
     if (rst) begin
-      \$905  = 14'h0000;
+      \$905  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$906  = wb0_lanes;
+    \$906  = wb1_valid;
     if (rst) begin
-      \$906  = 4'h0;
+      \$906  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$907  = wb1_valid;
+    \$907  = wb1_addr;
     if (rst) begin
-      \$907  = 1'h0;
+      \$907  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$908  = wb1_addr;
+    \$908  = wb1_lanes;
     if (rst) begin
-      \$908  = 14'h0000;
+      \$908  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$909  = wb1_lanes;
+    \$909  = wb2_valid;
     if (rst) begin
-      \$909  = 4'h0;
+      \$909  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$910  = wb2_valid;
+    \$910  = wb2_addr;
     if (rst) begin
-      \$910  = 1'h0;
+      \$910  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$911  = wb2_addr;
+    \$911  = wb2_lanes;
     if (rst) begin
-      \$911  = 14'h0000;
+      \$911  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$912  = wb2_lanes;
+    \$912  = wb3_valid;
     if (rst) begin
-      \$912  = 4'h0;
+      \$912  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$913  = wb3_valid;
+    \$913  = wb3_addr;
     if (rst) begin
-      \$913  = 1'h0;
+      \$913  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$914  = wb3_addr;
+    \$914  = wb3_lanes;
     if (rst) begin
-      \$914  = 14'h0000;
+      \$914  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$915  = wb3_lanes;
+    \$915  = wb4_valid;
     if (rst) begin
-      \$915  = 4'h0;
+      \$915  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$916  = wb4_valid;
+    \$916  = wb4_addr;
     if (rst) begin
-      \$916  = 1'h0;
+      \$916  = 14'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$917  = wb4_addr;
+    \$917  = wb4_lanes;
     if (rst) begin
-      \$917  = 14'h0000;
+      \$917  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$918  = wb4_lanes;
+    \$918  = { 1'h0, \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206 , \$205 , \$204 , \$203 , \$202 , \$201 , \$200  };
     if (rst) begin
-      \$918  = 4'h0;
+      \$918  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$919  = { 1'h0, \$215 , \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206 , \$205 , \$204 , \$203 , \$202 , \$201  };
+    \$919  = { \$222 , \$221 , \$220 , \$219 , \$218 , \$217 , \$216 , \$215  };
     if (rst) begin
-      \$919  = 16'h0000;
+      \$919  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$920  = { \$223 , \$222 , \$221 , \$220 , \$219 , \$218 , \$217 , \$216  };
+    \$920  = \$224 [41:0];
     if (rst) begin
-      \$920  = 8'h00;
+      \$920  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$921  = \$225 [41:0];
+    \$921  = \$226 [41:0];
     if (rst) begin
       \$921  = 42'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$922  = \$227 [41:0];
+    \$922  = { 1'h0, \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228 , \$227  };
     if (rst) begin
-      \$922  = 42'h00000000000;
+      \$922  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$923  = { 1'h0, \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228  };
+    \$923  = \$243 [45:0];
     if (rst) begin
-      \$923  = 16'h0000;
+      \$923  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$924  = \$244 [45:0];
+    \$924  = \$246 ;
     if (rst) begin
-      \$924  = 46'h000000000000;
+      \$924  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$925  = \$247 ;
+    \$925  = \$249 ;
     if (rst) begin
       \$925  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$926  = \$250 ;
+    \$926  = rq_a0_x[26:0];
     if (rst) begin
-      \$926  = 1'h0;
+      \$926  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$927  = rq_a0_x[26:0];
+    \$927  = \$251 ;
     if (rst) begin
       \$927  = 27'h0000000;
     end
@@ -5419,54 +5424,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$928  = \$252 ;
     if (rst) begin
-      \$928  = 27'h0000000;
+      \$928  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$929  = \$253 ;
     if (rst) begin
-      \$929  = 45'h000000000000;
+      \$929  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$930  = \$254 ;
+    \$930  = \$257 [7:0];
     if (rst) begin
-      \$930  = 46'h000000000000;
+      \$930  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$931  = \$258 [7:0];
+    \$931  = \$259 [45:0];
     if (rst) begin
-      \$931  = 8'h00;
+      \$931  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$932  = \$260 [45:0];
+    \$932  = \$262 ;
     if (rst) begin
-      \$932  = 46'h000000000000;
+      \$932  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$933  = \$263 ;
+    \$933  = \$265 ;
     if (rst) begin
       \$933  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$934  = \$266 ;
+    \$934  = rq_r0_x[26:0];
     if (rst) begin
-      \$934  = 1'h0;
+      \$934  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$935  = rq_r0_x[26:0];
+    \$935  = \$267 ;
     if (rst) begin
       \$935  = 27'h0000000;
     end
@@ -5475,68 +5480,68 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$936  = \$268 ;
     if (rst) begin
-      \$936  = 27'h0000000;
+      \$936  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$937  = \$269 ;
     if (rst) begin
-      \$937  = 45'h000000000000;
+      \$937  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$938  = \$270 ;
+    \$938  = \$273 [7:0];
     if (rst) begin
-      \$938  = 46'h000000000000;
+      \$938  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$939  = \$274 [7:0];
+    \$939 [0] = \$281 ;
+    \$939 [1] = \$321 ;
+    \$939 [2] = \$361 ;
+    \$939 [3] = \$401 ;
+    \$939 [4] = \$441 ;
+    \$939 [5] = \$481 ;
+    \$939 [6] = \$521 ;
+    \$939 [7] = \$561 ;
     if (rst) begin
       \$939  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$940 [0] = \$282 ;
-    \$940 [1] = \$322 ;
-    \$940 [2] = \$362 ;
-    \$940 [3] = \$402 ;
-    \$940 [4] = \$442 ;
-    \$940 [5] = \$482 ;
-    \$940 [6] = \$522 ;
-    \$940 [7] = \$562 ;
+    \$940  = \$283 [45:0];
     if (rst) begin
-      \$940  = 8'h00;
+      \$940  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$941  = \$284 [45:0];
+    \$941  = \$286 ;
     if (rst) begin
-      \$941  = 46'h000000000000;
+      \$941  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$942  = \$287 ;
+    \$942  = \$289 ;
     if (rst) begin
       \$942  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$943  = \$290 ;
+    \$943  = rq_a1_x[26:0];
     if (rst) begin
-      \$943  = 1'h0;
+      \$943  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$944  = rq_a1_x[26:0];
+    \$944  = \$291 ;
     if (rst) begin
       \$944  = 27'h0000000;
     end
@@ -5545,54 +5550,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$945  = \$292 ;
     if (rst) begin
-      \$945  = 27'h0000000;
+      \$945  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$946  = \$293 ;
     if (rst) begin
-      \$946  = 45'h000000000000;
+      \$946  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$947  = \$294 ;
+    \$947  = \$297 [7:0];
     if (rst) begin
-      \$947  = 46'h000000000000;
+      \$947  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$948  = \$298 [7:0];
+    \$948  = \$299 [45:0];
     if (rst) begin
-      \$948  = 8'h00;
+      \$948  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$949  = \$300 [45:0];
+    \$949  = \$302 ;
     if (rst) begin
-      \$949  = 46'h000000000000;
+      \$949  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$950  = \$303 ;
+    \$950  = \$305 ;
     if (rst) begin
       \$950  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$951  = \$306 ;
+    \$951  = rq_r1_x[26:0];
     if (rst) begin
-      \$951  = 1'h0;
+      \$951  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$952  = rq_r1_x[26:0];
+    \$952  = \$307 ;
     if (rst) begin
       \$952  = 27'h0000000;
     end
@@ -5601,54 +5606,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$953  = \$308 ;
     if (rst) begin
-      \$953  = 27'h0000000;
+      \$953  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$954  = \$309 ;
     if (rst) begin
-      \$954  = 45'h000000000000;
+      \$954  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$955  = \$310 ;
+    \$955  = \$313 [7:0];
     if (rst) begin
-      \$955  = 46'h000000000000;
+      \$955  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$956  = \$314 [7:0];
+    \$956  = \$323 [45:0];
     if (rst) begin
-      \$956  = 8'h00;
+      \$956  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$957  = \$324 [45:0];
+    \$957  = \$326 ;
     if (rst) begin
-      \$957  = 46'h000000000000;
+      \$957  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$958  = \$327 ;
+    \$958  = \$329 ;
     if (rst) begin
       \$958  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$959  = \$330 ;
+    \$959  = rq_a2_x[26:0];
     if (rst) begin
-      \$959  = 1'h0;
+      \$959  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$960  = rq_a2_x[26:0];
+    \$960  = \$331 ;
     if (rst) begin
       \$960  = 27'h0000000;
     end
@@ -5657,54 +5662,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$961  = \$332 ;
     if (rst) begin
-      \$961  = 27'h0000000;
+      \$961  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$962  = \$333 ;
     if (rst) begin
-      \$962  = 45'h000000000000;
+      \$962  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$963  = \$334 ;
+    \$963  = \$337 [7:0];
     if (rst) begin
-      \$963  = 46'h000000000000;
+      \$963  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$964  = \$338 [7:0];
+    \$964  = \$339 [45:0];
     if (rst) begin
-      \$964  = 8'h00;
+      \$964  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$965  = \$340 [45:0];
+    \$965  = \$342 ;
     if (rst) begin
-      \$965  = 46'h000000000000;
+      \$965  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$966  = \$343 ;
+    \$966  = \$345 ;
     if (rst) begin
       \$966  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$967  = \$346 ;
+    \$967  = rq_r2_x[26:0];
     if (rst) begin
-      \$967  = 1'h0;
+      \$967  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$968  = rq_r2_x[26:0];
+    \$968  = \$347 ;
     if (rst) begin
       \$968  = 27'h0000000;
     end
@@ -5713,54 +5718,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$969  = \$348 ;
     if (rst) begin
-      \$969  = 27'h0000000;
+      \$969  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$970  = \$349 ;
     if (rst) begin
-      \$970  = 45'h000000000000;
+      \$970  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$971  = \$350 ;
+    \$971  = \$353 [7:0];
     if (rst) begin
-      \$971  = 46'h000000000000;
+      \$971  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$972  = \$354 [7:0];
+    \$972  = \$363 [45:0];
     if (rst) begin
-      \$972  = 8'h00;
+      \$972  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$973  = \$364 [45:0];
+    \$973  = \$366 ;
     if (rst) begin
-      \$973  = 46'h000000000000;
+      \$973  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$974  = \$367 ;
+    \$974  = \$369 ;
     if (rst) begin
       \$974  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$975  = \$370 ;
+    \$975  = rq_a3_x[26:0];
     if (rst) begin
-      \$975  = 1'h0;
+      \$975  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$976  = rq_a3_x[26:0];
+    \$976  = \$371 ;
     if (rst) begin
       \$976  = 27'h0000000;
     end
@@ -5769,54 +5774,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$977  = \$372 ;
     if (rst) begin
-      \$977  = 27'h0000000;
+      \$977  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$978  = \$373 ;
     if (rst) begin
-      \$978  = 45'h000000000000;
+      \$978  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$979  = \$374 ;
+    \$979  = \$377 [7:0];
     if (rst) begin
-      \$979  = 46'h000000000000;
+      \$979  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$980  = \$378 [7:0];
+    \$980  = \$379 [45:0];
     if (rst) begin
-      \$980  = 8'h00;
+      \$980  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$981  = \$380 [45:0];
+    \$981  = \$382 ;
     if (rst) begin
-      \$981  = 46'h000000000000;
+      \$981  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$982  = \$383 ;
+    \$982  = \$385 ;
     if (rst) begin
       \$982  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$983  = \$386 ;
+    \$983  = rq_r3_x[26:0];
     if (rst) begin
-      \$983  = 1'h0;
+      \$983  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$984  = rq_r3_x[26:0];
+    \$984  = \$387 ;
     if (rst) begin
       \$984  = 27'h0000000;
     end
@@ -5825,54 +5830,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$985  = \$388 ;
     if (rst) begin
-      \$985  = 27'h0000000;
+      \$985  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$986  = \$389 ;
     if (rst) begin
-      \$986  = 45'h000000000000;
+      \$986  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$987  = \$390 ;
+    \$987  = \$393 [7:0];
     if (rst) begin
-      \$987  = 46'h000000000000;
+      \$987  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$988  = \$394 [7:0];
+    \$988  = \$403 [45:0];
     if (rst) begin
-      \$988  = 8'h00;
+      \$988  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$989  = \$404 [45:0];
+    \$989  = \$406 ;
     if (rst) begin
-      \$989  = 46'h000000000000;
+      \$989  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$990  = \$407 ;
+    \$990  = \$409 ;
     if (rst) begin
       \$990  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$991  = \$410 ;
+    \$991  = rq_a4_x[26:0];
     if (rst) begin
-      \$991  = 1'h0;
+      \$991  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$992  = rq_a4_x[26:0];
+    \$992  = \$411 ;
     if (rst) begin
       \$992  = 27'h0000000;
     end
@@ -5881,54 +5886,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$993  = \$412 ;
     if (rst) begin
-      \$993  = 27'h0000000;
+      \$993  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$994  = \$413 ;
     if (rst) begin
-      \$994  = 45'h000000000000;
+      \$994  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$995  = \$414 ;
+    \$995  = \$417 [7:0];
     if (rst) begin
-      \$995  = 46'h000000000000;
+      \$995  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$996  = \$418 [7:0];
+    \$996  = \$419 [45:0];
     if (rst) begin
-      \$996  = 8'h00;
+      \$996  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$997  = \$420 [45:0];
+    \$997  = \$422 ;
     if (rst) begin
-      \$997  = 46'h000000000000;
+      \$997  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$998  = \$423 ;
+    \$998  = \$425 ;
     if (rst) begin
       \$998  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$999  = \$426 ;
+    \$999  = rq_r4_x[26:0];
     if (rst) begin
-      \$999  = 1'h0;
+      \$999  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1000  = rq_r4_x[26:0];
+    \$1000  = \$427 ;
     if (rst) begin
       \$1000  = 27'h0000000;
     end
@@ -5937,54 +5942,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1001  = \$428 ;
     if (rst) begin
-      \$1001  = 27'h0000000;
+      \$1001  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1002  = \$429 ;
     if (rst) begin
-      \$1002  = 45'h000000000000;
+      \$1002  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1003  = \$430 ;
+    \$1003  = \$433 [7:0];
     if (rst) begin
-      \$1003  = 46'h000000000000;
+      \$1003  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1004  = \$434 [7:0];
+    \$1004  = \$443 [45:0];
     if (rst) begin
-      \$1004  = 8'h00;
+      \$1004  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1005  = \$444 [45:0];
+    \$1005  = \$446 ;
     if (rst) begin
-      \$1005  = 46'h000000000000;
+      \$1005  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1006  = \$447 ;
+    \$1006  = \$449 ;
     if (rst) begin
       \$1006  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1007  = \$450 ;
+    \$1007  = rq_a5_x[26:0];
     if (rst) begin
-      \$1007  = 1'h0;
+      \$1007  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1008  = rq_a5_x[26:0];
+    \$1008  = \$451 ;
     if (rst) begin
       \$1008  = 27'h0000000;
     end
@@ -5993,54 +5998,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1009  = \$452 ;
     if (rst) begin
-      \$1009  = 27'h0000000;
+      \$1009  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1010  = \$453 ;
     if (rst) begin
-      \$1010  = 45'h000000000000;
+      \$1010  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1011  = \$454 ;
+    \$1011  = \$457 [7:0];
     if (rst) begin
-      \$1011  = 46'h000000000000;
+      \$1011  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1012  = \$458 [7:0];
+    \$1012  = \$459 [45:0];
     if (rst) begin
-      \$1012  = 8'h00;
+      \$1012  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1013  = \$460 [45:0];
+    \$1013  = \$462 ;
     if (rst) begin
-      \$1013  = 46'h000000000000;
+      \$1013  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1014  = \$463 ;
+    \$1014  = \$465 ;
     if (rst) begin
       \$1014  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1015  = \$466 ;
+    \$1015  = rq_r5_x[26:0];
     if (rst) begin
-      \$1015  = 1'h0;
+      \$1015  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1016  = rq_r5_x[26:0];
+    \$1016  = \$467 ;
     if (rst) begin
       \$1016  = 27'h0000000;
     end
@@ -6049,54 +6054,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1017  = \$468 ;
     if (rst) begin
-      \$1017  = 27'h0000000;
+      \$1017  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1018  = \$469 ;
     if (rst) begin
-      \$1018  = 45'h000000000000;
+      \$1018  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1019  = \$470 ;
+    \$1019  = \$473 [7:0];
     if (rst) begin
-      \$1019  = 46'h000000000000;
+      \$1019  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1020  = \$474 [7:0];
+    \$1020  = \$483 [45:0];
     if (rst) begin
-      \$1020  = 8'h00;
+      \$1020  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1021  = \$484 [45:0];
+    \$1021  = \$486 ;
     if (rst) begin
-      \$1021  = 46'h000000000000;
+      \$1021  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1022  = \$487 ;
+    \$1022  = \$489 ;
     if (rst) begin
       \$1022  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1023  = \$490 ;
+    \$1023  = rq_a6_x[26:0];
     if (rst) begin
-      \$1023  = 1'h0;
+      \$1023  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1024  = rq_a6_x[26:0];
+    \$1024  = \$491 ;
     if (rst) begin
       \$1024  = 27'h0000000;
     end
@@ -6105,54 +6110,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1025  = \$492 ;
     if (rst) begin
-      \$1025  = 27'h0000000;
+      \$1025  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1026  = \$493 ;
     if (rst) begin
-      \$1026  = 45'h000000000000;
+      \$1026  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1027  = \$494 ;
+    \$1027  = \$497 [7:0];
     if (rst) begin
-      \$1027  = 46'h000000000000;
+      \$1027  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1028  = \$498 [7:0];
+    \$1028  = \$499 [45:0];
     if (rst) begin
-      \$1028  = 8'h00;
+      \$1028  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1029  = \$500 [45:0];
+    \$1029  = \$502 ;
     if (rst) begin
-      \$1029  = 46'h000000000000;
+      \$1029  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1030  = \$503 ;
+    \$1030  = \$505 ;
     if (rst) begin
       \$1030  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1031  = \$506 ;
+    \$1031  = rq_r6_x[26:0];
     if (rst) begin
-      \$1031  = 1'h0;
+      \$1031  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1032  = rq_r6_x[26:0];
+    \$1032  = \$507 ;
     if (rst) begin
       \$1032  = 27'h0000000;
     end
@@ -6161,54 +6166,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1033  = \$508 ;
     if (rst) begin
-      \$1033  = 27'h0000000;
+      \$1033  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1034  = \$509 ;
     if (rst) begin
-      \$1034  = 45'h000000000000;
+      \$1034  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1035  = \$510 ;
+    \$1035  = \$513 [7:0];
     if (rst) begin
-      \$1035  = 46'h000000000000;
+      \$1035  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1036  = \$514 [7:0];
+    \$1036  = \$523 [45:0];
     if (rst) begin
-      \$1036  = 8'h00;
+      \$1036  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1037  = \$524 [45:0];
+    \$1037  = \$526 ;
     if (rst) begin
-      \$1037  = 46'h000000000000;
+      \$1037  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1038  = \$527 ;
+    \$1038  = \$529 ;
     if (rst) begin
       \$1038  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1039  = \$530 ;
+    \$1039  = rq_a7_x[26:0];
     if (rst) begin
-      \$1039  = 1'h0;
+      \$1039  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1040  = rq_a7_x[26:0];
+    \$1040  = \$531 ;
     if (rst) begin
       \$1040  = 27'h0000000;
     end
@@ -6217,54 +6222,54 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1041  = \$532 ;
     if (rst) begin
-      \$1041  = 27'h0000000;
+      \$1041  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1042  = \$533 ;
     if (rst) begin
-      \$1042  = 45'h000000000000;
+      \$1042  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1043  = \$534 ;
+    \$1043  = \$537 [7:0];
     if (rst) begin
-      \$1043  = 46'h000000000000;
+      \$1043  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1044  = \$538 [7:0];
+    \$1044  = \$539 [45:0];
     if (rst) begin
-      \$1044  = 8'h00;
+      \$1044  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1045  = \$540 [45:0];
+    \$1045  = \$542 ;
     if (rst) begin
-      \$1045  = 46'h000000000000;
+      \$1045  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1046  = \$543 ;
+    \$1046  = \$545 ;
     if (rst) begin
       \$1046  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1047  = \$546 ;
+    \$1047  = rq_r7_x[26:0];
     if (rst) begin
-      \$1047  = 1'h0;
+      \$1047  = 27'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1048  = rq_r7_x[26:0];
+    \$1048  = \$547 ;
     if (rst) begin
       \$1048  = 27'h0000000;
     end
@@ -6273,57 +6278,62 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1049  = \$548 ;
     if (rst) begin
-      \$1049  = 27'h0000000;
+      \$1049  = 45'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     \$1050  = \$549 ;
     if (rst) begin
-      \$1050  = 45'h000000000000;
+      \$1050  = 46'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1051  = \$550 ;
+    \$1051  = \$553 [7:0];
     if (rst) begin
-      \$1051  = 46'h000000000000;
+      \$1051  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1052  = \$554 [7:0];
+    \$1052  = \$563 ;
     if (rst) begin
-      \$1052  = 8'h00;
+      \$1052  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1053  = \$564 ;
+    \$1053  = { \$579 , \$577 , \$575 , \$573 , \$571 , \$569 , \$567 , \$565  };
     if (rst) begin
-      \$1053  = 1'h0;
+      \$1053  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1054  = { \$580 , \$578 , \$576 , \$574 , \$572 , \$570 , \$568 , \$566  };
+    \$1054  = o__valid;
     if (rst) begin
-      \$1054  = 8'h00;
+      \$1054  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1055  = o__valid;
+    \$1055  = flag_dequant_overflow;
+    if (\$581 ) begin
+      \$1055  = 1'h0;
+    end else if (any_deq_ovf) begin
+      \$1055  = 1'h1;
+    end
     if (rst) begin
       \$1055  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1056  = flag_dequant_overflow;
-    if (\$582 ) begin
+    \$1056  = flag_requant_overflow;
+    if (\$583 ) begin
       \$1056  = 1'h0;
-    end else if (any_deq_ovf) begin
+    end else if (any_req_ovf) begin
       \$1056  = 1'h1;
     end
     if (rst) begin
@@ -6332,26 +6342,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1057  = flag_requant_overflow;
-    if (\$584 ) begin
+    \$1057  = flag_pe_overflow;
+    if (\$585 ) begin
       \$1057  = 1'h0;
-    end else if (any_req_ovf) begin
+    end else if (\$587 ) begin
       \$1057  = 1'h1;
     end
     if (rst) begin
       \$1057  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$1058  = flag_pe_overflow;
-    if (\$586 ) begin
-      \$1058  = 1'h0;
-    end else if (\$588 ) begin
-      \$1058  = 1'h1;
-    end
-    if (rst) begin
-      \$1058  = 1'h0;
     end
   end
   always @* begin
@@ -6372,7 +6370,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr  = \$590 [13:0];
+      \$signature__addr  = \$589 [13:0];
     end else begin
       \$signature__addr  = host_addr_q[13:0];
     end
@@ -6383,14 +6381,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en  = issue;
     end else begin
-      \$signature__en  = \$595 ;
+      \$signature__en  = \$594 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$380  = \$590 [13:0];
+      \$signature__addr$380  = \$589 [13:0];
     end else begin
       \$signature__addr$380  = host_addr_q[13:0];
     end
@@ -6401,14 +6399,14 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en$381  = issue;
     end else begin
-      \$signature__en$381  = \$597 ;
+      \$signature__en$381  = \$596 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
     (* full_case = 32'd1 *)
     if (busy) begin
-      \$signature__addr$382  = \$590 [13:0];
+      \$signature__addr$382  = \$589 [13:0];
     end else begin
       \$signature__addr$382  = host_addr_q[13:0];
     end
@@ -6419,7 +6417,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en$383  = issue;
     end else begin
-      \$signature__en$383  = \$599 ;
+      \$signature__en$383  = \$598 ;
     end
   end
   always @* begin
@@ -6446,7 +6444,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en$479  = w_lane_en;
     end else begin
-      \$signature__en$479  = \$716 [7:0];
+      \$signature__en$479  = \$715 [7:0];
     end
   end
   always @* begin
@@ -6473,7 +6471,7 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en$485  = w_lane_en;
     end else begin
-      \$signature__en$485  = \$720 [7:0];
+      \$signature__en$485  = \$719 [7:0];
     end
   end
   always @* begin
@@ -6500,49 +6498,49 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
     if (busy) begin
       \$signature__en$489  = 1'h0;
     end else begin
-      \$signature__en$489  = \$724 [0];
+      \$signature__en$489  = \$723 [0];
     end
   end
   assign host_region = host_addr_q[15:14];
   assign host_word = host_addr_q[13:0];
-  assign rd_addr = \$590 [15:0];
-  assign grp = \$591 [13:0];
-  assign deq_r0 = \$606 [31:0];
-  assign deq_v0 = \$613 [31:0];
-  assign deq_r1 = \$620 [31:0];
-  assign deq_v1 = \$627 [31:0];
-  assign deq_r2 = \$634 [31:0];
-  assign deq_v2 = \$641 [31:0];
-  assign deq_r3 = \$648 [31:0];
-  assign deq_v3 = \$655 [31:0];
-  assign deq_r4 = \$662 [31:0];
-  assign deq_v4 = \$669 [31:0];
-  assign deq_r5 = \$676 [31:0];
-  assign deq_v5 = \$683 [31:0];
-  assign deq_r6 = \$690 [31:0];
-  assign deq_v6 = \$697 [31:0];
-  assign deq_r7 = \$704 [31:0];
-  assign deq_v7 = \$711 [31:0];
+  assign rd_addr = \$589 [15:0];
+  assign grp = \$590 [13:0];
+  assign deq_r0 = \$605 [31:0];
+  assign deq_v0 = \$612 [31:0];
+  assign deq_r1 = \$619 [31:0];
+  assign deq_v1 = \$626 [31:0];
+  assign deq_r2 = \$633 [31:0];
+  assign deq_v2 = \$640 [31:0];
+  assign deq_r3 = \$647 [31:0];
+  assign deq_v3 = \$654 [31:0];
+  assign deq_r4 = \$661 [31:0];
+  assign deq_v4 = \$668 [31:0];
+  assign deq_r5 = \$675 [31:0];
+  assign deq_v5 = \$682 [31:0];
+  assign deq_r6 = \$689 [31:0];
+  assign deq_v6 = \$696 [31:0];
+  assign deq_r7 = \$703 [31:0];
+  assign deq_v7 = \$710 [31:0];
   assign \busy$374  = busy;
   assign error = err;
   assign \cycles$376  = cycles;
   assign host_rdata = host_rdata_q;
-  assign deq_r0_full = \$604 [35:1];
-  assign deq_v0_full = \$611 [35:1];
-  assign deq_r1_full = \$618 [35:1];
-  assign deq_v1_full = \$625 [35:1];
-  assign deq_r2_full = \$632 [35:1];
-  assign deq_v2_full = \$639 [35:1];
-  assign deq_r3_full = \$646 [35:1];
-  assign deq_v3_full = \$653 [35:1];
-  assign deq_r4_full = \$660 [35:1];
-  assign deq_v4_full = \$667 [35:1];
-  assign deq_r5_full = \$674 [35:1];
-  assign deq_v5_full = \$681 [35:1];
-  assign deq_r6_full = \$688 [35:1];
-  assign deq_v6_full = \$695 [35:1];
-  assign deq_r7_full = \$702 [35:1];
-  assign deq_v7_full = \$709 [35:1];
+  assign deq_r0_full = \$603 [35:1];
+  assign deq_v0_full = \$610 [35:1];
+  assign deq_r1_full = \$617 [35:1];
+  assign deq_v1_full = \$624 [35:1];
+  assign deq_r2_full = \$631 [35:1];
+  assign deq_v2_full = \$638 [35:1];
+  assign deq_r3_full = \$645 [35:1];
+  assign deq_v3_full = \$652 [35:1];
+  assign deq_r4_full = \$659 [35:1];
+  assign deq_v4_full = \$666 [35:1];
+  assign deq_r5_full = \$673 [35:1];
+  assign deq_v5_full = \$680 [35:1];
+  assign deq_r6_full = \$687 [35:1];
+  assign deq_v6_full = \$694 [35:1];
+  assign deq_r7_full = \$701 [35:1];
+  assign deq_v7_full = \$708 [35:1];
   assign i__valid = pe_in_valid;
   assign o__ready = 1'h1;
   assign \gamma$437  = arg_gamma;
@@ -6577,11 +6575,11 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign \gamma_lambda$473  = arg_gamma_lambda;
   assign wdata_rewards = { w_adv7, w_adv6, w_adv5, w_adv4, w_adv3, w_adv2, w_adv1, w_adv0 };
   assign wen_rewards = w_lane_en;
-  assign host_en_rewards = \$716 [15:0];
+  assign host_en_rewards = \$715 [15:0];
   assign wdata_values = { w_rtg7, w_rtg6, w_rtg5, w_rtg4, w_rtg3, w_rtg2, w_rtg1, w_rtg0 };
   assign wen_values = w_lane_en;
-  assign host_en_values = \$720 [15:0];
-  assign host_en_dones = \$724 [15:0];
+  assign host_en_values = \$719 [15:0];
+  assign host_en_dones = \$723 [15:0];
   assign status_dequant_overflow = flag_dequant_overflow;
   assign status_requant_overflow = flag_requant_overflow;
   assign status_pe_overflow = flag_pe_overflow;
@@ -6737,49 +6735,49 @@ module \gae_accel_n8.core (rst, host_addr, host_re, host_we, host_enable, start,
   assign i__payload[95:64] = boot0_0;
   assign i__payload[63:32] = s2_v0;
   assign i__payload[31:0] = s2_r0;
-  assign \$98  = { arg_reward_offset, 1'h0 };
-  assign \$100  = { arg_value_offset, 1'h0 };
-  assign \$118  = { deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp, 9'h000 };
-  assign \$121  = { deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp, 9'h000 };
-  assign \$128  = { deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp, 9'h000 };
-  assign \$131  = { deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp, 9'h000 };
-  assign \$138  = { deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp, 9'h000 };
-  assign \$141  = { deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp, 9'h000 };
-  assign \$148  = { deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp, 9'h000 };
-  assign \$151  = { deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp, 9'h000 };
-  assign \$158  = { deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp, 9'h000 };
-  assign \$161  = { deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp, 9'h000 };
-  assign \$168  = { deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp, 9'h000 };
-  assign \$171  = { deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp, 9'h000 };
-  assign \$178  = { deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp, 9'h000 };
-  assign \$181  = { deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp, 9'h000 };
-  assign \$188  = { deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp, 9'h000 };
-  assign \$191  = { deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp, 9'h000 };
-  assign \$200  = \$199 ;
-  assign \$224  = { arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset, 9'h000 };
-  assign \$226  = { arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset, 9'h000 };
-  assign \$243  = { o__payload[31], o__payload[31:0], 14'h0000 };
-  assign \$259  = { o__payload[63], o__payload[63:32], 14'h0000 };
-  assign \$283  = { \o__payload$250 [31], \o__payload$250 [31:0], 14'h0000 };
-  assign \$299  = { \o__payload$250 [63], \o__payload$250 [63:32], 14'h0000 };
-  assign \$323  = { \o__payload$267 [31], \o__payload$267 [31:0], 14'h0000 };
-  assign \$339  = { \o__payload$267 [63], \o__payload$267 [63:32], 14'h0000 };
-  assign \$363  = { \o__payload$284 [31], \o__payload$284 [31:0], 14'h0000 };
-  assign \$379  = { \o__payload$284 [63], \o__payload$284 [63:32], 14'h0000 };
-  assign \$403  = { \o__payload$301 [31], \o__payload$301 [31:0], 14'h0000 };
-  assign \$419  = { \o__payload$301 [63], \o__payload$301 [63:32], 14'h0000 };
-  assign \$443  = { \o__payload$318 [31], \o__payload$318 [31:0], 14'h0000 };
-  assign \$459  = { \o__payload$318 [63], \o__payload$318 [63:32], 14'h0000 };
-  assign \$483  = { \o__payload$335 [31], \o__payload$335 [31:0], 14'h0000 };
-  assign \$499  = { \o__payload$335 [63], \o__payload$335 [63:32], 14'h0000 };
-  assign \$523  = { \o__payload$352 [31], \o__payload$352 [31:0], 14'h0000 };
-  assign \$539  = { \o__payload$352 [63], \o__payload$352 [63:32], 14'h0000 };
-  assign \$715  = 6'h00;
-  assign \$716  = { 63'h0000000000000000, \$714  };
-  assign \$719  = 6'h00;
-  assign \$720  = { 63'h0000000000000000, \$718  };
-  assign \$723  = 6'h00;
-  assign \$724  = { 63'h0000000000000000, \$722  };
+  assign \$97  = { arg_reward_offset, 1'h0 };
+  assign \$99  = { arg_value_offset, 1'h0 };
+  assign \$117  = { deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp[25], deq_r0_pp, 9'h000 };
+  assign \$120  = { deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp[25], deq_v0_pp, 9'h000 };
+  assign \$127  = { deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp[25], deq_r1_pp, 9'h000 };
+  assign \$130  = { deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp[25], deq_v1_pp, 9'h000 };
+  assign \$137  = { deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp[25], deq_r2_pp, 9'h000 };
+  assign \$140  = { deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp[25], deq_v2_pp, 9'h000 };
+  assign \$147  = { deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp[25], deq_r3_pp, 9'h000 };
+  assign \$150  = { deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp[25], deq_v3_pp, 9'h000 };
+  assign \$157  = { deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp[25], deq_r4_pp, 9'h000 };
+  assign \$160  = { deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp[25], deq_v4_pp, 9'h000 };
+  assign \$167  = { deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp[25], deq_r5_pp, 9'h000 };
+  assign \$170  = { deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp[25], deq_v5_pp, 9'h000 };
+  assign \$177  = { deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp[25], deq_r6_pp, 9'h000 };
+  assign \$180  = { deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp[25], deq_v6_pp, 9'h000 };
+  assign \$187  = { deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp[25], deq_r7_pp, 9'h000 };
+  assign \$190  = { deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp[25], deq_v7_pp, 9'h000 };
+  assign \$199  = \$198 ;
+  assign \$223  = { arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset[31], arg_adv_offset, 9'h000 };
+  assign \$225  = { arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset[31], arg_rtg_offset, 9'h000 };
+  assign \$242  = { o__payload[31], o__payload[31:0], 14'h0000 };
+  assign \$258  = { o__payload[63], o__payload[63:32], 14'h0000 };
+  assign \$282  = { \o__payload$250 [31], \o__payload$250 [31:0], 14'h0000 };
+  assign \$298  = { \o__payload$250 [63], \o__payload$250 [63:32], 14'h0000 };
+  assign \$322  = { \o__payload$267 [31], \o__payload$267 [31:0], 14'h0000 };
+  assign \$338  = { \o__payload$267 [63], \o__payload$267 [63:32], 14'h0000 };
+  assign \$362  = { \o__payload$284 [31], \o__payload$284 [31:0], 14'h0000 };
+  assign \$378  = { \o__payload$284 [63], \o__payload$284 [63:32], 14'h0000 };
+  assign \$402  = { \o__payload$301 [31], \o__payload$301 [31:0], 14'h0000 };
+  assign \$418  = { \o__payload$301 [63], \o__payload$301 [63:32], 14'h0000 };
+  assign \$442  = { \o__payload$318 [31], \o__payload$318 [31:0], 14'h0000 };
+  assign \$458  = { \o__payload$318 [63], \o__payload$318 [63:32], 14'h0000 };
+  assign \$482  = { \o__payload$335 [31], \o__payload$335 [31:0], 14'h0000 };
+  assign \$498  = { \o__payload$335 [63], \o__payload$335 [63:32], 14'h0000 };
+  assign \$522  = { \o__payload$352 [31], \o__payload$352 [31:0], 14'h0000 };
+  assign \$538  = { \o__payload$352 [63], \o__payload$352 [63:32], 14'h0000 };
+  assign \$714  = 6'h00;
+  assign \$715  = { 63'h0000000000000000, \$713  };
+  assign \$718  = 6'h00;
+  assign \$719  = { 63'h0000000000000000, \$717  };
+  assign \$722  = 6'h00;
+  assign \$723  = { 63'h0000000000000000, \$721  };
   assign \$2  = settle;
 endmodule
 
@@ -10626,7 +10624,6 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$26  = \$25 ;
   assign \$33  = { 2'h0, s1_pp0 };
   assign \$34  = { s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1[31], s1_pp1, 17'h00000 };
-  assign \$351  = { 1'h1, \$350 , 31'h00000000 };
   assign \$39  = { 1'h0, \$38  };
   assign \$41  = { \$40 , 1'h0 };
   assign \$44  = { 1'h0, \$43 , 2'h0 };
@@ -10723,6 +10720,7 @@ module \gae_accel_n8.gae_pe (i__valid, o__ready, gamma, gamma_lambda, clear, clk
   assign \$306  = { tree1_p, 31'h00000000 };
   assign \$307  = { tree1_p, 31'h00000000 };
   assign \$349  = { 1'h1, \$348 , 31'h00000000 };
+  assign \$351  = { 1'h1, \$350 , 31'h00000000 };
   assign \$353  = { 1'h1, \$352 , 31'h00000000 };
   assign \$355  = { 1'h1, \$354 , 31'h00000000 };
   assign \$357  = { 1'h1, \$356 , 31'h00000000 };
@@ -10931,20 +10929,20 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [19:0] \$100 ;
-  wire [8:0] \$101 ;
+  wire \$100 ;
+  wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
+  wire [1:0] \$103 ;
   wire \$104 ;
   wire [1:0] \$105 ;
-  wire \$106 ;
+  wire [1:0] \$106 ;
   wire [1:0] \$107 ;
-  wire [1:0] \$108 ;
+  wire \$108 ;
   wire [1:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire [1:0] \$111 ;
-  wire [1:0] \$112 ;
+  wire [1:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
@@ -10964,54 +10962,54 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$128 ;
   wire \$129 ;
   wire [127:0] \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [1:0] \$130 ;
+  wire [1:0] \$131 ;
+  wire [1:0] \$132 ;
+  wire [19:0] \$133 ;
+  wire [19:0] \$134 ;
+  wire [3:0] \$135 ;
+  wire [3:0] \$136 ;
+  wire [20:0] \$137 ;
+  wire [19:0] \$138 ;
+  wire [19:0] \$139 ;
   wire \$14 ;
-  wire [1:0] \$140 ;
-  wire [1:0] \$141 ;
-  wire [1:0] \$142 ;
-  wire [19:0] \$143 ;
-  wire [19:0] \$144 ;
-  wire [3:0] \$145 ;
-  wire [3:0] \$146 ;
-  wire [20:0] \$147 ;
-  wire [19:0] \$148 ;
-  wire [19:0] \$149 ;
+  wire [8:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [19:0] \$144 ;
+  reg [7:0] \$145 ;
+  reg \$146 ;
+  reg \$147 ;
+  reg [4:0] \$148 ;
+  reg [3:0] \$149 ;
   wire \$15 ;
-  wire [8:0] \$150 ;
-  wire \$151 ;
+  reg [19:0] \$150 ;
+  reg \$151 ;
   reg \$152 ;
   reg \$153 ;
-  reg [19:0] \$154 ;
-  reg [7:0] \$155 ;
-  reg \$156 ;
-  reg \$157 ;
-  reg [4:0] \$158 ;
-  reg [3:0] \$159 ;
+  reg \$154 ;
+  reg [15:0] \$155 ;
+  reg [127:0] \$156 ;
+  reg [15:0] \$157 ;
+  reg [1:0] \$158 ;
+  reg \$159 ;
   wire \$16 ;
-  reg [19:0] \$160 ;
-  reg \$161 ;
-  reg \$162 ;
-  reg \$163 ;
+  reg \$160 ;
+  reg [1:0] \$161 ;
+  reg [1:0] \$162 ;
+  reg [5:0] \$163 ;
   reg \$164 ;
-  reg [15:0] \$165 ;
-  reg [127:0] \$166 ;
-  reg [15:0] \$167 ;
-  reg [1:0] \$168 ;
+  reg \$165 ;
+  reg [1:0] \$166 ;
+  reg \$167 ;
+  reg \$168 ;
   reg \$169 ;
   wire \$17 ;
   reg \$170 ;
   reg [1:0] \$171 ;
-  reg [1:0] \$172 ;
-  reg [4:0] \$173 ;
+  reg \$172 ;
+  reg \$173 ;
   reg \$174 ;
   reg \$175 ;
   reg [1:0] \$176 ;
@@ -11023,17 +11021,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg [1:0] \$181 ;
   reg \$182 ;
   reg \$183 ;
-  reg \$184 ;
-  reg \$185 ;
-  reg [1:0] \$186 ;
-  reg \$187 ;
-  reg \$188 ;
-  reg \$189 ;
   wire \$19 ;
-  reg \$190 ;
-  reg [1:0] \$191 ;
-  reg \$192 ;
-  reg \$193 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -11060,68 +11048,68 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire [19:0] \$45 ;
-  wire [7:0] \$46 ;
-  wire [7:0] \$47 ;
+  wire [19:0] \$43 ;
+  wire [7:0] \$44 ;
+  wire [7:0] \$45 ;
+  wire \$46 ;
+  wire [2:0] \$47 ;
   wire \$48 ;
-  wire [2:0] \$49 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [1:0] \$51 ;
-  wire \$52 ;
+  wire \$51 ;
+  wire [1:0] \$52 ;
   wire \$53 ;
-  wire [1:0] \$54 ;
+  wire [7:0] \$54 ;
   wire \$55 ;
   wire [7:0] \$56 ;
   wire \$57 ;
-  wire [7:0] \$58 ;
-  wire \$59 ;
+  wire \$58 ;
+  wire [7:0] \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire [7:0] \$61 ;
-  wire \$62 ;
+  wire \$61 ;
+  wire [7:0] \$62 ;
   wire \$63 ;
-  wire [7:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
-  wire \$68 ;
+  wire [1:0] \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire \$71 ;
-  wire [4:0] \$72 ;
-  wire [1:0] \$73 ;
-  wire \$74 ;
-  wire [5:0] \$75 ;
-  wire [3:0] \$76 ;
-  wire [1:0] \$77 ;
-  wire \$78 ;
-  wire [7:0] \$79 ;
+  wire [4:0] \$70 ;
+  wire [1:0] \$71 ;
+  wire \$72 ;
+  wire [5:0] \$73 ;
+  wire [3:0] \$74 ;
+  wire [1:0] \$75 ;
+  wire \$76 ;
+  wire [7:0] \$77 ;
+  wire [2:0] \$78 ;
+  wire [14:0] \$79 ;
   wire [2:0] \$8 ;
-  wire [2:0] \$80 ;
+  wire [5:0] \$80 ;
   wire [14:0] \$81 ;
-  wire [5:0] \$82 ;
-  wire [14:0] \$83 ;
-  wire [19:0] \$84 ;
+  wire [19:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [11:0] \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire [1:0] \$92 ;
-  wire [1:0] \$93 ;
-  wire [19:0] \$94 ;
-  wire [19:0] \$95 ;
-  wire [3:0] \$96 ;
-  wire [3:0] \$97 ;
-  wire [20:0] \$98 ;
-  wire [19:0] \$99 ;
+  wire [1:0] \$90 ;
+  wire [1:0] \$91 ;
+  wire [19:0] \$92 ;
+  wire [19:0] \$93 ;
+  wire [3:0] \$94 ;
+  wire [3:0] \$95 ;
+  wire [20:0] \$96 ;
+  wire [19:0] \$97 ;
+  wire [19:0] \$98 ;
+  wire [8:0] \$99 ;
   reg [19:0] addr = 20'h00000;
   reg [3:0] amask = 4'h0;
   wire [4:0] ax_incr;
@@ -11167,7 +11155,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   reg [127:0] mem_wdata = 128'h00000000000000000000000000000000;
   output [15:0] mem_we;
   wire [15:0] mem_we;
-  reg [4:0] owed = 5'h00;
+  reg [5:0] owed = 6'h00;
   output [131:0] r_data;
   wire [131:0] r_data;
   input r_en;
@@ -11257,235 +11245,225 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   assign s_axi_mem_wready = wr_act & \$12 ;
   assign \$13  = m3_ok ? mem_rdata : 128'h00000000000000000000000000000000;
   assign mem_addr = ws_valid ? ws_addr : addr[19:4];
-  assign \$14  = ~ owed[4];
-  assign \$15  = s_axi_mem_rvalid & r_en;
-  assign \$16  = \$14  | \$15 ;
-  assign \$17  = rd_act & \$16 ;
-  assign \$18  = ~ bad;
-  assign \$19  = addr[19:4] < 16'hc000;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = \$20  & mem_enable;
-  assign mem_re = \$17  & \$21 ;
-  assign \$22  = ! ws_resp;
-  assign \$23  = ws_valid & \$22 ;
-  assign \$24  = \$23  & mem_enable;
-  assign mem_we = \$24  ? ws_strb : 16'h0000;
-  assign \$25  = ~ wr_act;
-  assign \$26  = ~ rd_act;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$29  = ~ \$28 ;
-  assign \$30  = \$27  & \$29 ;
-  assign \$31  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = ~ s_axi_mem_awvalid;
-  assign \$35  = turn_w & \$34 ;
-  assign \$36  = \$35  & s_axi_mem_arvalid;
-  assign \$37  = ~ turn_w;
-  assign \$38  = ~ s_axi_mem_arvalid;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = \$39  & s_axi_mem_awvalid;
-  assign \$41  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$42  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$45  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
-  assign \$46  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$47  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$48  = ! \$47 ;
-  assign \$49  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$50  = \$49  > 3'h4;
-  assign \$51  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$52  = \$51  == 2'h3;
-  assign \$53  = \$50  | \$52 ;
-  assign \$54  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$55  = \$54  == 2'h2;
+  assign \$14  = ~ owed[5];
+  assign \$15  = rd_act & \$14 ;
+  assign \$16  = ~ bad;
+  assign \$17  = addr[19:4] < 16'hc000;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = \$18  & mem_enable;
+  assign mem_re = \$15  & \$19 ;
+  assign \$20  = ! ws_resp;
+  assign \$21  = ws_valid & \$20 ;
+  assign \$22  = \$21  & mem_enable;
+  assign mem_we = \$22  ? ws_strb : 16'h0000;
+  assign \$23  = ~ wr_act;
+  assign \$24  = ~ rd_act;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$28  & \$30 ;
+  assign \$32  = ~ s_axi_mem_awvalid;
+  assign \$33  = turn_w & \$32 ;
+  assign \$34  = \$33  & s_axi_mem_arvalid;
+  assign \$35  = ~ turn_w;
+  assign \$36  = ~ s_axi_mem_arvalid;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = \$37  & s_axi_mem_awvalid;
+  assign \$39  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$40  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$43  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$44  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$45  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$46  = ! \$45 ;
+  assign \$47  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$48  = \$47  > 3'h4;
+  assign \$49  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$50  = \$49  == 2'h3;
+  assign \$51  = \$48  | \$50 ;
+  assign \$52  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$53  = \$52  == 2'h2;
+  assign \$54  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$55  = \$54  == 1'h1;
   assign \$56  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$57  = \$56  == 1'h1;
-  assign \$58  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$59  = \$58  == 2'h3;
-  assign \$60  = \$57  | \$59 ;
-  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$62  = \$61  == 3'h7;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$65  = \$64  == 4'hf;
-  assign \$66  = \$63  | \$65 ;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$55  & \$67 ;
-  assign \$69  = \$53  | \$68 ;
-  assign \$70  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$71  = ! \$70 ;
-  assign \$72  = \$71  ? 5'h00 : \$9 [4:0];
-  assign \$73  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$74  = ! \$73 ;
-  assign \$75  = \$9 [4:0] - 1'h1;
-  assign \$76  = \$74  ? 4'h0 : \$75 [3:0];
-  assign \$77  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$78  = \$77  == 2'h2;
-  assign \$79  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$80  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$81  = \$79  << \$80 ;
-  assign \$82  = \$9 [4:0] - 1'h1;
-  assign \$83  = \$81  | { 11'h000, \$82 [3:0] };
-  assign \$84  = \$78  ? { 5'h00, \$83  } : 20'hfffff;
-  assign \$85  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$86  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$87  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$57  = \$56  == 2'h3;
+  assign \$58  = \$55  | \$57 ;
+  assign \$59  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$60  = \$59  == 3'h7;
+  assign \$61  = \$58  | \$60 ;
+  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$63  = \$62  == 4'hf;
+  assign \$64  = \$61  | \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$53  & \$65 ;
+  assign \$67  = \$51  | \$66 ;
+  assign \$68  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$69  = ! \$68 ;
+  assign \$70  = \$69  ? 5'h00 : \$9 [4:0];
+  assign \$71  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$72  = ! \$71 ;
+  assign \$73  = \$9 [4:0] - 1'h1;
+  assign \$74  = \$72  ? 4'h0 : \$73 [3:0];
+  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$76  = \$75  == 2'h2;
+  assign \$77  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$78  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$79  = \$77  << \$78 ;
+  assign \$80  = \$9 [4:0] - 1'h1;
+  assign \$81  = \$79  | { 11'h000, \$80 [3:0] };
+  assign \$82  = \$76  ? { 5'h00, \$81  } : 20'hfffff;
+  assign \$83  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$84  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$85  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$86  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$87  = \$86  & last;
   assign \$88  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$89  = \$88  & last;
-  assign \$90  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$91  = addr[19:4] < 16'hc000;
-  assign \$92  = \$91  ? 2'h0 : 2'h3;
-  assign \$93  = bad ? 2'h2 : \$92 ;
-  assign \$94  = ~ wmask;
-  assign \$95  = addr & \$94 ;
-  assign \$96  = ~ amask;
-  assign \$97  = addr[3:0] & \$96 ;
-  assign \$98  = { addr[19:4], \$97  } + incr;
-  assign \$99  = \$98 [19:0] & wmask;
-  assign \$100  = \$95  | \$99 ;
-  assign \$101  = left - 1'h1;
-  assign \$102  = left == 1'h1;
-  assign \$103  = ~ s_axi_mem_arvalid;
-  assign \$104  = bvalid & s_axi_mem_bready;
+  assign \$89  = addr[19:4] < 16'hc000;
+  assign \$90  = \$89  ? 2'h0 : 2'h3;
+  assign \$91  = bad ? 2'h2 : \$90 ;
+  assign \$92  = ~ wmask;
+  assign \$93  = addr & \$92 ;
+  assign \$94  = ~ amask;
+  assign \$95  = addr[3:0] & \$94 ;
+  assign \$96  = { addr[19:4], \$95  } + incr;
+  assign \$97  = \$96 [19:0] & wmask;
+  assign \$98  = \$93  | \$97 ;
+  assign \$99  = left - 1'h1;
+  assign \$100  = left == 1'h1;
+  assign \$101  = ~ s_axi_mem_arvalid;
+  assign \$102  = bvalid & s_axi_mem_bready;
+  assign \$103  = mem_enable ? ws_resp : 2'h2;
+  assign \$104  = b_acc > \$103 ;
   assign \$105  = mem_enable ? ws_resp : 2'h2;
-  assign \$106  = b_acc > \$105 ;
+  assign \$106  = \$104  ? b_acc : \$105 ;
   assign \$107  = mem_enable ? ws_resp : 2'h2;
-  assign \$108  = \$106  ? b_acc : \$107 ;
+  assign \$108  = b_acc > \$107 ;
   assign \$109  = mem_enable ? ws_resp : 2'h2;
-  assign \$110  = b_acc > \$109 ;
-  assign \$111  = mem_enable ? ws_resp : 2'h2;
-  assign \$112  = \$110  ? b_acc : \$111 ;
-  assign \$113  = ~ owed[4];
-  assign \$114  = s_axi_mem_rvalid & r_en;
-  assign \$115  = \$113  | \$114 ;
-  assign \$116  = rd_act & \$115 ;
-  assign \$117  = s_axi_mem_rvalid & r_en;
-  assign \$118  = ~ \$117 ;
-  assign \$119  = \$116  & \$118 ;
-  assign \$120  = s_axi_mem_rvalid & r_en;
-  assign \$121  = ~ owed[4];
-  assign \$122  = s_axi_mem_rvalid & r_en;
-  assign \$123  = \$121  | \$122 ;
+  assign \$110  = \$108  ? b_acc : \$109 ;
+  assign \$111  = ~ owed[5];
+  assign \$112  = rd_act & \$111 ;
+  assign \$113  = s_axi_mem_rvalid & r_en;
+  assign \$114  = ~ \$113 ;
+  assign \$115  = \$112  & \$114 ;
+  assign \$116  = s_axi_mem_rvalid & r_en;
+  assign \$117  = ~ owed[5];
+  assign \$118  = rd_act & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$116  & \$119 ;
+  assign \$121  = ~ owed[5];
+  assign \$122  = rd_act & \$121 ;
+  assign \$123  = ~ owed[5];
   assign \$124  = rd_act & \$123 ;
-  assign \$125  = ~ \$124 ;
-  assign \$126  = \$120  & \$125 ;
-  assign \$127  = ~ owed[4];
-  assign \$128  = s_axi_mem_rvalid & r_en;
-  assign \$129  = \$127  | \$128 ;
-  assign \$130  = rd_act & \$129 ;
-  assign \$131  = ~ owed[4];
-  assign \$132  = s_axi_mem_rvalid & r_en;
-  assign \$133  = \$131  | \$132 ;
-  assign \$134  = rd_act & \$133 ;
-  assign \$135  = ~ bad;
-  assign \$136  = addr[19:4] < 16'hc000;
-  assign \$137  = \$135  & \$136 ;
-  assign \$138  = \$137  & mem_enable;
-  assign \$139  = addr[19:4] < 16'hc000;
-  assign \$140  = \$139  ? 2'h0 : 2'h3;
-  assign \$141  = bad ? 2'h2 : \$140 ;
-  assign \$142  = mem_enable ? \$141  : 2'h2;
-  assign \$143  = ~ wmask;
-  assign \$144  = addr & \$143 ;
-  assign \$145  = ~ amask;
-  assign \$146  = addr[3:0] & \$145 ;
-  assign \$147  = { addr[19:4], \$146  } + incr;
-  assign \$148  = \$147 [19:0] & wmask;
-  assign \$149  = \$144  | \$148 ;
-  assign \$150  = left - 1'h1;
-  assign \$151  = left == 1'h1;
+  assign \$125  = ~ bad;
+  assign \$126  = addr[19:4] < 16'hc000;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = \$127  & mem_enable;
+  assign \$129  = addr[19:4] < 16'hc000;
+  assign \$130  = \$129  ? 2'h0 : 2'h3;
+  assign \$131  = bad ? 2'h2 : \$130 ;
+  assign \$132  = mem_enable ? \$131  : 2'h2;
+  assign \$133  = ~ wmask;
+  assign \$134  = addr & \$133 ;
+  assign \$135  = ~ amask;
+  assign \$136  = addr[3:0] & \$135 ;
+  assign \$137  = { addr[19:4], \$136  } + incr;
+  assign \$138  = \$137 [19:0] & wmask;
+  assign \$139  = \$134  | \$138 ;
+  assign \$140  = left - 1'h1;
+  assign \$141  = left == 1'h1;
   always @(posedge clk)
-    turn_w <= \$152 ;
+    turn_w <= \$142 ;
   always @(posedge clk)
-    tr_id <= \$153 ;
+    tr_id <= \$143 ;
   always @(posedge clk)
-    addr <= \$154 ;
+    addr <= \$144 ;
   always @(posedge clk)
-    left <= \$155 ;
+    left <= \$145 ;
   always @(posedge clk)
-    last <= \$156 ;
+    last <= \$146 ;
   always @(posedge clk)
-    bad <= \$157 ;
+    bad <= \$147 ;
   always @(posedge clk)
-    incr <= \$158 ;
+    incr <= \$148 ;
   always @(posedge clk)
-    amask <= \$159 ;
+    amask <= \$149 ;
   always @(posedge clk)
-    wmask <= \$160 ;
+    wmask <= \$150 ;
   always @(posedge clk)
-    wr_act <= \$161 ;
+    wr_act <= \$151 ;
   always @(posedge clk)
-    rd_act <= \$162 ;
+    rd_act <= \$152 ;
   always @(posedge clk)
-    ws_valid <= \$163 ;
+    ws_valid <= \$153 ;
   always @(posedge clk)
-    ws_last <= \$164 ;
+    ws_last <= \$154 ;
   always @(posedge clk)
-    ws_addr <= \$165 ;
+    ws_addr <= \$155 ;
   always @(posedge clk)
-    mem_wdata <= \$166 ;
+    mem_wdata <= \$156 ;
   always @(posedge clk)
-    ws_strb <= \$167 ;
+    ws_strb <= \$157 ;
   always @(posedge clk)
-    ws_resp <= \$168 ;
+    ws_resp <= \$158 ;
   always @(posedge clk)
-    bvalid <= \$169 ;
+    bvalid <= \$159 ;
   always @(posedge clk)
-    s_axi_mem_bid <= \$170 ;
+    s_axi_mem_bid <= \$160 ;
   always @(posedge clk)
-    s_axi_mem_bresp <= \$171 ;
+    s_axi_mem_bresp <= \$161 ;
   always @(posedge clk)
-    b_acc <= \$172 ;
+    b_acc <= \$162 ;
   always @(posedge clk)
-    owed <= \$173 ;
+    owed <= \$163 ;
   always @(posedge clk)
-    m0_valid <= \$174 ;
+    m0_valid <= \$164 ;
   always @(posedge clk)
-    m0_ok <= \$175 ;
+    m0_ok <= \$165 ;
   always @(posedge clk)
-    m0_resp <= \$176 ;
+    m0_resp <= \$166 ;
   always @(posedge clk)
-    m0_last <= \$177 ;
+    m0_last <= \$167 ;
   always @(posedge clk)
-    m0_id <= \$178 ;
+    m0_id <= \$168 ;
   always @(posedge clk)
-    m1_valid <= \$179 ;
+    m1_valid <= \$169 ;
   always @(posedge clk)
-    m1_ok <= \$180 ;
+    m1_ok <= \$170 ;
   always @(posedge clk)
-    m1_resp <= \$181 ;
+    m1_resp <= \$171 ;
   always @(posedge clk)
-    m1_last <= \$182 ;
+    m1_last <= \$172 ;
   always @(posedge clk)
-    m1_id <= \$183 ;
+    m1_id <= \$173 ;
   always @(posedge clk)
-    m2_valid <= \$184 ;
+    m2_valid <= \$174 ;
   always @(posedge clk)
-    m2_ok <= \$185 ;
+    m2_ok <= \$175 ;
   always @(posedge clk)
-    m2_resp <= \$186 ;
+    m2_resp <= \$176 ;
   always @(posedge clk)
-    m2_last <= \$187 ;
+    m2_last <= \$177 ;
   always @(posedge clk)
-    m2_id <= \$188 ;
+    m2_id <= \$178 ;
   always @(posedge clk)
-    w_en <= \$189 ;
+    w_en <= \$179 ;
   always @(posedge clk)
-    m3_ok <= \$190 ;
+    m3_ok <= \$180 ;
   always @(posedge clk)
-    m3_resp <= \$191 ;
+    m3_resp <= \$181 ;
   always @(posedge clk)
-    m3_last <= \$192 ;
+    m3_last <= \$182 ;
   always @(posedge clk)
-    m3_id <= \$193 ;
+    m3_id <= \$183 ;
   \gae_accel_n8.mem.rq  rq (
     .clk(clk),
-    .\port$1662$0 (m3_resp),
-    .\port$1664$0 (m3_last),
-    .\port$1666$0 (m3_id),
+    .\port$1651$0 (m3_resp),
+    .\port$1653$0 (m3_last),
+    .\port$1655$0 (m3_id),
     .\port$410$0 (\$13 ),
     .r_data(r_data),
     .r_en(r_en),
@@ -11495,427 +11473,427 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$152  = turn_w;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$152  = 1'h0;
+    \$142  = turn_w;
+    if (\$31 ) begin
+      if (\$34 ) begin
+        \$142  = 1'h0;
       end
-      if (\$40 ) begin
-        \$152  = 1'h1;
-      end
-    end
-    if (\$90 ) begin
-      if (last) begin
-        \$152  = \$103 ;
+      if (\$38 ) begin
+        \$142  = 1'h1;
       end
     end
-    if (\$134 ) begin
+    if (\$88 ) begin
       if (last) begin
-        \$152  = s_axi_mem_awvalid;
+        \$142  = \$101 ;
+      end
+    end
+    if (\$124 ) begin
+      if (last) begin
+        \$142  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$152  = 1'h1;
+      \$142  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$153  = tr_id;
-    if (\$43 ) begin
-      \$153  = \$44 ;
+    \$143  = tr_id;
+    if (\$41 ) begin
+      \$143  = \$42 ;
     end
+    if (rst) begin
+      \$143  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$144  = addr;
+    if (\$41 ) begin
+      \$144  = \$43 ;
+    end
+    if (\$88 ) begin
+      \$144  = \$98 ;
+    end
+    if (\$124 ) begin
+      \$144  = \$139 ;
+    end
+    if (rst) begin
+      \$144  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$145  = left;
+    if (\$41 ) begin
+      \$145  = \$44 ;
+    end
+    if (\$88 ) begin
+      \$145  = \$99 [7:0];
+    end
+    if (\$124 ) begin
+      \$145  = \$140 [7:0];
+    end
+    if (rst) begin
+      \$145  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$146  = last;
+    if (\$41 ) begin
+      \$146  = \$46 ;
+    end
+    if (\$88 ) begin
+      \$146  = \$100 ;
+    end
+    if (\$124 ) begin
+      \$146  = \$141 ;
+    end
+    if (rst) begin
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$147  = bad;
+    if (\$41 ) begin
+      \$147  = \$67 ;
+    end
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$148  = incr;
+    if (\$41 ) begin
+      \$148  = \$70 ;
+    end
+    if (rst) begin
+      \$148  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$149  = amask;
+    if (\$41 ) begin
+      \$149  = \$74 ;
+    end
+    if (rst) begin
+      \$149  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$150  = wmask;
+    if (\$41 ) begin
+      \$150  = \$82 ;
+    end
+    if (rst) begin
+      \$150  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$151  = wr_act;
+    if (\$83 ) begin
+      \$151  = 1'h1;
+    end
+    if (\$88 ) begin
+      if (last) begin
+        \$151  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$151  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$152  = rd_act;
+    if (\$84 ) begin
+      \$152  = 1'h1;
+    end
+    if (\$124 ) begin
+      if (last) begin
+        \$152  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$152  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$153  = \$85 ;
     if (rst) begin
       \$153  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$154  = addr;
-    if (\$43 ) begin
-      \$154  = \$45 ;
-    end
-    if (\$90 ) begin
-      \$154  = \$100 ;
-    end
-    if (\$134 ) begin
-      \$154  = \$149 ;
-    end
+    \$154  = \$87 ;
     if (rst) begin
-      \$154  = 20'h00000;
+      \$154  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$155  = left;
-    if (\$43 ) begin
-      \$155  = \$46 ;
-    end
-    if (\$90 ) begin
-      \$155  = \$101 [7:0];
-    end
-    if (\$134 ) begin
-      \$155  = \$150 [7:0];
+    \$155  = ws_addr;
+    if (\$88 ) begin
+      \$155  = addr[19:4];
     end
     if (rst) begin
-      \$155  = 8'h00;
+      \$155  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$156  = last;
-    if (\$43 ) begin
-      \$156  = \$48 ;
-    end
-    if (\$90 ) begin
-      \$156  = \$102 ;
-    end
-    if (\$134 ) begin
-      \$156  = \$151 ;
+    \$156  = mem_wdata;
+    if (\$88 ) begin
+      \$156  = s_axi_mem_wdata;
     end
     if (rst) begin
-      \$156  = 1'h0;
+      \$156  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$157  = bad;
-    if (\$43 ) begin
-      \$157  = \$69 ;
+    \$157  = ws_strb;
+    if (\$88 ) begin
+      \$157  = s_axi_mem_wstrb;
     end
     if (rst) begin
-      \$157  = 1'h0;
+      \$157  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$158  = incr;
-    if (\$43 ) begin
-      \$158  = \$72 ;
+    \$158  = ws_resp;
+    if (\$88 ) begin
+      \$158  = \$91 ;
     end
     if (rst) begin
-      \$158  = 5'h00;
+      \$158  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$159  = amask;
-    if (\$43 ) begin
-      \$159  = \$76 ;
+    \$159  = bvalid;
+    if (\$102 ) begin
+      \$159  = 1'h0;
     end
-    if (rst) begin
-      \$159  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$160  = wmask;
-    if (\$43 ) begin
-      \$160  = \$84 ;
-    end
-    if (rst) begin
-      \$160  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$161  = wr_act;
-    if (\$85 ) begin
-      \$161  = 1'h1;
-    end
-    if (\$90 ) begin
-      if (last) begin
-        \$161  = 1'h0;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$159  = 1'h1;
       end
     end
     if (rst) begin
-      \$161  = 1'h0;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$162  = rd_act;
-    if (\$86 ) begin
-      \$162  = 1'h1;
-    end
-    if (\$134 ) begin
-      if (last) begin
-        \$162  = 1'h0;
+    \$160  = s_axi_mem_bid;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$160  = tr_id;
       end
     end
     if (rst) begin
-      \$162  = 1'h0;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$163  = \$87 ;
+    \$161  = s_axi_mem_bresp;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$161  = \$106 ;
+      end
+    end
     if (rst) begin
-      \$163  = 1'h0;
+      \$161  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$164  = \$89 ;
+    \$162  = b_acc;
+    if (ws_valid) begin
+      (* full_case = 32'd1 *)
+      if (ws_last) begin
+        \$162  = 2'h0;
+      end else begin
+        \$162  = \$110 ;
+      end
+    end
+    if (rst) begin
+      \$162  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$163  = owed;
+    if (\$115 ) begin
+      \$163  = { owed[4:0], 1'h1 };
+    end else if (\$120 ) begin
+      \$163  = { 1'h0, owed[5:1] };
+    end
+    if (rst) begin
+      \$163  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$164  = \$122 ;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$165  = ws_addr;
-    if (\$90 ) begin
-      \$165  = addr[19:4];
+    \$165  = m0_ok;
+    if (\$124 ) begin
+      \$165  = \$128 ;
     end
     if (rst) begin
-      \$165  = 16'h0000;
+      \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$166  = mem_wdata;
-    if (\$90 ) begin
-      \$166  = s_axi_mem_wdata;
+    \$166  = m0_resp;
+    if (\$124 ) begin
+      \$166  = \$132 ;
     end
     if (rst) begin
-      \$166  = 128'h00000000000000000000000000000000;
+      \$166  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$167  = ws_strb;
-    if (\$90 ) begin
-      \$167  = s_axi_mem_wstrb;
+    \$167  = m0_last;
+    if (\$124 ) begin
+      \$167  = last;
     end
     if (rst) begin
-      \$167  = 16'h0000;
+      \$167  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$168  = ws_resp;
-    if (\$90 ) begin
-      \$168  = \$93 ;
+    \$168  = m0_id;
+    if (\$124 ) begin
+      \$168  = tr_id;
     end
     if (rst) begin
-      \$168  = 2'h0;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$169  = bvalid;
-    if (\$104 ) begin
-      \$169  = 1'h0;
-    end
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$169  = 1'h1;
-      end
-    end
+    \$169  = m0_valid;
     if (rst) begin
       \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$170  = s_axi_mem_bid;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$170  = tr_id;
-      end
-    end
+    \$170  = m0_ok;
     if (rst) begin
       \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$171  = s_axi_mem_bresp;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$171  = \$108 ;
-      end
-    end
+    \$171  = m0_resp;
     if (rst) begin
       \$171  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$172  = b_acc;
-    if (ws_valid) begin
-      (* full_case = 32'd1 *)
-      if (ws_last) begin
-        \$172  = 2'h0;
-      end else begin
-        \$172  = \$112 ;
-      end
-    end
+    \$172  = m0_last;
     if (rst) begin
-      \$172  = 2'h0;
+      \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$173  = owed;
-    if (\$119 ) begin
-      \$173  = { owed[3:0], 1'h1 };
-    end else if (\$126 ) begin
-      \$173  = { 1'h0, owed[4:1] };
-    end
+    \$173  = m0_id;
     if (rst) begin
-      \$173  = 5'h00;
+      \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$174  = \$130 ;
+    \$174  = m1_valid;
     if (rst) begin
       \$174  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$175  = m0_ok;
-    if (\$134 ) begin
-      \$175  = \$138 ;
-    end
+    \$175  = m1_ok;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$176  = m0_resp;
-    if (\$134 ) begin
-      \$176  = \$142 ;
-    end
+    \$176  = m1_resp;
     if (rst) begin
       \$176  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$177  = m0_last;
-    if (\$134 ) begin
-      \$177  = last;
-    end
+    \$177  = m1_last;
     if (rst) begin
       \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$178  = m0_id;
-    if (\$134 ) begin
-      \$178  = tr_id;
-    end
+    \$178  = m1_id;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$179  = m0_valid;
+    \$179  = m2_valid;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$180  = m0_ok;
+    \$180  = m2_ok;
     if (rst) begin
       \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$181  = m0_resp;
+    \$181  = m2_resp;
     if (rst) begin
       \$181  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$182  = m0_last;
+    \$182  = m2_last;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$183  = m0_id;
+    \$183  = m2_id;
     if (rst) begin
       \$183  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$184  = m1_valid;
-    if (rst) begin
-      \$184  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$185  = m1_ok;
-    if (rst) begin
-      \$185  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$186  = m1_resp;
-    if (rst) begin
-      \$186  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$187  = m1_last;
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$188  = m1_id;
-    if (rst) begin
-      \$188  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$189  = m2_valid;
-    if (rst) begin
-      \$189  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$190  = m2_ok;
-    if (rst) begin
-      \$190  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$191  = m2_resp;
-    if (rst) begin
-      \$191  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$192  = m2_last;
-    if (rst) begin
-      \$192  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$193  = m2_id;
-    if (rst) begin
-      \$193  = 1'h0;
     end
   end
   assign ax_incr = \$9 [4:0];
@@ -11932,7 +11910,7 @@ module \gae_accel_n8.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen, s_a
 endmodule
 
 (* generator = "Amaranth" *)
-module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port$1662$0 , \port$1664$0 , \port$1666$0 , clk);
+module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port$1651$0 , \port$1653$0 , \port$1655$0 , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -11965,12 +11943,12 @@ module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port
   (* init = 3'h0 *)
   wire [2:0] consume;
   reg [2:0] level = 3'h0;
-  input [1:0] \port$1662$0 ;
-  wire [1:0] \port$1662$0 ;
-  input \port$1664$0 ;
-  wire \port$1664$0 ;
-  input \port$1666$0 ;
-  wire \port$1666$0 ;
+  input [1:0] \port$1651$0 ;
+  wire [1:0] \port$1651$0 ;
+  input \port$1653$0 ;
+  wire \port$1653$0 ;
+  input \port$1655$0 ;
+  wire \port$1655$0 ;
   input [127:0] \port$410$0 ;
   wire [127:0] \port$410$0 ;
   (* init = 3'h0 *)
@@ -11996,29 +11974,29 @@ module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port
   wire [131:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [131:0] storage [4:0];
+  reg [131:0] storage [5:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
   initial begin : rlk_zero_3
     integer i;
-    for (i = 0; i <= 4; i = i + 1) storage[i] = 0;
+    for (i = 0; i <= 5; i = i + 1) storage[i] = 0;
   end
 `endif
 `endif
   always @(posedge clk) begin
     if (w_port__en)
-      storage[w_port__addr] <= { \port$1666$0 , \port$1664$0 , \port$1662$0 , \port$410$0  };
+      storage[w_port__addr] <= { \port$1655$0 , \port$1653$0 , \port$1651$0 , \port$410$0  };
   end
   assign r_data = storage[r_port__addr];
-  assign w_rdy = level != 3'h5;
+  assign w_rdy = level != 3'h6;
   assign r_rdy = | level;
   assign w_port__en = w_en & w_rdy;
   assign \$1  = w_rdy & w_en;
-  assign \$2  = w_port__addr == 3'h4;
+  assign \$2  = w_port__addr == 3'h5;
   assign \$3  = w_port__addr + 1'h1;
   assign \$4  = \$2  ? 4'h0 : \$3 ;
   assign \$5  = r_rdy & r_en;
-  assign \$6  = r_port__addr == 3'h4;
+  assign \$6  = r_port__addr == 3'h5;
   assign \$7  = r_port__addr + 1'h1;
   assign \$8  = \$6  ? 4'h0 : \$7 ;
   assign \$9  = w_rdy & w_en;
@@ -12073,8 +12051,8 @@ module \gae_accel_n8.mem.rq (r_en, rst, \port$410$0 , r_rdy, r_data, w_en, \port
   assign w_level = level;
   assign r_level = level;
   assign produce = w_port__addr;
-  assign w_port__data = { \port$1666$0 , \port$1664$0 , \port$1662$0 , \port$410$0  };
-  assign w_data = { \port$1666$0 , \port$1664$0 , \port$1662$0 , \port$410$0  };
+  assign w_port__data = { \port$1655$0 , \port$1653$0 , \port$1651$0 , \port$410$0  };
+  assign w_data = { \port$1655$0 , \port$1653$0 , \port$1651$0 , \port$410$0  };
   assign consume = r_port__addr;
   assign r_port__data = r_data;
 endmodule

@@ -285,9 +285,9 @@ module replay_accel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$2821$0 (\$5 ),
-    .\port$2823$0 (\$6 ),
-    .\port$2871$0 (\$7 ),
+    .\port$2811$0 (\$5 ),
+    .\port$2813$0 (\$6 ),
+    .\port$2861$0 (\$7 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -16232,7 +16232,7 @@ endmodule
 
 (* generator = "Amaranth" *)
 module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid
-, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2821$0 , \port$2823$0 , max_priority_lo, \port$2871$0 , status_empty
+, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$2811$0 , \port$2813$0 , max_priority_lo, \port$2861$0 , status_empty
 , status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$9  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -16623,12 +16623,12 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$2821$0 ;
-  wire [15:0] \port$2821$0 ;
-  input [16:0] \port$2823$0 ;
-  wire [16:0] \port$2823$0 ;
-  input [47:0] \port$2871$0 ;
-  wire [47:0] \port$2871$0 ;
+  input [15:0] \port$2811$0 ;
+  wire [15:0] \port$2811$0 ;
+  input [16:0] \port$2813$0 ;
+  wire [16:0] \port$2813$0 ;
+  input [47:0] \port$2861$0 ;
+  wire [47:0] \port$2861$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -17563,11 +17563,11 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign batch_size_q = batch_size;
   assign update_size_q = update_size;
   assign seed_q = seed;
-  assign total_lo = \port$2871$0 [31:0];
-  assign total_hi = { 16'h0000, \port$2871$0 [47:32] };
+  assign total_lo = \port$2861$0 [31:0];
+  assign total_hi = { 16'h0000, \port$2861$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$2823$0  };
-  assign write_pointer = { 16'h0000, \port$2821$0  };
+  assign size = { 15'h0000, \port$2813$0  };
+  assign write_pointer = { 16'h0000, \port$2811$0  };
   assign \$49  = { 1'h0, ap_start };
   assign \$50  = { 30'h00000000, \$49  };
   assign \$51  = { ctrl_ap_done_q, 1'h0 };
@@ -17603,17 +17603,17 @@ module \replay_accel_k16.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi
   assign \$94  = \$93 ;
   assign \$95  = { 1'h0, response_cycles };
   assign \$96  = \$95 ;
-  assign \$97  = { 1'h0, \port$2871$0 [31:0] };
+  assign \$97  = { 1'h0, \port$2861$0 [31:0] };
   assign \$98  = \$97 ;
-  assign \$99  = { 17'h00000, \port$2871$0 [47:32] };
+  assign \$99  = { 17'h00000, \port$2861$0 [47:32] };
   assign \$100  = \$99 ;
   assign \$101  = { 1'h0, max_priority_lo };
   assign \$102  = \$101 ;
   assign \$103  = 33'h000000000;
   assign \$104  = \$103 ;
-  assign \$105  = { 16'h0000, \port$2823$0  };
+  assign \$105  = { 16'h0000, \port$2813$0  };
   assign \$106  = \$105 ;
-  assign \$107  = { 17'h00000, \port$2821$0  };
+  assign \$107  = { 17'h00000, \port$2811$0  };
   assign \$108  = \$107 ;
   assign \$109  = 33'h000010000;
   assign \$110  = \$109 ;
@@ -17646,20 +17646,20 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [17:0] \$100 ;
-  wire [8:0] \$101 ;
+  wire \$100 ;
+  wire \$101 ;
   wire \$102 ;
-  wire \$103 ;
+  wire [1:0] \$103 ;
   wire \$104 ;
   wire [1:0] \$105 ;
-  wire \$106 ;
+  wire [1:0] \$106 ;
   wire [1:0] \$107 ;
-  wire [1:0] \$108 ;
+  wire \$108 ;
   wire [1:0] \$109 ;
   wire \$11 ;
-  wire \$110 ;
-  wire [1:0] \$111 ;
-  wire [1:0] \$112 ;
+  wire [1:0] \$110 ;
+  wire \$111 ;
+  wire \$112 ;
   wire \$113 ;
   wire \$114 ;
   wire \$115 ;
@@ -17679,54 +17679,54 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire \$128 ;
   wire \$129 ;
   wire [63:0] \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
+  wire [1:0] \$130 ;
+  wire [1:0] \$131 ;
+  wire [1:0] \$132 ;
+  wire [17:0] \$133 ;
+  wire [17:0] \$134 ;
+  wire [2:0] \$135 ;
+  wire [2:0] \$136 ;
+  wire [18:0] \$137 ;
+  wire [17:0] \$138 ;
+  wire [17:0] \$139 ;
   wire \$14 ;
-  wire [1:0] \$140 ;
-  wire [1:0] \$141 ;
-  wire [1:0] \$142 ;
-  wire [17:0] \$143 ;
-  wire [17:0] \$144 ;
-  wire [2:0] \$145 ;
-  wire [2:0] \$146 ;
-  wire [18:0] \$147 ;
-  wire [17:0] \$148 ;
-  wire [17:0] \$149 ;
+  wire [8:0] \$140 ;
+  wire \$141 ;
+  reg \$142 ;
+  reg \$143 ;
+  reg [17:0] \$144 ;
+  reg [7:0] \$145 ;
+  reg \$146 ;
+  reg \$147 ;
+  reg [3:0] \$148 ;
+  reg [2:0] \$149 ;
   wire \$15 ;
-  wire [8:0] \$150 ;
-  wire \$151 ;
+  reg [17:0] \$150 ;
+  reg \$151 ;
   reg \$152 ;
   reg \$153 ;
-  reg [17:0] \$154 ;
-  reg [7:0] \$155 ;
-  reg \$156 ;
-  reg \$157 ;
-  reg [3:0] \$158 ;
-  reg [2:0] \$159 ;
+  reg \$154 ;
+  reg [14:0] \$155 ;
+  reg [63:0] \$156 ;
+  reg [7:0] \$157 ;
+  reg [1:0] \$158 ;
+  reg \$159 ;
   wire \$16 ;
-  reg [17:0] \$160 ;
-  reg \$161 ;
-  reg \$162 ;
-  reg \$163 ;
+  reg \$160 ;
+  reg [1:0] \$161 ;
+  reg [1:0] \$162 ;
+  reg [5:0] \$163 ;
   reg \$164 ;
-  reg [14:0] \$165 ;
-  reg [63:0] \$166 ;
-  reg [7:0] \$167 ;
-  reg [1:0] \$168 ;
+  reg \$165 ;
+  reg [1:0] \$166 ;
+  reg \$167 ;
+  reg \$168 ;
   reg \$169 ;
   wire \$17 ;
   reg \$170 ;
   reg [1:0] \$171 ;
-  reg [1:0] \$172 ;
-  reg [4:0] \$173 ;
+  reg \$172 ;
+  reg \$173 ;
   reg \$174 ;
   reg \$175 ;
   reg [1:0] \$176 ;
@@ -17738,17 +17738,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg [1:0] \$181 ;
   reg \$182 ;
   reg \$183 ;
-  reg \$184 ;
-  reg \$185 ;
-  reg [1:0] \$186 ;
-  reg \$187 ;
-  reg \$188 ;
-  reg \$189 ;
   wire \$19 ;
-  reg \$190 ;
-  reg [1:0] \$191 ;
-  reg \$192 ;
-  reg \$193 ;
   wire \$2 ;
   wire \$20 ;
   wire \$21 ;
@@ -17775,68 +17765,68 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire [17:0] \$45 ;
-  wire [7:0] \$46 ;
-  wire [7:0] \$47 ;
+  wire [17:0] \$43 ;
+  wire [7:0] \$44 ;
+  wire [7:0] \$45 ;
+  wire \$46 ;
+  wire [2:0] \$47 ;
   wire \$48 ;
-  wire [2:0] \$49 ;
+  wire [1:0] \$49 ;
   wire \$5 ;
   wire \$50 ;
-  wire [1:0] \$51 ;
-  wire \$52 ;
+  wire \$51 ;
+  wire [1:0] \$52 ;
   wire \$53 ;
-  wire [1:0] \$54 ;
+  wire [7:0] \$54 ;
   wire \$55 ;
   wire [7:0] \$56 ;
   wire \$57 ;
-  wire [7:0] \$58 ;
-  wire \$59 ;
+  wire \$58 ;
+  wire [7:0] \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire [7:0] \$61 ;
-  wire \$62 ;
+  wire \$61 ;
+  wire [7:0] \$62 ;
   wire \$63 ;
-  wire [7:0] \$64 ;
+  wire \$64 ;
   wire \$65 ;
   wire \$66 ;
   wire \$67 ;
-  wire \$68 ;
+  wire [1:0] \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [1:0] \$70 ;
-  wire \$71 ;
-  wire [3:0] \$72 ;
-  wire [1:0] \$73 ;
-  wire \$74 ;
-  wire [4:0] \$75 ;
-  wire [2:0] \$76 ;
-  wire [1:0] \$77 ;
-  wire \$78 ;
-  wire [7:0] \$79 ;
+  wire [3:0] \$70 ;
+  wire [1:0] \$71 ;
+  wire \$72 ;
+  wire [4:0] \$73 ;
+  wire [2:0] \$74 ;
+  wire [1:0] \$75 ;
+  wire \$76 ;
+  wire [7:0] \$77 ;
+  wire [2:0] \$78 ;
+  wire [14:0] \$79 ;
   wire [2:0] \$8 ;
-  wire [2:0] \$80 ;
+  wire [4:0] \$80 ;
   wire [14:0] \$81 ;
-  wire [4:0] \$82 ;
-  wire [14:0] \$83 ;
-  wire [17:0] \$84 ;
+  wire [17:0] \$82 ;
+  wire \$83 ;
+  wire \$84 ;
   wire \$85 ;
   wire \$86 ;
   wire \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire [10:0] \$9 ;
-  wire \$90 ;
-  wire \$91 ;
-  wire [1:0] \$92 ;
-  wire [1:0] \$93 ;
-  wire [17:0] \$94 ;
-  wire [17:0] \$95 ;
-  wire [2:0] \$96 ;
-  wire [2:0] \$97 ;
-  wire [18:0] \$98 ;
-  wire [17:0] \$99 ;
+  wire [1:0] \$90 ;
+  wire [1:0] \$91 ;
+  wire [17:0] \$92 ;
+  wire [17:0] \$93 ;
+  wire [2:0] \$94 ;
+  wire [2:0] \$95 ;
+  wire [18:0] \$96 ;
+  wire [17:0] \$97 ;
+  wire [17:0] \$98 ;
+  wire [8:0] \$99 ;
   reg [17:0] addr = 18'h00000;
   reg [2:0] amask = 3'h0;
   wire [3:0] ax_incr;
@@ -17882,7 +17872,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   reg [63:0] mem_wdata = 64'h0000000000000000;
   output [7:0] mem_we;
   wire [7:0] mem_we;
-  reg [4:0] owed = 5'h00;
+  reg [5:0] owed = 6'h00;
   output [67:0] r_data;
   wire [67:0] r_data;
   input r_en;
@@ -17972,235 +17962,225 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   assign s_axi_mem_wready = wr_act & \$12 ;
   assign \$13  = m3_ok ? mem_rdata : 64'h0000000000000000;
   assign mem_addr = ws_valid ? ws_addr : addr[17:3];
-  assign \$14  = ~ owed[4];
-  assign \$15  = s_axi_mem_rvalid & r_en;
-  assign \$16  = \$14  | \$15 ;
-  assign \$17  = rd_act & \$16 ;
-  assign \$18  = ~ bad;
-  assign \$19  = addr[17:3] < 15'h5000;
-  assign \$20  = \$18  & \$19 ;
-  assign \$21  = \$20  & mem_enable;
-  assign mem_re = \$17  & \$21 ;
-  assign \$22  = ! ws_resp;
-  assign \$23  = ws_valid & \$22 ;
-  assign \$24  = \$23  & mem_enable;
-  assign mem_we = \$24  ? ws_strb : 8'h00;
-  assign \$25  = ~ wr_act;
-  assign \$26  = ~ rd_act;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$29  = ~ \$28 ;
-  assign \$30  = \$27  & \$29 ;
-  assign \$31  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$32  = ~ \$31 ;
-  assign \$33  = \$30  & \$32 ;
-  assign \$34  = ~ s_axi_mem_awvalid;
-  assign \$35  = turn_w & \$34 ;
-  assign \$36  = \$35  & s_axi_mem_arvalid;
-  assign \$37  = ~ turn_w;
-  assign \$38  = ~ s_axi_mem_arvalid;
-  assign \$39  = \$37  & \$38 ;
-  assign \$40  = \$39  & s_axi_mem_awvalid;
-  assign \$41  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$42  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$43  = \$41  | \$42 ;
-  assign \$44  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
-  assign \$45  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
-  assign \$46  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$47  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$48  = ! \$47 ;
-  assign \$49  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$50  = \$49  > 2'h3;
-  assign \$51  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$52  = \$51  == 2'h3;
-  assign \$53  = \$50  | \$52 ;
-  assign \$54  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$55  = \$54  == 2'h2;
+  assign \$14  = ~ owed[5];
+  assign \$15  = rd_act & \$14 ;
+  assign \$16  = ~ bad;
+  assign \$17  = addr[17:3] < 15'h5000;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = \$18  & mem_enable;
+  assign mem_re = \$15  & \$19 ;
+  assign \$20  = ! ws_resp;
+  assign \$21  = ws_valid & \$20 ;
+  assign \$22  = \$21  & mem_enable;
+  assign mem_we = \$22  ? ws_strb : 8'h00;
+  assign \$23  = ~ wr_act;
+  assign \$24  = ~ rd_act;
+  assign \$25  = \$23  & \$24 ;
+  assign \$26  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$27  = ~ \$26 ;
+  assign \$28  = \$25  & \$27 ;
+  assign \$29  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$30  = ~ \$29 ;
+  assign \$31  = \$28  & \$30 ;
+  assign \$32  = ~ s_axi_mem_awvalid;
+  assign \$33  = turn_w & \$32 ;
+  assign \$34  = \$33  & s_axi_mem_arvalid;
+  assign \$35  = ~ turn_w;
+  assign \$36  = ~ s_axi_mem_arvalid;
+  assign \$37  = \$35  & \$36 ;
+  assign \$38  = \$37  & s_axi_mem_awvalid;
+  assign \$39  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$40  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$41  = \$39  | \$40 ;
+  assign \$42  = turn_w ? s_axi_mem_awid : s_axi_mem_arid;
+  assign \$43  = turn_w ? s_axi_mem_awaddr : s_axi_mem_araddr;
+  assign \$44  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$45  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$46  = ! \$45 ;
+  assign \$47  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$48  = \$47  > 2'h3;
+  assign \$49  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$50  = \$49  == 2'h3;
+  assign \$51  = \$48  | \$50 ;
+  assign \$52  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$53  = \$52  == 2'h2;
+  assign \$54  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$55  = \$54  == 1'h1;
   assign \$56  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$57  = \$56  == 1'h1;
-  assign \$58  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$59  = \$58  == 2'h3;
-  assign \$60  = \$57  | \$59 ;
-  assign \$61  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$62  = \$61  == 3'h7;
-  assign \$63  = \$60  | \$62 ;
-  assign \$64  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$65  = \$64  == 4'hf;
-  assign \$66  = \$63  | \$65 ;
-  assign \$67  = ~ \$66 ;
-  assign \$68  = \$55  & \$67 ;
-  assign \$69  = \$53  | \$68 ;
-  assign \$70  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$71  = ! \$70 ;
-  assign \$72  = \$71  ? 4'h0 : \$9 [3:0];
-  assign \$73  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$74  = ! \$73 ;
-  assign \$75  = \$9 [3:0] - 1'h1;
-  assign \$76  = \$74  ? 3'h0 : \$75 [2:0];
-  assign \$77  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
-  assign \$78  = \$77  == 2'h2;
-  assign \$79  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
-  assign \$80  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
-  assign \$81  = \$79  << \$80 ;
-  assign \$82  = \$9 [3:0] - 1'h1;
-  assign \$83  = \$81  | { 12'h000, \$82 [2:0] };
-  assign \$84  = \$78  ? { 3'h0, \$83  } : 18'h3ffff;
-  assign \$85  = s_axi_mem_awvalid & s_axi_mem_awready;
-  assign \$86  = s_axi_mem_arvalid & s_axi_mem_arready;
-  assign \$87  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$57  = \$56  == 2'h3;
+  assign \$58  = \$55  | \$57 ;
+  assign \$59  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$60  = \$59  == 3'h7;
+  assign \$61  = \$58  | \$60 ;
+  assign \$62  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$63  = \$62  == 4'hf;
+  assign \$64  = \$61  | \$63 ;
+  assign \$65  = ~ \$64 ;
+  assign \$66  = \$53  & \$65 ;
+  assign \$67  = \$51  | \$66 ;
+  assign \$68  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$69  = ! \$68 ;
+  assign \$70  = \$69  ? 4'h0 : \$9 [3:0];
+  assign \$71  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$72  = ! \$71 ;
+  assign \$73  = \$9 [3:0] - 1'h1;
+  assign \$74  = \$72  ? 3'h0 : \$73 [2:0];
+  assign \$75  = turn_w ? s_axi_mem_awburst : s_axi_mem_arburst;
+  assign \$76  = \$75  == 2'h2;
+  assign \$77  = turn_w ? s_axi_mem_awlen : s_axi_mem_arlen;
+  assign \$78  = turn_w ? s_axi_mem_awsize : s_axi_mem_arsize;
+  assign \$79  = \$77  << \$78 ;
+  assign \$80  = \$9 [3:0] - 1'h1;
+  assign \$81  = \$79  | { 12'h000, \$80 [2:0] };
+  assign \$82  = \$76  ? { 3'h0, \$81  } : 18'h3ffff;
+  assign \$83  = s_axi_mem_awvalid & s_axi_mem_awready;
+  assign \$84  = s_axi_mem_arvalid & s_axi_mem_arready;
+  assign \$85  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$86  = s_axi_mem_wvalid & s_axi_mem_wready;
+  assign \$87  = \$86  & last;
   assign \$88  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$89  = \$88  & last;
-  assign \$90  = s_axi_mem_wvalid & s_axi_mem_wready;
-  assign \$91  = addr[17:3] < 15'h5000;
-  assign \$92  = \$91  ? 2'h0 : 2'h3;
-  assign \$93  = bad ? 2'h2 : \$92 ;
-  assign \$94  = ~ wmask;
-  assign \$95  = addr & \$94 ;
-  assign \$96  = ~ amask;
-  assign \$97  = addr[2:0] & \$96 ;
-  assign \$98  = { addr[17:3], \$97  } + incr;
-  assign \$99  = \$98 [17:0] & wmask;
-  assign \$100  = \$95  | \$99 ;
-  assign \$101  = left - 1'h1;
-  assign \$102  = left == 1'h1;
-  assign \$103  = ~ s_axi_mem_arvalid;
-  assign \$104  = bvalid & s_axi_mem_bready;
+  assign \$89  = addr[17:3] < 15'h5000;
+  assign \$90  = \$89  ? 2'h0 : 2'h3;
+  assign \$91  = bad ? 2'h2 : \$90 ;
+  assign \$92  = ~ wmask;
+  assign \$93  = addr & \$92 ;
+  assign \$94  = ~ amask;
+  assign \$95  = addr[2:0] & \$94 ;
+  assign \$96  = { addr[17:3], \$95  } + incr;
+  assign \$97  = \$96 [17:0] & wmask;
+  assign \$98  = \$93  | \$97 ;
+  assign \$99  = left - 1'h1;
+  assign \$100  = left == 1'h1;
+  assign \$101  = ~ s_axi_mem_arvalid;
+  assign \$102  = bvalid & s_axi_mem_bready;
+  assign \$103  = mem_enable ? ws_resp : 2'h2;
+  assign \$104  = b_acc > \$103 ;
   assign \$105  = mem_enable ? ws_resp : 2'h2;
-  assign \$106  = b_acc > \$105 ;
+  assign \$106  = \$104  ? b_acc : \$105 ;
   assign \$107  = mem_enable ? ws_resp : 2'h2;
-  assign \$108  = \$106  ? b_acc : \$107 ;
+  assign \$108  = b_acc > \$107 ;
   assign \$109  = mem_enable ? ws_resp : 2'h2;
-  assign \$110  = b_acc > \$109 ;
-  assign \$111  = mem_enable ? ws_resp : 2'h2;
-  assign \$112  = \$110  ? b_acc : \$111 ;
-  assign \$113  = ~ owed[4];
-  assign \$114  = s_axi_mem_rvalid & r_en;
-  assign \$115  = \$113  | \$114 ;
-  assign \$116  = rd_act & \$115 ;
-  assign \$117  = s_axi_mem_rvalid & r_en;
-  assign \$118  = ~ \$117 ;
-  assign \$119  = \$116  & \$118 ;
-  assign \$120  = s_axi_mem_rvalid & r_en;
-  assign \$121  = ~ owed[4];
-  assign \$122  = s_axi_mem_rvalid & r_en;
-  assign \$123  = \$121  | \$122 ;
+  assign \$110  = \$108  ? b_acc : \$109 ;
+  assign \$111  = ~ owed[5];
+  assign \$112  = rd_act & \$111 ;
+  assign \$113  = s_axi_mem_rvalid & r_en;
+  assign \$114  = ~ \$113 ;
+  assign \$115  = \$112  & \$114 ;
+  assign \$116  = s_axi_mem_rvalid & r_en;
+  assign \$117  = ~ owed[5];
+  assign \$118  = rd_act & \$117 ;
+  assign \$119  = ~ \$118 ;
+  assign \$120  = \$116  & \$119 ;
+  assign \$121  = ~ owed[5];
+  assign \$122  = rd_act & \$121 ;
+  assign \$123  = ~ owed[5];
   assign \$124  = rd_act & \$123 ;
-  assign \$125  = ~ \$124 ;
-  assign \$126  = \$120  & \$125 ;
-  assign \$127  = ~ owed[4];
-  assign \$128  = s_axi_mem_rvalid & r_en;
-  assign \$129  = \$127  | \$128 ;
-  assign \$130  = rd_act & \$129 ;
-  assign \$131  = ~ owed[4];
-  assign \$132  = s_axi_mem_rvalid & r_en;
-  assign \$133  = \$131  | \$132 ;
-  assign \$134  = rd_act & \$133 ;
-  assign \$135  = ~ bad;
-  assign \$136  = addr[17:3] < 15'h5000;
-  assign \$137  = \$135  & \$136 ;
-  assign \$138  = \$137  & mem_enable;
-  assign \$139  = addr[17:3] < 15'h5000;
-  assign \$140  = \$139  ? 2'h0 : 2'h3;
-  assign \$141  = bad ? 2'h2 : \$140 ;
-  assign \$142  = mem_enable ? \$141  : 2'h2;
-  assign \$143  = ~ wmask;
-  assign \$144  = addr & \$143 ;
-  assign \$145  = ~ amask;
-  assign \$146  = addr[2:0] & \$145 ;
-  assign \$147  = { addr[17:3], \$146  } + incr;
-  assign \$148  = \$147 [17:0] & wmask;
-  assign \$149  = \$144  | \$148 ;
-  assign \$150  = left - 1'h1;
-  assign \$151  = left == 1'h1;
+  assign \$125  = ~ bad;
+  assign \$126  = addr[17:3] < 15'h5000;
+  assign \$127  = \$125  & \$126 ;
+  assign \$128  = \$127  & mem_enable;
+  assign \$129  = addr[17:3] < 15'h5000;
+  assign \$130  = \$129  ? 2'h0 : 2'h3;
+  assign \$131  = bad ? 2'h2 : \$130 ;
+  assign \$132  = mem_enable ? \$131  : 2'h2;
+  assign \$133  = ~ wmask;
+  assign \$134  = addr & \$133 ;
+  assign \$135  = ~ amask;
+  assign \$136  = addr[2:0] & \$135 ;
+  assign \$137  = { addr[17:3], \$136  } + incr;
+  assign \$138  = \$137 [17:0] & wmask;
+  assign \$139  = \$134  | \$138 ;
+  assign \$140  = left - 1'h1;
+  assign \$141  = left == 1'h1;
   always @(posedge clk)
-    turn_w <= \$152 ;
+    turn_w <= \$142 ;
   always @(posedge clk)
-    tr_id <= \$153 ;
+    tr_id <= \$143 ;
   always @(posedge clk)
-    addr <= \$154 ;
+    addr <= \$144 ;
   always @(posedge clk)
-    left <= \$155 ;
+    left <= \$145 ;
   always @(posedge clk)
-    last <= \$156 ;
+    last <= \$146 ;
   always @(posedge clk)
-    bad <= \$157 ;
+    bad <= \$147 ;
   always @(posedge clk)
-    incr <= \$158 ;
+    incr <= \$148 ;
   always @(posedge clk)
-    amask <= \$159 ;
+    amask <= \$149 ;
   always @(posedge clk)
-    wmask <= \$160 ;
+    wmask <= \$150 ;
   always @(posedge clk)
-    wr_act <= \$161 ;
+    wr_act <= \$151 ;
   always @(posedge clk)
-    rd_act <= \$162 ;
+    rd_act <= \$152 ;
   always @(posedge clk)
-    ws_valid <= \$163 ;
+    ws_valid <= \$153 ;
   always @(posedge clk)
-    ws_last <= \$164 ;
+    ws_last <= \$154 ;
   always @(posedge clk)
-    ws_addr <= \$165 ;
+    ws_addr <= \$155 ;
   always @(posedge clk)
-    mem_wdata <= \$166 ;
+    mem_wdata <= \$156 ;
   always @(posedge clk)
-    ws_strb <= \$167 ;
+    ws_strb <= \$157 ;
   always @(posedge clk)
-    ws_resp <= \$168 ;
+    ws_resp <= \$158 ;
   always @(posedge clk)
-    bvalid <= \$169 ;
+    bvalid <= \$159 ;
   always @(posedge clk)
-    s_axi_mem_bid <= \$170 ;
+    s_axi_mem_bid <= \$160 ;
   always @(posedge clk)
-    s_axi_mem_bresp <= \$171 ;
+    s_axi_mem_bresp <= \$161 ;
   always @(posedge clk)
-    b_acc <= \$172 ;
+    b_acc <= \$162 ;
   always @(posedge clk)
-    owed <= \$173 ;
+    owed <= \$163 ;
   always @(posedge clk)
-    m0_valid <= \$174 ;
+    m0_valid <= \$164 ;
   always @(posedge clk)
-    m0_ok <= \$175 ;
+    m0_ok <= \$165 ;
   always @(posedge clk)
-    m0_resp <= \$176 ;
+    m0_resp <= \$166 ;
   always @(posedge clk)
-    m0_last <= \$177 ;
+    m0_last <= \$167 ;
   always @(posedge clk)
-    m0_id <= \$178 ;
+    m0_id <= \$168 ;
   always @(posedge clk)
-    m1_valid <= \$179 ;
+    m1_valid <= \$169 ;
   always @(posedge clk)
-    m1_ok <= \$180 ;
+    m1_ok <= \$170 ;
   always @(posedge clk)
-    m1_resp <= \$181 ;
+    m1_resp <= \$171 ;
   always @(posedge clk)
-    m1_last <= \$182 ;
+    m1_last <= \$172 ;
   always @(posedge clk)
-    m1_id <= \$183 ;
+    m1_id <= \$173 ;
   always @(posedge clk)
-    m2_valid <= \$184 ;
+    m2_valid <= \$174 ;
   always @(posedge clk)
-    m2_ok <= \$185 ;
+    m2_ok <= \$175 ;
   always @(posedge clk)
-    m2_resp <= \$186 ;
+    m2_resp <= \$176 ;
   always @(posedge clk)
-    m2_last <= \$187 ;
+    m2_last <= \$177 ;
   always @(posedge clk)
-    m2_id <= \$188 ;
+    m2_id <= \$178 ;
   always @(posedge clk)
-    w_en <= \$189 ;
+    w_en <= \$179 ;
   always @(posedge clk)
-    m3_ok <= \$190 ;
+    m3_ok <= \$180 ;
   always @(posedge clk)
-    m3_resp <= \$191 ;
+    m3_resp <= \$181 ;
   always @(posedge clk)
-    m3_last <= \$192 ;
+    m3_last <= \$182 ;
   always @(posedge clk)
-    m3_id <= \$193 ;
+    m3_id <= \$183 ;
   \replay_accel_k16.mem.rq  rq (
     .clk(clk),
-    .\port$2631$0 (m3_resp),
-    .\port$2633$0 (m3_last),
-    .\port$2635$0 (m3_id),
+    .\port$2621$0 (m3_resp),
+    .\port$2623$0 (m3_last),
+    .\port$2625$0 (m3_id),
     .\port$367$0 (\$13 ),
     .r_data(r_data),
     .r_en(r_en),
@@ -18210,427 +18190,427 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$152  = turn_w;
-    if (\$33 ) begin
-      if (\$36 ) begin
-        \$152  = 1'h0;
+    \$142  = turn_w;
+    if (\$31 ) begin
+      if (\$34 ) begin
+        \$142  = 1'h0;
       end
-      if (\$40 ) begin
-        \$152  = 1'h1;
-      end
-    end
-    if (\$90 ) begin
-      if (last) begin
-        \$152  = \$103 ;
+      if (\$38 ) begin
+        \$142  = 1'h1;
       end
     end
-    if (\$134 ) begin
+    if (\$88 ) begin
       if (last) begin
-        \$152  = s_axi_mem_awvalid;
+        \$142  = \$101 ;
+      end
+    end
+    if (\$124 ) begin
+      if (last) begin
+        \$142  = s_axi_mem_awvalid;
       end
     end
     if (rst) begin
-      \$152  = 1'h1;
+      \$142  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$153  = tr_id;
-    if (\$43 ) begin
-      \$153  = \$44 ;
+    \$143  = tr_id;
+    if (\$41 ) begin
+      \$143  = \$42 ;
     end
+    if (rst) begin
+      \$143  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$144  = addr;
+    if (\$41 ) begin
+      \$144  = \$43 ;
+    end
+    if (\$88 ) begin
+      \$144  = \$98 ;
+    end
+    if (\$124 ) begin
+      \$144  = \$139 ;
+    end
+    if (rst) begin
+      \$144  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$145  = left;
+    if (\$41 ) begin
+      \$145  = \$44 ;
+    end
+    if (\$88 ) begin
+      \$145  = \$99 [7:0];
+    end
+    if (\$124 ) begin
+      \$145  = \$140 [7:0];
+    end
+    if (rst) begin
+      \$145  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$146  = last;
+    if (\$41 ) begin
+      \$146  = \$46 ;
+    end
+    if (\$88 ) begin
+      \$146  = \$100 ;
+    end
+    if (\$124 ) begin
+      \$146  = \$141 ;
+    end
+    if (rst) begin
+      \$146  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$147  = bad;
+    if (\$41 ) begin
+      \$147  = \$67 ;
+    end
+    if (rst) begin
+      \$147  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$148  = incr;
+    if (\$41 ) begin
+      \$148  = \$70 ;
+    end
+    if (rst) begin
+      \$148  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$149  = amask;
+    if (\$41 ) begin
+      \$149  = \$74 ;
+    end
+    if (rst) begin
+      \$149  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$150  = wmask;
+    if (\$41 ) begin
+      \$150  = \$82 ;
+    end
+    if (rst) begin
+      \$150  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$151  = wr_act;
+    if (\$83 ) begin
+      \$151  = 1'h1;
+    end
+    if (\$88 ) begin
+      if (last) begin
+        \$151  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$151  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$152  = rd_act;
+    if (\$84 ) begin
+      \$152  = 1'h1;
+    end
+    if (\$124 ) begin
+      if (last) begin
+        \$152  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$152  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$153  = \$85 ;
     if (rst) begin
       \$153  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$154  = addr;
-    if (\$43 ) begin
-      \$154  = \$45 ;
-    end
-    if (\$90 ) begin
-      \$154  = \$100 ;
-    end
-    if (\$134 ) begin
-      \$154  = \$149 ;
-    end
+    \$154  = \$87 ;
     if (rst) begin
-      \$154  = 18'h00000;
+      \$154  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$155  = left;
-    if (\$43 ) begin
-      \$155  = \$46 ;
-    end
-    if (\$90 ) begin
-      \$155  = \$101 [7:0];
-    end
-    if (\$134 ) begin
-      \$155  = \$150 [7:0];
+    \$155  = ws_addr;
+    if (\$88 ) begin
+      \$155  = addr[17:3];
     end
     if (rst) begin
-      \$155  = 8'h00;
+      \$155  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$156  = last;
-    if (\$43 ) begin
-      \$156  = \$48 ;
-    end
-    if (\$90 ) begin
-      \$156  = \$102 ;
-    end
-    if (\$134 ) begin
-      \$156  = \$151 ;
+    \$156  = mem_wdata;
+    if (\$88 ) begin
+      \$156  = s_axi_mem_wdata;
     end
     if (rst) begin
-      \$156  = 1'h0;
+      \$156  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$157  = bad;
-    if (\$43 ) begin
-      \$157  = \$69 ;
+    \$157  = ws_strb;
+    if (\$88 ) begin
+      \$157  = s_axi_mem_wstrb;
     end
     if (rst) begin
-      \$157  = 1'h0;
+      \$157  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$158  = incr;
-    if (\$43 ) begin
-      \$158  = \$72 ;
+    \$158  = ws_resp;
+    if (\$88 ) begin
+      \$158  = \$91 ;
     end
     if (rst) begin
-      \$158  = 4'h0;
+      \$158  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$159  = amask;
-    if (\$43 ) begin
-      \$159  = \$76 ;
+    \$159  = bvalid;
+    if (\$102 ) begin
+      \$159  = 1'h0;
     end
-    if (rst) begin
-      \$159  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$160  = wmask;
-    if (\$43 ) begin
-      \$160  = \$84 ;
-    end
-    if (rst) begin
-      \$160  = 18'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$161  = wr_act;
-    if (\$85 ) begin
-      \$161  = 1'h1;
-    end
-    if (\$90 ) begin
-      if (last) begin
-        \$161  = 1'h0;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$159  = 1'h1;
       end
     end
     if (rst) begin
-      \$161  = 1'h0;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$162  = rd_act;
-    if (\$86 ) begin
-      \$162  = 1'h1;
-    end
-    if (\$134 ) begin
-      if (last) begin
-        \$162  = 1'h0;
+    \$160  = s_axi_mem_bid;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$160  = tr_id;
       end
     end
     if (rst) begin
-      \$162  = 1'h0;
+      \$160  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$163  = \$87 ;
+    \$161  = s_axi_mem_bresp;
+    if (ws_valid) begin
+      if (ws_last) begin
+        \$161  = \$106 ;
+      end
+    end
     if (rst) begin
-      \$163  = 1'h0;
+      \$161  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$164  = \$89 ;
+    \$162  = b_acc;
+    if (ws_valid) begin
+      (* full_case = 32'd1 *)
+      if (ws_last) begin
+        \$162  = 2'h0;
+      end else begin
+        \$162  = \$110 ;
+      end
+    end
+    if (rst) begin
+      \$162  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$163  = owed;
+    if (\$115 ) begin
+      \$163  = { owed[4:0], 1'h1 };
+    end else if (\$120 ) begin
+      \$163  = { 1'h0, owed[5:1] };
+    end
+    if (rst) begin
+      \$163  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$164  = \$122 ;
     if (rst) begin
       \$164  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$165  = ws_addr;
-    if (\$90 ) begin
-      \$165  = addr[17:3];
+    \$165  = m0_ok;
+    if (\$124 ) begin
+      \$165  = \$128 ;
     end
     if (rst) begin
-      \$165  = 15'h0000;
+      \$165  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$166  = mem_wdata;
-    if (\$90 ) begin
-      \$166  = s_axi_mem_wdata;
+    \$166  = m0_resp;
+    if (\$124 ) begin
+      \$166  = \$132 ;
     end
     if (rst) begin
-      \$166  = 64'h0000000000000000;
+      \$166  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$167  = ws_strb;
-    if (\$90 ) begin
-      \$167  = s_axi_mem_wstrb;
+    \$167  = m0_last;
+    if (\$124 ) begin
+      \$167  = last;
     end
     if (rst) begin
-      \$167  = 8'h00;
+      \$167  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$168  = ws_resp;
-    if (\$90 ) begin
-      \$168  = \$93 ;
+    \$168  = m0_id;
+    if (\$124 ) begin
+      \$168  = tr_id;
     end
     if (rst) begin
-      \$168  = 2'h0;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$169  = bvalid;
-    if (\$104 ) begin
-      \$169  = 1'h0;
-    end
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$169  = 1'h1;
-      end
-    end
+    \$169  = m0_valid;
     if (rst) begin
       \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$170  = s_axi_mem_bid;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$170  = tr_id;
-      end
-    end
+    \$170  = m0_ok;
     if (rst) begin
       \$170  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$171  = s_axi_mem_bresp;
-    if (ws_valid) begin
-      if (ws_last) begin
-        \$171  = \$108 ;
-      end
-    end
+    \$171  = m0_resp;
     if (rst) begin
       \$171  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$172  = b_acc;
-    if (ws_valid) begin
-      (* full_case = 32'd1 *)
-      if (ws_last) begin
-        \$172  = 2'h0;
-      end else begin
-        \$172  = \$112 ;
-      end
-    end
+    \$172  = m0_last;
     if (rst) begin
-      \$172  = 2'h0;
+      \$172  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$173  = owed;
-    if (\$119 ) begin
-      \$173  = { owed[3:0], 1'h1 };
-    end else if (\$126 ) begin
-      \$173  = { 1'h0, owed[4:1] };
-    end
+    \$173  = m0_id;
     if (rst) begin
-      \$173  = 5'h00;
+      \$173  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$174  = \$130 ;
+    \$174  = m1_valid;
     if (rst) begin
       \$174  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$175  = m0_ok;
-    if (\$134 ) begin
-      \$175  = \$138 ;
-    end
+    \$175  = m1_ok;
     if (rst) begin
       \$175  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$176  = m0_resp;
-    if (\$134 ) begin
-      \$176  = \$142 ;
-    end
+    \$176  = m1_resp;
     if (rst) begin
       \$176  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$177  = m0_last;
-    if (\$134 ) begin
-      \$177  = last;
-    end
+    \$177  = m1_last;
     if (rst) begin
       \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$178  = m0_id;
-    if (\$134 ) begin
-      \$178  = tr_id;
-    end
+    \$178  = m1_id;
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$179  = m0_valid;
+    \$179  = m2_valid;
     if (rst) begin
       \$179  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$180  = m0_ok;
+    \$180  = m2_ok;
     if (rst) begin
       \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$181  = m0_resp;
+    \$181  = m2_resp;
     if (rst) begin
       \$181  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$182  = m0_last;
+    \$182  = m2_last;
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$183  = m0_id;
+    \$183  = m2_id;
     if (rst) begin
       \$183  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$184  = m1_valid;
-    if (rst) begin
-      \$184  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$185  = m1_ok;
-    if (rst) begin
-      \$185  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$186  = m1_resp;
-    if (rst) begin
-      \$186  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$187  = m1_last;
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$188  = m1_id;
-    if (rst) begin
-      \$188  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$189  = m2_valid;
-    if (rst) begin
-      \$189  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$190  = m2_ok;
-    if (rst) begin
-      \$190  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$191  = m2_resp;
-    if (rst) begin
-      \$191  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$192  = m2_last;
-    if (rst) begin
-      \$192  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$193  = m2_id;
-    if (rst) begin
-      \$193  = 1'h0;
     end
   end
   assign ax_incr = \$9 [3:0];
@@ -18647,7 +18627,7 @@ module \replay_accel_k16.mem (s_axi_mem_awid, s_axi_mem_awaddr, s_axi_mem_awlen,
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_accel_k16.mem.rq (r_en, rst, \port$367$0 , r_rdy, r_data, w_en, \port$2631$0 , \port$2633$0 , \port$2635$0 , clk);
+module \replay_accel_k16.mem.rq (r_en, rst, \port$367$0 , r_rdy, r_data, w_en, \port$2621$0 , \port$2623$0 , \port$2625$0 , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -18680,12 +18660,12 @@ module \replay_accel_k16.mem.rq (r_en, rst, \port$367$0 , r_rdy, r_data, w_en, \
   (* init = 3'h0 *)
   wire [2:0] consume;
   reg [2:0] level = 3'h0;
-  input [1:0] \port$2631$0 ;
-  wire [1:0] \port$2631$0 ;
-  input \port$2633$0 ;
-  wire \port$2633$0 ;
-  input \port$2635$0 ;
-  wire \port$2635$0 ;
+  input [1:0] \port$2621$0 ;
+  wire [1:0] \port$2621$0 ;
+  input \port$2623$0 ;
+  wire \port$2623$0 ;
+  input \port$2625$0 ;
+  wire \port$2625$0 ;
   input [63:0] \port$367$0 ;
   wire [63:0] \port$367$0 ;
   (* init = 3'h0 *)
@@ -18711,29 +18691,29 @@ module \replay_accel_k16.mem.rq (r_en, rst, \port$367$0 , r_rdy, r_data, w_en, \
   wire [67:0] w_port__data;
   wire w_port__en;
   wire w_rdy;
-  reg [67:0] storage [4:0];
+  reg [67:0] storage [5:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
   initial begin : rlk_zero_9
     integer i;
-    for (i = 0; i <= 4; i = i + 1) storage[i] = 0;
+    for (i = 0; i <= 5; i = i + 1) storage[i] = 0;
   end
 `endif
 `endif
   always @(posedge clk) begin
     if (w_port__en)
-      storage[w_port__addr] <= { \port$2635$0 , \port$2633$0 , \port$2631$0 , \port$367$0  };
+      storage[w_port__addr] <= { \port$2625$0 , \port$2623$0 , \port$2621$0 , \port$367$0  };
   end
   assign r_data = storage[r_port__addr];
-  assign w_rdy = level != 3'h5;
+  assign w_rdy = level != 3'h6;
   assign r_rdy = | level;
   assign w_port__en = w_en & w_rdy;
   assign \$1  = w_rdy & w_en;
-  assign \$2  = w_port__addr == 3'h4;
+  assign \$2  = w_port__addr == 3'h5;
   assign \$3  = w_port__addr + 1'h1;
   assign \$4  = \$2  ? 4'h0 : \$3 ;
   assign \$5  = r_rdy & r_en;
-  assign \$6  = r_port__addr == 3'h4;
+  assign \$6  = r_port__addr == 3'h5;
   assign \$7  = r_port__addr + 1'h1;
   assign \$8  = \$6  ? 4'h0 : \$7 ;
   assign \$9  = w_rdy & w_en;
@@ -18788,8 +18768,8 @@ module \replay_accel_k16.mem.rq (r_en, rst, \port$367$0 , r_rdy, r_data, w_en, \
   assign w_level = level;
   assign r_level = level;
   assign produce = w_port__addr;
-  assign w_port__data = { \port$2635$0 , \port$2633$0 , \port$2631$0 , \port$367$0  };
-  assign w_data = { \port$2635$0 , \port$2633$0 , \port$2631$0 , \port$367$0  };
+  assign w_port__data = { \port$2625$0 , \port$2623$0 , \port$2621$0 , \port$367$0  };
+  assign w_data = { \port$2625$0 , \port$2623$0 , \port$2621$0 , \port$367$0  };
   assign consume = r_port__addr;
   assign r_port__data = r_data;
 endmodule
