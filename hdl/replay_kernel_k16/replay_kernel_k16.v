@@ -370,13 +370,13 @@ module replay_kernel_k16(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, 
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2448$0 (\$31 ),
-    .\port$2449$0 (\$32 ),
-    .\port$2450$0 (\$33 ),
-    .\port$2451$0 (\$34 ),
-    .\port$2452$0 (\$35 ),
-    .\port$2453$0 (\$36 ),
-    .\port$2454$0 (\$37 ),
+    .\port$2455$0 (\$31 ),
+    .\port$2456$0 (\$32 ),
+    .\port$2457$0 (\$33 ),
+    .\port$2458$0 (\$34 ),
+    .\port$2459$0 (\$35 ),
+    .\port$2460$0 (\$36 ),
+    .\port$2461$0 (\$37 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -970,9 +970,9 @@ module \replay_kernel_k16.accel (s_axi_control_awaddr, s_axi_control_awvalid, s_
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$3067$0 (\$4 ),
-    .\port$3069$0 (\$5 ),
-    .\port$3117$0 (\$6 ),
+    .\port$3074$0 (\$4 ),
+    .\port$3076$0 (\$5 ),
+    .\port$3132$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -3346,95 +3346,95 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire [38:0] \$381 ;
   wire [40:0] \$382 ;
   wire [36:0] \$383 ;
-  wire [49:0] \$384 ;
-  wire [47:0] \$385 ;
-  wire [47:0] \$386 ;
-  wire [47:0] \$387 ;
-  wire [47:0] \$388 ;
-  wire \$389 ;
+  wire [42:0] \$384 ;
+  wire [38:0] \$385 ;
+  wire [40:0] \$386 ;
+  wire [36:0] \$387 ;
+  wire [49:0] \$388 ;
+  wire [47:0] \$389 ;
   wire [15:0] \$39 ;
   wire [47:0] \$390 ;
   wire [47:0] \$391 ;
   wire [47:0] \$392 ;
-  wire [47:0] \$393 ;
-  wire \$394 ;
+  wire \$393 ;
+  wire [47:0] \$394 ;
   wire [47:0] \$395 ;
   wire [47:0] \$396 ;
   wire [47:0] \$397 ;
-  wire [47:0] \$398 ;
-  wire \$399 ;
+  wire \$398 ;
+  wire [47:0] \$399 ;
   wire \$4 ;
   wire [33:0] \$40 ;
   wire [47:0] \$400 ;
   wire [47:0] \$401 ;
   wire [47:0] \$402 ;
-  wire [47:0] \$403 ;
-  wire \$404 ;
+  wire \$403 ;
+  wire [47:0] \$404 ;
   wire [47:0] \$405 ;
   wire [47:0] \$406 ;
   wire [47:0] \$407 ;
-  wire [47:0] \$408 ;
-  wire \$409 ;
+  wire \$408 ;
+  wire [47:0] \$409 ;
   wire [34:0] \$41 ;
   wire [47:0] \$410 ;
   wire [47:0] \$411 ;
   wire [47:0] \$412 ;
-  wire [47:0] \$413 ;
-  wire \$414 ;
+  wire \$413 ;
+  wire [47:0] \$414 ;
   wire [47:0] \$415 ;
   wire [47:0] \$416 ;
   wire [47:0] \$417 ;
-  wire [47:0] \$418 ;
-  wire \$419 ;
+  wire \$418 ;
+  wire [47:0] \$419 ;
   wire [35:0] \$42 ;
   wire [47:0] \$420 ;
   wire [47:0] \$421 ;
   wire [47:0] \$422 ;
-  wire [47:0] \$423 ;
-  wire \$424 ;
+  wire \$423 ;
+  wire [47:0] \$424 ;
   wire [47:0] \$425 ;
   wire [47:0] \$426 ;
   wire [47:0] \$427 ;
-  wire [47:0] \$428 ;
-  wire \$429 ;
+  wire \$428 ;
+  wire [47:0] \$429 ;
   wire [31:0] \$43 ;
   wire [47:0] \$430 ;
   wire [47:0] \$431 ;
   wire [47:0] \$432 ;
-  wire [47:0] \$433 ;
-  wire \$434 ;
+  wire \$433 ;
+  wire [47:0] \$434 ;
   wire [47:0] \$435 ;
   wire [47:0] \$436 ;
   wire [47:0] \$437 ;
-  wire [47:0] \$438 ;
-  wire \$439 ;
+  wire \$438 ;
+  wire [47:0] \$439 ;
   wire [31:0] \$44 ;
   wire [47:0] \$440 ;
   wire [47:0] \$441 ;
   wire [47:0] \$442 ;
-  wire [47:0] \$443 ;
-  wire \$444 ;
-  wire \$445 ;
-  wire \$446 ;
-  wire \$447 ;
-  wire [43:0] \$448 ;
-  wire [44:0] \$449 ;
+  wire \$443 ;
+  wire [47:0] \$444 ;
+  wire [47:0] \$445 ;
+  wire [47:0] \$446 ;
+  wire [47:0] \$447 ;
+  wire \$448 ;
+  wire \$449 ;
   wire [31:0] \$45 ;
-  wire [69:0] \$450 ;
-  wire [70:0] \$451 ;
-  wire [41:0] \$452 ;
-  wire [42:0] \$453 ;
-  wire [67:0] \$454 ;
-  wire [68:0] \$455 ;
-  wire \$456 ;
-  wire \$457 ;
-  wire \$458 ;
-  wire \$459 ;
+  wire \$450 ;
+  wire \$451 ;
+  wire [42:0] \$452 ;
+  wire [43:0] \$453 ;
+  wire [44:0] \$454 ;
+  wire [38:0] \$455 ;
+  wire [69:0] \$456 ;
+  wire [70:0] \$457 ;
+  wire [40:0] \$458 ;
+  wire [41:0] \$459 ;
   wire [31:0] \$46 ;
-  wire \$460 ;
-  wire \$461 ;
-  wire \$462 ;
-  wire \$463 ;
+  wire [42:0] \$460 ;
+  wire [36:0] \$461 ;
+  wire [67:0] \$462 ;
+  wire [68:0] \$463 ;
   wire \$464 ;
   wire \$465 ;
   wire \$466 ;
@@ -3459,65 +3459,77 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \$483 ;
   wire \$484 ;
   wire \$485 ;
-  reg \$486 ;
-  reg [93:0] \$487 ;
-  reg \$488 ;
-  reg \$489 ;
+  wire \$486 ;
+  wire \$487 ;
+  wire \$488 ;
+  wire \$489 ;
   wire \$49 ;
-  reg [93:0] \$490 ;
-  reg [5:0] \$491 ;
-  reg \$492 ;
-  reg [5:0] \$493 ;
-  reg [5:0] \$494 ;
-  reg [5:0] \$495 ;
+  wire \$490 ;
+  wire \$491 ;
+  wire \$492 ;
+  wire \$493 ;
+  reg \$494 ;
+  reg [93:0] \$495 ;
   reg \$496 ;
-  reg [93:0] \$497 ;
-  reg \$498 ;
-  reg \$499 ;
+  reg \$497 ;
+  reg [93:0] \$498 ;
+  reg [5:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
-  reg [11:0] \$500 ;
-  reg \$501 ;
-  reg [15:0] \$502 ;
-  reg [191:0] \$503 ;
-  reg [15:0] \$504 ;
-  reg [16:0] \$505 ;
-  reg [31:0] \$506 ;
-  reg [33:0] \$507 ;
-  reg [33:0] \$508 ;
-  reg [15:0] \$509 ;
+  reg \$500 ;
+  reg [5:0] \$501 ;
+  reg [5:0] \$502 ;
+  reg [5:0] \$503 ;
+  reg \$504 ;
+  reg [93:0] \$505 ;
+  reg \$506 ;
+  reg \$507 ;
+  reg [11:0] \$508 ;
+  reg \$509 ;
   wire [80:0] \$51 ;
-  reg [191:0] \$510 ;
-  reg [33:0] \$511 ;
+  reg [15:0] \$510 ;
+  reg [191:0] \$511 ;
   reg [15:0] \$512 ;
-  reg [511:0] \$513 ;
-  reg [191:0] \$514 ;
-  reg [31:0] \$515 ;
-  reg [31:0] \$516 ;
-  reg [31:0] \$517 ;
-  reg [31:0] \$518 ;
-  reg [31:0] \$519 ;
+  reg [16:0] \$513 ;
+  reg [31:0] \$514 ;
+  reg [33:0] \$515 ;
+  reg [33:0] \$516 ;
+  reg [15:0] \$517 ;
+  reg [191:0] \$518 ;
+  reg [33:0] \$519 ;
   wire [81:0] \$52 ;
-  reg [31:0] \$520 ;
-  reg [31:0] \$521 ;
+  reg [15:0] \$520 ;
+  reg [511:0] \$521 ;
   reg [191:0] \$522 ;
-  reg [32:0] \$523 ;
-  reg [42:0] \$524 ;
-  reg [38:0] \$525 ;
-  reg [40:0] \$526 ;
-  reg [36:0] \$527 ;
-  reg [191:0] \$528 ;
-  reg [47:0] \$529 ;
+  reg [31:0] \$523 ;
+  reg [31:0] \$524 ;
+  reg [31:0] \$525 ;
+  reg [31:0] \$526 ;
+  reg [31:0] \$527 ;
+  reg [31:0] \$528 ;
+  reg [31:0] \$529 ;
   wire [110:0] \$53 ;
-  reg [11:0] \$530 ;
-  reg [79:0] \$531 ;
-  reg [79:0] \$532 ;
-  reg [191:0] \$533 ;
-  reg [191:0] \$534 ;
-  reg \$535 ;
-  reg \$536 ;
-  reg \$537 ;
+  reg [191:0] \$530 ;
+  reg [32:0] \$531 ;
+  reg [42:0] \$532 ;
+  reg [38:0] \$533 ;
+  reg [40:0] \$534 ;
+  reg [36:0] \$535 ;
+  reg [42:0] \$536 ;
+  reg [38:0] \$537 ;
+  reg [40:0] \$538 ;
+  reg [36:0] \$539 ;
   wire [111:0] \$54 ;
+  reg [191:0] \$540 ;
+  reg [47:0] \$541 ;
+  reg [11:0] \$542 ;
+  reg [79:0] \$543 ;
+  reg [79:0] \$544 ;
+  reg [191:0] \$545 ;
+  reg [191:0] \$546 ;
+  reg \$547 ;
+  reg \$548 ;
+  reg \$549 ;
   wire \$55 ;
   wire \$56 ;
   wire \$57 ;
@@ -4011,10 +4023,14 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \o.write ;
   wire [31:0] old;
   wire pipe_busy;
-  reg [42:0] pp_0_0 = 43'h00000000000;
-  reg [38:0] pp_0_26 = 39'h0000000000;
-  reg [40:0] pp_17_0 = 41'h00000000000;
-  reg [36:0] pp_17_26 = 37'h0000000000;
+  reg [42:0] ppp_0_0 = 43'h00000000000;
+  reg [38:0] ppp_0_26 = 39'h0000000000;
+  reg [40:0] ppp_17_0 = 41'h00000000000;
+  reg [36:0] ppp_17_26 = 37'h0000000000;
+  reg [42:0] ppt_0_0 = 43'h00000000000;
+  reg [38:0] ppt_0_26 = 39'h0000000000;
+  reg [40:0] ppt_17_0 = 41'h00000000000;
+  reg [36:0] ppt_17_26 = 37'h0000000000;
   wire [79:0] product;
   wire [15:0] ptr_next;
   (* init = 1'h0 *)
@@ -4161,6 +4177,424 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   (* init = 1'h1 *)
   wire sweeping;
   wire [1535:0] taps;
+  wire [1535:0] \taps$91 ;
+  wire [191:0] \taps$91[0] ;
+  wire \taps$91[0].debug ;
+  wire [32:0] \taps$91[0].delta ;
+  wire \taps$91[0].empty ;
+  wire [15:0] \taps$91[0].index ;
+  wire \taps$91[0].invalid ;
+  wire [2:0] \taps$91[0].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[0].op ;
+  wire [31:0] \taps$91[0].prio ;
+  wire \taps$91[0].prng ;
+  wire \taps$91[0].read ;
+  wire \taps$91[0].respond ;
+  wire \taps$91[0].sample ;
+  wire [47:0] \taps$91[0].target ;
+  wire \taps$91[0].valid ;
+  wire [47:0] \taps$91[0].value ;
+  wire \taps$91[0].write ;
+  wire [191:0] \taps$91[1] ;
+  wire \taps$91[1].debug ;
+  wire [32:0] \taps$91[1].delta ;
+  wire \taps$91[1].empty ;
+  wire [15:0] \taps$91[1].index ;
+  wire \taps$91[1].invalid ;
+  wire [2:0] \taps$91[1].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[1].op ;
+  wire [31:0] \taps$91[1].prio ;
+  wire \taps$91[1].prng ;
+  wire \taps$91[1].read ;
+  wire \taps$91[1].respond ;
+  wire \taps$91[1].sample ;
+  wire [47:0] \taps$91[1].target ;
+  wire \taps$91[1].valid ;
+  wire [47:0] \taps$91[1].value ;
+  wire \taps$91[1].write ;
+  wire [191:0] \taps$91[2] ;
+  wire \taps$91[2].debug ;
+  wire [32:0] \taps$91[2].delta ;
+  wire \taps$91[2].empty ;
+  wire [15:0] \taps$91[2].index ;
+  wire \taps$91[2].invalid ;
+  wire [2:0] \taps$91[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[2].op ;
+  wire [31:0] \taps$91[2].prio ;
+  wire \taps$91[2].prng ;
+  wire \taps$91[2].read ;
+  wire \taps$91[2].respond ;
+  wire \taps$91[2].sample ;
+  wire [47:0] \taps$91[2].target ;
+  wire \taps$91[2].valid ;
+  wire [47:0] \taps$91[2].value ;
+  wire \taps$91[2].write ;
+  wire [191:0] \taps$91[3] ;
+  wire \taps$91[3].debug ;
+  wire [32:0] \taps$91[3].delta ;
+  wire \taps$91[3].empty ;
+  wire [15:0] \taps$91[3].index ;
+  wire \taps$91[3].invalid ;
+  wire [2:0] \taps$91[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[3].op ;
+  wire [31:0] \taps$91[3].prio ;
+  wire \taps$91[3].prng ;
+  wire \taps$91[3].read ;
+  wire \taps$91[3].respond ;
+  wire \taps$91[3].sample ;
+  wire [47:0] \taps$91[3].target ;
+  wire \taps$91[3].valid ;
+  wire [47:0] \taps$91[3].value ;
+  wire \taps$91[3].write ;
+  wire [191:0] \taps$91[4] ;
+  wire \taps$91[4].debug ;
+  wire [32:0] \taps$91[4].delta ;
+  wire \taps$91[4].empty ;
+  wire [15:0] \taps$91[4].index ;
+  wire \taps$91[4].invalid ;
+  wire [2:0] \taps$91[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[4].op ;
+  wire [31:0] \taps$91[4].prio ;
+  wire \taps$91[4].prng ;
+  wire \taps$91[4].read ;
+  wire \taps$91[4].respond ;
+  wire \taps$91[4].sample ;
+  wire [47:0] \taps$91[4].target ;
+  wire \taps$91[4].valid ;
+  wire [47:0] \taps$91[4].value ;
+  wire \taps$91[4].write ;
+  wire [191:0] \taps$91[5] ;
+  wire \taps$91[5].debug ;
+  wire [32:0] \taps$91[5].delta ;
+  wire \taps$91[5].empty ;
+  wire [15:0] \taps$91[5].index ;
+  wire \taps$91[5].invalid ;
+  wire [2:0] \taps$91[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[5].op ;
+  wire [31:0] \taps$91[5].prio ;
+  wire \taps$91[5].prng ;
+  wire \taps$91[5].read ;
+  wire \taps$91[5].respond ;
+  wire \taps$91[5].sample ;
+  wire [47:0] \taps$91[5].target ;
+  wire \taps$91[5].valid ;
+  wire [47:0] \taps$91[5].value ;
+  wire \taps$91[5].write ;
+  wire [191:0] \taps$91[6] ;
+  wire \taps$91[6].debug ;
+  wire [32:0] \taps$91[6].delta ;
+  wire \taps$91[6].empty ;
+  wire [15:0] \taps$91[6].index ;
+  wire \taps$91[6].invalid ;
+  wire [2:0] \taps$91[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[6].op ;
+  wire [31:0] \taps$91[6].prio ;
+  wire \taps$91[6].prng ;
+  wire \taps$91[6].read ;
+  wire \taps$91[6].respond ;
+  wire \taps$91[6].sample ;
+  wire [47:0] \taps$91[6].target ;
+  wire \taps$91[6].valid ;
+  wire [47:0] \taps$91[6].value ;
+  wire \taps$91[6].write ;
+  wire [191:0] \taps$91[7] ;
+  wire \taps$91[7].debug ;
+  wire [32:0] \taps$91[7].delta ;
+  wire \taps$91[7].empty ;
+  wire [15:0] \taps$91[7].index ;
+  wire \taps$91[7].invalid ;
+  wire [2:0] \taps$91[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$91[7].op ;
+  wire [31:0] \taps$91[7].prio ;
+  wire \taps$91[7].prng ;
+  wire \taps$91[7].read ;
+  wire \taps$91[7].respond ;
+  wire \taps$91[7].sample ;
+  wire [47:0] \taps$91[7].target ;
+  wire \taps$91[7].valid ;
+  wire [47:0] \taps$91[7].value ;
+  wire \taps$91[7].write ;
+  wire [1535:0] \taps$92 ;
+  wire [191:0] \taps$92[0] ;
+  wire \taps$92[0].debug ;
+  wire [32:0] \taps$92[0].delta ;
+  wire \taps$92[0].empty ;
+  wire [15:0] \taps$92[0].index ;
+  wire \taps$92[0].invalid ;
+  wire [2:0] \taps$92[0].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[0].op ;
+  wire [31:0] \taps$92[0].prio ;
+  wire \taps$92[0].prng ;
+  wire \taps$92[0].read ;
+  wire \taps$92[0].respond ;
+  wire \taps$92[0].sample ;
+  wire [47:0] \taps$92[0].target ;
+  wire \taps$92[0].valid ;
+  wire [47:0] \taps$92[0].value ;
+  wire \taps$92[0].write ;
+  wire [191:0] \taps$92[1] ;
+  wire \taps$92[1].debug ;
+  wire [32:0] \taps$92[1].delta ;
+  wire \taps$92[1].empty ;
+  wire [15:0] \taps$92[1].index ;
+  wire \taps$92[1].invalid ;
+  wire [2:0] \taps$92[1].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[1].op ;
+  wire [31:0] \taps$92[1].prio ;
+  wire \taps$92[1].prng ;
+  wire \taps$92[1].read ;
+  wire \taps$92[1].respond ;
+  wire \taps$92[1].sample ;
+  wire [47:0] \taps$92[1].target ;
+  wire \taps$92[1].valid ;
+  wire [47:0] \taps$92[1].value ;
+  wire \taps$92[1].write ;
+  wire [191:0] \taps$92[2] ;
+  wire \taps$92[2].debug ;
+  wire [32:0] \taps$92[2].delta ;
+  wire \taps$92[2].empty ;
+  wire [15:0] \taps$92[2].index ;
+  wire \taps$92[2].invalid ;
+  wire [2:0] \taps$92[2].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[2].op ;
+  wire [31:0] \taps$92[2].prio ;
+  wire \taps$92[2].prng ;
+  wire \taps$92[2].read ;
+  wire \taps$92[2].respond ;
+  wire \taps$92[2].sample ;
+  wire [47:0] \taps$92[2].target ;
+  wire \taps$92[2].valid ;
+  wire [47:0] \taps$92[2].value ;
+  wire \taps$92[2].write ;
+  wire [191:0] \taps$92[3] ;
+  wire \taps$92[3].debug ;
+  wire [32:0] \taps$92[3].delta ;
+  wire \taps$92[3].empty ;
+  wire [15:0] \taps$92[3].index ;
+  wire \taps$92[3].invalid ;
+  wire [2:0] \taps$92[3].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[3].op ;
+  wire [31:0] \taps$92[3].prio ;
+  wire \taps$92[3].prng ;
+  wire \taps$92[3].read ;
+  wire \taps$92[3].respond ;
+  wire \taps$92[3].sample ;
+  wire [47:0] \taps$92[3].target ;
+  wire \taps$92[3].valid ;
+  wire [47:0] \taps$92[3].value ;
+  wire \taps$92[3].write ;
+  wire [191:0] \taps$92[4] ;
+  wire \taps$92[4].debug ;
+  wire [32:0] \taps$92[4].delta ;
+  wire \taps$92[4].empty ;
+  wire [15:0] \taps$92[4].index ;
+  wire \taps$92[4].invalid ;
+  wire [2:0] \taps$92[4].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[4].op ;
+  wire [31:0] \taps$92[4].prio ;
+  wire \taps$92[4].prng ;
+  wire \taps$92[4].read ;
+  wire \taps$92[4].respond ;
+  wire \taps$92[4].sample ;
+  wire [47:0] \taps$92[4].target ;
+  wire \taps$92[4].valid ;
+  wire [47:0] \taps$92[4].value ;
+  wire \taps$92[4].write ;
+  wire [191:0] \taps$92[5] ;
+  wire \taps$92[5].debug ;
+  wire [32:0] \taps$92[5].delta ;
+  wire \taps$92[5].empty ;
+  wire [15:0] \taps$92[5].index ;
+  wire \taps$92[5].invalid ;
+  wire [2:0] \taps$92[5].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[5].op ;
+  wire [31:0] \taps$92[5].prio ;
+  wire \taps$92[5].prng ;
+  wire \taps$92[5].read ;
+  wire \taps$92[5].respond ;
+  wire \taps$92[5].sample ;
+  wire [47:0] \taps$92[5].target ;
+  wire \taps$92[5].valid ;
+  wire [47:0] \taps$92[5].value ;
+  wire \taps$92[5].write ;
+  wire [191:0] \taps$92[6] ;
+  wire \taps$92[6].debug ;
+  wire [32:0] \taps$92[6].delta ;
+  wire \taps$92[6].empty ;
+  wire [15:0] \taps$92[6].index ;
+  wire \taps$92[6].invalid ;
+  wire [2:0] \taps$92[6].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[6].op ;
+  wire [31:0] \taps$92[6].prio ;
+  wire \taps$92[6].prng ;
+  wire \taps$92[6].read ;
+  wire \taps$92[6].respond ;
+  wire \taps$92[6].sample ;
+  wire [47:0] \taps$92[6].target ;
+  wire \taps$92[6].valid ;
+  wire [47:0] \taps$92[6].value ;
+  wire \taps$92[6].write ;
+  wire [191:0] \taps$92[7] ;
+  wire \taps$92[7].debug ;
+  wire [32:0] \taps$92[7].delta ;
+  wire \taps$92[7].empty ;
+  wire [15:0] \taps$92[7].index ;
+  wire \taps$92[7].invalid ;
+  wire [2:0] \taps$92[7].level ;
+  (* enum_base_type = "SumTreeOp" *)
+  (* enum_value_000 = "SAMPLE" *)
+  (* enum_value_001 = "SAMPLE_PRNG" *)
+  (* enum_value_010 = "UPDATE" *)
+  (* enum_value_011 = "INSERT" *)
+  (* enum_value_100 = "INSERT_MAX" *)
+  (* enum_value_101 = "READ" *)
+  (* enum_value_110 = "DEBUG" *)
+  (* enum_value_111 = "RESET" *)
+  wire [2:0] \taps$92[7].op ;
+  wire [31:0] \taps$92[7].prio ;
+  wire \taps$92[7].prng ;
+  wire \taps$92[7].read ;
+  wire \taps$92[7].respond ;
+  wire \taps$92[7].sample ;
+  wire [47:0] \taps$92[7].target ;
+  wire \taps$92[7].valid ;
+  wire [47:0] \taps$92[7].value ;
+  wire \taps$92[7].write ;
   wire [1535:0] \taps$93 ;
   wire [191:0] \taps$93[0] ;
   wire \taps$93[0].debug ;
@@ -4370,424 +4804,6 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire \taps$93[7].valid ;
   wire [47:0] \taps$93[7].value ;
   wire \taps$93[7].write ;
-  wire [1535:0] \taps$94 ;
-  wire [191:0] \taps$94[0] ;
-  wire \taps$94[0].debug ;
-  wire [32:0] \taps$94[0].delta ;
-  wire \taps$94[0].empty ;
-  wire [15:0] \taps$94[0].index ;
-  wire \taps$94[0].invalid ;
-  wire [2:0] \taps$94[0].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[0].op ;
-  wire [31:0] \taps$94[0].prio ;
-  wire \taps$94[0].prng ;
-  wire \taps$94[0].read ;
-  wire \taps$94[0].respond ;
-  wire \taps$94[0].sample ;
-  wire [47:0] \taps$94[0].target ;
-  wire \taps$94[0].valid ;
-  wire [47:0] \taps$94[0].value ;
-  wire \taps$94[0].write ;
-  wire [191:0] \taps$94[1] ;
-  wire \taps$94[1].debug ;
-  wire [32:0] \taps$94[1].delta ;
-  wire \taps$94[1].empty ;
-  wire [15:0] \taps$94[1].index ;
-  wire \taps$94[1].invalid ;
-  wire [2:0] \taps$94[1].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[1].op ;
-  wire [31:0] \taps$94[1].prio ;
-  wire \taps$94[1].prng ;
-  wire \taps$94[1].read ;
-  wire \taps$94[1].respond ;
-  wire \taps$94[1].sample ;
-  wire [47:0] \taps$94[1].target ;
-  wire \taps$94[1].valid ;
-  wire [47:0] \taps$94[1].value ;
-  wire \taps$94[1].write ;
-  wire [191:0] \taps$94[2] ;
-  wire \taps$94[2].debug ;
-  wire [32:0] \taps$94[2].delta ;
-  wire \taps$94[2].empty ;
-  wire [15:0] \taps$94[2].index ;
-  wire \taps$94[2].invalid ;
-  wire [2:0] \taps$94[2].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[2].op ;
-  wire [31:0] \taps$94[2].prio ;
-  wire \taps$94[2].prng ;
-  wire \taps$94[2].read ;
-  wire \taps$94[2].respond ;
-  wire \taps$94[2].sample ;
-  wire [47:0] \taps$94[2].target ;
-  wire \taps$94[2].valid ;
-  wire [47:0] \taps$94[2].value ;
-  wire \taps$94[2].write ;
-  wire [191:0] \taps$94[3] ;
-  wire \taps$94[3].debug ;
-  wire [32:0] \taps$94[3].delta ;
-  wire \taps$94[3].empty ;
-  wire [15:0] \taps$94[3].index ;
-  wire \taps$94[3].invalid ;
-  wire [2:0] \taps$94[3].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[3].op ;
-  wire [31:0] \taps$94[3].prio ;
-  wire \taps$94[3].prng ;
-  wire \taps$94[3].read ;
-  wire \taps$94[3].respond ;
-  wire \taps$94[3].sample ;
-  wire [47:0] \taps$94[3].target ;
-  wire \taps$94[3].valid ;
-  wire [47:0] \taps$94[3].value ;
-  wire \taps$94[3].write ;
-  wire [191:0] \taps$94[4] ;
-  wire \taps$94[4].debug ;
-  wire [32:0] \taps$94[4].delta ;
-  wire \taps$94[4].empty ;
-  wire [15:0] \taps$94[4].index ;
-  wire \taps$94[4].invalid ;
-  wire [2:0] \taps$94[4].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[4].op ;
-  wire [31:0] \taps$94[4].prio ;
-  wire \taps$94[4].prng ;
-  wire \taps$94[4].read ;
-  wire \taps$94[4].respond ;
-  wire \taps$94[4].sample ;
-  wire [47:0] \taps$94[4].target ;
-  wire \taps$94[4].valid ;
-  wire [47:0] \taps$94[4].value ;
-  wire \taps$94[4].write ;
-  wire [191:0] \taps$94[5] ;
-  wire \taps$94[5].debug ;
-  wire [32:0] \taps$94[5].delta ;
-  wire \taps$94[5].empty ;
-  wire [15:0] \taps$94[5].index ;
-  wire \taps$94[5].invalid ;
-  wire [2:0] \taps$94[5].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[5].op ;
-  wire [31:0] \taps$94[5].prio ;
-  wire \taps$94[5].prng ;
-  wire \taps$94[5].read ;
-  wire \taps$94[5].respond ;
-  wire \taps$94[5].sample ;
-  wire [47:0] \taps$94[5].target ;
-  wire \taps$94[5].valid ;
-  wire [47:0] \taps$94[5].value ;
-  wire \taps$94[5].write ;
-  wire [191:0] \taps$94[6] ;
-  wire \taps$94[6].debug ;
-  wire [32:0] \taps$94[6].delta ;
-  wire \taps$94[6].empty ;
-  wire [15:0] \taps$94[6].index ;
-  wire \taps$94[6].invalid ;
-  wire [2:0] \taps$94[6].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[6].op ;
-  wire [31:0] \taps$94[6].prio ;
-  wire \taps$94[6].prng ;
-  wire \taps$94[6].read ;
-  wire \taps$94[6].respond ;
-  wire \taps$94[6].sample ;
-  wire [47:0] \taps$94[6].target ;
-  wire \taps$94[6].valid ;
-  wire [47:0] \taps$94[6].value ;
-  wire \taps$94[6].write ;
-  wire [191:0] \taps$94[7] ;
-  wire \taps$94[7].debug ;
-  wire [32:0] \taps$94[7].delta ;
-  wire \taps$94[7].empty ;
-  wire [15:0] \taps$94[7].index ;
-  wire \taps$94[7].invalid ;
-  wire [2:0] \taps$94[7].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$94[7].op ;
-  wire [31:0] \taps$94[7].prio ;
-  wire \taps$94[7].prng ;
-  wire \taps$94[7].read ;
-  wire \taps$94[7].respond ;
-  wire \taps$94[7].sample ;
-  wire [47:0] \taps$94[7].target ;
-  wire \taps$94[7].valid ;
-  wire [47:0] \taps$94[7].value ;
-  wire \taps$94[7].write ;
-  wire [1535:0] \taps$95 ;
-  wire [191:0] \taps$95[0] ;
-  wire \taps$95[0].debug ;
-  wire [32:0] \taps$95[0].delta ;
-  wire \taps$95[0].empty ;
-  wire [15:0] \taps$95[0].index ;
-  wire \taps$95[0].invalid ;
-  wire [2:0] \taps$95[0].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[0].op ;
-  wire [31:0] \taps$95[0].prio ;
-  wire \taps$95[0].prng ;
-  wire \taps$95[0].read ;
-  wire \taps$95[0].respond ;
-  wire \taps$95[0].sample ;
-  wire [47:0] \taps$95[0].target ;
-  wire \taps$95[0].valid ;
-  wire [47:0] \taps$95[0].value ;
-  wire \taps$95[0].write ;
-  wire [191:0] \taps$95[1] ;
-  wire \taps$95[1].debug ;
-  wire [32:0] \taps$95[1].delta ;
-  wire \taps$95[1].empty ;
-  wire [15:0] \taps$95[1].index ;
-  wire \taps$95[1].invalid ;
-  wire [2:0] \taps$95[1].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[1].op ;
-  wire [31:0] \taps$95[1].prio ;
-  wire \taps$95[1].prng ;
-  wire \taps$95[1].read ;
-  wire \taps$95[1].respond ;
-  wire \taps$95[1].sample ;
-  wire [47:0] \taps$95[1].target ;
-  wire \taps$95[1].valid ;
-  wire [47:0] \taps$95[1].value ;
-  wire \taps$95[1].write ;
-  wire [191:0] \taps$95[2] ;
-  wire \taps$95[2].debug ;
-  wire [32:0] \taps$95[2].delta ;
-  wire \taps$95[2].empty ;
-  wire [15:0] \taps$95[2].index ;
-  wire \taps$95[2].invalid ;
-  wire [2:0] \taps$95[2].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[2].op ;
-  wire [31:0] \taps$95[2].prio ;
-  wire \taps$95[2].prng ;
-  wire \taps$95[2].read ;
-  wire \taps$95[2].respond ;
-  wire \taps$95[2].sample ;
-  wire [47:0] \taps$95[2].target ;
-  wire \taps$95[2].valid ;
-  wire [47:0] \taps$95[2].value ;
-  wire \taps$95[2].write ;
-  wire [191:0] \taps$95[3] ;
-  wire \taps$95[3].debug ;
-  wire [32:0] \taps$95[3].delta ;
-  wire \taps$95[3].empty ;
-  wire [15:0] \taps$95[3].index ;
-  wire \taps$95[3].invalid ;
-  wire [2:0] \taps$95[3].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[3].op ;
-  wire [31:0] \taps$95[3].prio ;
-  wire \taps$95[3].prng ;
-  wire \taps$95[3].read ;
-  wire \taps$95[3].respond ;
-  wire \taps$95[3].sample ;
-  wire [47:0] \taps$95[3].target ;
-  wire \taps$95[3].valid ;
-  wire [47:0] \taps$95[3].value ;
-  wire \taps$95[3].write ;
-  wire [191:0] \taps$95[4] ;
-  wire \taps$95[4].debug ;
-  wire [32:0] \taps$95[4].delta ;
-  wire \taps$95[4].empty ;
-  wire [15:0] \taps$95[4].index ;
-  wire \taps$95[4].invalid ;
-  wire [2:0] \taps$95[4].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[4].op ;
-  wire [31:0] \taps$95[4].prio ;
-  wire \taps$95[4].prng ;
-  wire \taps$95[4].read ;
-  wire \taps$95[4].respond ;
-  wire \taps$95[4].sample ;
-  wire [47:0] \taps$95[4].target ;
-  wire \taps$95[4].valid ;
-  wire [47:0] \taps$95[4].value ;
-  wire \taps$95[4].write ;
-  wire [191:0] \taps$95[5] ;
-  wire \taps$95[5].debug ;
-  wire [32:0] \taps$95[5].delta ;
-  wire \taps$95[5].empty ;
-  wire [15:0] \taps$95[5].index ;
-  wire \taps$95[5].invalid ;
-  wire [2:0] \taps$95[5].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[5].op ;
-  wire [31:0] \taps$95[5].prio ;
-  wire \taps$95[5].prng ;
-  wire \taps$95[5].read ;
-  wire \taps$95[5].respond ;
-  wire \taps$95[5].sample ;
-  wire [47:0] \taps$95[5].target ;
-  wire \taps$95[5].valid ;
-  wire [47:0] \taps$95[5].value ;
-  wire \taps$95[5].write ;
-  wire [191:0] \taps$95[6] ;
-  wire \taps$95[6].debug ;
-  wire [32:0] \taps$95[6].delta ;
-  wire \taps$95[6].empty ;
-  wire [15:0] \taps$95[6].index ;
-  wire \taps$95[6].invalid ;
-  wire [2:0] \taps$95[6].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[6].op ;
-  wire [31:0] \taps$95[6].prio ;
-  wire \taps$95[6].prng ;
-  wire \taps$95[6].read ;
-  wire \taps$95[6].respond ;
-  wire \taps$95[6].sample ;
-  wire [47:0] \taps$95[6].target ;
-  wire \taps$95[6].valid ;
-  wire [47:0] \taps$95[6].value ;
-  wire \taps$95[6].write ;
-  wire [191:0] \taps$95[7] ;
-  wire \taps$95[7].debug ;
-  wire [32:0] \taps$95[7].delta ;
-  wire \taps$95[7].empty ;
-  wire [15:0] \taps$95[7].index ;
-  wire \taps$95[7].invalid ;
-  wire [2:0] \taps$95[7].level ;
-  (* enum_base_type = "SumTreeOp" *)
-  (* enum_value_000 = "SAMPLE" *)
-  (* enum_value_001 = "SAMPLE_PRNG" *)
-  (* enum_value_010 = "UPDATE" *)
-  (* enum_value_011 = "INSERT" *)
-  (* enum_value_100 = "INSERT_MAX" *)
-  (* enum_value_101 = "READ" *)
-  (* enum_value_110 = "DEBUG" *)
-  (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$95[7].op ;
-  wire [31:0] \taps$95[7].prio ;
-  wire \taps$95[7].prng ;
-  wire \taps$95[7].read ;
-  wire \taps$95[7].respond ;
-  wire \taps$95[7].sample ;
-  wire [47:0] \taps$95[7].target ;
-  wire \taps$95[7].valid ;
-  wire [47:0] \taps$95[7].value ;
-  wire \taps$95[7].write ;
   wire [191:0] \taps[0] ;
   wire \taps[0].debug ;
   wire [32:0] \taps[0].delta ;
@@ -5002,7 +5018,6 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   wire write;
   output [15:0] write_pointer;
   reg [15:0] write_pointer = 16'h0000;
-  wire [31:0] x;
   wire [34:0] youngest;
   reg [68:0] rsp_queue [63:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
@@ -5018,145 +5033,172 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
       rsp_queue[q_wr__addr] <= response;
   end
   assign rsp__payload = rsp_queue[q_rd__addr];
-  assign \$445  = c[4] & root_zero;
-  assign \$446  = ! c[14:12];
-  assign \$447  = c[8] & \$446 ;
-  assign \$449  = 1'h0 + \$448 ;
-  assign \$451  = \$449  + \$450 ;
-  assign \$453  = 1'h0 + \$452 ;
-  assign \$455  = \$453  + \$454 ;
-  assign \$456  = c[4] & root_zero;
-  assign \$457  = a[2:0] != 3'h4;
-  assign \$458  = write & \$457 ;
-  assign \$459  = \$458  & sat_ovf;
-  assign \$460  = a[2:0] == 2'h2;
-  assign \$461  = a_valid & \$460 ;
-  assign \$462  = a[2:0] == 3'h5;
-  assign \$463  = a_valid & \$462 ;
-  assign \$464  = \$461  | \$463 ;
-  assign \$466  = a[2:0] == 3'h6;
-  assign \$467  = a_valid & \$466 ;
-  assign \$468  = ! a[5:3];
-  assign \$469  = a[21:6] >= 1'h1;
-  assign \$470  = \$468  & \$469 ;
-  assign \$471  = a[5:3] == 1'h1;
-  assign \$472  = a[21:6] >= 5'h10;
-  assign \$473  = \$471  & \$472 ;
-  assign \$474  = a[5:3] == 2'h2;
-  assign \$475  = a[21:6] >= 9'h100;
-  assign \$476  = \$474  & \$475 ;
-  assign \$477  = a[5:3] == 2'h3;
-  assign \$478  = a[21:6] >= 13'h1000;
-  assign \$479  = \$477  & \$478 ;
-  assign \$480  = a[5:3] > 3'h4;
-  assign \$481  = | { \$480 , \$479 , \$476 , \$473 , \$470  };
-  assign \$482  = \$467  & \$481 ;
-  assign \$484  = s[2:0] == 3'h7;
-  assign \$485  = accept & \$484 ;
+  assign \$434  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$435  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$436  = \$434  ^ { \$435 [46:0], 1'h0 };
+  assign \$437  = ~ \$436 ;
+  assign \$438  = & \$437 [39:36];
+  assign \$439  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$440  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$441  = \$439  ^ { \$440 [46:0], 1'h0 };
+  assign \$442  = ~ \$441 ;
+  assign \$443  = & \$442 [43:40];
+  assign \$444  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$445  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$446  = \$444  ^ { \$445 [46:0], 1'h0 };
+  assign \$447  = ~ \$446 ;
+  assign \$448  = & \$447 [47:44];
+  assign \$449  = c[4] & root_zero;
+  assign \$450  = ! c[14:12];
+  assign \$451  = c[8] & \$450 ;
+  assign \$452  = m[5] ? ppp_0_0 : ppt_0_0;
+  assign \$454  = 1'h0 + \$453 ;
+  assign \$455  = m[5] ? ppp_0_26 : ppt_0_26;
+  assign \$457  = \$454  + \$456 ;
+  assign \$458  = m[5] ? ppp_17_0 : ppt_17_0;
+  assign \$460  = 1'h0 + \$459 ;
+  assign \$461  = m[5] ? ppp_17_26 : ppt_17_26;
+  assign \$463  = \$460  + \$462 ;
+  assign \$464  = c[4] & root_zero;
+  assign \$465  = a[2:0] != 3'h4;
+  assign \$466  = write & \$465 ;
+  assign \$467  = \$466  & sat_ovf;
+  assign \$468  = a[2:0] == 2'h2;
+  assign \$469  = a_valid & \$468 ;
+  assign \$470  = a[2:0] == 3'h5;
+  assign \$471  = a_valid & \$470 ;
+  assign \$472  = \$469  | \$471 ;
+  assign \$474  = a[2:0] == 3'h6;
+  assign \$475  = a_valid & \$474 ;
+  assign \$476  = ! a[5:3];
+  assign \$477  = a[21:6] >= 1'h1;
+  assign \$478  = \$476  & \$477 ;
+  assign \$479  = a[5:3] == 1'h1;
+  assign \$480  = a[21:6] >= 5'h10;
+  assign \$481  = \$479  & \$480 ;
+  assign \$482  = a[5:3] == 2'h2;
+  assign \$483  = a[21:6] >= 9'h100;
+  assign \$484  = \$482  & \$483 ;
+  assign \$485  = a[5:3] == 2'h3;
+  assign \$486  = a[21:6] >= 13'h1000;
+  assign \$487  = \$485  & \$486 ;
+  assign \$488  = a[5:3] > 3'h4;
+  assign \$489  = | { \$488 , \$487 , \$484 , \$481 , \$478  };
+  assign \$490  = \$475  & \$489 ;
+  assign \$492  = s[2:0] == 3'h7;
+  assign \$493  = accept & \$492 ;
   always @(posedge clk)
-    stages_busy <= \$486 ;
+    stages_busy <= \$494 ;
   always @(posedge clk)
-    s <= \$487 ;
+    s <= \$495 ;
   always @(posedge clk)
-    \$signal  <= \$488 ;
+    \$signal  <= \$496 ;
   always @(posedge clk)
-    k_valid <= \$489 ;
+    k_valid <= \$497 ;
   always @(posedge clk)
-    skid <= \$490 ;
+    skid <= \$498 ;
   always @(posedge clk)
-    q_wr__addr <= \$491 ;
+    q_wr__addr <= \$499 ;
   always @(posedge clk)
-    rsp__valid <= \$492 ;
+    rsp__valid <= \$500 ;
   always @(posedge clk)
-    q_rd__addr <= \$493 ;
+    q_rd__addr <= \$501 ;
   always @(posedge clk)
-    q_rp1 <= \$494 ;
+    q_rp1 <= \$502 ;
   always @(posedge clk)
-    reserved <= \$495 ;
+    reserved <= \$503 ;
   always @(posedge clk)
-    a_valid <= \$496 ;
+    a_valid <= \$504 ;
   always @(posedge clk)
-    a <= \$497 ;
+    a <= \$505 ;
   always @(posedge clk)
-    a_insert <= \$498 ;
+    a_insert <= \$506 ;
   always @(posedge clk)
-    a_resp <= \$499 ;
+    a_resp <= \$507 ;
   always @(posedge clk)
-    sweep_addr <= \$500 ;
+    sweep_addr <= \$508 ;
   always @(posedge clk)
-    sweep <= \$501 ;
+    sweep <= \$509 ;
   always @(posedge clk)
-    a_leaf <= \$502 ;
+    a_leaf <= \$510 ;
   always @(posedge clk)
-    b <= \$503 ;
+    b <= \$511 ;
   always @(posedge clk)
-    write_pointer <= \$504 ;
+    write_pointer <= \$512 ;
   always @(posedge clk)
-    size <= \$505 ;
+    size <= \$513 ;
   always @(posedge clk)
-    max_priority <= \$506 ;
+    max_priority <= \$514 ;
   always @(posedge clk)
-    b_hits_lo <= \$507 ;
+    b_hits_lo <= \$515 ;
   always @(posedge clk)
-    b_hits_hi <= \$508 ;
+    b_hits_hi <= \$516 ;
   always @(posedge clk)
-    lane <= \$509 ;
+    lane <= \$517 ;
   always @(posedge clk)
-    b2 <= \$510 ;
+    b2 <= \$518 ;
   always @(posedge clk)
-    sel_tap <= \$511 ;
+    sel_tap <= \$519 ;
   always @(posedge clk)
-    sel_lane <= \$512 ;
+    sel_lane <= \$520 ;
   always @(posedge clk)
-    looked <= \$513 ;
+    looked <= \$521 ;
   always @(posedge clk)
-    b3 <= \$514 ;
+    b3 <= \$522 ;
   always @(posedge clk)
-    b3_old0 <= \$515 ;
+    b3_old0 <= \$523 ;
   always @(posedge clk)
-    b3_old1 <= \$516 ;
+    b3_old1 <= \$524 ;
   always @(posedge clk)
-    b3_old2 <= \$517 ;
+    b3_old2 <= \$525 ;
   always @(posedge clk)
-    b3_old3 <= \$518 ;
+    b3_old3 <= \$526 ;
   always @(posedge clk)
-    b3_old4 <= \$519 ;
+    b3_old4 <= \$527 ;
   always @(posedge clk)
-    b3_old5 <= \$520 ;
+    b3_old5 <= \$528 ;
   always @(posedge clk)
-    b3_old6 <= \$521 ;
+    b3_old6 <= \$529 ;
   always @(posedge clk)
-    c <= \$522 ;
+    c <= \$530 ;
   always @(posedge clk)
-    c_delta <= \$523 ;
+    c_delta <= \$531 ;
   always @(posedge clk)
-    pp_0_0 <= \$524 ;
+    ppp_0_0 <= \$532 ;
   always @(posedge clk)
-    pp_0_26 <= \$525 ;
+    ppp_0_26 <= \$533 ;
   always @(posedge clk)
-    pp_17_0 <= \$526 ;
+    ppp_17_0 <= \$534 ;
   always @(posedge clk)
-    pp_17_26 <= \$527 ;
+    ppp_17_26 <= \$535 ;
   always @(posedge clk)
-    m <= \$528 ;
+    ppt_0_0 <= \$536 ;
   always @(posedge clk)
-    total <= \$529 ;
+    ppt_0_26 <= \$537 ;
   always @(posedge clk)
-    root_zero_groups <= \$530 ;
+    ppt_17_0 <= \$538 ;
   always @(posedge clk)
-    m_row0 <= \$531 ;
+    ppt_17_26 <= \$539 ;
   always @(posedge clk)
-    m_row17 <= \$532 ;
+    m <= \$540 ;
   always @(posedge clk)
-    m2 <= \$533 ;
+    total <= \$541 ;
   always @(posedge clk)
-    i <= \$534 ;
+    root_zero_groups <= \$542 ;
   always @(posedge clk)
-    empty <= \$535 ;
+    m_row0 <= \$543 ;
   always @(posedge clk)
-    saturated <= \$536 ;
+    m_row17 <= \$544 ;
   always @(posedge clk)
-    invalid <= \$537 ;
+    m2 <= \$545 ;
+  always @(posedge clk)
+    i <= \$546 ;
+  always @(posedge clk)
+    empty <= \$547 ;
+  always @(posedge clk)
+    saturated <= \$548 ;
+  always @(posedge clk)
+    invalid <= \$549 ;
   assign \$1  = ~ k_valid;
   assign \$2  = ~ sweep;
   assign cmd__ready = \$1  & \$2 ;
@@ -5218,10 +5260,9 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$49  = c[4] & c[5];
   assign \$50  = ~ root_zero;
   assign step = \$49  & \$50 ;
-  assign x = c[5] ? word : c[127:96];
   assign \$52  = 1'h0 + \$51 ;
   assign \$54  = \$52  + \$53 ;
-  assign \$55  = | { \taps$95 [1344], \taps$95 [1152], \taps$95 [960], \taps$95 [768], \taps$95 [576], \taps$95 [384], \taps$95 [192], \taps$95 [0], \i$6 [0], \taps$94 [1344], \taps$94 [1152], \taps$94 [960], \taps$94 [768], \taps$94 [576], \taps$94 [384], \taps$94 [192], \taps$94 [0], \i$4 [0], \taps$93 [1344], \taps$93 [1152], \taps$93 [960], \taps$93 [768], \taps$93 [576], \taps$93 [384], \taps$93 [192], \taps$93 [0], \i$2 [0], taps[1344], taps[1152], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
+  assign \$55  = | { \taps$93 [1344], \taps$93 [1152], \taps$93 [960], \taps$93 [768], \taps$93 [576], \taps$93 [384], \taps$93 [192], \taps$93 [0], \i$6 [0], \taps$92 [1344], \taps$92 [1152], \taps$92 [960], \taps$92 [768], \taps$92 [576], \taps$92 [384], \taps$92 [192], \taps$92 [0], \i$4 [0], \taps$91 [1344], \taps$91 [1152], \taps$91 [960], \taps$91 [768], \taps$91 [576], \taps$91 [384], \taps$91 [192], \taps$91 [0], \i$2 [0], taps[1344], taps[1152], taps[960], taps[768], taps[576], taps[384], taps[192], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
   assign \$56  = a_valid | \$55 ;
   assign \$57  = ~ \$signal ;
   assign \$58  = accept | \$57 ;
@@ -5350,40 +5391,40 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$189  = taps[1350] & \$188 ;
   assign \$190  = \i$2 [22:15] == a_leaf[7:0];
   assign \$191  = \i$2 [6] & \$190 ;
-  assign \$192  = \taps$93 [22:15] == a_leaf[7:0];
-  assign \$193  = \taps$93 [6] & \$192 ;
-  assign \$194  = \taps$93 [214:207] == a_leaf[7:0];
-  assign \$195  = \taps$93 [198] & \$194 ;
-  assign \$196  = \taps$93 [406:399] == a_leaf[7:0];
-  assign \$197  = \taps$93 [390] & \$196 ;
-  assign \$198  = \taps$93 [598:591] == a_leaf[7:0];
-  assign \$199  = \taps$93 [582] & \$198 ;
-  assign \$200  = \taps$93 [790:783] == a_leaf[7:0];
-  assign \$201  = \taps$93 [774] & \$200 ;
-  assign \$202  = \taps$93 [982:975] == a_leaf[7:0];
-  assign \$203  = \taps$93 [966] & \$202 ;
-  assign \$204  = \taps$93 [1174:1167] == a_leaf[7:0];
-  assign \$205  = \taps$93 [1158] & \$204 ;
-  assign \$206  = \taps$93 [1366:1359] == a_leaf[7:0];
-  assign \$207  = \taps$93 [1350] & \$206 ;
+  assign \$192  = \taps$91 [22:15] == a_leaf[7:0];
+  assign \$193  = \taps$91 [6] & \$192 ;
+  assign \$194  = \taps$91 [214:207] == a_leaf[7:0];
+  assign \$195  = \taps$91 [198] & \$194 ;
+  assign \$196  = \taps$91 [406:399] == a_leaf[7:0];
+  assign \$197  = \taps$91 [390] & \$196 ;
+  assign \$198  = \taps$91 [598:591] == a_leaf[7:0];
+  assign \$199  = \taps$91 [582] & \$198 ;
+  assign \$200  = \taps$91 [790:783] == a_leaf[7:0];
+  assign \$201  = \taps$91 [774] & \$200 ;
+  assign \$202  = \taps$91 [982:975] == a_leaf[7:0];
+  assign \$203  = \taps$91 [966] & \$202 ;
+  assign \$204  = \taps$91 [1174:1167] == a_leaf[7:0];
+  assign \$205  = \taps$91 [1158] & \$204 ;
+  assign \$206  = \taps$91 [1366:1359] == a_leaf[7:0];
+  assign \$207  = \taps$91 [1350] & \$206 ;
   assign \$208  = \i$4 [22:15] == a_leaf[7:0];
   assign \$209  = \i$4 [6] & \$208 ;
-  assign \$210  = \taps$94 [22:15] == a_leaf[7:0];
-  assign \$211  = \taps$94 [6] & \$210 ;
-  assign \$212  = \taps$94 [214:207] == a_leaf[7:0];
-  assign \$213  = \taps$94 [198] & \$212 ;
-  assign \$214  = \taps$94 [406:399] == a_leaf[7:0];
-  assign \$215  = \taps$94 [390] & \$214 ;
-  assign \$216  = \taps$94 [598:591] == a_leaf[7:0];
-  assign \$217  = \taps$94 [582] & \$216 ;
-  assign \$218  = \taps$94 [790:783] == a_leaf[7:0];
-  assign \$219  = \taps$94 [774] & \$218 ;
-  assign \$220  = \taps$94 [982:975] == a_leaf[7:0];
-  assign \$221  = \taps$94 [966] & \$220 ;
-  assign \$222  = \taps$94 [1174:1167] == a_leaf[7:0];
-  assign \$223  = \taps$94 [1158] & \$222 ;
-  assign \$224  = \taps$94 [1366:1359] == a_leaf[7:0];
-  assign \$225  = \taps$94 [1350] & \$224 ;
+  assign \$210  = \taps$92 [22:15] == a_leaf[7:0];
+  assign \$211  = \taps$92 [6] & \$210 ;
+  assign \$212  = \taps$92 [214:207] == a_leaf[7:0];
+  assign \$213  = \taps$92 [198] & \$212 ;
+  assign \$214  = \taps$92 [406:399] == a_leaf[7:0];
+  assign \$215  = \taps$92 [390] & \$214 ;
+  assign \$216  = \taps$92 [598:591] == a_leaf[7:0];
+  assign \$217  = \taps$92 [582] & \$216 ;
+  assign \$218  = \taps$92 [790:783] == a_leaf[7:0];
+  assign \$219  = \taps$92 [774] & \$218 ;
+  assign \$220  = \taps$92 [982:975] == a_leaf[7:0];
+  assign \$221  = \taps$92 [966] & \$220 ;
+  assign \$222  = \taps$92 [1174:1167] == a_leaf[7:0];
+  assign \$223  = \taps$92 [1158] & \$222 ;
+  assign \$224  = \taps$92 [1366:1359] == a_leaf[7:0];
+  assign \$225  = \taps$92 [1350] & \$224 ;
   assign \$226  = \i$6 [22:15] == a_leaf[7:0];
   assign \$227  = \i$6 [6] & \$226 ;
   assign \$228  = b[30:23] == a_leaf[15:8];
@@ -5402,23 +5443,23 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$241  = taps[1182:1175] == a_leaf[15:8];
   assign \$242  = taps[1374:1367] == a_leaf[15:8];
   assign \$243  = \i$2 [30:23] == a_leaf[15:8];
-  assign \$244  = \taps$93 [30:23] == a_leaf[15:8];
-  assign \$245  = \taps$93 [222:215] == a_leaf[15:8];
-  assign \$246  = \taps$93 [414:407] == a_leaf[15:8];
-  assign \$247  = \taps$93 [606:599] == a_leaf[15:8];
-  assign \$248  = \taps$93 [798:791] == a_leaf[15:8];
-  assign \$249  = \taps$93 [990:983] == a_leaf[15:8];
-  assign \$250  = \taps$93 [1182:1175] == a_leaf[15:8];
-  assign \$251  = \taps$93 [1374:1367] == a_leaf[15:8];
+  assign \$244  = \taps$91 [30:23] == a_leaf[15:8];
+  assign \$245  = \taps$91 [222:215] == a_leaf[15:8];
+  assign \$246  = \taps$91 [414:407] == a_leaf[15:8];
+  assign \$247  = \taps$91 [606:599] == a_leaf[15:8];
+  assign \$248  = \taps$91 [798:791] == a_leaf[15:8];
+  assign \$249  = \taps$91 [990:983] == a_leaf[15:8];
+  assign \$250  = \taps$91 [1182:1175] == a_leaf[15:8];
+  assign \$251  = \taps$91 [1374:1367] == a_leaf[15:8];
   assign \$252  = \i$4 [30:23] == a_leaf[15:8];
-  assign \$253  = \taps$94 [30:23] == a_leaf[15:8];
-  assign \$254  = \taps$94 [222:215] == a_leaf[15:8];
-  assign \$255  = \taps$94 [414:407] == a_leaf[15:8];
-  assign \$256  = \taps$94 [606:599] == a_leaf[15:8];
-  assign \$257  = \taps$94 [798:791] == a_leaf[15:8];
-  assign \$258  = \taps$94 [990:983] == a_leaf[15:8];
-  assign \$259  = \taps$94 [1182:1175] == a_leaf[15:8];
-  assign \$260  = \taps$94 [1374:1367] == a_leaf[15:8];
+  assign \$253  = \taps$92 [30:23] == a_leaf[15:8];
+  assign \$254  = \taps$92 [222:215] == a_leaf[15:8];
+  assign \$255  = \taps$92 [414:407] == a_leaf[15:8];
+  assign \$256  = \taps$92 [606:599] == a_leaf[15:8];
+  assign \$257  = \taps$92 [798:791] == a_leaf[15:8];
+  assign \$258  = \taps$92 [990:983] == a_leaf[15:8];
+  assign \$259  = \taps$92 [1182:1175] == a_leaf[15:8];
+  assign \$260  = \taps$92 [1374:1367] == a_leaf[15:8];
   assign \$261  = \i$6 [30:23] == a_leaf[15:8];
   assign \$262  = ! a_leaf[3:0];
   assign \$263  = a_leaf[3:0] == 1'h1;
@@ -5463,42 +5504,42 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$304  = \$302  | \$303 ;
   assign \$305  = sel_tap[13] ? \i$2 [62:31] : 32'd0;
   assign \$306  = \$304  | \$305 ;
-  assign \$307  = sel_tap[14] ? \taps$93 [62:31] : 32'd0;
+  assign \$307  = sel_tap[14] ? \taps$91 [62:31] : 32'd0;
   assign \$308  = \$306  | \$307 ;
-  assign \$309  = sel_tap[15] ? \taps$93 [254:223] : 32'd0;
+  assign \$309  = sel_tap[15] ? \taps$91 [254:223] : 32'd0;
   assign \$310  = \$308  | \$309 ;
-  assign \$311  = sel_tap[16] ? \taps$93 [446:415] : 32'd0;
-  assign \$313  = sel_tap[17] ? \taps$93 [638:607] : 32'd0;
+  assign \$311  = sel_tap[16] ? \taps$91 [446:415] : 32'd0;
+  assign \$313  = sel_tap[17] ? \taps$91 [638:607] : 32'd0;
   assign \$314  = \$312  | \$313 ;
-  assign \$315  = sel_tap[18] ? \taps$93 [830:799] : 32'd0;
+  assign \$315  = sel_tap[18] ? \taps$91 [830:799] : 32'd0;
   assign \$316  = \$314  | \$315 ;
-  assign \$317  = sel_tap[19] ? \taps$93 [1022:991] : 32'd0;
+  assign \$317  = sel_tap[19] ? \taps$91 [1022:991] : 32'd0;
   assign \$318  = \$316  | \$317 ;
-  assign \$319  = sel_tap[20] ? \taps$93 [1214:1183] : 32'd0;
+  assign \$319  = sel_tap[20] ? \taps$91 [1214:1183] : 32'd0;
   assign \$320  = \$318  | \$319 ;
-  assign \$321  = sel_tap[21] ? \taps$93 [1406:1375] : 32'd0;
+  assign \$321  = sel_tap[21] ? \taps$91 [1406:1375] : 32'd0;
   assign \$322  = \$320  | \$321 ;
   assign \$323  = sel_tap[22] ? \i$4 [62:31] : 32'd0;
   assign \$324  = \$322  | \$323 ;
-  assign \$325  = sel_tap[23] ? \taps$94 [62:31] : 32'd0;
+  assign \$325  = sel_tap[23] ? \taps$92 [62:31] : 32'd0;
   assign \$326  = \$324  | \$325 ;
-  assign \$327  = sel_tap[24] ? \taps$94 [254:223] : 32'd0;
-  assign \$329  = sel_tap[25] ? \taps$94 [446:415] : 32'd0;
+  assign \$327  = sel_tap[24] ? \taps$92 [254:223] : 32'd0;
+  assign \$329  = sel_tap[25] ? \taps$92 [446:415] : 32'd0;
   assign \$330  = \$328  | \$329 ;
-  assign \$331  = sel_tap[26] ? \taps$94 [638:607] : 32'd0;
+  assign \$331  = sel_tap[26] ? \taps$92 [638:607] : 32'd0;
   assign \$332  = \$330  | \$331 ;
-  assign \$333  = sel_tap[27] ? \taps$94 [830:799] : 32'd0;
+  assign \$333  = sel_tap[27] ? \taps$92 [830:799] : 32'd0;
   assign \$334  = \$332  | \$333 ;
-  assign \$335  = sel_tap[28] ? \taps$94 [1022:991] : 32'd0;
+  assign \$335  = sel_tap[28] ? \taps$92 [1022:991] : 32'd0;
   assign \$336  = \$334  | \$335 ;
-  assign \$337  = sel_tap[29] ? \taps$94 [1214:1183] : 32'd0;
+  assign \$337  = sel_tap[29] ? \taps$92 [1214:1183] : 32'd0;
   assign \$338  = \$336  | \$337 ;
-  assign \$339  = sel_tap[30] ? \taps$94 [1406:1375] : 32'd0;
+  assign \$339  = sel_tap[30] ? \taps$92 [1406:1375] : 32'd0;
   assign \$340  = \$338  | \$339 ;
   assign \$341  = sel_tap[31] ? \i$6 [62:31] : 32'd0;
   assign \$342  = \$340  | \$341 ;
-  assign \$343  = sel_tap[32] ? \taps$95 [62:31] : 32'd0;
-  assign \$345  = sel_tap[33] ? \taps$95 [254:223] : 32'd0;
+  assign \$343  = sel_tap[32] ? \taps$93 [62:31] : 32'd0;
+  assign \$345  = sel_tap[33] ? \taps$93 [254:223] : 32'd0;
   assign \$346  = \$344  | \$345 ;
   assign \$347  = sel_lane[0] ? looked[31:0] : 32'd0;
   assign \$348  = \$346  | \$347 ;
@@ -5531,71 +5572,60 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$377  = sel_lane[15] ? looked[511:480] : 32'd0;
   assign \$378  = \$376  | \$377 ;
   assign \$379  = b3[62:31] - old;
-  assign \$380  = x[16:0] * total[25:0];
-  assign \$381  = x[16:0] * total[47:26];
-  assign \$382  = x[31:17] * total[25:0];
-  assign \$383  = x[31:17] * total[47:26];
-  assign \$384  = $signed({ 1'h0, total }) + $signed(c_delta);
-  assign \$385  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$386  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$387  = \$385  ^ { \$386 [46:0], 1'h0 };
-  assign \$388  = ~ \$387 ;
-  assign \$389  = & \$388 [3:0];
-  assign \$390  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$391  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$392  = \$390  ^ { \$391 [46:0], 1'h0 };
-  assign \$393  = ~ \$392 ;
-  assign \$394  = & \$393 [7:4];
-  assign \$395  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$396  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$397  = \$395  ^ { \$396 [46:0], 1'h0 };
-  assign \$398  = ~ \$397 ;
-  assign \$399  = & \$398 [11:8];
-  assign \$400  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$401  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$402  = \$400  ^ { \$401 [46:0], 1'h0 };
-  assign \$403  = ~ \$402 ;
-  assign \$404  = & \$403 [15:12];
-  assign \$405  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$406  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$407  = \$405  ^ { \$406 [46:0], 1'h0 };
-  assign \$408  = ~ \$407 ;
-  assign \$409  = & \$408 [19:16];
-  assign \$410  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$411  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$412  = \$410  ^ { \$411 [46:0], 1'h0 };
-  assign \$413  = ~ \$412 ;
-  assign \$414  = & \$413 [23:20];
-  assign \$415  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$416  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$417  = \$415  ^ { \$416 [46:0], 1'h0 };
-  assign \$418  = ~ \$417 ;
-  assign \$419  = & \$418 [27:24];
-  assign \$420  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$421  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$422  = \$420  ^ { \$421 [46:0], 1'h0 };
-  assign \$423  = ~ \$422 ;
-  assign \$424  = & \$423 [31:28];
-  assign \$425  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$426  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$427  = \$425  ^ { \$426 [46:0], 1'h0 };
-  assign \$428  = ~ \$427 ;
-  assign \$429  = & \$428 [35:32];
-  assign \$430  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$431  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$432  = \$430  ^ { \$431 [46:0], 1'h0 };
-  assign \$433  = ~ \$432 ;
-  assign \$434  = & \$433 [39:36];
-  assign \$435  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$436  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$437  = \$435  ^ { \$436 [46:0], 1'h0 };
-  assign \$438  = ~ \$437 ;
-  assign \$439  = & \$438 [43:40];
-  assign \$440  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$441  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$442  = \$440  ^ { \$441 [46:0], 1'h0 };
-  assign \$443  = ~ \$442 ;
-  assign \$444  = & \$443 [47:44];
+  assign \$380  = word[16:0] * total[25:0];
+  assign \$381  = word[16:0] * total[47:26];
+  assign \$382  = word[31:17] * total[25:0];
+  assign \$383  = word[31:17] * total[47:26];
+  assign \$384  = c[112:96] * total[25:0];
+  assign \$385  = c[112:96] * total[47:26];
+  assign \$386  = c[127:113] * total[25:0];
+  assign \$387  = c[127:113] * total[47:26];
+  assign \$388  = $signed({ 1'h0, total }) + $signed(c_delta);
+  assign \$389  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$390  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$391  = \$389  ^ { \$390 [46:0], 1'h0 };
+  assign \$392  = ~ \$391 ;
+  assign \$393  = & \$392 [3:0];
+  assign \$394  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$395  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$396  = \$394  ^ { \$395 [46:0], 1'h0 };
+  assign \$397  = ~ \$396 ;
+  assign \$398  = & \$397 [7:4];
+  assign \$399  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$400  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$401  = \$399  ^ { \$400 [46:0], 1'h0 };
+  assign \$402  = ~ \$401 ;
+  assign \$403  = & \$402 [11:8];
+  assign \$404  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$405  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$406  = \$404  ^ { \$405 [46:0], 1'h0 };
+  assign \$407  = ~ \$406 ;
+  assign \$408  = & \$407 [15:12];
+  assign \$409  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$410  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$411  = \$409  ^ { \$410 [46:0], 1'h0 };
+  assign \$412  = ~ \$411 ;
+  assign \$413  = & \$412 [19:16];
+  assign \$414  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$415  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$416  = \$414  ^ { \$415 [46:0], 1'h0 };
+  assign \$417  = ~ \$416 ;
+  assign \$418  = & \$417 [23:20];
+  assign \$419  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$420  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$421  = \$419  ^ { \$420 [46:0], 1'h0 };
+  assign \$422  = ~ \$421 ;
+  assign \$423  = & \$422 [27:24];
+  assign \$424  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$425  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$426  = \$424  ^ { \$425 [46:0], 1'h0 };
+  assign \$427  = ~ \$426 ;
+  assign \$428  = & \$427 [31:28];
+  assign \$429  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$430  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$431  = \$429  ^ { \$430 [46:0], 1'h0 };
+  assign \$432  = ~ \$431 ;
+  assign \$433  = & \$432 [35:32];
   \replay_kernel_k16.accel.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -5612,7 +5642,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$93 )
+    .taps(\taps$91 )
   );
   \replay_kernel_k16.accel.core.tree.level3  level3 (
     .clk(clk),
@@ -5621,7 +5651,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$94 )
+    .taps(\taps$92 )
   );
   \replay_kernel_k16.accel.core.tree.level4  level4 (
     .clk(clk),
@@ -5632,7 +5662,7 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$95 )
+    .taps(\taps$93 )
   );
   \replay_kernel_k16.accel.core.tree.prng  prng (
     .ahead(word),
@@ -5644,503 +5674,531 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$486  = \$56 ;
+    \$494  = \$56 ;
     if (rst) begin
-      \$486  = 1'h0;
+      \$494  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$487  = s;
+    \$495  = s;
     if (\$58 ) begin
       (* full_case = 32'd1 *)
       if (k_valid) begin
-        \$487  = skid;
+        \$495  = skid;
       end else begin
-        \$487  = cmd__payload;
+        \$495  = cmd__payload;
       end
     end
     if (rst) begin
-      \$487  = 94'h000000000000000000000000;
+      \$495  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$488  = \$signal ;
+    \$496  = \$signal ;
     if (\$58 ) begin
       (* full_case = 32'd1 *)
       if (k_valid) begin
-        \$488  = 1'h1;
+        \$496  = 1'h1;
       end else begin
-        \$488  = \$60 ;
+        \$496  = \$60 ;
       end
     end
-    if (rst) begin
-      \$488  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$489  = k_valid;
-    if (\$58 ) begin
-      if (k_valid) begin
-        \$489  = 1'h0;
-      end
-    end else if (\$59 ) begin
-      \$489  = 1'h1;
-    end
-    if (rst) begin
-      \$489  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$490  = skid;
-    if (\$58 ) begin
-    end else if (\$59 ) begin
-      \$490  = cmd__payload;
-    end
-    if (rst) begin
-      \$490  = 94'h000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$491  = q_wr__addr;
-    if (\$61 ) begin
-      \$491  = \$63 [5:0];
-    end
-    if (rst) begin
-      \$491  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$492  = rsp__valid;
-    if (\$61 ) begin
-      \$492  = 1'h1;
-    end else if (\$62 ) begin
-      \$492  = \$64 ;
-    end
-    if (rst) begin
-      \$492  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$493  = q_rd__addr;
-    if (\$65 ) begin
-      \$493  = q_rp1;
-    end
-    if (rst) begin
-      \$493  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$494  = q_rp1;
-    if (\$65 ) begin
-      \$494  = \$66 [5:0];
-    end
-    if (rst) begin
-      \$494  = 6'h01;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$495  = reserved;
-    if (\$69 ) begin
-      \$495  = \$73 [5:0];
-    end else if (\$72 ) begin
-      \$495  = \$74 [5:0];
-    end
-    if (rst) begin
-      \$495  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$496  = \$77 ;
     if (rst) begin
       \$496  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$497  = s;
+    \$497  = k_valid;
+    if (\$58 ) begin
+      if (k_valid) begin
+        \$497  = 1'h0;
+      end
+    end else if (\$59 ) begin
+      \$497  = 1'h1;
+    end
     if (rst) begin
-      \$497  = 94'h000000000000000000000000;
+      \$497  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$498  = \$80 ;
+    \$498  = skid;
+    if (\$58 ) begin
+    end else if (\$59 ) begin
+      \$498  = cmd__payload;
+    end
     if (rst) begin
-      \$498  = 1'h0;
+      \$498  = 94'h000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$499  = \$88 ;
+    \$499  = q_wr__addr;
+    if (\$61 ) begin
+      \$499  = \$63 [5:0];
+    end
     if (rst) begin
-      \$499  = 1'h0;
+      \$499  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$500  = sweep_addr;
+    \$500  = rsp__valid;
+    if (\$61 ) begin
+      \$500  = 1'h1;
+    end else if (\$62 ) begin
+      \$500  = \$64 ;
+    end
+    if (rst) begin
+      \$500  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$501  = q_rd__addr;
+    if (\$65 ) begin
+      \$501  = q_rp1;
+    end
+    if (rst) begin
+      \$501  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$502  = q_rp1;
+    if (\$65 ) begin
+      \$502  = \$66 [5:0];
+    end
+    if (rst) begin
+      \$502  = 6'h01;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$503  = reserved;
+    if (\$69 ) begin
+      \$503  = \$73 [5:0];
+    end else if (\$72 ) begin
+      \$503  = \$74 [5:0];
+    end
+    if (rst) begin
+      \$503  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$504  = \$77 ;
+    if (rst) begin
+      \$504  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$505  = s;
+    if (rst) begin
+      \$505  = 94'h000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$506  = \$80 ;
+    if (rst) begin
+      \$506  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$507  = \$88 ;
+    if (rst) begin
+      \$507  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$508  = sweep_addr;
     if (sweep) begin
-      \$500  = \$89 [11:0];
+      \$508  = \$89 [11:0];
       if (\$90 ) begin
-        \$500  = 12'h000;
+        \$508  = 12'h000;
       end
     end
-    if (\$485 ) begin
-      \$500  = 12'h000;
+    if (\$493 ) begin
+      \$508  = 12'h000;
     end
     if (rst) begin
-      \$500  = 12'h000;
+      \$508  = 12'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$501  = sweep;
+    \$509  = sweep;
     if (sweep) begin
       if (\$90 ) begin
-        \$501  = 1'h0;
+        \$509  = 1'h0;
       end
     end
-    if (\$485 ) begin
-      \$501  = 1'h1;
+    if (\$493 ) begin
+      \$509  = 1'h1;
     end
     if (rst) begin
-      \$501  = 1'h1;
+      \$509  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$502  = \$94 ;
+    \$510  = \$94 ;
     if (rst) begin
-      \$502  = 16'h0000;
+      \$510  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$503 [0] = a_valid;
-    \$503 [3:1] = a[2:0];
-    \$503 [4] = \$98 ;
-    \$503 [5] = \$99 ;
-    \$503 [6] = write;
-    \$503 [7] = \$103 ;
-    \$503 [8] = \$121 ;
-    \$503 [9] = \$129 ;
-    \$503 [10] = 1'h0;
-    \$503 [11] = \$153 ;
-    \$503 [14:12] = a[5:3];
-    \$503 [30:15] = leaf_index;
-    \$503 [62:31] = new_value;
-    \$503 [95:63] = 33'h000000000;
-    \$503 [143:96] = { 16'h0000, a[93:62] };
-    \$503 [191:144] = { 16'h0000, \$155  };
+    \$511 [0] = a_valid;
+    \$511 [3:1] = a[2:0];
+    \$511 [4] = \$98 ;
+    \$511 [5] = \$99 ;
+    \$511 [6] = write;
+    \$511 [7] = \$103 ;
+    \$511 [8] = \$121 ;
+    \$511 [9] = \$129 ;
+    \$511 [10] = 1'h0;
+    \$511 [11] = \$153 ;
+    \$511 [14:12] = a[5:3];
+    \$511 [30:15] = leaf_index;
+    \$511 [62:31] = new_value;
+    \$511 [95:63] = 33'h000000000;
+    \$511 [143:96] = { 16'h0000, a[93:62] };
+    \$511 [191:144] = { 16'h0000, \$155  };
     if (rst) begin
-      \$503  = 192'h000000000000000000000000000000000000000000000000;
+      \$511  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$504  = \$28 [15:0];
-    if (\$485 ) begin
-      \$504  = 16'h0000;
+    \$512  = \$28 [15:0];
+    if (\$493 ) begin
+      \$512  = 16'h0000;
     end
-    if (rst) begin
-      \$504  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$505  = size;
-    if (\$156 ) begin
-      \$505  = \$159 [16:0];
-    end
-    if (\$485 ) begin
-      \$505  = 17'h00000;
-    end
-    if (rst) begin
-      \$505  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$506  = max_priority;
-    if (max_raise) begin
-      \$506  = b[62:31];
-    end
-    if (\$485 ) begin
-      \$506  = 32'd65536;
-    end
-    if (rst) begin
-      \$506  = 32'd65536;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$507  = { \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215 , \$213 , \$211 , \$209 , \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195 , \$193 , \$191 , \$189 , \$187 , \$185 , \$183 , \$181 , \$179 , \$177 , \$175 , \$173 , \$171 , \$169 , \$167 , \$165 , \$163 , \$161  };
-    if (rst) begin
-      \$507  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$508  = { \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253 , \$252 , \$251 , \$250 , \$249 , \$248 , \$247 , \$246 , \$245 , \$244 , \$243 , \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228  };
-    if (rst) begin
-      \$508  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$509  = { \$277 , \$276 , \$275 , \$274 , \$273 , \$272 , \$271 , \$270 , \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262  };
-    if (rst) begin
-      \$509  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$510  = b;
-    if (rst) begin
-      \$510  = 192'h000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$511  = youngest[33:0];
-    if (rst) begin
-      \$511  = 34'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$512  = \$278 ;
     if (rst) begin
       \$512  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$513  = lookup_data;
+    \$513  = size;
+    if (\$156 ) begin
+      \$513  = \$159 [16:0];
+    end
+    if (\$493 ) begin
+      \$513  = 17'h00000;
+    end
     if (rst) begin
-      \$513  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$513  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$514  = b2;
+    \$514  = max_priority;
+    if (max_raise) begin
+      \$514  = b[62:31];
+    end
+    if (\$493 ) begin
+      \$514  = 32'd65536;
+    end
     if (rst) begin
-      \$514  = 192'h000000000000000000000000000000000000000000000000;
+      \$514  = 32'd65536;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$515  = \$294 ;
+    \$515  = { \$227 , \$225 , \$223 , \$221 , \$219 , \$217 , \$215 , \$213 , \$211 , \$209 , \$207 , \$205 , \$203 , \$201 , \$199 , \$197 , \$195 , \$193 , \$191 , \$189 , \$187 , \$185 , \$183 , \$181 , \$179 , \$177 , \$175 , \$173 , \$171 , \$169 , \$167 , \$165 , \$163 , \$161  };
     if (rst) begin
-      \$515  = 32'd0;
+      \$515  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$516  = \$310 ;
+    \$516  = { \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253 , \$252 , \$251 , \$250 , \$249 , \$248 , \$247 , \$246 , \$245 , \$244 , \$243 , \$242 , \$241 , \$240 , \$239 , \$238 , \$237 , \$236 , \$235 , \$234 , \$233 , \$232 , \$231 , \$230 , \$229 , \$228  };
     if (rst) begin
-      \$516  = 32'd0;
+      \$516  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$517  = \$326 ;
+    \$517  = { \$277 , \$276 , \$275 , \$274 , \$273 , \$272 , \$271 , \$270 , \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262  };
     if (rst) begin
-      \$517  = 32'd0;
+      \$517  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$518  = \$342 ;
+    \$518  = b;
     if (rst) begin
-      \$518  = 32'd0;
+      \$518  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$519  = \$358 ;
+    \$519  = youngest[33:0];
     if (rst) begin
-      \$519  = 32'd0;
+      \$519  = 34'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$520  = \$374 ;
+    \$520  = \$278 ;
     if (rst) begin
-      \$520  = 32'd0;
+      \$520  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$521  = \$378 ;
+    \$521  = lookup_data;
     if (rst) begin
-      \$521  = 32'd0;
+      \$521  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$522  = b3;
-    if (b3[7]) begin
-      \$522 [191:144] = { 16'h0000, old };
-    end
+    \$522  = b2;
     if (rst) begin
       \$522  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$523  = \$379 ;
+    \$523  = \$294 ;
     if (rst) begin
-      \$523  = 33'h000000000;
+      \$523  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$524  = \$380 ;
+    \$524  = \$310 ;
     if (rst) begin
-      \$524  = 43'h00000000000;
+      \$524  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$525  = \$381 ;
+    \$525  = \$326 ;
     if (rst) begin
-      \$525  = 39'h0000000000;
+      \$525  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$526  = \$382 ;
+    \$526  = \$342 ;
     if (rst) begin
-      \$526  = 41'h00000000000;
+      \$526  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$527  = \$383 ;
+    \$527  = \$358 ;
     if (rst) begin
-      \$527  = 37'h0000000000;
+      \$527  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    { \$528 [191:96], \$528 [62:0] } = { c[191:96], c[62:0] };
-    \$528 [95:63] = c_delta;
-    if (\$445 ) begin
-      \$528 [4] = 1'h0;
-      \$528 [10] = 1'h1;
-    end
-    if (\$447 ) begin
-      \$528 [191:144] = total;
-    end
+    \$528  = \$374 ;
     if (rst) begin
-      \$528  = 192'h000000000000000000000000000000000000000000000000;
+      \$528  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$529  = total;
+    \$529  = \$378 ;
+    if (rst) begin
+      \$529  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$530  = b3;
+    if (b3[7]) begin
+      \$530 [191:144] = { 16'h0000, old };
+    end
+    if (rst) begin
+      \$530  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$531  = \$379 ;
+    if (rst) begin
+      \$531  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$532  = \$380 ;
+    if (rst) begin
+      \$532  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$533  = \$381 ;
+    if (rst) begin
+      \$533  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$534  = \$382 ;
+    if (rst) begin
+      \$534  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$535  = \$383 ;
+    if (rst) begin
+      \$535  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$536  = \$384 ;
+    if (rst) begin
+      \$536  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$537  = \$385 ;
+    if (rst) begin
+      \$537  = 39'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$538  = \$386 ;
+    if (rst) begin
+      \$538  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$539  = \$387 ;
+    if (rst) begin
+      \$539  = 37'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    { \$540 [191:96], \$540 [62:0] } = { c[191:96], c[62:0] };
+    \$540 [95:63] = c_delta;
+    if (\$449 ) begin
+      \$540 [4] = 1'h0;
+      \$540 [10] = 1'h1;
+    end
+    if (\$451 ) begin
+      \$540 [191:144] = total;
+    end
+    if (rst) begin
+      \$540  = 192'h000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$541  = total;
     if (c[6]) begin
-      \$529  = \$384 [47:0];
+      \$541  = \$388 [47:0];
     end
-    if (\$485 ) begin
-      \$529  = 48'h000000000000;
+    if (\$493 ) begin
+      \$541  = 48'h000000000000;
     end
     if (rst) begin
-      \$529  = 48'h000000000000;
+      \$541  = 48'h000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$530  = root_zero_groups;
+    \$542  = root_zero_groups;
     if (c[6]) begin
-      \$530  = { \$444 , \$439 , \$434 , \$429 , \$424 , \$419 , \$414 , \$409 , \$404 , \$399 , \$394 , \$389  };
+      \$542  = { \$448 , \$443 , \$438 , \$433 , \$428 , \$423 , \$418 , \$413 , \$408 , \$403 , \$398 , \$393  };
     end
-    if (\$485 ) begin
-      \$530  = 12'hfff;
+    if (\$493 ) begin
+      \$542  = 12'hfff;
     end
     if (rst) begin
-      \$530  = 12'hfff;
+      \$542  = 12'hfff;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$531  = { 9'h000, \$451  };
+    \$543  = { 9'h000, \$457  };
     if (rst) begin
-      \$531  = 80'h00000000000000000000;
+      \$543  = 80'h00000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$532  = { 11'h000, \$455  };
+    \$544  = { 11'h000, \$463  };
     if (rst) begin
-      \$532  = 80'h00000000000000000000;
+      \$544  = 80'h00000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$533  = m;
+    \$545  = m;
     if (rst) begin
-      \$533  = 192'h000000000000000000000000000000000000000000000000;
+      \$545  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$534  = m2;
+    \$546  = m2;
     if (m2[4]) begin
-      \$534 [143:96] = \$54 [79:32];
+      \$546 [143:96] = \$54 [79:32];
     end
     if (rst) begin
-      \$534  = 192'h000000000000000000000000000000000000000000000000;
+      \$546  = 192'h000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$535  = empty;
+    \$547  = empty;
     if (clear) begin
-      \$535  = 1'h0;
+      \$547  = 1'h0;
     end
-    if (\$456 ) begin
-      \$535  = 1'h1;
+    if (\$464 ) begin
+      \$547  = 1'h1;
     end
     if (rst) begin
-      \$535  = 1'h0;
+      \$547  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$536  = saturated;
+    \$548  = saturated;
     if (clear) begin
-      \$536  = 1'h0;
+      \$548  = 1'h0;
     end
-    if (\$459 ) begin
-      \$536  = 1'h1;
+    if (\$467 ) begin
+      \$548  = 1'h1;
     end
     if (rst) begin
-      \$536  = 1'h0;
+      \$548  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$537  = invalid;
+    \$549  = invalid;
     if (clear) begin
-      \$537  = 1'h0;
+      \$549  = 1'h0;
     end
-    if (\$483 ) begin
-      \$537  = 1'h1;
+    if (\$491 ) begin
+      \$549  = 1'h1;
     end
     if (rst) begin
-      \$537  = 1'h0;
+      \$549  = 1'h0;
     end
   end
   assign r1 = i;
@@ -6566,6 +6624,278 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \taps[7].delta  = taps[1439:1407];
   assign \taps[7].target  = taps[1487:1440];
   assign \taps[7].value  = taps[1535:1488];
+  assign \taps$91[0]  = \taps$91 [191:0];
+  assign \taps$91[0].valid  = \taps$91 [0];
+  assign \taps$91[0].op  = \taps$91 [3:1];
+  assign \taps$91[0].sample  = \taps$91 [4];
+  assign \taps$91[0].prng  = \taps$91 [5];
+  assign \taps$91[0].write  = \taps$91 [6];
+  assign \taps$91[0].read  = \taps$91 [7];
+  assign \taps$91[0].debug  = \taps$91 [8];
+  assign \taps$91[0].respond  = \taps$91 [9];
+  assign \taps$91[0].empty  = \taps$91 [10];
+  assign \taps$91[0].invalid  = \taps$91 [11];
+  assign \taps$91[0].level  = \taps$91 [14:12];
+  assign \taps$91[0].index  = \taps$91 [30:15];
+  assign \taps$91[0].prio  = \taps$91 [62:31];
+  assign \taps$91[0].delta  = \taps$91 [95:63];
+  assign \taps$91[0].target  = \taps$91 [143:96];
+  assign \taps$91[0].value  = \taps$91 [191:144];
+  assign \taps$91[1]  = \taps$91 [383:192];
+  assign \taps$91[1].valid  = \taps$91 [192];
+  assign \taps$91[1].op  = \taps$91 [195:193];
+  assign \taps$91[1].sample  = \taps$91 [196];
+  assign \taps$91[1].prng  = \taps$91 [197];
+  assign \taps$91[1].write  = \taps$91 [198];
+  assign \taps$91[1].read  = \taps$91 [199];
+  assign \taps$91[1].debug  = \taps$91 [200];
+  assign \taps$91[1].respond  = \taps$91 [201];
+  assign \taps$91[1].empty  = \taps$91 [202];
+  assign \taps$91[1].invalid  = \taps$91 [203];
+  assign \taps$91[1].level  = \taps$91 [206:204];
+  assign \taps$91[1].index  = \taps$91 [222:207];
+  assign \taps$91[1].prio  = \taps$91 [254:223];
+  assign \taps$91[1].delta  = \taps$91 [287:255];
+  assign \taps$91[1].target  = \taps$91 [335:288];
+  assign \taps$91[1].value  = \taps$91 [383:336];
+  assign \taps$91[2]  = \taps$91 [575:384];
+  assign \taps$91[2].valid  = \taps$91 [384];
+  assign \taps$91[2].op  = \taps$91 [387:385];
+  assign \taps$91[2].sample  = \taps$91 [388];
+  assign \taps$91[2].prng  = \taps$91 [389];
+  assign \taps$91[2].write  = \taps$91 [390];
+  assign \taps$91[2].read  = \taps$91 [391];
+  assign \taps$91[2].debug  = \taps$91 [392];
+  assign \taps$91[2].respond  = \taps$91 [393];
+  assign \taps$91[2].empty  = \taps$91 [394];
+  assign \taps$91[2].invalid  = \taps$91 [395];
+  assign \taps$91[2].level  = \taps$91 [398:396];
+  assign \taps$91[2].index  = \taps$91 [414:399];
+  assign \taps$91[2].prio  = \taps$91 [446:415];
+  assign \taps$91[2].delta  = \taps$91 [479:447];
+  assign \taps$91[2].target  = \taps$91 [527:480];
+  assign \taps$91[2].value  = \taps$91 [575:528];
+  assign \taps$91[3]  = \taps$91 [767:576];
+  assign \taps$91[3].valid  = \taps$91 [576];
+  assign \taps$91[3].op  = \taps$91 [579:577];
+  assign \taps$91[3].sample  = \taps$91 [580];
+  assign \taps$91[3].prng  = \taps$91 [581];
+  assign \taps$91[3].write  = \taps$91 [582];
+  assign \taps$91[3].read  = \taps$91 [583];
+  assign \taps$91[3].debug  = \taps$91 [584];
+  assign \taps$91[3].respond  = \taps$91 [585];
+  assign \taps$91[3].empty  = \taps$91 [586];
+  assign \taps$91[3].invalid  = \taps$91 [587];
+  assign \taps$91[3].level  = \taps$91 [590:588];
+  assign \taps$91[3].index  = \taps$91 [606:591];
+  assign \taps$91[3].prio  = \taps$91 [638:607];
+  assign \taps$91[3].delta  = \taps$91 [671:639];
+  assign \taps$91[3].target  = \taps$91 [719:672];
+  assign \taps$91[3].value  = \taps$91 [767:720];
+  assign \taps$91[4]  = \taps$91 [959:768];
+  assign \taps$91[4].valid  = \taps$91 [768];
+  assign \taps$91[4].op  = \taps$91 [771:769];
+  assign \taps$91[4].sample  = \taps$91 [772];
+  assign \taps$91[4].prng  = \taps$91 [773];
+  assign \taps$91[4].write  = \taps$91 [774];
+  assign \taps$91[4].read  = \taps$91 [775];
+  assign \taps$91[4].debug  = \taps$91 [776];
+  assign \taps$91[4].respond  = \taps$91 [777];
+  assign \taps$91[4].empty  = \taps$91 [778];
+  assign \taps$91[4].invalid  = \taps$91 [779];
+  assign \taps$91[4].level  = \taps$91 [782:780];
+  assign \taps$91[4].index  = \taps$91 [798:783];
+  assign \taps$91[4].prio  = \taps$91 [830:799];
+  assign \taps$91[4].delta  = \taps$91 [863:831];
+  assign \taps$91[4].target  = \taps$91 [911:864];
+  assign \taps$91[4].value  = \taps$91 [959:912];
+  assign \taps$91[5]  = \taps$91 [1151:960];
+  assign \taps$91[5].valid  = \taps$91 [960];
+  assign \taps$91[5].op  = \taps$91 [963:961];
+  assign \taps$91[5].sample  = \taps$91 [964];
+  assign \taps$91[5].prng  = \taps$91 [965];
+  assign \taps$91[5].write  = \taps$91 [966];
+  assign \taps$91[5].read  = \taps$91 [967];
+  assign \taps$91[5].debug  = \taps$91 [968];
+  assign \taps$91[5].respond  = \taps$91 [969];
+  assign \taps$91[5].empty  = \taps$91 [970];
+  assign \taps$91[5].invalid  = \taps$91 [971];
+  assign \taps$91[5].level  = \taps$91 [974:972];
+  assign \taps$91[5].index  = \taps$91 [990:975];
+  assign \taps$91[5].prio  = \taps$91 [1022:991];
+  assign \taps$91[5].delta  = \taps$91 [1055:1023];
+  assign \taps$91[5].target  = \taps$91 [1103:1056];
+  assign \taps$91[5].value  = \taps$91 [1151:1104];
+  assign \taps$91[6]  = \taps$91 [1343:1152];
+  assign \taps$91[6].valid  = \taps$91 [1152];
+  assign \taps$91[6].op  = \taps$91 [1155:1153];
+  assign \taps$91[6].sample  = \taps$91 [1156];
+  assign \taps$91[6].prng  = \taps$91 [1157];
+  assign \taps$91[6].write  = \taps$91 [1158];
+  assign \taps$91[6].read  = \taps$91 [1159];
+  assign \taps$91[6].debug  = \taps$91 [1160];
+  assign \taps$91[6].respond  = \taps$91 [1161];
+  assign \taps$91[6].empty  = \taps$91 [1162];
+  assign \taps$91[6].invalid  = \taps$91 [1163];
+  assign \taps$91[6].level  = \taps$91 [1166:1164];
+  assign \taps$91[6].index  = \taps$91 [1182:1167];
+  assign \taps$91[6].prio  = \taps$91 [1214:1183];
+  assign \taps$91[6].delta  = \taps$91 [1247:1215];
+  assign \taps$91[6].target  = \taps$91 [1295:1248];
+  assign \taps$91[6].value  = \taps$91 [1343:1296];
+  assign \taps$91[7]  = \taps$91 [1535:1344];
+  assign \taps$91[7].valid  = \taps$91 [1344];
+  assign \taps$91[7].op  = \taps$91 [1347:1345];
+  assign \taps$91[7].sample  = \taps$91 [1348];
+  assign \taps$91[7].prng  = \taps$91 [1349];
+  assign \taps$91[7].write  = \taps$91 [1350];
+  assign \taps$91[7].read  = \taps$91 [1351];
+  assign \taps$91[7].debug  = \taps$91 [1352];
+  assign \taps$91[7].respond  = \taps$91 [1353];
+  assign \taps$91[7].empty  = \taps$91 [1354];
+  assign \taps$91[7].invalid  = \taps$91 [1355];
+  assign \taps$91[7].level  = \taps$91 [1358:1356];
+  assign \taps$91[7].index  = \taps$91 [1374:1359];
+  assign \taps$91[7].prio  = \taps$91 [1406:1375];
+  assign \taps$91[7].delta  = \taps$91 [1439:1407];
+  assign \taps$91[7].target  = \taps$91 [1487:1440];
+  assign \taps$91[7].value  = \taps$91 [1535:1488];
+  assign \taps$92[0]  = \taps$92 [191:0];
+  assign \taps$92[0].valid  = \taps$92 [0];
+  assign \taps$92[0].op  = \taps$92 [3:1];
+  assign \taps$92[0].sample  = \taps$92 [4];
+  assign \taps$92[0].prng  = \taps$92 [5];
+  assign \taps$92[0].write  = \taps$92 [6];
+  assign \taps$92[0].read  = \taps$92 [7];
+  assign \taps$92[0].debug  = \taps$92 [8];
+  assign \taps$92[0].respond  = \taps$92 [9];
+  assign \taps$92[0].empty  = \taps$92 [10];
+  assign \taps$92[0].invalid  = \taps$92 [11];
+  assign \taps$92[0].level  = \taps$92 [14:12];
+  assign \taps$92[0].index  = \taps$92 [30:15];
+  assign \taps$92[0].prio  = \taps$92 [62:31];
+  assign \taps$92[0].delta  = \taps$92 [95:63];
+  assign \taps$92[0].target  = \taps$92 [143:96];
+  assign \taps$92[0].value  = \taps$92 [191:144];
+  assign \taps$92[1]  = \taps$92 [383:192];
+  assign \taps$92[1].valid  = \taps$92 [192];
+  assign \taps$92[1].op  = \taps$92 [195:193];
+  assign \taps$92[1].sample  = \taps$92 [196];
+  assign \taps$92[1].prng  = \taps$92 [197];
+  assign \taps$92[1].write  = \taps$92 [198];
+  assign \taps$92[1].read  = \taps$92 [199];
+  assign \taps$92[1].debug  = \taps$92 [200];
+  assign \taps$92[1].respond  = \taps$92 [201];
+  assign \taps$92[1].empty  = \taps$92 [202];
+  assign \taps$92[1].invalid  = \taps$92 [203];
+  assign \taps$92[1].level  = \taps$92 [206:204];
+  assign \taps$92[1].index  = \taps$92 [222:207];
+  assign \taps$92[1].prio  = \taps$92 [254:223];
+  assign \taps$92[1].delta  = \taps$92 [287:255];
+  assign \taps$92[1].target  = \taps$92 [335:288];
+  assign \taps$92[1].value  = \taps$92 [383:336];
+  assign \taps$92[2]  = \taps$92 [575:384];
+  assign \taps$92[2].valid  = \taps$92 [384];
+  assign \taps$92[2].op  = \taps$92 [387:385];
+  assign \taps$92[2].sample  = \taps$92 [388];
+  assign \taps$92[2].prng  = \taps$92 [389];
+  assign \taps$92[2].write  = \taps$92 [390];
+  assign \taps$92[2].read  = \taps$92 [391];
+  assign \taps$92[2].debug  = \taps$92 [392];
+  assign \taps$92[2].respond  = \taps$92 [393];
+  assign \taps$92[2].empty  = \taps$92 [394];
+  assign \taps$92[2].invalid  = \taps$92 [395];
+  assign \taps$92[2].level  = \taps$92 [398:396];
+  assign \taps$92[2].index  = \taps$92 [414:399];
+  assign \taps$92[2].prio  = \taps$92 [446:415];
+  assign \taps$92[2].delta  = \taps$92 [479:447];
+  assign \taps$92[2].target  = \taps$92 [527:480];
+  assign \taps$92[2].value  = \taps$92 [575:528];
+  assign \taps$92[3]  = \taps$92 [767:576];
+  assign \taps$92[3].valid  = \taps$92 [576];
+  assign \taps$92[3].op  = \taps$92 [579:577];
+  assign \taps$92[3].sample  = \taps$92 [580];
+  assign \taps$92[3].prng  = \taps$92 [581];
+  assign \taps$92[3].write  = \taps$92 [582];
+  assign \taps$92[3].read  = \taps$92 [583];
+  assign \taps$92[3].debug  = \taps$92 [584];
+  assign \taps$92[3].respond  = \taps$92 [585];
+  assign \taps$92[3].empty  = \taps$92 [586];
+  assign \taps$92[3].invalid  = \taps$92 [587];
+  assign \taps$92[3].level  = \taps$92 [590:588];
+  assign \taps$92[3].index  = \taps$92 [606:591];
+  assign \taps$92[3].prio  = \taps$92 [638:607];
+  assign \taps$92[3].delta  = \taps$92 [671:639];
+  assign \taps$92[3].target  = \taps$92 [719:672];
+  assign \taps$92[3].value  = \taps$92 [767:720];
+  assign \taps$92[4]  = \taps$92 [959:768];
+  assign \taps$92[4].valid  = \taps$92 [768];
+  assign \taps$92[4].op  = \taps$92 [771:769];
+  assign \taps$92[4].sample  = \taps$92 [772];
+  assign \taps$92[4].prng  = \taps$92 [773];
+  assign \taps$92[4].write  = \taps$92 [774];
+  assign \taps$92[4].read  = \taps$92 [775];
+  assign \taps$92[4].debug  = \taps$92 [776];
+  assign \taps$92[4].respond  = \taps$92 [777];
+  assign \taps$92[4].empty  = \taps$92 [778];
+  assign \taps$92[4].invalid  = \taps$92 [779];
+  assign \taps$92[4].level  = \taps$92 [782:780];
+  assign \taps$92[4].index  = \taps$92 [798:783];
+  assign \taps$92[4].prio  = \taps$92 [830:799];
+  assign \taps$92[4].delta  = \taps$92 [863:831];
+  assign \taps$92[4].target  = \taps$92 [911:864];
+  assign \taps$92[4].value  = \taps$92 [959:912];
+  assign \taps$92[5]  = \taps$92 [1151:960];
+  assign \taps$92[5].valid  = \taps$92 [960];
+  assign \taps$92[5].op  = \taps$92 [963:961];
+  assign \taps$92[5].sample  = \taps$92 [964];
+  assign \taps$92[5].prng  = \taps$92 [965];
+  assign \taps$92[5].write  = \taps$92 [966];
+  assign \taps$92[5].read  = \taps$92 [967];
+  assign \taps$92[5].debug  = \taps$92 [968];
+  assign \taps$92[5].respond  = \taps$92 [969];
+  assign \taps$92[5].empty  = \taps$92 [970];
+  assign \taps$92[5].invalid  = \taps$92 [971];
+  assign \taps$92[5].level  = \taps$92 [974:972];
+  assign \taps$92[5].index  = \taps$92 [990:975];
+  assign \taps$92[5].prio  = \taps$92 [1022:991];
+  assign \taps$92[5].delta  = \taps$92 [1055:1023];
+  assign \taps$92[5].target  = \taps$92 [1103:1056];
+  assign \taps$92[5].value  = \taps$92 [1151:1104];
+  assign \taps$92[6]  = \taps$92 [1343:1152];
+  assign \taps$92[6].valid  = \taps$92 [1152];
+  assign \taps$92[6].op  = \taps$92 [1155:1153];
+  assign \taps$92[6].sample  = \taps$92 [1156];
+  assign \taps$92[6].prng  = \taps$92 [1157];
+  assign \taps$92[6].write  = \taps$92 [1158];
+  assign \taps$92[6].read  = \taps$92 [1159];
+  assign \taps$92[6].debug  = \taps$92 [1160];
+  assign \taps$92[6].respond  = \taps$92 [1161];
+  assign \taps$92[6].empty  = \taps$92 [1162];
+  assign \taps$92[6].invalid  = \taps$92 [1163];
+  assign \taps$92[6].level  = \taps$92 [1166:1164];
+  assign \taps$92[6].index  = \taps$92 [1182:1167];
+  assign \taps$92[6].prio  = \taps$92 [1214:1183];
+  assign \taps$92[6].delta  = \taps$92 [1247:1215];
+  assign \taps$92[6].target  = \taps$92 [1295:1248];
+  assign \taps$92[6].value  = \taps$92 [1343:1296];
+  assign \taps$92[7]  = \taps$92 [1535:1344];
+  assign \taps$92[7].valid  = \taps$92 [1344];
+  assign \taps$92[7].op  = \taps$92 [1347:1345];
+  assign \taps$92[7].sample  = \taps$92 [1348];
+  assign \taps$92[7].prng  = \taps$92 [1349];
+  assign \taps$92[7].write  = \taps$92 [1350];
+  assign \taps$92[7].read  = \taps$92 [1351];
+  assign \taps$92[7].debug  = \taps$92 [1352];
+  assign \taps$92[7].respond  = \taps$92 [1353];
+  assign \taps$92[7].empty  = \taps$92 [1354];
+  assign \taps$92[7].invalid  = \taps$92 [1355];
+  assign \taps$92[7].level  = \taps$92 [1358:1356];
+  assign \taps$92[7].index  = \taps$92 [1374:1359];
+  assign \taps$92[7].prio  = \taps$92 [1406:1375];
+  assign \taps$92[7].delta  = \taps$92 [1439:1407];
+  assign \taps$92[7].target  = \taps$92 [1487:1440];
+  assign \taps$92[7].value  = \taps$92 [1535:1488];
   assign \taps$93[0]  = \taps$93 [191:0];
   assign \taps$93[0].valid  = \taps$93 [0];
   assign \taps$93[0].op  = \taps$93 [3:1];
@@ -6702,278 +7032,6 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \taps$93[7].delta  = \taps$93 [1439:1407];
   assign \taps$93[7].target  = \taps$93 [1487:1440];
   assign \taps$93[7].value  = \taps$93 [1535:1488];
-  assign \taps$94[0]  = \taps$94 [191:0];
-  assign \taps$94[0].valid  = \taps$94 [0];
-  assign \taps$94[0].op  = \taps$94 [3:1];
-  assign \taps$94[0].sample  = \taps$94 [4];
-  assign \taps$94[0].prng  = \taps$94 [5];
-  assign \taps$94[0].write  = \taps$94 [6];
-  assign \taps$94[0].read  = \taps$94 [7];
-  assign \taps$94[0].debug  = \taps$94 [8];
-  assign \taps$94[0].respond  = \taps$94 [9];
-  assign \taps$94[0].empty  = \taps$94 [10];
-  assign \taps$94[0].invalid  = \taps$94 [11];
-  assign \taps$94[0].level  = \taps$94 [14:12];
-  assign \taps$94[0].index  = \taps$94 [30:15];
-  assign \taps$94[0].prio  = \taps$94 [62:31];
-  assign \taps$94[0].delta  = \taps$94 [95:63];
-  assign \taps$94[0].target  = \taps$94 [143:96];
-  assign \taps$94[0].value  = \taps$94 [191:144];
-  assign \taps$94[1]  = \taps$94 [383:192];
-  assign \taps$94[1].valid  = \taps$94 [192];
-  assign \taps$94[1].op  = \taps$94 [195:193];
-  assign \taps$94[1].sample  = \taps$94 [196];
-  assign \taps$94[1].prng  = \taps$94 [197];
-  assign \taps$94[1].write  = \taps$94 [198];
-  assign \taps$94[1].read  = \taps$94 [199];
-  assign \taps$94[1].debug  = \taps$94 [200];
-  assign \taps$94[1].respond  = \taps$94 [201];
-  assign \taps$94[1].empty  = \taps$94 [202];
-  assign \taps$94[1].invalid  = \taps$94 [203];
-  assign \taps$94[1].level  = \taps$94 [206:204];
-  assign \taps$94[1].index  = \taps$94 [222:207];
-  assign \taps$94[1].prio  = \taps$94 [254:223];
-  assign \taps$94[1].delta  = \taps$94 [287:255];
-  assign \taps$94[1].target  = \taps$94 [335:288];
-  assign \taps$94[1].value  = \taps$94 [383:336];
-  assign \taps$94[2]  = \taps$94 [575:384];
-  assign \taps$94[2].valid  = \taps$94 [384];
-  assign \taps$94[2].op  = \taps$94 [387:385];
-  assign \taps$94[2].sample  = \taps$94 [388];
-  assign \taps$94[2].prng  = \taps$94 [389];
-  assign \taps$94[2].write  = \taps$94 [390];
-  assign \taps$94[2].read  = \taps$94 [391];
-  assign \taps$94[2].debug  = \taps$94 [392];
-  assign \taps$94[2].respond  = \taps$94 [393];
-  assign \taps$94[2].empty  = \taps$94 [394];
-  assign \taps$94[2].invalid  = \taps$94 [395];
-  assign \taps$94[2].level  = \taps$94 [398:396];
-  assign \taps$94[2].index  = \taps$94 [414:399];
-  assign \taps$94[2].prio  = \taps$94 [446:415];
-  assign \taps$94[2].delta  = \taps$94 [479:447];
-  assign \taps$94[2].target  = \taps$94 [527:480];
-  assign \taps$94[2].value  = \taps$94 [575:528];
-  assign \taps$94[3]  = \taps$94 [767:576];
-  assign \taps$94[3].valid  = \taps$94 [576];
-  assign \taps$94[3].op  = \taps$94 [579:577];
-  assign \taps$94[3].sample  = \taps$94 [580];
-  assign \taps$94[3].prng  = \taps$94 [581];
-  assign \taps$94[3].write  = \taps$94 [582];
-  assign \taps$94[3].read  = \taps$94 [583];
-  assign \taps$94[3].debug  = \taps$94 [584];
-  assign \taps$94[3].respond  = \taps$94 [585];
-  assign \taps$94[3].empty  = \taps$94 [586];
-  assign \taps$94[3].invalid  = \taps$94 [587];
-  assign \taps$94[3].level  = \taps$94 [590:588];
-  assign \taps$94[3].index  = \taps$94 [606:591];
-  assign \taps$94[3].prio  = \taps$94 [638:607];
-  assign \taps$94[3].delta  = \taps$94 [671:639];
-  assign \taps$94[3].target  = \taps$94 [719:672];
-  assign \taps$94[3].value  = \taps$94 [767:720];
-  assign \taps$94[4]  = \taps$94 [959:768];
-  assign \taps$94[4].valid  = \taps$94 [768];
-  assign \taps$94[4].op  = \taps$94 [771:769];
-  assign \taps$94[4].sample  = \taps$94 [772];
-  assign \taps$94[4].prng  = \taps$94 [773];
-  assign \taps$94[4].write  = \taps$94 [774];
-  assign \taps$94[4].read  = \taps$94 [775];
-  assign \taps$94[4].debug  = \taps$94 [776];
-  assign \taps$94[4].respond  = \taps$94 [777];
-  assign \taps$94[4].empty  = \taps$94 [778];
-  assign \taps$94[4].invalid  = \taps$94 [779];
-  assign \taps$94[4].level  = \taps$94 [782:780];
-  assign \taps$94[4].index  = \taps$94 [798:783];
-  assign \taps$94[4].prio  = \taps$94 [830:799];
-  assign \taps$94[4].delta  = \taps$94 [863:831];
-  assign \taps$94[4].target  = \taps$94 [911:864];
-  assign \taps$94[4].value  = \taps$94 [959:912];
-  assign \taps$94[5]  = \taps$94 [1151:960];
-  assign \taps$94[5].valid  = \taps$94 [960];
-  assign \taps$94[5].op  = \taps$94 [963:961];
-  assign \taps$94[5].sample  = \taps$94 [964];
-  assign \taps$94[5].prng  = \taps$94 [965];
-  assign \taps$94[5].write  = \taps$94 [966];
-  assign \taps$94[5].read  = \taps$94 [967];
-  assign \taps$94[5].debug  = \taps$94 [968];
-  assign \taps$94[5].respond  = \taps$94 [969];
-  assign \taps$94[5].empty  = \taps$94 [970];
-  assign \taps$94[5].invalid  = \taps$94 [971];
-  assign \taps$94[5].level  = \taps$94 [974:972];
-  assign \taps$94[5].index  = \taps$94 [990:975];
-  assign \taps$94[5].prio  = \taps$94 [1022:991];
-  assign \taps$94[5].delta  = \taps$94 [1055:1023];
-  assign \taps$94[5].target  = \taps$94 [1103:1056];
-  assign \taps$94[5].value  = \taps$94 [1151:1104];
-  assign \taps$94[6]  = \taps$94 [1343:1152];
-  assign \taps$94[6].valid  = \taps$94 [1152];
-  assign \taps$94[6].op  = \taps$94 [1155:1153];
-  assign \taps$94[6].sample  = \taps$94 [1156];
-  assign \taps$94[6].prng  = \taps$94 [1157];
-  assign \taps$94[6].write  = \taps$94 [1158];
-  assign \taps$94[6].read  = \taps$94 [1159];
-  assign \taps$94[6].debug  = \taps$94 [1160];
-  assign \taps$94[6].respond  = \taps$94 [1161];
-  assign \taps$94[6].empty  = \taps$94 [1162];
-  assign \taps$94[6].invalid  = \taps$94 [1163];
-  assign \taps$94[6].level  = \taps$94 [1166:1164];
-  assign \taps$94[6].index  = \taps$94 [1182:1167];
-  assign \taps$94[6].prio  = \taps$94 [1214:1183];
-  assign \taps$94[6].delta  = \taps$94 [1247:1215];
-  assign \taps$94[6].target  = \taps$94 [1295:1248];
-  assign \taps$94[6].value  = \taps$94 [1343:1296];
-  assign \taps$94[7]  = \taps$94 [1535:1344];
-  assign \taps$94[7].valid  = \taps$94 [1344];
-  assign \taps$94[7].op  = \taps$94 [1347:1345];
-  assign \taps$94[7].sample  = \taps$94 [1348];
-  assign \taps$94[7].prng  = \taps$94 [1349];
-  assign \taps$94[7].write  = \taps$94 [1350];
-  assign \taps$94[7].read  = \taps$94 [1351];
-  assign \taps$94[7].debug  = \taps$94 [1352];
-  assign \taps$94[7].respond  = \taps$94 [1353];
-  assign \taps$94[7].empty  = \taps$94 [1354];
-  assign \taps$94[7].invalid  = \taps$94 [1355];
-  assign \taps$94[7].level  = \taps$94 [1358:1356];
-  assign \taps$94[7].index  = \taps$94 [1374:1359];
-  assign \taps$94[7].prio  = \taps$94 [1406:1375];
-  assign \taps$94[7].delta  = \taps$94 [1439:1407];
-  assign \taps$94[7].target  = \taps$94 [1487:1440];
-  assign \taps$94[7].value  = \taps$94 [1535:1488];
-  assign \taps$95[0]  = \taps$95 [191:0];
-  assign \taps$95[0].valid  = \taps$95 [0];
-  assign \taps$95[0].op  = \taps$95 [3:1];
-  assign \taps$95[0].sample  = \taps$95 [4];
-  assign \taps$95[0].prng  = \taps$95 [5];
-  assign \taps$95[0].write  = \taps$95 [6];
-  assign \taps$95[0].read  = \taps$95 [7];
-  assign \taps$95[0].debug  = \taps$95 [8];
-  assign \taps$95[0].respond  = \taps$95 [9];
-  assign \taps$95[0].empty  = \taps$95 [10];
-  assign \taps$95[0].invalid  = \taps$95 [11];
-  assign \taps$95[0].level  = \taps$95 [14:12];
-  assign \taps$95[0].index  = \taps$95 [30:15];
-  assign \taps$95[0].prio  = \taps$95 [62:31];
-  assign \taps$95[0].delta  = \taps$95 [95:63];
-  assign \taps$95[0].target  = \taps$95 [143:96];
-  assign \taps$95[0].value  = \taps$95 [191:144];
-  assign \taps$95[1]  = \taps$95 [383:192];
-  assign \taps$95[1].valid  = \taps$95 [192];
-  assign \taps$95[1].op  = \taps$95 [195:193];
-  assign \taps$95[1].sample  = \taps$95 [196];
-  assign \taps$95[1].prng  = \taps$95 [197];
-  assign \taps$95[1].write  = \taps$95 [198];
-  assign \taps$95[1].read  = \taps$95 [199];
-  assign \taps$95[1].debug  = \taps$95 [200];
-  assign \taps$95[1].respond  = \taps$95 [201];
-  assign \taps$95[1].empty  = \taps$95 [202];
-  assign \taps$95[1].invalid  = \taps$95 [203];
-  assign \taps$95[1].level  = \taps$95 [206:204];
-  assign \taps$95[1].index  = \taps$95 [222:207];
-  assign \taps$95[1].prio  = \taps$95 [254:223];
-  assign \taps$95[1].delta  = \taps$95 [287:255];
-  assign \taps$95[1].target  = \taps$95 [335:288];
-  assign \taps$95[1].value  = \taps$95 [383:336];
-  assign \taps$95[2]  = \taps$95 [575:384];
-  assign \taps$95[2].valid  = \taps$95 [384];
-  assign \taps$95[2].op  = \taps$95 [387:385];
-  assign \taps$95[2].sample  = \taps$95 [388];
-  assign \taps$95[2].prng  = \taps$95 [389];
-  assign \taps$95[2].write  = \taps$95 [390];
-  assign \taps$95[2].read  = \taps$95 [391];
-  assign \taps$95[2].debug  = \taps$95 [392];
-  assign \taps$95[2].respond  = \taps$95 [393];
-  assign \taps$95[2].empty  = \taps$95 [394];
-  assign \taps$95[2].invalid  = \taps$95 [395];
-  assign \taps$95[2].level  = \taps$95 [398:396];
-  assign \taps$95[2].index  = \taps$95 [414:399];
-  assign \taps$95[2].prio  = \taps$95 [446:415];
-  assign \taps$95[2].delta  = \taps$95 [479:447];
-  assign \taps$95[2].target  = \taps$95 [527:480];
-  assign \taps$95[2].value  = \taps$95 [575:528];
-  assign \taps$95[3]  = \taps$95 [767:576];
-  assign \taps$95[3].valid  = \taps$95 [576];
-  assign \taps$95[3].op  = \taps$95 [579:577];
-  assign \taps$95[3].sample  = \taps$95 [580];
-  assign \taps$95[3].prng  = \taps$95 [581];
-  assign \taps$95[3].write  = \taps$95 [582];
-  assign \taps$95[3].read  = \taps$95 [583];
-  assign \taps$95[3].debug  = \taps$95 [584];
-  assign \taps$95[3].respond  = \taps$95 [585];
-  assign \taps$95[3].empty  = \taps$95 [586];
-  assign \taps$95[3].invalid  = \taps$95 [587];
-  assign \taps$95[3].level  = \taps$95 [590:588];
-  assign \taps$95[3].index  = \taps$95 [606:591];
-  assign \taps$95[3].prio  = \taps$95 [638:607];
-  assign \taps$95[3].delta  = \taps$95 [671:639];
-  assign \taps$95[3].target  = \taps$95 [719:672];
-  assign \taps$95[3].value  = \taps$95 [767:720];
-  assign \taps$95[4]  = \taps$95 [959:768];
-  assign \taps$95[4].valid  = \taps$95 [768];
-  assign \taps$95[4].op  = \taps$95 [771:769];
-  assign \taps$95[4].sample  = \taps$95 [772];
-  assign \taps$95[4].prng  = \taps$95 [773];
-  assign \taps$95[4].write  = \taps$95 [774];
-  assign \taps$95[4].read  = \taps$95 [775];
-  assign \taps$95[4].debug  = \taps$95 [776];
-  assign \taps$95[4].respond  = \taps$95 [777];
-  assign \taps$95[4].empty  = \taps$95 [778];
-  assign \taps$95[4].invalid  = \taps$95 [779];
-  assign \taps$95[4].level  = \taps$95 [782:780];
-  assign \taps$95[4].index  = \taps$95 [798:783];
-  assign \taps$95[4].prio  = \taps$95 [830:799];
-  assign \taps$95[4].delta  = \taps$95 [863:831];
-  assign \taps$95[4].target  = \taps$95 [911:864];
-  assign \taps$95[4].value  = \taps$95 [959:912];
-  assign \taps$95[5]  = \taps$95 [1151:960];
-  assign \taps$95[5].valid  = \taps$95 [960];
-  assign \taps$95[5].op  = \taps$95 [963:961];
-  assign \taps$95[5].sample  = \taps$95 [964];
-  assign \taps$95[5].prng  = \taps$95 [965];
-  assign \taps$95[5].write  = \taps$95 [966];
-  assign \taps$95[5].read  = \taps$95 [967];
-  assign \taps$95[5].debug  = \taps$95 [968];
-  assign \taps$95[5].respond  = \taps$95 [969];
-  assign \taps$95[5].empty  = \taps$95 [970];
-  assign \taps$95[5].invalid  = \taps$95 [971];
-  assign \taps$95[5].level  = \taps$95 [974:972];
-  assign \taps$95[5].index  = \taps$95 [990:975];
-  assign \taps$95[5].prio  = \taps$95 [1022:991];
-  assign \taps$95[5].delta  = \taps$95 [1055:1023];
-  assign \taps$95[5].target  = \taps$95 [1103:1056];
-  assign \taps$95[5].value  = \taps$95 [1151:1104];
-  assign \taps$95[6]  = \taps$95 [1343:1152];
-  assign \taps$95[6].valid  = \taps$95 [1152];
-  assign \taps$95[6].op  = \taps$95 [1155:1153];
-  assign \taps$95[6].sample  = \taps$95 [1156];
-  assign \taps$95[6].prng  = \taps$95 [1157];
-  assign \taps$95[6].write  = \taps$95 [1158];
-  assign \taps$95[6].read  = \taps$95 [1159];
-  assign \taps$95[6].debug  = \taps$95 [1160];
-  assign \taps$95[6].respond  = \taps$95 [1161];
-  assign \taps$95[6].empty  = \taps$95 [1162];
-  assign \taps$95[6].invalid  = \taps$95 [1163];
-  assign \taps$95[6].level  = \taps$95 [1166:1164];
-  assign \taps$95[6].index  = \taps$95 [1182:1167];
-  assign \taps$95[6].prio  = \taps$95 [1214:1183];
-  assign \taps$95[6].delta  = \taps$95 [1247:1215];
-  assign \taps$95[6].target  = \taps$95 [1295:1248];
-  assign \taps$95[6].value  = \taps$95 [1343:1296];
-  assign \taps$95[7]  = \taps$95 [1535:1344];
-  assign \taps$95[7].valid  = \taps$95 [1344];
-  assign \taps$95[7].op  = \taps$95 [1347:1345];
-  assign \taps$95[7].sample  = \taps$95 [1348];
-  assign \taps$95[7].prng  = \taps$95 [1349];
-  assign \taps$95[7].write  = \taps$95 [1350];
-  assign \taps$95[7].read  = \taps$95 [1351];
-  assign \taps$95[7].debug  = \taps$95 [1352];
-  assign \taps$95[7].respond  = \taps$95 [1353];
-  assign \taps$95[7].empty  = \taps$95 [1354];
-  assign \taps$95[7].invalid  = \taps$95 [1355];
-  assign \taps$95[7].level  = \taps$95 [1358:1356];
-  assign \taps$95[7].index  = \taps$95 [1374:1359];
-  assign \taps$95[7].prio  = \taps$95 [1406:1375];
-  assign \taps$95[7].delta  = \taps$95 [1439:1407];
-  assign \taps$95[7].target  = \taps$95 [1487:1440];
-  assign \taps$95[7].value  = \taps$95 [1535:1488];
   assign \skid.op  = skid[2:0];
   assign \skid.level  = skid[5:3];
   assign \skid.index  = skid[21:6];
@@ -7012,12 +7070,12 @@ module \replay_kernel_k16.accel.core.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$344  = \$343 ;
   assign \$360  = \$359 ;
   assign \$376  = \$375 ;
-  assign \$448  = { 1'h0, pp_0_0 };
-  assign \$450  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$452  = { 1'h0, pp_17_0 };
-  assign \$454  = { 5'h00, pp_17_26, 26'h0000000 };
-  assign \$465  = 1'h0;
-  assign \$483  = \$482 ;
+  assign \$453  = { 1'h0, \$452  };
+  assign \$456  = { 5'h00, \$455 , 26'h0000000 };
+  assign \$459  = { 1'h0, \$458  };
+  assign \$462  = { 5'h00, \$461 , 26'h0000000 };
+  assign \$473  = 1'h0;
+  assign \$491  = \$490 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -16849,7 +16907,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3067$0 , \port$3069$0 , max_priority_lo, \port$3117$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3074$0 , \port$3076$0 , max_priority_lo, \port$3132$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$10  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -17415,12 +17473,12 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [15:0] \port$3067$0 ;
-  wire [15:0] \port$3067$0 ;
-  input [16:0] \port$3069$0 ;
-  wire [16:0] \port$3069$0 ;
-  input [47:0] \port$3117$0 ;
-  wire [47:0] \port$3117$0 ;
+  input [15:0] \port$3074$0 ;
+  wire [15:0] \port$3074$0 ;
+  input [16:0] \port$3076$0 ;
+  wire [16:0] \port$3076$0 ;
+  input [47:0] \port$3132$0 ;
+  wire [47:0] \port$3132$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -18628,11 +18686,11 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3117$0 [31:0];
-  assign total_hi = { 16'h0000, \port$3117$0 [47:32] };
+  assign total_lo = \port$3132$0 [31:0];
+  assign total_hi = { 16'h0000, \port$3132$0 [47:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 15'h0000, \port$3069$0  };
-  assign write_pointer = { 16'h0000, \port$3067$0  };
+  assign size = { 15'h0000, \port$3076$0  };
+  assign write_pointer = { 16'h0000, \port$3074$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -18668,17 +18726,17 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3117$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3132$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 17'h00000, \port$3117$0 [47:32] };
+  assign \$119  = { 17'h00000, \port$3132$0 [47:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 16'h0000, \port$3069$0  };
+  assign \$125  = { 16'h0000, \port$3076$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 17'h00000, \port$3067$0  };
+  assign \$127  = { 17'h00000, \port$3074$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000010000;
   assign \$130  = \$129 ;
@@ -18729,8 +18787,8 @@ module \replay_kernel_k16.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2448$0 , \port$2449$0 , \port$2450$0 , \port$2451$0 , \port$2452$0 , \port$2453$0 
-, \port$2454$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
+module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2455$0 , \port$2456$0 , \port$2457$0 , \port$2458$0 , \port$2459$0 , \port$2460$0 
+, \port$2461$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -19242,20 +19300,20 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   reg p_lastbeat = 1'h0;
   reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  output \port$2448$0 ;
-  wire \port$2448$0 ;
-  output \port$2449$0 ;
-  wire \port$2449$0 ;
-  output \port$2450$0 ;
-  wire \port$2450$0 ;
-  output \port$2451$0 ;
-  wire \port$2451$0 ;
-  output \port$2452$0 ;
-  wire \port$2452$0 ;
-  output \port$2453$0 ;
-  wire \port$2453$0 ;
-  output \port$2454$0 ;
-  wire \port$2454$0 ;
+  output \port$2455$0 ;
+  wire \port$2455$0 ;
+  output \port$2456$0 ;
+  wire \port$2456$0 ;
+  output \port$2457$0 ;
+  wire \port$2457$0 ;
+  output \port$2458$0 ;
+  wire \port$2458$0 ;
+  output \port$2459$0 ;
+  wire \port$2459$0 ;
+  output \port$2460$0 ;
+  wire \port$2460$0 ;
+  output \port$2461$0 ;
+  wire \port$2461$0 ;
   reg q_wlast = 1'h0;
   reg q_wlast_d1 = 1'h0;
   reg q_wlast_d1_d2 = 1'h0;
@@ -20879,13 +20937,13 @@ module \replay_kernel_k16.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2448$0  = \$32 ;
-  assign \port$2449$0  = \$33 ;
-  assign \port$2450$0  = \$34 ;
-  assign \port$2451$0  = \$35 ;
-  assign \port$2452$0  = \$36 ;
-  assign \port$2453$0  = \$37 ;
-  assign \port$2454$0  = \$38 ;
+  assign \port$2455$0  = \$32 ;
+  assign \port$2456$0  = \$33 ;
+  assign \port$2457$0  = \$34 ;
+  assign \port$2458$0  = \$35 ;
+  assign \port$2459$0  = \$36 ;
+  assign \port$2460$0  = \$37 ;
+  assign \port$2461$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

@@ -370,13 +370,13 @@ module replay_kernel_k16_1m(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvali
     .mem_rdata(mem_rdata),
     .mem_re(host_re),
     .mem_we(host_we),
-    .\port$2784$0 (\$31 ),
-    .\port$2785$0 (\$32 ),
-    .\port$2786$0 (\$33 ),
-    .\port$2787$0 (\$34 ),
-    .\port$2788$0 (\$35 ),
-    .\port$2789$0 (\$36 ),
-    .\port$2790$0 (\$37 ),
+    .\port$2791$0 (\$31 ),
+    .\port$2792$0 (\$32 ),
+    .\port$2793$0 (\$33 ),
+    .\port$2794$0 (\$34 ),
+    .\port$2795$0 (\$35 ),
+    .\port$2796$0 (\$36 ),
+    .\port$2797$0 (\$37 ),
     .rready(m_axi_gmem_rready),
     .rst(rst),
     .s_word(host_wdata)
@@ -970,9 +970,9 @@ module \replay_kernel_k16_1m.accel (s_axi_control_awaddr, s_axi_control_awvalid,
     .op_code(op_code),
     .op_prng(op_prng),
     .op_relaxed(op_relaxed),
-    .\port$3403$0 (\$4 ),
-    .\port$3405$0 (\$5 ),
-    .\port$3455$0 (\$6 ),
+    .\port$3410$0 (\$4 ),
+    .\port$3412$0 (\$5 ),
+    .\port$3470$0 (\$6 ),
     .response_cycles(response_cycles),
     .rst(rst),
     .rvalid(s_axi_control_rvalid),
@@ -3408,101 +3408,101 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire [42:0] \$433 ;
   wire [40:0] \$434 ;
   wire [40:0] \$435 ;
-  wire [53:0] \$436 ;
-  wire [51:0] \$437 ;
-  wire [51:0] \$438 ;
-  wire [51:0] \$439 ;
+  wire [42:0] \$436 ;
+  wire [42:0] \$437 ;
+  wire [40:0] \$438 ;
+  wire [40:0] \$439 ;
   wire [31:0] \$44 ;
-  wire [51:0] \$440 ;
-  wire \$441 ;
+  wire [53:0] \$440 ;
+  wire [51:0] \$441 ;
   wire [51:0] \$442 ;
   wire [51:0] \$443 ;
   wire [51:0] \$444 ;
-  wire [51:0] \$445 ;
-  wire \$446 ;
+  wire \$445 ;
+  wire [51:0] \$446 ;
   wire [51:0] \$447 ;
   wire [51:0] \$448 ;
   wire [51:0] \$449 ;
   wire [31:0] \$45 ;
-  wire [51:0] \$450 ;
-  wire \$451 ;
+  wire \$450 ;
+  wire [51:0] \$451 ;
   wire [51:0] \$452 ;
   wire [51:0] \$453 ;
   wire [51:0] \$454 ;
-  wire [51:0] \$455 ;
-  wire \$456 ;
+  wire \$455 ;
+  wire [51:0] \$456 ;
   wire [51:0] \$457 ;
   wire [51:0] \$458 ;
   wire [51:0] \$459 ;
   wire [31:0] \$46 ;
-  wire [51:0] \$460 ;
-  wire \$461 ;
+  wire \$460 ;
+  wire [51:0] \$461 ;
   wire [51:0] \$462 ;
   wire [51:0] \$463 ;
   wire [51:0] \$464 ;
-  wire [51:0] \$465 ;
-  wire \$466 ;
+  wire \$465 ;
+  wire [51:0] \$466 ;
   wire [51:0] \$467 ;
   wire [51:0] \$468 ;
   wire [51:0] \$469 ;
   wire [31:0] \$47 ;
-  wire [51:0] \$470 ;
-  wire \$471 ;
+  wire \$470 ;
+  wire [51:0] \$471 ;
   wire [51:0] \$472 ;
   wire [51:0] \$473 ;
   wire [51:0] \$474 ;
-  wire [51:0] \$475 ;
-  wire \$476 ;
+  wire \$475 ;
+  wire [51:0] \$476 ;
   wire [51:0] \$477 ;
   wire [51:0] \$478 ;
   wire [51:0] \$479 ;
   wire [31:0] \$48 ;
-  wire [51:0] \$480 ;
-  wire \$481 ;
+  wire \$480 ;
+  wire [51:0] \$481 ;
   wire [51:0] \$482 ;
   wire [51:0] \$483 ;
   wire [51:0] \$484 ;
-  wire [51:0] \$485 ;
-  wire \$486 ;
+  wire \$485 ;
+  wire [51:0] \$486 ;
   wire [51:0] \$487 ;
   wire [51:0] \$488 ;
   wire [51:0] \$489 ;
   wire [31:0] \$49 ;
-  wire [51:0] \$490 ;
-  wire \$491 ;
+  wire \$490 ;
+  wire [51:0] \$491 ;
   wire [51:0] \$492 ;
   wire [51:0] \$493 ;
   wire [51:0] \$494 ;
-  wire [51:0] \$495 ;
-  wire \$496 ;
+  wire \$495 ;
+  wire [51:0] \$496 ;
   wire [51:0] \$497 ;
   wire [51:0] \$498 ;
   wire [51:0] \$499 ;
   wire \$5 ;
   wire \$50 ;
-  wire [51:0] \$500 ;
-  wire \$501 ;
-  wire \$502 ;
-  wire \$503 ;
-  wire \$504 ;
-  wire [43:0] \$505 ;
-  wire [44:0] \$506 ;
-  wire [73:0] \$507 ;
-  wire [74:0] \$508 ;
-  wire [41:0] \$509 ;
+  wire \$500 ;
+  wire [51:0] \$501 ;
+  wire [51:0] \$502 ;
+  wire [51:0] \$503 ;
+  wire [51:0] \$504 ;
+  wire \$505 ;
+  wire \$506 ;
+  wire \$507 ;
+  wire \$508 ;
+  wire [42:0] \$509 ;
   wire \$51 ;
-  wire [42:0] \$510 ;
-  wire [71:0] \$511 ;
-  wire [72:0] \$512 ;
-  wire \$513 ;
-  wire \$514 ;
-  wire \$515 ;
-  wire \$516 ;
-  wire \$517 ;
-  wire \$518 ;
-  wire \$519 ;
+  wire [43:0] \$510 ;
+  wire [44:0] \$511 ;
+  wire [42:0] \$512 ;
+  wire [73:0] \$513 ;
+  wire [74:0] \$514 ;
+  wire [40:0] \$515 ;
+  wire [41:0] \$516 ;
+  wire [42:0] \$517 ;
+  wire [40:0] \$518 ;
+  wire [71:0] \$519 ;
   wire [84:0] \$52 ;
-  wire \$520 ;
+  wire [72:0] \$520 ;
   wire \$521 ;
   wire \$522 ;
   wire \$523 ;
@@ -3530,67 +3530,79 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire \$543 ;
   wire \$544 ;
   wire \$545 ;
-  reg \$546 ;
-  reg [97:0] \$547 ;
-  reg \$548 ;
-  reg \$549 ;
+  wire \$546 ;
+  wire \$547 ;
+  wire \$548 ;
+  wire \$549 ;
   wire [115:0] \$55 ;
-  reg [97:0] \$550 ;
-  reg [5:0] \$551 ;
-  reg \$552 ;
-  reg [5:0] \$553 ;
-  reg [5:0] \$554 ;
-  reg [5:0] \$555 ;
+  wire \$550 ;
+  wire \$551 ;
+  wire \$552 ;
+  wire \$553 ;
+  reg \$554 ;
+  reg [97:0] \$555 ;
   reg \$556 ;
-  reg [97:0] \$557 ;
-  reg \$558 ;
-  reg \$559 ;
+  reg \$557 ;
+  reg [97:0] \$558 ;
+  reg [5:0] \$559 ;
   wire \$56 ;
-  reg [15:0] \$560 ;
-  reg \$561 ;
-  reg [19:0] \$562 ;
-  reg [203:0] \$563 ;
-  reg [19:0] \$564 ;
-  reg [20:0] \$565 ;
-  reg [31:0] \$566 ;
-  reg [42:0] \$567 ;
-  reg [42:0] \$568 ;
-  reg [15:0] \$569 ;
+  reg \$560 ;
+  reg [5:0] \$561 ;
+  reg [5:0] \$562 ;
+  reg [5:0] \$563 ;
+  reg \$564 ;
+  reg [97:0] \$565 ;
+  reg \$566 ;
+  reg \$567 ;
+  reg [15:0] \$568 ;
+  reg \$569 ;
   wire \$57 ;
-  reg [203:0] \$570 ;
-  reg [42:0] \$571 ;
-  reg [15:0] \$572 ;
-  reg [511:0] \$573 ;
-  reg [203:0] \$574 ;
-  reg [31:0] \$575 ;
-  reg [31:0] \$576 ;
-  reg [31:0] \$577 ;
-  reg [31:0] \$578 ;
-  reg [31:0] \$579 ;
+  reg [19:0] \$570 ;
+  reg [203:0] \$571 ;
+  reg [19:0] \$572 ;
+  reg [20:0] \$573 ;
+  reg [31:0] \$574 ;
+  reg [42:0] \$575 ;
+  reg [42:0] \$576 ;
+  reg [15:0] \$577 ;
+  reg [203:0] \$578 ;
+  reg [42:0] \$579 ;
   wire \$58 ;
-  reg [31:0] \$580 ;
-  reg [31:0] \$581 ;
-  reg [31:0] \$582 ;
-  reg [203:0] \$583 ;
-  reg [32:0] \$584 ;
-  reg [42:0] \$585 ;
-  reg [42:0] \$586 ;
-  reg [40:0] \$587 ;
-  reg [40:0] \$588 ;
-  reg [203:0] \$589 ;
+  reg [15:0] \$580 ;
+  reg [511:0] \$581 ;
+  reg [203:0] \$582 ;
+  reg [31:0] \$583 ;
+  reg [31:0] \$584 ;
+  reg [31:0] \$585 ;
+  reg [31:0] \$586 ;
+  reg [31:0] \$587 ;
+  reg [31:0] \$588 ;
+  reg [31:0] \$589 ;
   wire \$59 ;
-  reg [51:0] \$590 ;
-  reg [12:0] \$591 ;
-  reg [83:0] \$592 ;
-  reg [83:0] \$593 ;
-  reg [203:0] \$594 ;
-  reg [203:0] \$595 ;
-  reg \$596 ;
-  reg \$597 ;
-  reg \$598 ;
+  reg [31:0] \$590 ;
+  reg [203:0] \$591 ;
+  reg [32:0] \$592 ;
+  reg [42:0] \$593 ;
+  reg [42:0] \$594 ;
+  reg [40:0] \$595 ;
+  reg [40:0] \$596 ;
+  reg [42:0] \$597 ;
+  reg [42:0] \$598 ;
+  reg [40:0] \$599 ;
   wire \$6 ;
   wire \$60 ;
+  reg [40:0] \$600 ;
+  reg [203:0] \$601 ;
+  reg [51:0] \$602 ;
+  reg [12:0] \$603 ;
+  reg [83:0] \$604 ;
+  reg [83:0] \$605 ;
+  reg [203:0] \$606 ;
+  reg [203:0] \$607 ;
+  reg \$608 ;
+  reg \$609 ;
   wire \$61 ;
+  reg \$610 ;
   wire \$62 ;
   wire \$63 ;
   wire [6:0] \$64 ;
@@ -4129,10 +4141,14 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire \o.write ;
   wire [31:0] old;
   wire pipe_busy;
-  reg [42:0] pp_0_0 = 43'h00000000000;
-  reg [42:0] pp_0_26 = 43'h00000000000;
-  reg [40:0] pp_17_0 = 41'h00000000000;
-  reg [40:0] pp_17_26 = 41'h00000000000;
+  reg [42:0] ppp_0_0 = 43'h00000000000;
+  reg [42:0] ppp_0_26 = 43'h00000000000;
+  reg [40:0] ppp_17_0 = 41'h00000000000;
+  reg [40:0] ppp_17_26 = 41'h00000000000;
+  reg [42:0] ppt_0_0 = 43'h00000000000;
+  reg [42:0] ppt_0_26 = 43'h00000000000;
+  reg [40:0] ppt_17_0 = 41'h00000000000;
+  reg [40:0] ppt_17_26 = 41'h00000000000;
   wire [83:0] product;
   wire [19:0] ptr_next;
   (* init = 1'h0 *)
@@ -4283,14 +4299,14 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* init = 1'h1 *)
   wire sweeping;
   wire [1631:0] taps;
-  wire [1631:0] \taps$100 ;
-  wire [203:0] \taps$100[0] ;
-  wire \taps$100[0].debug ;
-  wire [32:0] \taps$100[0].delta ;
-  wire \taps$100[0].empty ;
-  wire [19:0] \taps$100[0].index ;
-  wire \taps$100[0].invalid ;
-  wire [2:0] \taps$100[0].level ;
+  wire [1631:0] \taps$96 ;
+  wire [203:0] \taps$96[0] ;
+  wire \taps$96[0].debug ;
+  wire [32:0] \taps$96[0].delta ;
+  wire \taps$96[0].empty ;
+  wire [19:0] \taps$96[0].index ;
+  wire \taps$96[0].invalid ;
+  wire [2:0] \taps$96[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4300,23 +4316,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[0].op ;
-  wire [31:0] \taps$100[0].prio ;
-  wire \taps$100[0].prng ;
-  wire \taps$100[0].read ;
-  wire \taps$100[0].respond ;
-  wire \taps$100[0].sample ;
-  wire [51:0] \taps$100[0].target ;
-  wire \taps$100[0].valid ;
-  wire [51:0] \taps$100[0].value ;
-  wire \taps$100[0].write ;
-  wire [203:0] \taps$100[1] ;
-  wire \taps$100[1].debug ;
-  wire [32:0] \taps$100[1].delta ;
-  wire \taps$100[1].empty ;
-  wire [19:0] \taps$100[1].index ;
-  wire \taps$100[1].invalid ;
-  wire [2:0] \taps$100[1].level ;
+  wire [2:0] \taps$96[0].op ;
+  wire [31:0] \taps$96[0].prio ;
+  wire \taps$96[0].prng ;
+  wire \taps$96[0].read ;
+  wire \taps$96[0].respond ;
+  wire \taps$96[0].sample ;
+  wire [51:0] \taps$96[0].target ;
+  wire \taps$96[0].valid ;
+  wire [51:0] \taps$96[0].value ;
+  wire \taps$96[0].write ;
+  wire [203:0] \taps$96[1] ;
+  wire \taps$96[1].debug ;
+  wire [32:0] \taps$96[1].delta ;
+  wire \taps$96[1].empty ;
+  wire [19:0] \taps$96[1].index ;
+  wire \taps$96[1].invalid ;
+  wire [2:0] \taps$96[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4326,23 +4342,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[1].op ;
-  wire [31:0] \taps$100[1].prio ;
-  wire \taps$100[1].prng ;
-  wire \taps$100[1].read ;
-  wire \taps$100[1].respond ;
-  wire \taps$100[1].sample ;
-  wire [51:0] \taps$100[1].target ;
-  wire \taps$100[1].valid ;
-  wire [51:0] \taps$100[1].value ;
-  wire \taps$100[1].write ;
-  wire [203:0] \taps$100[2] ;
-  wire \taps$100[2].debug ;
-  wire [32:0] \taps$100[2].delta ;
-  wire \taps$100[2].empty ;
-  wire [19:0] \taps$100[2].index ;
-  wire \taps$100[2].invalid ;
-  wire [2:0] \taps$100[2].level ;
+  wire [2:0] \taps$96[1].op ;
+  wire [31:0] \taps$96[1].prio ;
+  wire \taps$96[1].prng ;
+  wire \taps$96[1].read ;
+  wire \taps$96[1].respond ;
+  wire \taps$96[1].sample ;
+  wire [51:0] \taps$96[1].target ;
+  wire \taps$96[1].valid ;
+  wire [51:0] \taps$96[1].value ;
+  wire \taps$96[1].write ;
+  wire [203:0] \taps$96[2] ;
+  wire \taps$96[2].debug ;
+  wire [32:0] \taps$96[2].delta ;
+  wire \taps$96[2].empty ;
+  wire [19:0] \taps$96[2].index ;
+  wire \taps$96[2].invalid ;
+  wire [2:0] \taps$96[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4352,23 +4368,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[2].op ;
-  wire [31:0] \taps$100[2].prio ;
-  wire \taps$100[2].prng ;
-  wire \taps$100[2].read ;
-  wire \taps$100[2].respond ;
-  wire \taps$100[2].sample ;
-  wire [51:0] \taps$100[2].target ;
-  wire \taps$100[2].valid ;
-  wire [51:0] \taps$100[2].value ;
-  wire \taps$100[2].write ;
-  wire [203:0] \taps$100[3] ;
-  wire \taps$100[3].debug ;
-  wire [32:0] \taps$100[3].delta ;
-  wire \taps$100[3].empty ;
-  wire [19:0] \taps$100[3].index ;
-  wire \taps$100[3].invalid ;
-  wire [2:0] \taps$100[3].level ;
+  wire [2:0] \taps$96[2].op ;
+  wire [31:0] \taps$96[2].prio ;
+  wire \taps$96[2].prng ;
+  wire \taps$96[2].read ;
+  wire \taps$96[2].respond ;
+  wire \taps$96[2].sample ;
+  wire [51:0] \taps$96[2].target ;
+  wire \taps$96[2].valid ;
+  wire [51:0] \taps$96[2].value ;
+  wire \taps$96[2].write ;
+  wire [203:0] \taps$96[3] ;
+  wire \taps$96[3].debug ;
+  wire [32:0] \taps$96[3].delta ;
+  wire \taps$96[3].empty ;
+  wire [19:0] \taps$96[3].index ;
+  wire \taps$96[3].invalid ;
+  wire [2:0] \taps$96[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4378,23 +4394,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[3].op ;
-  wire [31:0] \taps$100[3].prio ;
-  wire \taps$100[3].prng ;
-  wire \taps$100[3].read ;
-  wire \taps$100[3].respond ;
-  wire \taps$100[3].sample ;
-  wire [51:0] \taps$100[3].target ;
-  wire \taps$100[3].valid ;
-  wire [51:0] \taps$100[3].value ;
-  wire \taps$100[3].write ;
-  wire [203:0] \taps$100[4] ;
-  wire \taps$100[4].debug ;
-  wire [32:0] \taps$100[4].delta ;
-  wire \taps$100[4].empty ;
-  wire [19:0] \taps$100[4].index ;
-  wire \taps$100[4].invalid ;
-  wire [2:0] \taps$100[4].level ;
+  wire [2:0] \taps$96[3].op ;
+  wire [31:0] \taps$96[3].prio ;
+  wire \taps$96[3].prng ;
+  wire \taps$96[3].read ;
+  wire \taps$96[3].respond ;
+  wire \taps$96[3].sample ;
+  wire [51:0] \taps$96[3].target ;
+  wire \taps$96[3].valid ;
+  wire [51:0] \taps$96[3].value ;
+  wire \taps$96[3].write ;
+  wire [203:0] \taps$96[4] ;
+  wire \taps$96[4].debug ;
+  wire [32:0] \taps$96[4].delta ;
+  wire \taps$96[4].empty ;
+  wire [19:0] \taps$96[4].index ;
+  wire \taps$96[4].invalid ;
+  wire [2:0] \taps$96[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4404,23 +4420,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[4].op ;
-  wire [31:0] \taps$100[4].prio ;
-  wire \taps$100[4].prng ;
-  wire \taps$100[4].read ;
-  wire \taps$100[4].respond ;
-  wire \taps$100[4].sample ;
-  wire [51:0] \taps$100[4].target ;
-  wire \taps$100[4].valid ;
-  wire [51:0] \taps$100[4].value ;
-  wire \taps$100[4].write ;
-  wire [203:0] \taps$100[5] ;
-  wire \taps$100[5].debug ;
-  wire [32:0] \taps$100[5].delta ;
-  wire \taps$100[5].empty ;
-  wire [19:0] \taps$100[5].index ;
-  wire \taps$100[5].invalid ;
-  wire [2:0] \taps$100[5].level ;
+  wire [2:0] \taps$96[4].op ;
+  wire [31:0] \taps$96[4].prio ;
+  wire \taps$96[4].prng ;
+  wire \taps$96[4].read ;
+  wire \taps$96[4].respond ;
+  wire \taps$96[4].sample ;
+  wire [51:0] \taps$96[4].target ;
+  wire \taps$96[4].valid ;
+  wire [51:0] \taps$96[4].value ;
+  wire \taps$96[4].write ;
+  wire [203:0] \taps$96[5] ;
+  wire \taps$96[5].debug ;
+  wire [32:0] \taps$96[5].delta ;
+  wire \taps$96[5].empty ;
+  wire [19:0] \taps$96[5].index ;
+  wire \taps$96[5].invalid ;
+  wire [2:0] \taps$96[5].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4430,23 +4446,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[5].op ;
-  wire [31:0] \taps$100[5].prio ;
-  wire \taps$100[5].prng ;
-  wire \taps$100[5].read ;
-  wire \taps$100[5].respond ;
-  wire \taps$100[5].sample ;
-  wire [51:0] \taps$100[5].target ;
-  wire \taps$100[5].valid ;
-  wire [51:0] \taps$100[5].value ;
-  wire \taps$100[5].write ;
-  wire [203:0] \taps$100[6] ;
-  wire \taps$100[6].debug ;
-  wire [32:0] \taps$100[6].delta ;
-  wire \taps$100[6].empty ;
-  wire [19:0] \taps$100[6].index ;
-  wire \taps$100[6].invalid ;
-  wire [2:0] \taps$100[6].level ;
+  wire [2:0] \taps$96[5].op ;
+  wire [31:0] \taps$96[5].prio ;
+  wire \taps$96[5].prng ;
+  wire \taps$96[5].read ;
+  wire \taps$96[5].respond ;
+  wire \taps$96[5].sample ;
+  wire [51:0] \taps$96[5].target ;
+  wire \taps$96[5].valid ;
+  wire [51:0] \taps$96[5].value ;
+  wire \taps$96[5].write ;
+  wire [203:0] \taps$96[6] ;
+  wire \taps$96[6].debug ;
+  wire [32:0] \taps$96[6].delta ;
+  wire \taps$96[6].empty ;
+  wire [19:0] \taps$96[6].index ;
+  wire \taps$96[6].invalid ;
+  wire [2:0] \taps$96[6].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4456,23 +4472,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[6].op ;
-  wire [31:0] \taps$100[6].prio ;
-  wire \taps$100[6].prng ;
-  wire \taps$100[6].read ;
-  wire \taps$100[6].respond ;
-  wire \taps$100[6].sample ;
-  wire [51:0] \taps$100[6].target ;
-  wire \taps$100[6].valid ;
-  wire [51:0] \taps$100[6].value ;
-  wire \taps$100[6].write ;
-  wire [203:0] \taps$100[7] ;
-  wire \taps$100[7].debug ;
-  wire [32:0] \taps$100[7].delta ;
-  wire \taps$100[7].empty ;
-  wire [19:0] \taps$100[7].index ;
-  wire \taps$100[7].invalid ;
-  wire [2:0] \taps$100[7].level ;
+  wire [2:0] \taps$96[6].op ;
+  wire [31:0] \taps$96[6].prio ;
+  wire \taps$96[6].prng ;
+  wire \taps$96[6].read ;
+  wire \taps$96[6].respond ;
+  wire \taps$96[6].sample ;
+  wire [51:0] \taps$96[6].target ;
+  wire \taps$96[6].valid ;
+  wire [51:0] \taps$96[6].value ;
+  wire \taps$96[6].write ;
+  wire [203:0] \taps$96[7] ;
+  wire \taps$96[7].debug ;
+  wire [32:0] \taps$96[7].delta ;
+  wire \taps$96[7].empty ;
+  wire [19:0] \taps$96[7].index ;
+  wire \taps$96[7].invalid ;
+  wire [2:0] \taps$96[7].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4482,24 +4498,24 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$100[7].op ;
-  wire [31:0] \taps$100[7].prio ;
-  wire \taps$100[7].prng ;
-  wire \taps$100[7].read ;
-  wire \taps$100[7].respond ;
-  wire \taps$100[7].sample ;
-  wire [51:0] \taps$100[7].target ;
-  wire \taps$100[7].valid ;
-  wire [51:0] \taps$100[7].value ;
-  wire \taps$100[7].write ;
-  wire [1631:0] \taps$101 ;
-  wire [203:0] \taps$101[0] ;
-  wire \taps$101[0].debug ;
-  wire [32:0] \taps$101[0].delta ;
-  wire \taps$101[0].empty ;
-  wire [19:0] \taps$101[0].index ;
-  wire \taps$101[0].invalid ;
-  wire [2:0] \taps$101[0].level ;
+  wire [2:0] \taps$96[7].op ;
+  wire [31:0] \taps$96[7].prio ;
+  wire \taps$96[7].prng ;
+  wire \taps$96[7].read ;
+  wire \taps$96[7].respond ;
+  wire \taps$96[7].sample ;
+  wire [51:0] \taps$96[7].target ;
+  wire \taps$96[7].valid ;
+  wire [51:0] \taps$96[7].value ;
+  wire \taps$96[7].write ;
+  wire [1631:0] \taps$97 ;
+  wire [203:0] \taps$97[0] ;
+  wire \taps$97[0].debug ;
+  wire [32:0] \taps$97[0].delta ;
+  wire \taps$97[0].empty ;
+  wire [19:0] \taps$97[0].index ;
+  wire \taps$97[0].invalid ;
+  wire [2:0] \taps$97[0].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4509,23 +4525,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[0].op ;
-  wire [31:0] \taps$101[0].prio ;
-  wire \taps$101[0].prng ;
-  wire \taps$101[0].read ;
-  wire \taps$101[0].respond ;
-  wire \taps$101[0].sample ;
-  wire [51:0] \taps$101[0].target ;
-  wire \taps$101[0].valid ;
-  wire [51:0] \taps$101[0].value ;
-  wire \taps$101[0].write ;
-  wire [203:0] \taps$101[1] ;
-  wire \taps$101[1].debug ;
-  wire [32:0] \taps$101[1].delta ;
-  wire \taps$101[1].empty ;
-  wire [19:0] \taps$101[1].index ;
-  wire \taps$101[1].invalid ;
-  wire [2:0] \taps$101[1].level ;
+  wire [2:0] \taps$97[0].op ;
+  wire [31:0] \taps$97[0].prio ;
+  wire \taps$97[0].prng ;
+  wire \taps$97[0].read ;
+  wire \taps$97[0].respond ;
+  wire \taps$97[0].sample ;
+  wire [51:0] \taps$97[0].target ;
+  wire \taps$97[0].valid ;
+  wire [51:0] \taps$97[0].value ;
+  wire \taps$97[0].write ;
+  wire [203:0] \taps$97[1] ;
+  wire \taps$97[1].debug ;
+  wire [32:0] \taps$97[1].delta ;
+  wire \taps$97[1].empty ;
+  wire [19:0] \taps$97[1].index ;
+  wire \taps$97[1].invalid ;
+  wire [2:0] \taps$97[1].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4535,23 +4551,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[1].op ;
-  wire [31:0] \taps$101[1].prio ;
-  wire \taps$101[1].prng ;
-  wire \taps$101[1].read ;
-  wire \taps$101[1].respond ;
-  wire \taps$101[1].sample ;
-  wire [51:0] \taps$101[1].target ;
-  wire \taps$101[1].valid ;
-  wire [51:0] \taps$101[1].value ;
-  wire \taps$101[1].write ;
-  wire [203:0] \taps$101[2] ;
-  wire \taps$101[2].debug ;
-  wire [32:0] \taps$101[2].delta ;
-  wire \taps$101[2].empty ;
-  wire [19:0] \taps$101[2].index ;
-  wire \taps$101[2].invalid ;
-  wire [2:0] \taps$101[2].level ;
+  wire [2:0] \taps$97[1].op ;
+  wire [31:0] \taps$97[1].prio ;
+  wire \taps$97[1].prng ;
+  wire \taps$97[1].read ;
+  wire \taps$97[1].respond ;
+  wire \taps$97[1].sample ;
+  wire [51:0] \taps$97[1].target ;
+  wire \taps$97[1].valid ;
+  wire [51:0] \taps$97[1].value ;
+  wire \taps$97[1].write ;
+  wire [203:0] \taps$97[2] ;
+  wire \taps$97[2].debug ;
+  wire [32:0] \taps$97[2].delta ;
+  wire \taps$97[2].empty ;
+  wire [19:0] \taps$97[2].index ;
+  wire \taps$97[2].invalid ;
+  wire [2:0] \taps$97[2].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4561,23 +4577,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[2].op ;
-  wire [31:0] \taps$101[2].prio ;
-  wire \taps$101[2].prng ;
-  wire \taps$101[2].read ;
-  wire \taps$101[2].respond ;
-  wire \taps$101[2].sample ;
-  wire [51:0] \taps$101[2].target ;
-  wire \taps$101[2].valid ;
-  wire [51:0] \taps$101[2].value ;
-  wire \taps$101[2].write ;
-  wire [203:0] \taps$101[3] ;
-  wire \taps$101[3].debug ;
-  wire [32:0] \taps$101[3].delta ;
-  wire \taps$101[3].empty ;
-  wire [19:0] \taps$101[3].index ;
-  wire \taps$101[3].invalid ;
-  wire [2:0] \taps$101[3].level ;
+  wire [2:0] \taps$97[2].op ;
+  wire [31:0] \taps$97[2].prio ;
+  wire \taps$97[2].prng ;
+  wire \taps$97[2].read ;
+  wire \taps$97[2].respond ;
+  wire \taps$97[2].sample ;
+  wire [51:0] \taps$97[2].target ;
+  wire \taps$97[2].valid ;
+  wire [51:0] \taps$97[2].value ;
+  wire \taps$97[2].write ;
+  wire [203:0] \taps$97[3] ;
+  wire \taps$97[3].debug ;
+  wire [32:0] \taps$97[3].delta ;
+  wire \taps$97[3].empty ;
+  wire [19:0] \taps$97[3].index ;
+  wire \taps$97[3].invalid ;
+  wire [2:0] \taps$97[3].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4587,23 +4603,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[3].op ;
-  wire [31:0] \taps$101[3].prio ;
-  wire \taps$101[3].prng ;
-  wire \taps$101[3].read ;
-  wire \taps$101[3].respond ;
-  wire \taps$101[3].sample ;
-  wire [51:0] \taps$101[3].target ;
-  wire \taps$101[3].valid ;
-  wire [51:0] \taps$101[3].value ;
-  wire \taps$101[3].write ;
-  wire [203:0] \taps$101[4] ;
-  wire \taps$101[4].debug ;
-  wire [32:0] \taps$101[4].delta ;
-  wire \taps$101[4].empty ;
-  wire [19:0] \taps$101[4].index ;
-  wire \taps$101[4].invalid ;
-  wire [2:0] \taps$101[4].level ;
+  wire [2:0] \taps$97[3].op ;
+  wire [31:0] \taps$97[3].prio ;
+  wire \taps$97[3].prng ;
+  wire \taps$97[3].read ;
+  wire \taps$97[3].respond ;
+  wire \taps$97[3].sample ;
+  wire [51:0] \taps$97[3].target ;
+  wire \taps$97[3].valid ;
+  wire [51:0] \taps$97[3].value ;
+  wire \taps$97[3].write ;
+  wire [203:0] \taps$97[4] ;
+  wire \taps$97[4].debug ;
+  wire [32:0] \taps$97[4].delta ;
+  wire \taps$97[4].empty ;
+  wire [19:0] \taps$97[4].index ;
+  wire \taps$97[4].invalid ;
+  wire [2:0] \taps$97[4].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4613,23 +4629,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[4].op ;
-  wire [31:0] \taps$101[4].prio ;
-  wire \taps$101[4].prng ;
-  wire \taps$101[4].read ;
-  wire \taps$101[4].respond ;
-  wire \taps$101[4].sample ;
-  wire [51:0] \taps$101[4].target ;
-  wire \taps$101[4].valid ;
-  wire [51:0] \taps$101[4].value ;
-  wire \taps$101[4].write ;
-  wire [203:0] \taps$101[5] ;
-  wire \taps$101[5].debug ;
-  wire [32:0] \taps$101[5].delta ;
-  wire \taps$101[5].empty ;
-  wire [19:0] \taps$101[5].index ;
-  wire \taps$101[5].invalid ;
-  wire [2:0] \taps$101[5].level ;
+  wire [2:0] \taps$97[4].op ;
+  wire [31:0] \taps$97[4].prio ;
+  wire \taps$97[4].prng ;
+  wire \taps$97[4].read ;
+  wire \taps$97[4].respond ;
+  wire \taps$97[4].sample ;
+  wire [51:0] \taps$97[4].target ;
+  wire \taps$97[4].valid ;
+  wire [51:0] \taps$97[4].value ;
+  wire \taps$97[4].write ;
+  wire [203:0] \taps$97[5] ;
+  wire \taps$97[5].debug ;
+  wire [32:0] \taps$97[5].delta ;
+  wire \taps$97[5].empty ;
+  wire [19:0] \taps$97[5].index ;
+  wire \taps$97[5].invalid ;
+  wire [2:0] \taps$97[5].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4639,23 +4655,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[5].op ;
-  wire [31:0] \taps$101[5].prio ;
-  wire \taps$101[5].prng ;
-  wire \taps$101[5].read ;
-  wire \taps$101[5].respond ;
-  wire \taps$101[5].sample ;
-  wire [51:0] \taps$101[5].target ;
-  wire \taps$101[5].valid ;
-  wire [51:0] \taps$101[5].value ;
-  wire \taps$101[5].write ;
-  wire [203:0] \taps$101[6] ;
-  wire \taps$101[6].debug ;
-  wire [32:0] \taps$101[6].delta ;
-  wire \taps$101[6].empty ;
-  wire [19:0] \taps$101[6].index ;
-  wire \taps$101[6].invalid ;
-  wire [2:0] \taps$101[6].level ;
+  wire [2:0] \taps$97[5].op ;
+  wire [31:0] \taps$97[5].prio ;
+  wire \taps$97[5].prng ;
+  wire \taps$97[5].read ;
+  wire \taps$97[5].respond ;
+  wire \taps$97[5].sample ;
+  wire [51:0] \taps$97[5].target ;
+  wire \taps$97[5].valid ;
+  wire [51:0] \taps$97[5].value ;
+  wire \taps$97[5].write ;
+  wire [203:0] \taps$97[6] ;
+  wire \taps$97[6].debug ;
+  wire [32:0] \taps$97[6].delta ;
+  wire \taps$97[6].empty ;
+  wire [19:0] \taps$97[6].index ;
+  wire \taps$97[6].invalid ;
+  wire [2:0] \taps$97[6].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4665,23 +4681,23 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[6].op ;
-  wire [31:0] \taps$101[6].prio ;
-  wire \taps$101[6].prng ;
-  wire \taps$101[6].read ;
-  wire \taps$101[6].respond ;
-  wire \taps$101[6].sample ;
-  wire [51:0] \taps$101[6].target ;
-  wire \taps$101[6].valid ;
-  wire [51:0] \taps$101[6].value ;
-  wire \taps$101[6].write ;
-  wire [203:0] \taps$101[7] ;
-  wire \taps$101[7].debug ;
-  wire [32:0] \taps$101[7].delta ;
-  wire \taps$101[7].empty ;
-  wire [19:0] \taps$101[7].index ;
-  wire \taps$101[7].invalid ;
-  wire [2:0] \taps$101[7].level ;
+  wire [2:0] \taps$97[6].op ;
+  wire [31:0] \taps$97[6].prio ;
+  wire \taps$97[6].prng ;
+  wire \taps$97[6].read ;
+  wire \taps$97[6].respond ;
+  wire \taps$97[6].sample ;
+  wire [51:0] \taps$97[6].target ;
+  wire \taps$97[6].valid ;
+  wire [51:0] \taps$97[6].value ;
+  wire \taps$97[6].write ;
+  wire [203:0] \taps$97[7] ;
+  wire \taps$97[7].debug ;
+  wire [32:0] \taps$97[7].delta ;
+  wire \taps$97[7].empty ;
+  wire [19:0] \taps$97[7].index ;
+  wire \taps$97[7].invalid ;
+  wire [2:0] \taps$97[7].level ;
   (* enum_base_type = "SumTreeOp" *)
   (* enum_value_000 = "SAMPLE" *)
   (* enum_value_001 = "SAMPLE_PRNG" *)
@@ -4691,16 +4707,16 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   (* enum_value_101 = "READ" *)
   (* enum_value_110 = "DEBUG" *)
   (* enum_value_111 = "RESET" *)
-  wire [2:0] \taps$101[7].op ;
-  wire [31:0] \taps$101[7].prio ;
-  wire \taps$101[7].prng ;
-  wire \taps$101[7].read ;
-  wire \taps$101[7].respond ;
-  wire \taps$101[7].sample ;
-  wire [51:0] \taps$101[7].target ;
-  wire \taps$101[7].valid ;
-  wire [51:0] \taps$101[7].value ;
-  wire \taps$101[7].write ;
+  wire [2:0] \taps$97[7].op ;
+  wire [31:0] \taps$97[7].prio ;
+  wire \taps$97[7].prng ;
+  wire \taps$97[7].read ;
+  wire \taps$97[7].respond ;
+  wire \taps$97[7].sample ;
+  wire [51:0] \taps$97[7].target ;
+  wire \taps$97[7].valid ;
+  wire [51:0] \taps$97[7].value ;
+  wire \taps$97[7].write ;
   wire [1631:0] \taps$98 ;
   wire [203:0] \taps$98[0] ;
   wire \taps$98[0].debug ;
@@ -5333,7 +5349,6 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   wire write;
   output [19:0] write_pointer;
   reg [19:0] write_pointer = 20'h00000;
-  wire [31:0] x;
   wire [43:0] youngest;
   reg [76:0] rsp_queue [63:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
@@ -5349,19 +5364,29 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
       rsp_queue[q_wr__addr] <= response;
   end
   assign rsp__payload = rsp_queue[q_rd__addr];
+  assign \$373  = sel_tap[30] ? \taps$97 [1494:1463] : 32'd0;
+  assign \$374  = \$372  | \$373 ;
+  assign \$375  = sel_tap[31] ? \i$6 [66:35] : 32'd0;
+  assign \$376  = \$374  | \$375 ;
+  assign \$377  = sel_tap[32] ? \taps$98 [66:35] : 32'd0;
+  assign \$379  = sel_tap[33] ? \taps$98 [270:239] : 32'd0;
+  assign \$380  = \$378  | \$379 ;
+  assign \$381  = sel_tap[34] ? \taps$98 [474:443] : 32'd0;
+  assign \$382  = \$380  | \$381 ;
+  assign \$383  = sel_tap[35] ? \taps$98 [678:647] : 32'd0;
   assign \$384  = \$382  | \$383 ;
-  assign \$385  = sel_tap[36] ? \taps$100 [882:851] : 32'd0;
+  assign \$385  = sel_tap[36] ? \taps$98 [882:851] : 32'd0;
   assign \$386  = \$384  | \$385 ;
-  assign \$387  = sel_tap[37] ? \taps$100 [1086:1055] : 32'd0;
+  assign \$387  = sel_tap[37] ? \taps$98 [1086:1055] : 32'd0;
   assign \$388  = \$386  | \$387 ;
-  assign \$389  = sel_tap[38] ? \taps$100 [1290:1259] : 32'd0;
+  assign \$389  = sel_tap[38] ? \taps$98 [1290:1259] : 32'd0;
   assign \$390  = \$388  | \$389 ;
-  assign \$391  = sel_tap[39] ? \taps$100 [1494:1463] : 32'd0;
+  assign \$391  = sel_tap[39] ? \taps$98 [1494:1463] : 32'd0;
   assign \$392  = \$390  | \$391 ;
   assign \$393  = sel_tap[40] ? \i$8 [66:35] : 32'd0;
-  assign \$395  = sel_tap[41] ? \taps$101 [66:35] : 32'd0;
+  assign \$395  = sel_tap[41] ? \taps$99 [66:35] : 32'd0;
   assign \$396  = \$394  | \$395 ;
-  assign \$397  = sel_tap[42] ? \taps$101 [270:239] : 32'd0;
+  assign \$397  = sel_tap[42] ? \taps$99 [270:239] : 32'd0;
   assign \$398  = \$396  | \$397 ;
   assign \$399  = sel_lane[0] ? looked[31:0] : 32'd0;
   assign \$400  = \$398  | \$399 ;
@@ -5394,220 +5419,236 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$429  = sel_lane[15] ? looked[511:480] : 32'd0;
   assign \$430  = \$428  | \$429 ;
   assign \$431  = b3[66:35] - old;
-  assign \$432  = x[16:0] * total[25:0];
-  assign \$433  = x[16:0] * total[51:26];
-  assign \$434  = x[31:17] * total[25:0];
-  assign \$435  = x[31:17] * total[51:26];
-  assign \$436  = $signed({ 1'h0, total }) + $signed(c_delta);
-  assign \$437  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$438  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$439  = \$437  ^ { \$438 [50:0], 1'h0 };
-  assign \$440  = ~ \$439 ;
-  assign \$441  = & \$440 [3:0];
-  assign \$442  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$443  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$444  = \$442  ^ { \$443 [50:0], 1'h0 };
-  assign \$445  = ~ \$444 ;
-  assign \$446  = & \$445 [7:4];
-  assign \$447  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$448  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$449  = \$447  ^ { \$448 [50:0], 1'h0 };
-  assign \$450  = ~ \$449 ;
-  assign \$451  = & \$450 [11:8];
-  assign \$452  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$453  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$454  = \$452  ^ { \$453 [50:0], 1'h0 };
-  assign \$455  = ~ \$454 ;
-  assign \$456  = & \$455 [15:12];
-  assign \$457  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$458  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$459  = \$457  ^ { \$458 [50:0], 1'h0 };
-  assign \$460  = ~ \$459 ;
-  assign \$461  = & \$460 [19:16];
-  assign \$462  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$463  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$464  = \$462  ^ { \$463 [50:0], 1'h0 };
-  assign \$465  = ~ \$464 ;
-  assign \$466  = & \$465 [23:20];
-  assign \$467  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$468  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$469  = \$467  ^ { \$468 [50:0], 1'h0 };
-  assign \$470  = ~ \$469 ;
-  assign \$471  = & \$470 [27:24];
-  assign \$472  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$473  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$474  = \$472  ^ { \$473 [50:0], 1'h0 };
-  assign \$475  = ~ \$474 ;
-  assign \$476  = & \$475 [31:28];
-  assign \$477  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$478  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$479  = \$477  ^ { \$478 [50:0], 1'h0 };
-  assign \$480  = ~ \$479 ;
-  assign \$481  = & \$480 [35:32];
-  assign \$482  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$483  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$484  = \$482  ^ { \$483 [50:0], 1'h0 };
-  assign \$485  = ~ \$484 ;
-  assign \$486  = & \$485 [39:36];
-  assign \$487  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$488  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$489  = \$487  ^ { \$488 [50:0], 1'h0 };
-  assign \$490  = ~ \$489 ;
-  assign \$491  = & \$490 [43:40];
-  assign \$492  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$493  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$494  = \$492  ^ { \$493 [50:0], 1'h0 };
-  assign \$495  = ~ \$494 ;
-  assign \$496  = & \$495 [47:44];
-  assign \$497  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$498  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
-  assign \$499  = \$497  ^ { \$498 [50:0], 1'h0 };
-  assign \$500  = ~ \$499 ;
-  assign \$501  = & \$500 [51:48];
-  assign \$502  = c[4] & root_zero;
-  assign \$503  = ! c[14:12];
-  assign \$504  = c[8] & \$503 ;
-  assign \$506  = 1'h0 + \$505 ;
-  assign \$508  = \$506  + \$507 ;
-  assign \$510  = 1'h0 + \$509 ;
-  assign \$512  = \$510  + \$511 ;
-  assign \$513  = c[4] & root_zero;
-  assign \$514  = a[2:0] != 3'h4;
-  assign \$515  = write & \$514 ;
-  assign \$516  = \$515  & sat_ovf;
-  assign \$517  = a[2:0] == 2'h2;
-  assign \$518  = a_valid & \$517 ;
-  assign \$519  = a[2:0] == 3'h5;
-  assign \$520  = a_valid & \$519 ;
-  assign \$521  = \$518  | \$520 ;
-  assign \$523  = a[2:0] == 3'h6;
-  assign \$524  = a_valid & \$523 ;
-  assign \$525  = ! a[5:3];
-  assign \$526  = a[25:6] >= 1'h1;
-  assign \$527  = \$525  & \$526 ;
-  assign \$528  = a[5:3] == 1'h1;
-  assign \$529  = a[25:6] >= 5'h10;
-  assign \$530  = \$528  & \$529 ;
-  assign \$531  = a[5:3] == 2'h2;
-  assign \$532  = a[25:6] >= 9'h100;
-  assign \$533  = \$531  & \$532 ;
-  assign \$534  = a[5:3] == 2'h3;
-  assign \$535  = a[25:6] >= 13'h1000;
-  assign \$536  = \$534  & \$535 ;
-  assign \$537  = a[5:3] == 3'h4;
-  assign \$538  = a[25:6] >= 17'h10000;
-  assign \$539  = \$537  & \$538 ;
-  assign \$540  = a[5:3] > 3'h5;
-  assign \$541  = | { \$540 , \$539 , \$536 , \$533 , \$530 , \$527  };
-  assign \$542  = \$524  & \$541 ;
-  assign \$544  = s[2:0] == 3'h7;
-  assign \$545  = accept & \$544 ;
+  assign \$432  = word[16:0] * total[25:0];
+  assign \$433  = word[16:0] * total[51:26];
+  assign \$434  = word[31:17] * total[25:0];
+  assign \$435  = word[31:17] * total[51:26];
+  assign \$436  = c[116:100] * total[25:0];
+  assign \$437  = c[116:100] * total[51:26];
+  assign \$438  = c[131:117] * total[25:0];
+  assign \$439  = c[131:117] * total[51:26];
+  assign \$440  = $signed({ 1'h0, total }) + $signed(c_delta);
+  assign \$441  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$442  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$443  = \$441  ^ { \$442 [50:0], 1'h0 };
+  assign \$444  = ~ \$443 ;
+  assign \$445  = & \$444 [3:0];
+  assign \$446  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$447  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$448  = \$446  ^ { \$447 [50:0], 1'h0 };
+  assign \$449  = ~ \$448 ;
+  assign \$450  = & \$449 [7:4];
+  assign \$451  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$452  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$453  = \$451  ^ { \$452 [50:0], 1'h0 };
+  assign \$454  = ~ \$453 ;
+  assign \$455  = & \$454 [11:8];
+  assign \$456  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$457  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$458  = \$456  ^ { \$457 [50:0], 1'h0 };
+  assign \$459  = ~ \$458 ;
+  assign \$460  = & \$459 [15:12];
+  assign \$461  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$462  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$463  = \$461  ^ { \$462 [50:0], 1'h0 };
+  assign \$464  = ~ \$463 ;
+  assign \$465  = & \$464 [19:16];
+  assign \$466  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$467  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$468  = \$466  ^ { \$467 [50:0], 1'h0 };
+  assign \$469  = ~ \$468 ;
+  assign \$470  = & \$469 [23:20];
+  assign \$471  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$472  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$473  = \$471  ^ { \$472 [50:0], 1'h0 };
+  assign \$474  = ~ \$473 ;
+  assign \$475  = & \$474 [27:24];
+  assign \$476  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$477  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$478  = \$476  ^ { \$477 [50:0], 1'h0 };
+  assign \$479  = ~ \$478 ;
+  assign \$480  = & \$479 [31:28];
+  assign \$481  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$482  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$483  = \$481  ^ { \$482 [50:0], 1'h0 };
+  assign \$484  = ~ \$483 ;
+  assign \$485  = & \$484 [35:32];
+  assign \$486  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$487  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$488  = \$486  ^ { \$487 [50:0], 1'h0 };
+  assign \$489  = ~ \$488 ;
+  assign \$490  = & \$489 [39:36];
+  assign \$491  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$492  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$493  = \$491  ^ { \$492 [50:0], 1'h0 };
+  assign \$494  = ~ \$493 ;
+  assign \$495  = & \$494 [43:40];
+  assign \$496  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$497  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$498  = \$496  ^ { \$497 [50:0], 1'h0 };
+  assign \$499  = ~ \$498 ;
+  assign \$500  = & \$499 [47:44];
+  assign \$501  = total ^ { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$502  = total | { c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta[32], c_delta };
+  assign \$503  = \$501  ^ { \$502 [50:0], 1'h0 };
+  assign \$504  = ~ \$503 ;
+  assign \$505  = & \$504 [51:48];
+  assign \$506  = c[4] & root_zero;
+  assign \$507  = ! c[14:12];
+  assign \$508  = c[8] & \$507 ;
+  assign \$509  = m[5] ? ppp_0_0 : ppt_0_0;
+  assign \$511  = 1'h0 + \$510 ;
+  assign \$512  = m[5] ? ppp_0_26 : ppt_0_26;
+  assign \$514  = \$511  + \$513 ;
+  assign \$515  = m[5] ? ppp_17_0 : ppt_17_0;
+  assign \$517  = 1'h0 + \$516 ;
+  assign \$518  = m[5] ? ppp_17_26 : ppt_17_26;
+  assign \$520  = \$517  + \$519 ;
+  assign \$521  = c[4] & root_zero;
+  assign \$522  = a[2:0] != 3'h4;
+  assign \$523  = write & \$522 ;
+  assign \$524  = \$523  & sat_ovf;
+  assign \$525  = a[2:0] == 2'h2;
+  assign \$526  = a_valid & \$525 ;
+  assign \$527  = a[2:0] == 3'h5;
+  assign \$528  = a_valid & \$527 ;
+  assign \$529  = \$526  | \$528 ;
+  assign \$531  = a[2:0] == 3'h6;
+  assign \$532  = a_valid & \$531 ;
+  assign \$533  = ! a[5:3];
+  assign \$534  = a[25:6] >= 1'h1;
+  assign \$535  = \$533  & \$534 ;
+  assign \$536  = a[5:3] == 1'h1;
+  assign \$537  = a[25:6] >= 5'h10;
+  assign \$538  = \$536  & \$537 ;
+  assign \$539  = a[5:3] == 2'h2;
+  assign \$540  = a[25:6] >= 9'h100;
+  assign \$541  = \$539  & \$540 ;
+  assign \$542  = a[5:3] == 2'h3;
+  assign \$543  = a[25:6] >= 13'h1000;
+  assign \$544  = \$542  & \$543 ;
+  assign \$545  = a[5:3] == 3'h4;
+  assign \$546  = a[25:6] >= 17'h10000;
+  assign \$547  = \$545  & \$546 ;
+  assign \$548  = a[5:3] > 3'h5;
+  assign \$549  = | { \$548 , \$547 , \$544 , \$541 , \$538 , \$535  };
+  assign \$550  = \$532  & \$549 ;
+  assign \$552  = s[2:0] == 3'h7;
+  assign \$553  = accept & \$552 ;
   always @(posedge clk)
-    stages_busy <= \$546 ;
+    stages_busy <= \$554 ;
   always @(posedge clk)
-    s <= \$547 ;
+    s <= \$555 ;
   always @(posedge clk)
-    \$signal  <= \$548 ;
+    \$signal  <= \$556 ;
   always @(posedge clk)
-    k_valid <= \$549 ;
+    k_valid <= \$557 ;
   always @(posedge clk)
-    skid <= \$550 ;
+    skid <= \$558 ;
   always @(posedge clk)
-    q_wr__addr <= \$551 ;
+    q_wr__addr <= \$559 ;
   always @(posedge clk)
-    rsp__valid <= \$552 ;
+    rsp__valid <= \$560 ;
   always @(posedge clk)
-    q_rd__addr <= \$553 ;
+    q_rd__addr <= \$561 ;
   always @(posedge clk)
-    q_rp1 <= \$554 ;
+    q_rp1 <= \$562 ;
   always @(posedge clk)
-    reserved <= \$555 ;
+    reserved <= \$563 ;
   always @(posedge clk)
-    a_valid <= \$556 ;
+    a_valid <= \$564 ;
   always @(posedge clk)
-    a <= \$557 ;
+    a <= \$565 ;
   always @(posedge clk)
-    a_insert <= \$558 ;
+    a_insert <= \$566 ;
   always @(posedge clk)
-    a_resp <= \$559 ;
+    a_resp <= \$567 ;
   always @(posedge clk)
-    sweep_addr <= \$560 ;
+    sweep_addr <= \$568 ;
   always @(posedge clk)
-    sweep <= \$561 ;
+    sweep <= \$569 ;
   always @(posedge clk)
-    a_leaf <= \$562 ;
+    a_leaf <= \$570 ;
   always @(posedge clk)
-    b <= \$563 ;
+    b <= \$571 ;
   always @(posedge clk)
-    write_pointer <= \$564 ;
+    write_pointer <= \$572 ;
   always @(posedge clk)
-    size <= \$565 ;
+    size <= \$573 ;
   always @(posedge clk)
-    max_priority <= \$566 ;
+    max_priority <= \$574 ;
   always @(posedge clk)
-    b_hits_lo <= \$567 ;
+    b_hits_lo <= \$575 ;
   always @(posedge clk)
-    b_hits_hi <= \$568 ;
+    b_hits_hi <= \$576 ;
   always @(posedge clk)
-    lane <= \$569 ;
+    lane <= \$577 ;
   always @(posedge clk)
-    b2 <= \$570 ;
+    b2 <= \$578 ;
   always @(posedge clk)
-    sel_tap <= \$571 ;
+    sel_tap <= \$579 ;
   always @(posedge clk)
-    sel_lane <= \$572 ;
+    sel_lane <= \$580 ;
   always @(posedge clk)
-    looked <= \$573 ;
+    looked <= \$581 ;
   always @(posedge clk)
-    b3 <= \$574 ;
+    b3 <= \$582 ;
   always @(posedge clk)
-    b3_old0 <= \$575 ;
+    b3_old0 <= \$583 ;
   always @(posedge clk)
-    b3_old1 <= \$576 ;
+    b3_old1 <= \$584 ;
   always @(posedge clk)
-    b3_old2 <= \$577 ;
+    b3_old2 <= \$585 ;
   always @(posedge clk)
-    b3_old3 <= \$578 ;
+    b3_old3 <= \$586 ;
   always @(posedge clk)
-    b3_old4 <= \$579 ;
+    b3_old4 <= \$587 ;
   always @(posedge clk)
-    b3_old5 <= \$580 ;
+    b3_old5 <= \$588 ;
   always @(posedge clk)
-    b3_old6 <= \$581 ;
+    b3_old6 <= \$589 ;
   always @(posedge clk)
-    b3_old7 <= \$582 ;
+    b3_old7 <= \$590 ;
   always @(posedge clk)
-    c <= \$583 ;
+    c <= \$591 ;
   always @(posedge clk)
-    c_delta <= \$584 ;
+    c_delta <= \$592 ;
   always @(posedge clk)
-    pp_0_0 <= \$585 ;
+    ppp_0_0 <= \$593 ;
   always @(posedge clk)
-    pp_0_26 <= \$586 ;
+    ppp_0_26 <= \$594 ;
   always @(posedge clk)
-    pp_17_0 <= \$587 ;
+    ppp_17_0 <= \$595 ;
   always @(posedge clk)
-    pp_17_26 <= \$588 ;
+    ppp_17_26 <= \$596 ;
   always @(posedge clk)
-    m <= \$589 ;
+    ppt_0_0 <= \$597 ;
   always @(posedge clk)
-    total <= \$590 ;
+    ppt_0_26 <= \$598 ;
   always @(posedge clk)
-    root_zero_groups <= \$591 ;
+    ppt_17_0 <= \$599 ;
   always @(posedge clk)
-    m_row0 <= \$592 ;
+    ppt_17_26 <= \$600 ;
   always @(posedge clk)
-    m_row17 <= \$593 ;
+    m <= \$601 ;
   always @(posedge clk)
-    m2 <= \$594 ;
+    total <= \$602 ;
   always @(posedge clk)
-    i <= \$595 ;
+    root_zero_groups <= \$603 ;
   always @(posedge clk)
-    empty <= \$596 ;
+    m_row0 <= \$604 ;
   always @(posedge clk)
-    saturated <= \$597 ;
+    m_row17 <= \$605 ;
   always @(posedge clk)
-    invalid <= \$598 ;
+    m2 <= \$606 ;
+  always @(posedge clk)
+    i <= \$607 ;
+  always @(posedge clk)
+    empty <= \$608 ;
+  always @(posedge clk)
+    saturated <= \$609 ;
+  always @(posedge clk)
+    invalid <= \$610 ;
   assign \$1  = ~ k_valid;
   assign \$2  = ~ sweep;
   assign cmd__ready = \$1  & \$2 ;
@@ -5670,10 +5711,9 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$50  = c[4] & c[5];
   assign \$51  = ~ root_zero;
   assign step = \$50  & \$51 ;
-  assign x = c[5] ? word : c[131:100];
   assign \$53  = 1'h0 + \$52 ;
   assign \$55  = \$53  + \$54 ;
-  assign \$56  = | { \taps$101 [1428], \taps$101 [1224], \taps$101 [1020], \taps$101 [816], \taps$101 [612], \taps$101 [408], \taps$101 [204], \taps$101 [0], \i$8 [0], \taps$100 [1428], \taps$100 [1224], \taps$100 [1020], \taps$100 [816], \taps$100 [612], \taps$100 [408], \taps$100 [204], \taps$100 [0], \i$6 [0], \taps$99 [1428], \taps$99 [1224], \taps$99 [1020], \taps$99 [816], \taps$99 [612], \taps$99 [408], \taps$99 [204], \taps$99 [0], \i$4 [0], \taps$98 [1428], \taps$98 [1224], \taps$98 [1020], \taps$98 [816], \taps$98 [612], \taps$98 [408], \taps$98 [204], \taps$98 [0], \i$2 [0], taps[1428], taps[1224], taps[1020], taps[816], taps[612], taps[408], taps[204], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
+  assign \$56  = | { \taps$99 [1428], \taps$99 [1224], \taps$99 [1020], \taps$99 [816], \taps$99 [612], \taps$99 [408], \taps$99 [204], \taps$99 [0], \i$8 [0], \taps$98 [1428], \taps$98 [1224], \taps$98 [1020], \taps$98 [816], \taps$98 [612], \taps$98 [408], \taps$98 [204], \taps$98 [0], \i$6 [0], \taps$97 [1428], \taps$97 [1224], \taps$97 [1020], \taps$97 [816], \taps$97 [612], \taps$97 [408], \taps$97 [204], \taps$97 [0], \i$4 [0], \taps$96 [1428], \taps$96 [1224], \taps$96 [1020], \taps$96 [816], \taps$96 [612], \taps$96 [408], \taps$96 [204], \taps$96 [0], \i$2 [0], taps[1428], taps[1224], taps[1020], taps[816], taps[612], taps[408], taps[204], taps[0], i[0], m2[0], m[0], c[0], b3[0], b2[0], b[0] };
   assign \$57  = a_valid | \$56 ;
   assign \$58  = ~ \$signal ;
   assign \$59  = accept | \$58 ;
@@ -5808,58 +5848,58 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$196  = taps[1434] & \$195 ;
   assign \$197  = \i$2 [24:15] == a_leaf[9:0];
   assign \$198  = \i$2 [6] & \$197 ;
-  assign \$199  = \taps$98 [24:15] == a_leaf[9:0];
-  assign \$200  = \taps$98 [6] & \$199 ;
-  assign \$201  = \taps$98 [228:219] == a_leaf[9:0];
-  assign \$202  = \taps$98 [210] & \$201 ;
-  assign \$203  = \taps$98 [432:423] == a_leaf[9:0];
-  assign \$204  = \taps$98 [414] & \$203 ;
-  assign \$205  = \taps$98 [636:627] == a_leaf[9:0];
-  assign \$206  = \taps$98 [618] & \$205 ;
-  assign \$207  = \taps$98 [840:831] == a_leaf[9:0];
-  assign \$208  = \taps$98 [822] & \$207 ;
-  assign \$209  = \taps$98 [1044:1035] == a_leaf[9:0];
-  assign \$210  = \taps$98 [1026] & \$209 ;
-  assign \$211  = \taps$98 [1248:1239] == a_leaf[9:0];
-  assign \$212  = \taps$98 [1230] & \$211 ;
-  assign \$213  = \taps$98 [1452:1443] == a_leaf[9:0];
-  assign \$214  = \taps$98 [1434] & \$213 ;
+  assign \$199  = \taps$96 [24:15] == a_leaf[9:0];
+  assign \$200  = \taps$96 [6] & \$199 ;
+  assign \$201  = \taps$96 [228:219] == a_leaf[9:0];
+  assign \$202  = \taps$96 [210] & \$201 ;
+  assign \$203  = \taps$96 [432:423] == a_leaf[9:0];
+  assign \$204  = \taps$96 [414] & \$203 ;
+  assign \$205  = \taps$96 [636:627] == a_leaf[9:0];
+  assign \$206  = \taps$96 [618] & \$205 ;
+  assign \$207  = \taps$96 [840:831] == a_leaf[9:0];
+  assign \$208  = \taps$96 [822] & \$207 ;
+  assign \$209  = \taps$96 [1044:1035] == a_leaf[9:0];
+  assign \$210  = \taps$96 [1026] & \$209 ;
+  assign \$211  = \taps$96 [1248:1239] == a_leaf[9:0];
+  assign \$212  = \taps$96 [1230] & \$211 ;
+  assign \$213  = \taps$96 [1452:1443] == a_leaf[9:0];
+  assign \$214  = \taps$96 [1434] & \$213 ;
   assign \$215  = \i$4 [24:15] == a_leaf[9:0];
   assign \$216  = \i$4 [6] & \$215 ;
-  assign \$217  = \taps$99 [24:15] == a_leaf[9:0];
-  assign \$218  = \taps$99 [6] & \$217 ;
-  assign \$219  = \taps$99 [228:219] == a_leaf[9:0];
-  assign \$220  = \taps$99 [210] & \$219 ;
-  assign \$221  = \taps$99 [432:423] == a_leaf[9:0];
-  assign \$222  = \taps$99 [414] & \$221 ;
-  assign \$223  = \taps$99 [636:627] == a_leaf[9:0];
-  assign \$224  = \taps$99 [618] & \$223 ;
-  assign \$225  = \taps$99 [840:831] == a_leaf[9:0];
-  assign \$226  = \taps$99 [822] & \$225 ;
-  assign \$227  = \taps$99 [1044:1035] == a_leaf[9:0];
-  assign \$228  = \taps$99 [1026] & \$227 ;
-  assign \$229  = \taps$99 [1248:1239] == a_leaf[9:0];
-  assign \$230  = \taps$99 [1230] & \$229 ;
-  assign \$231  = \taps$99 [1452:1443] == a_leaf[9:0];
-  assign \$232  = \taps$99 [1434] & \$231 ;
+  assign \$217  = \taps$97 [24:15] == a_leaf[9:0];
+  assign \$218  = \taps$97 [6] & \$217 ;
+  assign \$219  = \taps$97 [228:219] == a_leaf[9:0];
+  assign \$220  = \taps$97 [210] & \$219 ;
+  assign \$221  = \taps$97 [432:423] == a_leaf[9:0];
+  assign \$222  = \taps$97 [414] & \$221 ;
+  assign \$223  = \taps$97 [636:627] == a_leaf[9:0];
+  assign \$224  = \taps$97 [618] & \$223 ;
+  assign \$225  = \taps$97 [840:831] == a_leaf[9:0];
+  assign \$226  = \taps$97 [822] & \$225 ;
+  assign \$227  = \taps$97 [1044:1035] == a_leaf[9:0];
+  assign \$228  = \taps$97 [1026] & \$227 ;
+  assign \$229  = \taps$97 [1248:1239] == a_leaf[9:0];
+  assign \$230  = \taps$97 [1230] & \$229 ;
+  assign \$231  = \taps$97 [1452:1443] == a_leaf[9:0];
+  assign \$232  = \taps$97 [1434] & \$231 ;
   assign \$233  = \i$6 [24:15] == a_leaf[9:0];
   assign \$234  = \i$6 [6] & \$233 ;
-  assign \$235  = \taps$100 [24:15] == a_leaf[9:0];
-  assign \$236  = \taps$100 [6] & \$235 ;
-  assign \$237  = \taps$100 [228:219] == a_leaf[9:0];
-  assign \$238  = \taps$100 [210] & \$237 ;
-  assign \$239  = \taps$100 [432:423] == a_leaf[9:0];
-  assign \$240  = \taps$100 [414] & \$239 ;
-  assign \$241  = \taps$100 [636:627] == a_leaf[9:0];
-  assign \$242  = \taps$100 [618] & \$241 ;
-  assign \$243  = \taps$100 [840:831] == a_leaf[9:0];
-  assign \$244  = \taps$100 [822] & \$243 ;
-  assign \$245  = \taps$100 [1044:1035] == a_leaf[9:0];
-  assign \$246  = \taps$100 [1026] & \$245 ;
-  assign \$247  = \taps$100 [1248:1239] == a_leaf[9:0];
-  assign \$248  = \taps$100 [1230] & \$247 ;
-  assign \$249  = \taps$100 [1452:1443] == a_leaf[9:0];
-  assign \$250  = \taps$100 [1434] & \$249 ;
+  assign \$235  = \taps$98 [24:15] == a_leaf[9:0];
+  assign \$236  = \taps$98 [6] & \$235 ;
+  assign \$237  = \taps$98 [228:219] == a_leaf[9:0];
+  assign \$238  = \taps$98 [210] & \$237 ;
+  assign \$239  = \taps$98 [432:423] == a_leaf[9:0];
+  assign \$240  = \taps$98 [414] & \$239 ;
+  assign \$241  = \taps$98 [636:627] == a_leaf[9:0];
+  assign \$242  = \taps$98 [618] & \$241 ;
+  assign \$243  = \taps$98 [840:831] == a_leaf[9:0];
+  assign \$244  = \taps$98 [822] & \$243 ;
+  assign \$245  = \taps$98 [1044:1035] == a_leaf[9:0];
+  assign \$246  = \taps$98 [1026] & \$245 ;
+  assign \$247  = \taps$98 [1248:1239] == a_leaf[9:0];
+  assign \$248  = \taps$98 [1230] & \$247 ;
+  assign \$249  = \taps$98 [1452:1443] == a_leaf[9:0];
+  assign \$250  = \taps$98 [1434] & \$249 ;
   assign \$251  = \i$8 [24:15] == a_leaf[9:0];
   assign \$252  = \i$8 [6] & \$251 ;
   assign \$253  = b[34:25] == a_leaf[19:10];
@@ -5878,32 +5918,32 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$266  = taps[1258:1249] == a_leaf[19:10];
   assign \$267  = taps[1462:1453] == a_leaf[19:10];
   assign \$268  = \i$2 [34:25] == a_leaf[19:10];
-  assign \$269  = \taps$98 [34:25] == a_leaf[19:10];
-  assign \$270  = \taps$98 [238:229] == a_leaf[19:10];
-  assign \$271  = \taps$98 [442:433] == a_leaf[19:10];
-  assign \$272  = \taps$98 [646:637] == a_leaf[19:10];
-  assign \$273  = \taps$98 [850:841] == a_leaf[19:10];
-  assign \$274  = \taps$98 [1054:1045] == a_leaf[19:10];
-  assign \$275  = \taps$98 [1258:1249] == a_leaf[19:10];
-  assign \$276  = \taps$98 [1462:1453] == a_leaf[19:10];
+  assign \$269  = \taps$96 [34:25] == a_leaf[19:10];
+  assign \$270  = \taps$96 [238:229] == a_leaf[19:10];
+  assign \$271  = \taps$96 [442:433] == a_leaf[19:10];
+  assign \$272  = \taps$96 [646:637] == a_leaf[19:10];
+  assign \$273  = \taps$96 [850:841] == a_leaf[19:10];
+  assign \$274  = \taps$96 [1054:1045] == a_leaf[19:10];
+  assign \$275  = \taps$96 [1258:1249] == a_leaf[19:10];
+  assign \$276  = \taps$96 [1462:1453] == a_leaf[19:10];
   assign \$277  = \i$4 [34:25] == a_leaf[19:10];
-  assign \$278  = \taps$99 [34:25] == a_leaf[19:10];
-  assign \$279  = \taps$99 [238:229] == a_leaf[19:10];
-  assign \$280  = \taps$99 [442:433] == a_leaf[19:10];
-  assign \$281  = \taps$99 [646:637] == a_leaf[19:10];
-  assign \$282  = \taps$99 [850:841] == a_leaf[19:10];
-  assign \$283  = \taps$99 [1054:1045] == a_leaf[19:10];
-  assign \$284  = \taps$99 [1258:1249] == a_leaf[19:10];
-  assign \$285  = \taps$99 [1462:1453] == a_leaf[19:10];
+  assign \$278  = \taps$97 [34:25] == a_leaf[19:10];
+  assign \$279  = \taps$97 [238:229] == a_leaf[19:10];
+  assign \$280  = \taps$97 [442:433] == a_leaf[19:10];
+  assign \$281  = \taps$97 [646:637] == a_leaf[19:10];
+  assign \$282  = \taps$97 [850:841] == a_leaf[19:10];
+  assign \$283  = \taps$97 [1054:1045] == a_leaf[19:10];
+  assign \$284  = \taps$97 [1258:1249] == a_leaf[19:10];
+  assign \$285  = \taps$97 [1462:1453] == a_leaf[19:10];
   assign \$286  = \i$6 [34:25] == a_leaf[19:10];
-  assign \$287  = \taps$100 [34:25] == a_leaf[19:10];
-  assign \$288  = \taps$100 [238:229] == a_leaf[19:10];
-  assign \$289  = \taps$100 [442:433] == a_leaf[19:10];
-  assign \$290  = \taps$100 [646:637] == a_leaf[19:10];
-  assign \$291  = \taps$100 [850:841] == a_leaf[19:10];
-  assign \$292  = \taps$100 [1054:1045] == a_leaf[19:10];
-  assign \$293  = \taps$100 [1258:1249] == a_leaf[19:10];
-  assign \$294  = \taps$100 [1462:1453] == a_leaf[19:10];
+  assign \$287  = \taps$98 [34:25] == a_leaf[19:10];
+  assign \$288  = \taps$98 [238:229] == a_leaf[19:10];
+  assign \$289  = \taps$98 [442:433] == a_leaf[19:10];
+  assign \$290  = \taps$98 [646:637] == a_leaf[19:10];
+  assign \$291  = \taps$98 [850:841] == a_leaf[19:10];
+  assign \$292  = \taps$98 [1054:1045] == a_leaf[19:10];
+  assign \$293  = \taps$98 [1258:1249] == a_leaf[19:10];
+  assign \$294  = \taps$98 [1462:1453] == a_leaf[19:10];
   assign \$295  = \i$8 [34:25] == a_leaf[19:10];
   assign \$296  = ! a_leaf[3:0];
   assign \$297  = a_leaf[3:0] == 1'h1;
@@ -5948,46 +5988,36 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$338  = \$336  | \$337 ;
   assign \$339  = sel_tap[13] ? \i$2 [66:35] : 32'd0;
   assign \$340  = \$338  | \$339 ;
-  assign \$341  = sel_tap[14] ? \taps$98 [66:35] : 32'd0;
+  assign \$341  = sel_tap[14] ? \taps$96 [66:35] : 32'd0;
   assign \$342  = \$340  | \$341 ;
-  assign \$343  = sel_tap[15] ? \taps$98 [270:239] : 32'd0;
+  assign \$343  = sel_tap[15] ? \taps$96 [270:239] : 32'd0;
   assign \$344  = \$342  | \$343 ;
-  assign \$345  = sel_tap[16] ? \taps$98 [474:443] : 32'd0;
-  assign \$347  = sel_tap[17] ? \taps$98 [678:647] : 32'd0;
+  assign \$345  = sel_tap[16] ? \taps$96 [474:443] : 32'd0;
+  assign \$347  = sel_tap[17] ? \taps$96 [678:647] : 32'd0;
   assign \$348  = \$346  | \$347 ;
-  assign \$349  = sel_tap[18] ? \taps$98 [882:851] : 32'd0;
+  assign \$349  = sel_tap[18] ? \taps$96 [882:851] : 32'd0;
   assign \$350  = \$348  | \$349 ;
-  assign \$351  = sel_tap[19] ? \taps$98 [1086:1055] : 32'd0;
+  assign \$351  = sel_tap[19] ? \taps$96 [1086:1055] : 32'd0;
   assign \$352  = \$350  | \$351 ;
-  assign \$353  = sel_tap[20] ? \taps$98 [1290:1259] : 32'd0;
+  assign \$353  = sel_tap[20] ? \taps$96 [1290:1259] : 32'd0;
   assign \$354  = \$352  | \$353 ;
-  assign \$355  = sel_tap[21] ? \taps$98 [1494:1463] : 32'd0;
+  assign \$355  = sel_tap[21] ? \taps$96 [1494:1463] : 32'd0;
   assign \$356  = \$354  | \$355 ;
   assign \$357  = sel_tap[22] ? \i$4 [66:35] : 32'd0;
   assign \$358  = \$356  | \$357 ;
-  assign \$359  = sel_tap[23] ? \taps$99 [66:35] : 32'd0;
+  assign \$359  = sel_tap[23] ? \taps$97 [66:35] : 32'd0;
   assign \$360  = \$358  | \$359 ;
-  assign \$361  = sel_tap[24] ? \taps$99 [270:239] : 32'd0;
-  assign \$363  = sel_tap[25] ? \taps$99 [474:443] : 32'd0;
+  assign \$361  = sel_tap[24] ? \taps$97 [270:239] : 32'd0;
+  assign \$363  = sel_tap[25] ? \taps$97 [474:443] : 32'd0;
   assign \$364  = \$362  | \$363 ;
-  assign \$365  = sel_tap[26] ? \taps$99 [678:647] : 32'd0;
+  assign \$365  = sel_tap[26] ? \taps$97 [678:647] : 32'd0;
   assign \$366  = \$364  | \$365 ;
-  assign \$367  = sel_tap[27] ? \taps$99 [882:851] : 32'd0;
+  assign \$367  = sel_tap[27] ? \taps$97 [882:851] : 32'd0;
   assign \$368  = \$366  | \$367 ;
-  assign \$369  = sel_tap[28] ? \taps$99 [1086:1055] : 32'd0;
+  assign \$369  = sel_tap[28] ? \taps$97 [1086:1055] : 32'd0;
   assign \$370  = \$368  | \$369 ;
-  assign \$371  = sel_tap[29] ? \taps$99 [1290:1259] : 32'd0;
+  assign \$371  = sel_tap[29] ? \taps$97 [1290:1259] : 32'd0;
   assign \$372  = \$370  | \$371 ;
-  assign \$373  = sel_tap[30] ? \taps$99 [1494:1463] : 32'd0;
-  assign \$374  = \$372  | \$373 ;
-  assign \$375  = sel_tap[31] ? \i$6 [66:35] : 32'd0;
-  assign \$376  = \$374  | \$375 ;
-  assign \$377  = sel_tap[32] ? \taps$100 [66:35] : 32'd0;
-  assign \$379  = sel_tap[33] ? \taps$100 [270:239] : 32'd0;
-  assign \$380  = \$378  | \$379 ;
-  assign \$381  = sel_tap[34] ? \taps$100 [474:443] : 32'd0;
-  assign \$382  = \$380  | \$381 ;
-  assign \$383  = sel_tap[35] ? \taps$100 [678:647] : 32'd0;
   \replay_kernel_k16_1m.accel.core.tree.level1  level1 (
     .clk(clk),
     .i(i),
@@ -6004,7 +6034,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$98 )
+    .taps(\taps$96 )
   );
   \replay_kernel_k16_1m.accel.core.tree.level3  level3 (
     .clk(clk),
@@ -6013,7 +6043,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$99 )
+    .taps(\taps$97 )
   );
   \replay_kernel_k16_1m.accel.core.tree.level4  level4 (
     .clk(clk),
@@ -6022,7 +6052,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$100 )
+    .taps(\taps$98 )
   );
   \replay_kernel_k16_1m.accel.core.tree.level5  level5 (
     .clk(clk),
@@ -6033,7 +6063,7 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
     .rst(rst),
     .sweep(sweep),
     .sweep_addr(sweep_addr),
-    .taps(\taps$101 )
+    .taps(\taps$99 )
   );
   \replay_kernel_k16_1m.accel.core.tree.prng  prng (
     .ahead(word),
@@ -6045,510 +6075,538 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$546  = \$57 ;
+    \$554  = \$57 ;
     if (rst) begin
-      \$546  = 1'h0;
+      \$554  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$547  = s;
+    \$555  = s;
     if (\$59 ) begin
       (* full_case = 32'd1 *)
       if (k_valid) begin
-        \$547  = skid;
+        \$555  = skid;
       end else begin
-        \$547  = cmd__payload;
+        \$555  = cmd__payload;
       end
     end
     if (rst) begin
-      \$547  = 98'h0000000000000000000000000;
+      \$555  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$548  = \$signal ;
+    \$556  = \$signal ;
     if (\$59 ) begin
       (* full_case = 32'd1 *)
       if (k_valid) begin
-        \$548  = 1'h1;
+        \$556  = 1'h1;
       end else begin
-        \$548  = \$61 ;
+        \$556  = \$61 ;
       end
     end
-    if (rst) begin
-      \$548  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$549  = k_valid;
-    if (\$59 ) begin
-      if (k_valid) begin
-        \$549  = 1'h0;
-      end
-    end else if (\$60 ) begin
-      \$549  = 1'h1;
-    end
-    if (rst) begin
-      \$549  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$550  = skid;
-    if (\$59 ) begin
-    end else if (\$60 ) begin
-      \$550  = cmd__payload;
-    end
-    if (rst) begin
-      \$550  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$551  = q_wr__addr;
-    if (\$62 ) begin
-      \$551  = \$64 [5:0];
-    end
-    if (rst) begin
-      \$551  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$552  = rsp__valid;
-    if (\$62 ) begin
-      \$552  = 1'h1;
-    end else if (\$63 ) begin
-      \$552  = \$65 ;
-    end
-    if (rst) begin
-      \$552  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$553  = q_rd__addr;
-    if (\$66 ) begin
-      \$553  = q_rp1;
-    end
-    if (rst) begin
-      \$553  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$554  = q_rp1;
-    if (\$66 ) begin
-      \$554  = \$67 [5:0];
-    end
-    if (rst) begin
-      \$554  = 6'h01;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$555  = reserved;
-    if (\$70 ) begin
-      \$555  = \$74 [5:0];
-    end else if (\$73 ) begin
-      \$555  = \$75 [5:0];
-    end
-    if (rst) begin
-      \$555  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$556  = \$78 ;
     if (rst) begin
       \$556  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$557  = s;
+    \$557  = k_valid;
+    if (\$59 ) begin
+      if (k_valid) begin
+        \$557  = 1'h0;
+      end
+    end else if (\$60 ) begin
+      \$557  = 1'h1;
+    end
     if (rst) begin
-      \$557  = 98'h0000000000000000000000000;
+      \$557  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$558  = \$81 ;
+    \$558  = skid;
+    if (\$59 ) begin
+    end else if (\$60 ) begin
+      \$558  = cmd__payload;
+    end
     if (rst) begin
-      \$558  = 1'h0;
+      \$558  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$559  = \$89 ;
+    \$559  = q_wr__addr;
+    if (\$62 ) begin
+      \$559  = \$64 [5:0];
+    end
     if (rst) begin
-      \$559  = 1'h0;
+      \$559  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$560  = sweep_addr;
+    \$560  = rsp__valid;
+    if (\$62 ) begin
+      \$560  = 1'h1;
+    end else if (\$63 ) begin
+      \$560  = \$65 ;
+    end
+    if (rst) begin
+      \$560  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$561  = q_rd__addr;
+    if (\$66 ) begin
+      \$561  = q_rp1;
+    end
+    if (rst) begin
+      \$561  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$562  = q_rp1;
+    if (\$66 ) begin
+      \$562  = \$67 [5:0];
+    end
+    if (rst) begin
+      \$562  = 6'h01;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$563  = reserved;
+    if (\$70 ) begin
+      \$563  = \$74 [5:0];
+    end else if (\$73 ) begin
+      \$563  = \$75 [5:0];
+    end
+    if (rst) begin
+      \$563  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$564  = \$78 ;
+    if (rst) begin
+      \$564  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$565  = s;
+    if (rst) begin
+      \$565  = 98'h0000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$566  = \$81 ;
+    if (rst) begin
+      \$566  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$567  = \$89 ;
+    if (rst) begin
+      \$567  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$568  = sweep_addr;
     if (sweep) begin
-      \$560  = \$90 [15:0];
+      \$568  = \$90 [15:0];
       if (\$91 ) begin
-        \$560  = 16'h0000;
+        \$568  = 16'h0000;
       end
     end
-    if (\$545 ) begin
-      \$560  = 16'h0000;
+    if (\$553 ) begin
+      \$568  = 16'h0000;
     end
     if (rst) begin
-      \$560  = 16'h0000;
+      \$568  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$561  = sweep;
+    \$569  = sweep;
     if (sweep) begin
       if (\$91 ) begin
-        \$561  = 1'h0;
+        \$569  = 1'h0;
       end
     end
-    if (\$545 ) begin
-      \$561  = 1'h1;
+    if (\$553 ) begin
+      \$569  = 1'h1;
     end
     if (rst) begin
-      \$561  = 1'h1;
+      \$569  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$562  = \$95 ;
+    \$570  = \$95 ;
     if (rst) begin
-      \$562  = 20'h00000;
+      \$570  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$563 [0] = a_valid;
-    \$563 [3:1] = a[2:0];
-    \$563 [4] = \$99 ;
-    \$563 [5] = \$100 ;
-    \$563 [6] = write;
-    \$563 [7] = \$104 ;
-    \$563 [8] = \$125 ;
-    \$563 [9] = \$133 ;
-    \$563 [10] = 1'h0;
-    \$563 [11] = \$160 ;
-    \$563 [14:12] = a[5:3];
-    \$563 [34:15] = leaf_index;
-    \$563 [66:35] = new_value;
-    \$563 [99:67] = 33'h000000000;
-    \$563 [151:100] = { 20'h00000, a[97:66] };
-    \$563 [203:152] = { 20'h00000, \$162  };
+    \$571 [0] = a_valid;
+    \$571 [3:1] = a[2:0];
+    \$571 [4] = \$99 ;
+    \$571 [5] = \$100 ;
+    \$571 [6] = write;
+    \$571 [7] = \$104 ;
+    \$571 [8] = \$125 ;
+    \$571 [9] = \$133 ;
+    \$571 [10] = 1'h0;
+    \$571 [11] = \$160 ;
+    \$571 [14:12] = a[5:3];
+    \$571 [34:15] = leaf_index;
+    \$571 [66:35] = new_value;
+    \$571 [99:67] = 33'h000000000;
+    \$571 [151:100] = { 20'h00000, a[97:66] };
+    \$571 [203:152] = { 20'h00000, \$162  };
     if (rst) begin
-      \$563  = 204'h000000000000000000000000000000000000000000000000000;
+      \$571  = 204'h000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$564  = \$28 [19:0];
-    if (\$545 ) begin
-      \$564  = 20'h00000;
+    \$572  = \$28 [19:0];
+    if (\$553 ) begin
+      \$572  = 20'h00000;
     end
     if (rst) begin
-      \$564  = 20'h00000;
+      \$572  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$565  = size;
+    \$573  = size;
     if (\$163 ) begin
-      \$565  = \$166 [20:0];
+      \$573  = \$166 [20:0];
     end
-    if (\$545 ) begin
-      \$565  = 21'h000000;
+    if (\$553 ) begin
+      \$573  = 21'h000000;
     end
     if (rst) begin
-      \$565  = 21'h000000;
+      \$573  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$566  = max_priority;
+    \$574  = max_priority;
     if (max_raise) begin
-      \$566  = b[66:35];
+      \$574  = b[66:35];
     end
-    if (\$545 ) begin
-      \$566  = 32'd65536;
+    if (\$553 ) begin
+      \$574  = 32'd65536;
     end
     if (rst) begin
-      \$566  = 32'd65536;
+      \$574  = 32'd65536;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$567  = { \$252 , \$250 , \$248 , \$246 , \$244 , \$242 , \$240 , \$238 , \$236 , \$234 , \$232 , \$230 , \$228 , \$226 , \$224 , \$222 , \$220 , \$218 , \$216 , \$214 , \$212 , \$210 , \$208 , \$206 , \$204 , \$202 , \$200 , \$198 , \$196 , \$194 , \$192 , \$190 , \$188 , \$186 , \$184 , \$182 , \$180 , \$178 , \$176 , \$174 , \$172 , \$170 , \$168  };
+    \$575  = { \$252 , \$250 , \$248 , \$246 , \$244 , \$242 , \$240 , \$238 , \$236 , \$234 , \$232 , \$230 , \$228 , \$226 , \$224 , \$222 , \$220 , \$218 , \$216 , \$214 , \$212 , \$210 , \$208 , \$206 , \$204 , \$202 , \$200 , \$198 , \$196 , \$194 , \$192 , \$190 , \$188 , \$186 , \$184 , \$182 , \$180 , \$178 , \$176 , \$174 , \$172 , \$170 , \$168  };
     if (rst) begin
-      \$567  = 43'h00000000000;
+      \$575  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$568  = { \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , \$282 , \$281 , \$280 , \$279 , \$278 , \$277 , \$276 , \$275 , \$274 , \$273 , \$272 , \$271 , \$270 , \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262 , \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253  };
+    \$576  = { \$295 , \$294 , \$293 , \$292 , \$291 , \$290 , \$289 , \$288 , \$287 , \$286 , \$285 , \$284 , \$283 , \$282 , \$281 , \$280 , \$279 , \$278 , \$277 , \$276 , \$275 , \$274 , \$273 , \$272 , \$271 , \$270 , \$269 , \$268 , \$267 , \$266 , \$265 , \$264 , \$263 , \$262 , \$261 , \$260 , \$259 , \$258 , \$257 , \$256 , \$255 , \$254 , \$253  };
     if (rst) begin
-      \$568  = 43'h00000000000;
+      \$576  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$569  = { \$311 , \$310 , \$309 , \$308 , \$307 , \$306 , \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296  };
+    \$577  = { \$311 , \$310 , \$309 , \$308 , \$307 , \$306 , \$305 , \$304 , \$303 , \$302 , \$301 , \$300 , \$299 , \$298 , \$297 , \$296  };
     if (rst) begin
-      \$569  = 16'h0000;
+      \$577  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$570  = b;
+    \$578  = b;
     if (rst) begin
-      \$570  = 204'h000000000000000000000000000000000000000000000000000;
+      \$578  = 204'h000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$571  = youngest[42:0];
+    \$579  = youngest[42:0];
     if (rst) begin
-      \$571  = 43'h00000000000;
+      \$579  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$572  = \$312 ;
+    \$580  = \$312 ;
     if (rst) begin
-      \$572  = 16'h0000;
+      \$580  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$573  = lookup_data;
+    \$581  = lookup_data;
     if (rst) begin
-      \$573  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$581  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$574  = b2;
+    \$582  = b2;
     if (rst) begin
-      \$574  = 204'h000000000000000000000000000000000000000000000000000;
+      \$582  = 204'h000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$575  = \$328 ;
+    \$583  = \$328 ;
     if (rst) begin
-      \$575  = 32'd0;
+      \$583  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$576  = \$344 ;
+    \$584  = \$344 ;
     if (rst) begin
-      \$576  = 32'd0;
+      \$584  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$577  = \$360 ;
+    \$585  = \$360 ;
     if (rst) begin
-      \$577  = 32'd0;
+      \$585  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$578  = \$376 ;
+    \$586  = \$376 ;
     if (rst) begin
-      \$578  = 32'd0;
+      \$586  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$579  = \$392 ;
+    \$587  = \$392 ;
     if (rst) begin
-      \$579  = 32'd0;
+      \$587  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$580  = \$408 ;
+    \$588  = \$408 ;
     if (rst) begin
-      \$580  = 32'd0;
+      \$588  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$581  = \$424 ;
+    \$589  = \$424 ;
     if (rst) begin
-      \$581  = 32'd0;
+      \$589  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$582  = \$430 ;
+    \$590  = \$430 ;
     if (rst) begin
-      \$582  = 32'd0;
+      \$590  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$583  = b3;
+    \$591  = b3;
     if (b3[7]) begin
-      \$583 [203:152] = { 20'h00000, old };
+      \$591 [203:152] = { 20'h00000, old };
     end
     if (rst) begin
-      \$583  = 204'h000000000000000000000000000000000000000000000000000;
+      \$591  = 204'h000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$584  = \$431 ;
+    \$592  = \$431 ;
     if (rst) begin
-      \$584  = 33'h000000000;
+      \$592  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$585  = \$432 ;
+    \$593  = \$432 ;
     if (rst) begin
-      \$585  = 43'h00000000000;
+      \$593  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$586  = \$433 ;
+    \$594  = \$433 ;
     if (rst) begin
-      \$586  = 43'h00000000000;
+      \$594  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$587  = \$434 ;
+    \$595  = \$434 ;
     if (rst) begin
-      \$587  = 41'h00000000000;
+      \$595  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$588  = \$435 ;
+    \$596  = \$435 ;
     if (rst) begin
-      \$588  = 41'h00000000000;
+      \$596  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    { \$589 [203:100], \$589 [66:0] } = { c[203:100], c[66:0] };
-    \$589 [99:67] = c_delta;
-    if (\$502 ) begin
-      \$589 [4] = 1'h0;
-      \$589 [10] = 1'h1;
-    end
-    if (\$504 ) begin
-      \$589 [203:152] = total;
-    end
+    \$597  = \$436 ;
     if (rst) begin
-      \$589  = 204'h000000000000000000000000000000000000000000000000000;
+      \$597  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$590  = total;
+    \$598  = \$437 ;
+    if (rst) begin
+      \$598  = 43'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$599  = \$438 ;
+    if (rst) begin
+      \$599  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$600  = \$439 ;
+    if (rst) begin
+      \$600  = 41'h00000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    { \$601 [203:100], \$601 [66:0] } = { c[203:100], c[66:0] };
+    \$601 [99:67] = c_delta;
+    if (\$506 ) begin
+      \$601 [4] = 1'h0;
+      \$601 [10] = 1'h1;
+    end
+    if (\$508 ) begin
+      \$601 [203:152] = total;
+    end
+    if (rst) begin
+      \$601  = 204'h000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
+    \$602  = total;
     if (c[6]) begin
-      \$590  = \$436 [51:0];
+      \$602  = \$440 [51:0];
     end
-    if (\$545 ) begin
-      \$590  = 52'h0000000000000;
+    if (\$553 ) begin
+      \$602  = 52'h0000000000000;
     end
     if (rst) begin
-      \$590  = 52'h0000000000000;
+      \$602  = 52'h0000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$591  = root_zero_groups;
+    \$603  = root_zero_groups;
     if (c[6]) begin
-      \$591  = { \$501 , \$496 , \$491 , \$486 , \$481 , \$476 , \$471 , \$466 , \$461 , \$456 , \$451 , \$446 , \$441  };
+      \$603  = { \$505 , \$500 , \$495 , \$490 , \$485 , \$480 , \$475 , \$470 , \$465 , \$460 , \$455 , \$450 , \$445  };
     end
-    if (\$545 ) begin
-      \$591  = 13'h1fff;
+    if (\$553 ) begin
+      \$603  = 13'h1fff;
     end
     if (rst) begin
-      \$591  = 13'h1fff;
+      \$603  = 13'h1fff;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$592  = { 9'h000, \$508  };
+    \$604  = { 9'h000, \$514  };
     if (rst) begin
-      \$592  = 84'h000000000000000000000;
+      \$604  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$593  = { 11'h000, \$512  };
+    \$605  = { 11'h000, \$520  };
     if (rst) begin
-      \$593  = 84'h000000000000000000000;
+      \$605  = 84'h000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$594  = m;
+    \$606  = m;
     if (rst) begin
-      \$594  = 204'h000000000000000000000000000000000000000000000000000;
+      \$606  = 204'h000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$595  = m2;
+    \$607  = m2;
     if (m2[4]) begin
-      \$595 [151:100] = \$55 [83:32];
+      \$607 [151:100] = \$55 [83:32];
     end
     if (rst) begin
-      \$595  = 204'h000000000000000000000000000000000000000000000000000;
+      \$607  = 204'h000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$596  = empty;
+    \$608  = empty;
     if (clear) begin
-      \$596  = 1'h0;
+      \$608  = 1'h0;
     end
-    if (\$513 ) begin
-      \$596  = 1'h1;
+    if (\$521 ) begin
+      \$608  = 1'h1;
     end
     if (rst) begin
-      \$596  = 1'h0;
+      \$608  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$597  = saturated;
+    \$609  = saturated;
     if (clear) begin
-      \$597  = 1'h0;
+      \$609  = 1'h0;
     end
-    if (\$516 ) begin
-      \$597  = 1'h1;
+    if (\$524 ) begin
+      \$609  = 1'h1;
     end
     if (rst) begin
-      \$597  = 1'h0;
+      \$609  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$4 ) begin end
-    \$598  = invalid;
+    \$610  = invalid;
     if (clear) begin
-      \$598  = 1'h0;
+      \$610  = 1'h0;
     end
-    if (\$543 ) begin
-      \$598  = 1'h1;
+    if (\$551 ) begin
+      \$610  = 1'h1;
     end
     if (rst) begin
-      \$598  = 1'h0;
+      \$610  = 1'h0;
     end
   end
   assign r1 = i;
@@ -7009,6 +7067,278 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \taps[7].delta  = taps[1527:1495];
   assign \taps[7].target  = taps[1579:1528];
   assign \taps[7].value  = taps[1631:1580];
+  assign \taps$96[0]  = \taps$96 [203:0];
+  assign \taps$96[0].valid  = \taps$96 [0];
+  assign \taps$96[0].op  = \taps$96 [3:1];
+  assign \taps$96[0].sample  = \taps$96 [4];
+  assign \taps$96[0].prng  = \taps$96 [5];
+  assign \taps$96[0].write  = \taps$96 [6];
+  assign \taps$96[0].read  = \taps$96 [7];
+  assign \taps$96[0].debug  = \taps$96 [8];
+  assign \taps$96[0].respond  = \taps$96 [9];
+  assign \taps$96[0].empty  = \taps$96 [10];
+  assign \taps$96[0].invalid  = \taps$96 [11];
+  assign \taps$96[0].level  = \taps$96 [14:12];
+  assign \taps$96[0].index  = \taps$96 [34:15];
+  assign \taps$96[0].prio  = \taps$96 [66:35];
+  assign \taps$96[0].delta  = \taps$96 [99:67];
+  assign \taps$96[0].target  = \taps$96 [151:100];
+  assign \taps$96[0].value  = \taps$96 [203:152];
+  assign \taps$96[1]  = \taps$96 [407:204];
+  assign \taps$96[1].valid  = \taps$96 [204];
+  assign \taps$96[1].op  = \taps$96 [207:205];
+  assign \taps$96[1].sample  = \taps$96 [208];
+  assign \taps$96[1].prng  = \taps$96 [209];
+  assign \taps$96[1].write  = \taps$96 [210];
+  assign \taps$96[1].read  = \taps$96 [211];
+  assign \taps$96[1].debug  = \taps$96 [212];
+  assign \taps$96[1].respond  = \taps$96 [213];
+  assign \taps$96[1].empty  = \taps$96 [214];
+  assign \taps$96[1].invalid  = \taps$96 [215];
+  assign \taps$96[1].level  = \taps$96 [218:216];
+  assign \taps$96[1].index  = \taps$96 [238:219];
+  assign \taps$96[1].prio  = \taps$96 [270:239];
+  assign \taps$96[1].delta  = \taps$96 [303:271];
+  assign \taps$96[1].target  = \taps$96 [355:304];
+  assign \taps$96[1].value  = \taps$96 [407:356];
+  assign \taps$96[2]  = \taps$96 [611:408];
+  assign \taps$96[2].valid  = \taps$96 [408];
+  assign \taps$96[2].op  = \taps$96 [411:409];
+  assign \taps$96[2].sample  = \taps$96 [412];
+  assign \taps$96[2].prng  = \taps$96 [413];
+  assign \taps$96[2].write  = \taps$96 [414];
+  assign \taps$96[2].read  = \taps$96 [415];
+  assign \taps$96[2].debug  = \taps$96 [416];
+  assign \taps$96[2].respond  = \taps$96 [417];
+  assign \taps$96[2].empty  = \taps$96 [418];
+  assign \taps$96[2].invalid  = \taps$96 [419];
+  assign \taps$96[2].level  = \taps$96 [422:420];
+  assign \taps$96[2].index  = \taps$96 [442:423];
+  assign \taps$96[2].prio  = \taps$96 [474:443];
+  assign \taps$96[2].delta  = \taps$96 [507:475];
+  assign \taps$96[2].target  = \taps$96 [559:508];
+  assign \taps$96[2].value  = \taps$96 [611:560];
+  assign \taps$96[3]  = \taps$96 [815:612];
+  assign \taps$96[3].valid  = \taps$96 [612];
+  assign \taps$96[3].op  = \taps$96 [615:613];
+  assign \taps$96[3].sample  = \taps$96 [616];
+  assign \taps$96[3].prng  = \taps$96 [617];
+  assign \taps$96[3].write  = \taps$96 [618];
+  assign \taps$96[3].read  = \taps$96 [619];
+  assign \taps$96[3].debug  = \taps$96 [620];
+  assign \taps$96[3].respond  = \taps$96 [621];
+  assign \taps$96[3].empty  = \taps$96 [622];
+  assign \taps$96[3].invalid  = \taps$96 [623];
+  assign \taps$96[3].level  = \taps$96 [626:624];
+  assign \taps$96[3].index  = \taps$96 [646:627];
+  assign \taps$96[3].prio  = \taps$96 [678:647];
+  assign \taps$96[3].delta  = \taps$96 [711:679];
+  assign \taps$96[3].target  = \taps$96 [763:712];
+  assign \taps$96[3].value  = \taps$96 [815:764];
+  assign \taps$96[4]  = \taps$96 [1019:816];
+  assign \taps$96[4].valid  = \taps$96 [816];
+  assign \taps$96[4].op  = \taps$96 [819:817];
+  assign \taps$96[4].sample  = \taps$96 [820];
+  assign \taps$96[4].prng  = \taps$96 [821];
+  assign \taps$96[4].write  = \taps$96 [822];
+  assign \taps$96[4].read  = \taps$96 [823];
+  assign \taps$96[4].debug  = \taps$96 [824];
+  assign \taps$96[4].respond  = \taps$96 [825];
+  assign \taps$96[4].empty  = \taps$96 [826];
+  assign \taps$96[4].invalid  = \taps$96 [827];
+  assign \taps$96[4].level  = \taps$96 [830:828];
+  assign \taps$96[4].index  = \taps$96 [850:831];
+  assign \taps$96[4].prio  = \taps$96 [882:851];
+  assign \taps$96[4].delta  = \taps$96 [915:883];
+  assign \taps$96[4].target  = \taps$96 [967:916];
+  assign \taps$96[4].value  = \taps$96 [1019:968];
+  assign \taps$96[5]  = \taps$96 [1223:1020];
+  assign \taps$96[5].valid  = \taps$96 [1020];
+  assign \taps$96[5].op  = \taps$96 [1023:1021];
+  assign \taps$96[5].sample  = \taps$96 [1024];
+  assign \taps$96[5].prng  = \taps$96 [1025];
+  assign \taps$96[5].write  = \taps$96 [1026];
+  assign \taps$96[5].read  = \taps$96 [1027];
+  assign \taps$96[5].debug  = \taps$96 [1028];
+  assign \taps$96[5].respond  = \taps$96 [1029];
+  assign \taps$96[5].empty  = \taps$96 [1030];
+  assign \taps$96[5].invalid  = \taps$96 [1031];
+  assign \taps$96[5].level  = \taps$96 [1034:1032];
+  assign \taps$96[5].index  = \taps$96 [1054:1035];
+  assign \taps$96[5].prio  = \taps$96 [1086:1055];
+  assign \taps$96[5].delta  = \taps$96 [1119:1087];
+  assign \taps$96[5].target  = \taps$96 [1171:1120];
+  assign \taps$96[5].value  = \taps$96 [1223:1172];
+  assign \taps$96[6]  = \taps$96 [1427:1224];
+  assign \taps$96[6].valid  = \taps$96 [1224];
+  assign \taps$96[6].op  = \taps$96 [1227:1225];
+  assign \taps$96[6].sample  = \taps$96 [1228];
+  assign \taps$96[6].prng  = \taps$96 [1229];
+  assign \taps$96[6].write  = \taps$96 [1230];
+  assign \taps$96[6].read  = \taps$96 [1231];
+  assign \taps$96[6].debug  = \taps$96 [1232];
+  assign \taps$96[6].respond  = \taps$96 [1233];
+  assign \taps$96[6].empty  = \taps$96 [1234];
+  assign \taps$96[6].invalid  = \taps$96 [1235];
+  assign \taps$96[6].level  = \taps$96 [1238:1236];
+  assign \taps$96[6].index  = \taps$96 [1258:1239];
+  assign \taps$96[6].prio  = \taps$96 [1290:1259];
+  assign \taps$96[6].delta  = \taps$96 [1323:1291];
+  assign \taps$96[6].target  = \taps$96 [1375:1324];
+  assign \taps$96[6].value  = \taps$96 [1427:1376];
+  assign \taps$96[7]  = \taps$96 [1631:1428];
+  assign \taps$96[7].valid  = \taps$96 [1428];
+  assign \taps$96[7].op  = \taps$96 [1431:1429];
+  assign \taps$96[7].sample  = \taps$96 [1432];
+  assign \taps$96[7].prng  = \taps$96 [1433];
+  assign \taps$96[7].write  = \taps$96 [1434];
+  assign \taps$96[7].read  = \taps$96 [1435];
+  assign \taps$96[7].debug  = \taps$96 [1436];
+  assign \taps$96[7].respond  = \taps$96 [1437];
+  assign \taps$96[7].empty  = \taps$96 [1438];
+  assign \taps$96[7].invalid  = \taps$96 [1439];
+  assign \taps$96[7].level  = \taps$96 [1442:1440];
+  assign \taps$96[7].index  = \taps$96 [1462:1443];
+  assign \taps$96[7].prio  = \taps$96 [1494:1463];
+  assign \taps$96[7].delta  = \taps$96 [1527:1495];
+  assign \taps$96[7].target  = \taps$96 [1579:1528];
+  assign \taps$96[7].value  = \taps$96 [1631:1580];
+  assign \taps$97[0]  = \taps$97 [203:0];
+  assign \taps$97[0].valid  = \taps$97 [0];
+  assign \taps$97[0].op  = \taps$97 [3:1];
+  assign \taps$97[0].sample  = \taps$97 [4];
+  assign \taps$97[0].prng  = \taps$97 [5];
+  assign \taps$97[0].write  = \taps$97 [6];
+  assign \taps$97[0].read  = \taps$97 [7];
+  assign \taps$97[0].debug  = \taps$97 [8];
+  assign \taps$97[0].respond  = \taps$97 [9];
+  assign \taps$97[0].empty  = \taps$97 [10];
+  assign \taps$97[0].invalid  = \taps$97 [11];
+  assign \taps$97[0].level  = \taps$97 [14:12];
+  assign \taps$97[0].index  = \taps$97 [34:15];
+  assign \taps$97[0].prio  = \taps$97 [66:35];
+  assign \taps$97[0].delta  = \taps$97 [99:67];
+  assign \taps$97[0].target  = \taps$97 [151:100];
+  assign \taps$97[0].value  = \taps$97 [203:152];
+  assign \taps$97[1]  = \taps$97 [407:204];
+  assign \taps$97[1].valid  = \taps$97 [204];
+  assign \taps$97[1].op  = \taps$97 [207:205];
+  assign \taps$97[1].sample  = \taps$97 [208];
+  assign \taps$97[1].prng  = \taps$97 [209];
+  assign \taps$97[1].write  = \taps$97 [210];
+  assign \taps$97[1].read  = \taps$97 [211];
+  assign \taps$97[1].debug  = \taps$97 [212];
+  assign \taps$97[1].respond  = \taps$97 [213];
+  assign \taps$97[1].empty  = \taps$97 [214];
+  assign \taps$97[1].invalid  = \taps$97 [215];
+  assign \taps$97[1].level  = \taps$97 [218:216];
+  assign \taps$97[1].index  = \taps$97 [238:219];
+  assign \taps$97[1].prio  = \taps$97 [270:239];
+  assign \taps$97[1].delta  = \taps$97 [303:271];
+  assign \taps$97[1].target  = \taps$97 [355:304];
+  assign \taps$97[1].value  = \taps$97 [407:356];
+  assign \taps$97[2]  = \taps$97 [611:408];
+  assign \taps$97[2].valid  = \taps$97 [408];
+  assign \taps$97[2].op  = \taps$97 [411:409];
+  assign \taps$97[2].sample  = \taps$97 [412];
+  assign \taps$97[2].prng  = \taps$97 [413];
+  assign \taps$97[2].write  = \taps$97 [414];
+  assign \taps$97[2].read  = \taps$97 [415];
+  assign \taps$97[2].debug  = \taps$97 [416];
+  assign \taps$97[2].respond  = \taps$97 [417];
+  assign \taps$97[2].empty  = \taps$97 [418];
+  assign \taps$97[2].invalid  = \taps$97 [419];
+  assign \taps$97[2].level  = \taps$97 [422:420];
+  assign \taps$97[2].index  = \taps$97 [442:423];
+  assign \taps$97[2].prio  = \taps$97 [474:443];
+  assign \taps$97[2].delta  = \taps$97 [507:475];
+  assign \taps$97[2].target  = \taps$97 [559:508];
+  assign \taps$97[2].value  = \taps$97 [611:560];
+  assign \taps$97[3]  = \taps$97 [815:612];
+  assign \taps$97[3].valid  = \taps$97 [612];
+  assign \taps$97[3].op  = \taps$97 [615:613];
+  assign \taps$97[3].sample  = \taps$97 [616];
+  assign \taps$97[3].prng  = \taps$97 [617];
+  assign \taps$97[3].write  = \taps$97 [618];
+  assign \taps$97[3].read  = \taps$97 [619];
+  assign \taps$97[3].debug  = \taps$97 [620];
+  assign \taps$97[3].respond  = \taps$97 [621];
+  assign \taps$97[3].empty  = \taps$97 [622];
+  assign \taps$97[3].invalid  = \taps$97 [623];
+  assign \taps$97[3].level  = \taps$97 [626:624];
+  assign \taps$97[3].index  = \taps$97 [646:627];
+  assign \taps$97[3].prio  = \taps$97 [678:647];
+  assign \taps$97[3].delta  = \taps$97 [711:679];
+  assign \taps$97[3].target  = \taps$97 [763:712];
+  assign \taps$97[3].value  = \taps$97 [815:764];
+  assign \taps$97[4]  = \taps$97 [1019:816];
+  assign \taps$97[4].valid  = \taps$97 [816];
+  assign \taps$97[4].op  = \taps$97 [819:817];
+  assign \taps$97[4].sample  = \taps$97 [820];
+  assign \taps$97[4].prng  = \taps$97 [821];
+  assign \taps$97[4].write  = \taps$97 [822];
+  assign \taps$97[4].read  = \taps$97 [823];
+  assign \taps$97[4].debug  = \taps$97 [824];
+  assign \taps$97[4].respond  = \taps$97 [825];
+  assign \taps$97[4].empty  = \taps$97 [826];
+  assign \taps$97[4].invalid  = \taps$97 [827];
+  assign \taps$97[4].level  = \taps$97 [830:828];
+  assign \taps$97[4].index  = \taps$97 [850:831];
+  assign \taps$97[4].prio  = \taps$97 [882:851];
+  assign \taps$97[4].delta  = \taps$97 [915:883];
+  assign \taps$97[4].target  = \taps$97 [967:916];
+  assign \taps$97[4].value  = \taps$97 [1019:968];
+  assign \taps$97[5]  = \taps$97 [1223:1020];
+  assign \taps$97[5].valid  = \taps$97 [1020];
+  assign \taps$97[5].op  = \taps$97 [1023:1021];
+  assign \taps$97[5].sample  = \taps$97 [1024];
+  assign \taps$97[5].prng  = \taps$97 [1025];
+  assign \taps$97[5].write  = \taps$97 [1026];
+  assign \taps$97[5].read  = \taps$97 [1027];
+  assign \taps$97[5].debug  = \taps$97 [1028];
+  assign \taps$97[5].respond  = \taps$97 [1029];
+  assign \taps$97[5].empty  = \taps$97 [1030];
+  assign \taps$97[5].invalid  = \taps$97 [1031];
+  assign \taps$97[5].level  = \taps$97 [1034:1032];
+  assign \taps$97[5].index  = \taps$97 [1054:1035];
+  assign \taps$97[5].prio  = \taps$97 [1086:1055];
+  assign \taps$97[5].delta  = \taps$97 [1119:1087];
+  assign \taps$97[5].target  = \taps$97 [1171:1120];
+  assign \taps$97[5].value  = \taps$97 [1223:1172];
+  assign \taps$97[6]  = \taps$97 [1427:1224];
+  assign \taps$97[6].valid  = \taps$97 [1224];
+  assign \taps$97[6].op  = \taps$97 [1227:1225];
+  assign \taps$97[6].sample  = \taps$97 [1228];
+  assign \taps$97[6].prng  = \taps$97 [1229];
+  assign \taps$97[6].write  = \taps$97 [1230];
+  assign \taps$97[6].read  = \taps$97 [1231];
+  assign \taps$97[6].debug  = \taps$97 [1232];
+  assign \taps$97[6].respond  = \taps$97 [1233];
+  assign \taps$97[6].empty  = \taps$97 [1234];
+  assign \taps$97[6].invalid  = \taps$97 [1235];
+  assign \taps$97[6].level  = \taps$97 [1238:1236];
+  assign \taps$97[6].index  = \taps$97 [1258:1239];
+  assign \taps$97[6].prio  = \taps$97 [1290:1259];
+  assign \taps$97[6].delta  = \taps$97 [1323:1291];
+  assign \taps$97[6].target  = \taps$97 [1375:1324];
+  assign \taps$97[6].value  = \taps$97 [1427:1376];
+  assign \taps$97[7]  = \taps$97 [1631:1428];
+  assign \taps$97[7].valid  = \taps$97 [1428];
+  assign \taps$97[7].op  = \taps$97 [1431:1429];
+  assign \taps$97[7].sample  = \taps$97 [1432];
+  assign \taps$97[7].prng  = \taps$97 [1433];
+  assign \taps$97[7].write  = \taps$97 [1434];
+  assign \taps$97[7].read  = \taps$97 [1435];
+  assign \taps$97[7].debug  = \taps$97 [1436];
+  assign \taps$97[7].respond  = \taps$97 [1437];
+  assign \taps$97[7].empty  = \taps$97 [1438];
+  assign \taps$97[7].invalid  = \taps$97 [1439];
+  assign \taps$97[7].level  = \taps$97 [1442:1440];
+  assign \taps$97[7].index  = \taps$97 [1462:1443];
+  assign \taps$97[7].prio  = \taps$97 [1494:1463];
+  assign \taps$97[7].delta  = \taps$97 [1527:1495];
+  assign \taps$97[7].target  = \taps$97 [1579:1528];
+  assign \taps$97[7].value  = \taps$97 [1631:1580];
   assign \taps$98[0]  = \taps$98 [203:0];
   assign \taps$98[0].valid  = \taps$98 [0];
   assign \taps$98[0].op  = \taps$98 [3:1];
@@ -7281,278 +7611,6 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \taps$99[7].delta  = \taps$99 [1527:1495];
   assign \taps$99[7].target  = \taps$99 [1579:1528];
   assign \taps$99[7].value  = \taps$99 [1631:1580];
-  assign \taps$100[0]  = \taps$100 [203:0];
-  assign \taps$100[0].valid  = \taps$100 [0];
-  assign \taps$100[0].op  = \taps$100 [3:1];
-  assign \taps$100[0].sample  = \taps$100 [4];
-  assign \taps$100[0].prng  = \taps$100 [5];
-  assign \taps$100[0].write  = \taps$100 [6];
-  assign \taps$100[0].read  = \taps$100 [7];
-  assign \taps$100[0].debug  = \taps$100 [8];
-  assign \taps$100[0].respond  = \taps$100 [9];
-  assign \taps$100[0].empty  = \taps$100 [10];
-  assign \taps$100[0].invalid  = \taps$100 [11];
-  assign \taps$100[0].level  = \taps$100 [14:12];
-  assign \taps$100[0].index  = \taps$100 [34:15];
-  assign \taps$100[0].prio  = \taps$100 [66:35];
-  assign \taps$100[0].delta  = \taps$100 [99:67];
-  assign \taps$100[0].target  = \taps$100 [151:100];
-  assign \taps$100[0].value  = \taps$100 [203:152];
-  assign \taps$100[1]  = \taps$100 [407:204];
-  assign \taps$100[1].valid  = \taps$100 [204];
-  assign \taps$100[1].op  = \taps$100 [207:205];
-  assign \taps$100[1].sample  = \taps$100 [208];
-  assign \taps$100[1].prng  = \taps$100 [209];
-  assign \taps$100[1].write  = \taps$100 [210];
-  assign \taps$100[1].read  = \taps$100 [211];
-  assign \taps$100[1].debug  = \taps$100 [212];
-  assign \taps$100[1].respond  = \taps$100 [213];
-  assign \taps$100[1].empty  = \taps$100 [214];
-  assign \taps$100[1].invalid  = \taps$100 [215];
-  assign \taps$100[1].level  = \taps$100 [218:216];
-  assign \taps$100[1].index  = \taps$100 [238:219];
-  assign \taps$100[1].prio  = \taps$100 [270:239];
-  assign \taps$100[1].delta  = \taps$100 [303:271];
-  assign \taps$100[1].target  = \taps$100 [355:304];
-  assign \taps$100[1].value  = \taps$100 [407:356];
-  assign \taps$100[2]  = \taps$100 [611:408];
-  assign \taps$100[2].valid  = \taps$100 [408];
-  assign \taps$100[2].op  = \taps$100 [411:409];
-  assign \taps$100[2].sample  = \taps$100 [412];
-  assign \taps$100[2].prng  = \taps$100 [413];
-  assign \taps$100[2].write  = \taps$100 [414];
-  assign \taps$100[2].read  = \taps$100 [415];
-  assign \taps$100[2].debug  = \taps$100 [416];
-  assign \taps$100[2].respond  = \taps$100 [417];
-  assign \taps$100[2].empty  = \taps$100 [418];
-  assign \taps$100[2].invalid  = \taps$100 [419];
-  assign \taps$100[2].level  = \taps$100 [422:420];
-  assign \taps$100[2].index  = \taps$100 [442:423];
-  assign \taps$100[2].prio  = \taps$100 [474:443];
-  assign \taps$100[2].delta  = \taps$100 [507:475];
-  assign \taps$100[2].target  = \taps$100 [559:508];
-  assign \taps$100[2].value  = \taps$100 [611:560];
-  assign \taps$100[3]  = \taps$100 [815:612];
-  assign \taps$100[3].valid  = \taps$100 [612];
-  assign \taps$100[3].op  = \taps$100 [615:613];
-  assign \taps$100[3].sample  = \taps$100 [616];
-  assign \taps$100[3].prng  = \taps$100 [617];
-  assign \taps$100[3].write  = \taps$100 [618];
-  assign \taps$100[3].read  = \taps$100 [619];
-  assign \taps$100[3].debug  = \taps$100 [620];
-  assign \taps$100[3].respond  = \taps$100 [621];
-  assign \taps$100[3].empty  = \taps$100 [622];
-  assign \taps$100[3].invalid  = \taps$100 [623];
-  assign \taps$100[3].level  = \taps$100 [626:624];
-  assign \taps$100[3].index  = \taps$100 [646:627];
-  assign \taps$100[3].prio  = \taps$100 [678:647];
-  assign \taps$100[3].delta  = \taps$100 [711:679];
-  assign \taps$100[3].target  = \taps$100 [763:712];
-  assign \taps$100[3].value  = \taps$100 [815:764];
-  assign \taps$100[4]  = \taps$100 [1019:816];
-  assign \taps$100[4].valid  = \taps$100 [816];
-  assign \taps$100[4].op  = \taps$100 [819:817];
-  assign \taps$100[4].sample  = \taps$100 [820];
-  assign \taps$100[4].prng  = \taps$100 [821];
-  assign \taps$100[4].write  = \taps$100 [822];
-  assign \taps$100[4].read  = \taps$100 [823];
-  assign \taps$100[4].debug  = \taps$100 [824];
-  assign \taps$100[4].respond  = \taps$100 [825];
-  assign \taps$100[4].empty  = \taps$100 [826];
-  assign \taps$100[4].invalid  = \taps$100 [827];
-  assign \taps$100[4].level  = \taps$100 [830:828];
-  assign \taps$100[4].index  = \taps$100 [850:831];
-  assign \taps$100[4].prio  = \taps$100 [882:851];
-  assign \taps$100[4].delta  = \taps$100 [915:883];
-  assign \taps$100[4].target  = \taps$100 [967:916];
-  assign \taps$100[4].value  = \taps$100 [1019:968];
-  assign \taps$100[5]  = \taps$100 [1223:1020];
-  assign \taps$100[5].valid  = \taps$100 [1020];
-  assign \taps$100[5].op  = \taps$100 [1023:1021];
-  assign \taps$100[5].sample  = \taps$100 [1024];
-  assign \taps$100[5].prng  = \taps$100 [1025];
-  assign \taps$100[5].write  = \taps$100 [1026];
-  assign \taps$100[5].read  = \taps$100 [1027];
-  assign \taps$100[5].debug  = \taps$100 [1028];
-  assign \taps$100[5].respond  = \taps$100 [1029];
-  assign \taps$100[5].empty  = \taps$100 [1030];
-  assign \taps$100[5].invalid  = \taps$100 [1031];
-  assign \taps$100[5].level  = \taps$100 [1034:1032];
-  assign \taps$100[5].index  = \taps$100 [1054:1035];
-  assign \taps$100[5].prio  = \taps$100 [1086:1055];
-  assign \taps$100[5].delta  = \taps$100 [1119:1087];
-  assign \taps$100[5].target  = \taps$100 [1171:1120];
-  assign \taps$100[5].value  = \taps$100 [1223:1172];
-  assign \taps$100[6]  = \taps$100 [1427:1224];
-  assign \taps$100[6].valid  = \taps$100 [1224];
-  assign \taps$100[6].op  = \taps$100 [1227:1225];
-  assign \taps$100[6].sample  = \taps$100 [1228];
-  assign \taps$100[6].prng  = \taps$100 [1229];
-  assign \taps$100[6].write  = \taps$100 [1230];
-  assign \taps$100[6].read  = \taps$100 [1231];
-  assign \taps$100[6].debug  = \taps$100 [1232];
-  assign \taps$100[6].respond  = \taps$100 [1233];
-  assign \taps$100[6].empty  = \taps$100 [1234];
-  assign \taps$100[6].invalid  = \taps$100 [1235];
-  assign \taps$100[6].level  = \taps$100 [1238:1236];
-  assign \taps$100[6].index  = \taps$100 [1258:1239];
-  assign \taps$100[6].prio  = \taps$100 [1290:1259];
-  assign \taps$100[6].delta  = \taps$100 [1323:1291];
-  assign \taps$100[6].target  = \taps$100 [1375:1324];
-  assign \taps$100[6].value  = \taps$100 [1427:1376];
-  assign \taps$100[7]  = \taps$100 [1631:1428];
-  assign \taps$100[7].valid  = \taps$100 [1428];
-  assign \taps$100[7].op  = \taps$100 [1431:1429];
-  assign \taps$100[7].sample  = \taps$100 [1432];
-  assign \taps$100[7].prng  = \taps$100 [1433];
-  assign \taps$100[7].write  = \taps$100 [1434];
-  assign \taps$100[7].read  = \taps$100 [1435];
-  assign \taps$100[7].debug  = \taps$100 [1436];
-  assign \taps$100[7].respond  = \taps$100 [1437];
-  assign \taps$100[7].empty  = \taps$100 [1438];
-  assign \taps$100[7].invalid  = \taps$100 [1439];
-  assign \taps$100[7].level  = \taps$100 [1442:1440];
-  assign \taps$100[7].index  = \taps$100 [1462:1443];
-  assign \taps$100[7].prio  = \taps$100 [1494:1463];
-  assign \taps$100[7].delta  = \taps$100 [1527:1495];
-  assign \taps$100[7].target  = \taps$100 [1579:1528];
-  assign \taps$100[7].value  = \taps$100 [1631:1580];
-  assign \taps$101[0]  = \taps$101 [203:0];
-  assign \taps$101[0].valid  = \taps$101 [0];
-  assign \taps$101[0].op  = \taps$101 [3:1];
-  assign \taps$101[0].sample  = \taps$101 [4];
-  assign \taps$101[0].prng  = \taps$101 [5];
-  assign \taps$101[0].write  = \taps$101 [6];
-  assign \taps$101[0].read  = \taps$101 [7];
-  assign \taps$101[0].debug  = \taps$101 [8];
-  assign \taps$101[0].respond  = \taps$101 [9];
-  assign \taps$101[0].empty  = \taps$101 [10];
-  assign \taps$101[0].invalid  = \taps$101 [11];
-  assign \taps$101[0].level  = \taps$101 [14:12];
-  assign \taps$101[0].index  = \taps$101 [34:15];
-  assign \taps$101[0].prio  = \taps$101 [66:35];
-  assign \taps$101[0].delta  = \taps$101 [99:67];
-  assign \taps$101[0].target  = \taps$101 [151:100];
-  assign \taps$101[0].value  = \taps$101 [203:152];
-  assign \taps$101[1]  = \taps$101 [407:204];
-  assign \taps$101[1].valid  = \taps$101 [204];
-  assign \taps$101[1].op  = \taps$101 [207:205];
-  assign \taps$101[1].sample  = \taps$101 [208];
-  assign \taps$101[1].prng  = \taps$101 [209];
-  assign \taps$101[1].write  = \taps$101 [210];
-  assign \taps$101[1].read  = \taps$101 [211];
-  assign \taps$101[1].debug  = \taps$101 [212];
-  assign \taps$101[1].respond  = \taps$101 [213];
-  assign \taps$101[1].empty  = \taps$101 [214];
-  assign \taps$101[1].invalid  = \taps$101 [215];
-  assign \taps$101[1].level  = \taps$101 [218:216];
-  assign \taps$101[1].index  = \taps$101 [238:219];
-  assign \taps$101[1].prio  = \taps$101 [270:239];
-  assign \taps$101[1].delta  = \taps$101 [303:271];
-  assign \taps$101[1].target  = \taps$101 [355:304];
-  assign \taps$101[1].value  = \taps$101 [407:356];
-  assign \taps$101[2]  = \taps$101 [611:408];
-  assign \taps$101[2].valid  = \taps$101 [408];
-  assign \taps$101[2].op  = \taps$101 [411:409];
-  assign \taps$101[2].sample  = \taps$101 [412];
-  assign \taps$101[2].prng  = \taps$101 [413];
-  assign \taps$101[2].write  = \taps$101 [414];
-  assign \taps$101[2].read  = \taps$101 [415];
-  assign \taps$101[2].debug  = \taps$101 [416];
-  assign \taps$101[2].respond  = \taps$101 [417];
-  assign \taps$101[2].empty  = \taps$101 [418];
-  assign \taps$101[2].invalid  = \taps$101 [419];
-  assign \taps$101[2].level  = \taps$101 [422:420];
-  assign \taps$101[2].index  = \taps$101 [442:423];
-  assign \taps$101[2].prio  = \taps$101 [474:443];
-  assign \taps$101[2].delta  = \taps$101 [507:475];
-  assign \taps$101[2].target  = \taps$101 [559:508];
-  assign \taps$101[2].value  = \taps$101 [611:560];
-  assign \taps$101[3]  = \taps$101 [815:612];
-  assign \taps$101[3].valid  = \taps$101 [612];
-  assign \taps$101[3].op  = \taps$101 [615:613];
-  assign \taps$101[3].sample  = \taps$101 [616];
-  assign \taps$101[3].prng  = \taps$101 [617];
-  assign \taps$101[3].write  = \taps$101 [618];
-  assign \taps$101[3].read  = \taps$101 [619];
-  assign \taps$101[3].debug  = \taps$101 [620];
-  assign \taps$101[3].respond  = \taps$101 [621];
-  assign \taps$101[3].empty  = \taps$101 [622];
-  assign \taps$101[3].invalid  = \taps$101 [623];
-  assign \taps$101[3].level  = \taps$101 [626:624];
-  assign \taps$101[3].index  = \taps$101 [646:627];
-  assign \taps$101[3].prio  = \taps$101 [678:647];
-  assign \taps$101[3].delta  = \taps$101 [711:679];
-  assign \taps$101[3].target  = \taps$101 [763:712];
-  assign \taps$101[3].value  = \taps$101 [815:764];
-  assign \taps$101[4]  = \taps$101 [1019:816];
-  assign \taps$101[4].valid  = \taps$101 [816];
-  assign \taps$101[4].op  = \taps$101 [819:817];
-  assign \taps$101[4].sample  = \taps$101 [820];
-  assign \taps$101[4].prng  = \taps$101 [821];
-  assign \taps$101[4].write  = \taps$101 [822];
-  assign \taps$101[4].read  = \taps$101 [823];
-  assign \taps$101[4].debug  = \taps$101 [824];
-  assign \taps$101[4].respond  = \taps$101 [825];
-  assign \taps$101[4].empty  = \taps$101 [826];
-  assign \taps$101[4].invalid  = \taps$101 [827];
-  assign \taps$101[4].level  = \taps$101 [830:828];
-  assign \taps$101[4].index  = \taps$101 [850:831];
-  assign \taps$101[4].prio  = \taps$101 [882:851];
-  assign \taps$101[4].delta  = \taps$101 [915:883];
-  assign \taps$101[4].target  = \taps$101 [967:916];
-  assign \taps$101[4].value  = \taps$101 [1019:968];
-  assign \taps$101[5]  = \taps$101 [1223:1020];
-  assign \taps$101[5].valid  = \taps$101 [1020];
-  assign \taps$101[5].op  = \taps$101 [1023:1021];
-  assign \taps$101[5].sample  = \taps$101 [1024];
-  assign \taps$101[5].prng  = \taps$101 [1025];
-  assign \taps$101[5].write  = \taps$101 [1026];
-  assign \taps$101[5].read  = \taps$101 [1027];
-  assign \taps$101[5].debug  = \taps$101 [1028];
-  assign \taps$101[5].respond  = \taps$101 [1029];
-  assign \taps$101[5].empty  = \taps$101 [1030];
-  assign \taps$101[5].invalid  = \taps$101 [1031];
-  assign \taps$101[5].level  = \taps$101 [1034:1032];
-  assign \taps$101[5].index  = \taps$101 [1054:1035];
-  assign \taps$101[5].prio  = \taps$101 [1086:1055];
-  assign \taps$101[5].delta  = \taps$101 [1119:1087];
-  assign \taps$101[5].target  = \taps$101 [1171:1120];
-  assign \taps$101[5].value  = \taps$101 [1223:1172];
-  assign \taps$101[6]  = \taps$101 [1427:1224];
-  assign \taps$101[6].valid  = \taps$101 [1224];
-  assign \taps$101[6].op  = \taps$101 [1227:1225];
-  assign \taps$101[6].sample  = \taps$101 [1228];
-  assign \taps$101[6].prng  = \taps$101 [1229];
-  assign \taps$101[6].write  = \taps$101 [1230];
-  assign \taps$101[6].read  = \taps$101 [1231];
-  assign \taps$101[6].debug  = \taps$101 [1232];
-  assign \taps$101[6].respond  = \taps$101 [1233];
-  assign \taps$101[6].empty  = \taps$101 [1234];
-  assign \taps$101[6].invalid  = \taps$101 [1235];
-  assign \taps$101[6].level  = \taps$101 [1238:1236];
-  assign \taps$101[6].index  = \taps$101 [1258:1239];
-  assign \taps$101[6].prio  = \taps$101 [1290:1259];
-  assign \taps$101[6].delta  = \taps$101 [1323:1291];
-  assign \taps$101[6].target  = \taps$101 [1375:1324];
-  assign \taps$101[6].value  = \taps$101 [1427:1376];
-  assign \taps$101[7]  = \taps$101 [1631:1428];
-  assign \taps$101[7].valid  = \taps$101 [1428];
-  assign \taps$101[7].op  = \taps$101 [1431:1429];
-  assign \taps$101[7].sample  = \taps$101 [1432];
-  assign \taps$101[7].prng  = \taps$101 [1433];
-  assign \taps$101[7].write  = \taps$101 [1434];
-  assign \taps$101[7].read  = \taps$101 [1435];
-  assign \taps$101[7].debug  = \taps$101 [1436];
-  assign \taps$101[7].respond  = \taps$101 [1437];
-  assign \taps$101[7].empty  = \taps$101 [1438];
-  assign \taps$101[7].invalid  = \taps$101 [1439];
-  assign \taps$101[7].level  = \taps$101 [1442:1440];
-  assign \taps$101[7].index  = \taps$101 [1462:1443];
-  assign \taps$101[7].prio  = \taps$101 [1494:1463];
-  assign \taps$101[7].delta  = \taps$101 [1527:1495];
-  assign \taps$101[7].target  = \taps$101 [1579:1528];
-  assign \taps$101[7].value  = \taps$101 [1631:1580];
   assign \skid.op  = skid[2:0];
   assign \skid.level  = skid[5:3];
   assign \skid.index  = skid[25:6];
@@ -7592,12 +7650,12 @@ module \replay_kernel_k16_1m.accel.core.tree (rst, cmd__ready, busy, rsp__payloa
   assign \$394  = \$393 ;
   assign \$410  = \$409 ;
   assign \$426  = \$425 ;
-  assign \$505  = { 1'h0, pp_0_0 };
-  assign \$507  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$509  = { 1'h0, pp_17_0 };
-  assign \$511  = { 5'h00, pp_17_26, 26'h0000000 };
-  assign \$522  = 1'h0;
-  assign \$543  = \$542 ;
+  assign \$510  = { 1'h0, \$509  };
+  assign \$513  = { 5'h00, \$512 , 26'h0000000 };
+  assign \$516  = { 1'h0, \$515  };
+  assign \$519  = { 5'h00, \$518 , 26'h0000000 };
+  assign \$530  = 1'h0;
+  assign \$551  = \$550 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -19655,7 +19713,7 @@ endmodule
 (* generator = "Amaranth" *)
 module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_axi_control_wdata, s_axi_control_wstrb, s_axi_control_wvalid, s_axi_control_bready, s_axi_control_araddr, s_axi_control_arvalid, s_axi_control_rready, rst, ap_idle, ap_start_refuse, s_axi_control_awready, s_axi_control_wready, s_axi_control_arready, interrupt, status_tree_busy, dma_ctrl_start_clear, dma_cycles, dma_status_done, dma_status_read_error
 , dma_status_write_error, dma_status_locked, dma_status_range, dma_status_busy, status_start_refused, bvalid, s_axi_control_bresp, rvalid, ap_start, ap_start_write, auto_restart, op_code, op_prng, op_relaxed, batch_size, update_size, seed, mem_ptr_lo, mem_ptr_hi, dma_offset, dma_bytes
-, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3403$0 , \port$3405$0 , max_priority_lo, \port$3455$0 , status_empty, status_saturated, status_invalid_index, clk);
+, dma_ctrl_start, dma_ctrl_dir, s_axi_control_rdata, s_axi_control_rresp, ap_ready, ap_done, cycles, response_cycles, status_error, \port$3410$0 , \port$3412$0 , max_priority_lo, \port$3470$0 , status_empty, status_saturated, status_invalid_index, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$11  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -20221,12 +20279,12 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   wire op_relaxed_q;
   wire op_we;
   reg op_wr_pulse = 1'h0;
-  input [19:0] \port$3403$0 ;
-  wire [19:0] \port$3403$0 ;
-  input [20:0] \port$3405$0 ;
-  wire [20:0] \port$3405$0 ;
-  input [51:0] \port$3455$0 ;
-  wire [51:0] \port$3455$0 ;
+  input [19:0] \port$3410$0 ;
+  wire [19:0] \port$3410$0 ;
+  input [20:0] \port$3412$0 ;
+  wire [20:0] \port$3412$0 ;
+  input [51:0] \port$3470$0 ;
+  wire [51:0] \port$3470$0 ;
   wire r_hit;
   reg [31:0] r_value;
   (* init = 32'd0 *)
@@ -21434,11 +21492,11 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign dma_bytes_q = dma_bytes;
   assign dma_ctrl_start_q = dma_ctrl_start;
   assign dma_ctrl_dir_q = dma_ctrl_dir;
-  assign total_lo = \port$3455$0 [31:0];
-  assign total_hi = { 12'h000, \port$3455$0 [51:32] };
+  assign total_lo = \port$3470$0 [31:0];
+  assign total_hi = { 12'h000, \port$3470$0 [51:32] };
   assign max_priority_hi = 32'd0;
-  assign size = { 11'h000, \port$3405$0  };
-  assign write_pointer = { 12'h000, \port$3403$0  };
+  assign size = { 11'h000, \port$3412$0  };
+  assign write_pointer = { 12'h000, \port$3410$0  };
   assign \$69  = { 1'h0, ap_start };
   assign \$70  = { 30'h00000000, \$69  };
   assign \$71  = { ctrl_ap_done_q, 1'h0 };
@@ -21474,17 +21532,17 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
   assign \$114  = \$113 ;
   assign \$115  = { 1'h0, response_cycles };
   assign \$116  = \$115 ;
-  assign \$117  = { 1'h0, \port$3455$0 [31:0] };
+  assign \$117  = { 1'h0, \port$3470$0 [31:0] };
   assign \$118  = \$117 ;
-  assign \$119  = { 13'h0000, \port$3455$0 [51:32] };
+  assign \$119  = { 13'h0000, \port$3470$0 [51:32] };
   assign \$120  = \$119 ;
   assign \$121  = { 1'h0, max_priority_lo };
   assign \$122  = \$121 ;
   assign \$123  = 33'h000000000;
   assign \$124  = \$123 ;
-  assign \$125  = { 12'h000, \port$3405$0  };
+  assign \$125  = { 12'h000, \port$3412$0  };
   assign \$126  = \$125 ;
-  assign \$127  = { 13'h0000, \port$3403$0  };
+  assign \$127  = { 13'h0000, \port$3410$0  };
   assign \$128  = \$127 ;
   assign \$129  = 33'h000100000;
   assign \$130  = \$129 ;
@@ -21535,8 +21593,8 @@ module \replay_kernel_k16_1m.accel.csr (s_axi_control_awaddr, s_axi_control_awva
 endmodule
 
 (* generator = "Amaranth" *)
-module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2784$0 , \port$2785$0 , \port$2786$0 , \port$2787$0 , \port$2788$0 , \port$2789$0 
-, \port$2790$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
+module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_gmem_bresp, m_axi_gmem_bvalid, m_axi_gmem_arready, m_axi_gmem_rdata, m_axi_gmem_rresp, m_axi_gmem_rlast, m_axi_gmem_rvalid, rst, mem_enable, cmd__ready, m_axi_gmem_awvalid, m_axi_gmem_arvalid, rready, \port$2791$0 , \port$2792$0 , \port$2793$0 , \port$2794$0 , \port$2795$0 , \port$2796$0 
+, \port$2797$0 , mem_re, mem_we, dropped, m_axi_gmem_wdata, m_axi_gmem_wlast, cmd__valid, cmd__payload, mem_rdata, s_word, done, m_axi_gmem_awaddr, m_axi_gmem_awlen, mem_addr, error, m_axi_gmem_wvalid, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$12  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -22048,20 +22106,20 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   reg p_lastbeat = 1'h0;
   reg p_more = 1'h0;
   reg p_wlast = 1'h0;
-  output \port$2784$0 ;
-  wire \port$2784$0 ;
-  output \port$2785$0 ;
-  wire \port$2785$0 ;
-  output \port$2786$0 ;
-  wire \port$2786$0 ;
-  output \port$2787$0 ;
-  wire \port$2787$0 ;
-  output \port$2788$0 ;
-  wire \port$2788$0 ;
-  output \port$2789$0 ;
-  wire \port$2789$0 ;
-  output \port$2790$0 ;
-  wire \port$2790$0 ;
+  output \port$2791$0 ;
+  wire \port$2791$0 ;
+  output \port$2792$0 ;
+  wire \port$2792$0 ;
+  output \port$2793$0 ;
+  wire \port$2793$0 ;
+  output \port$2794$0 ;
+  wire \port$2794$0 ;
+  output \port$2795$0 ;
+  wire \port$2795$0 ;
+  output \port$2796$0 ;
+  wire \port$2796$0 ;
+  output \port$2797$0 ;
+  wire \port$2797$0 ;
   reg q_wlast = 1'h0;
   reg q_wlast_d1 = 1'h0;
   reg q_wlast_d1_d2 = 1'h0;
@@ -23685,13 +23743,13 @@ module \replay_kernel_k16_1m.dma (m_axi_gmem_awready, m_axi_gmem_wready, m_axi_g
   assign m_axi_gmem_bready = 1'h1;
   assign l_addr = mem_addr;
   assign mem_wdata = s_word;
-  assign \port$2784$0  = \$32 ;
-  assign \port$2785$0  = \$33 ;
-  assign \port$2786$0  = \$34 ;
-  assign \port$2787$0  = \$35 ;
-  assign \port$2788$0  = \$36 ;
-  assign \port$2789$0  = \$37 ;
-  assign \port$2790$0  = \$38 ;
+  assign \port$2791$0  = \$32 ;
+  assign \port$2792$0  = \$33 ;
+  assign \port$2793$0  = \$34 ;
+  assign \port$2794$0  = \$35 ;
+  assign \port$2795$0  = \$36 ;
+  assign \port$2796$0  = \$37 ;
+  assign \port$2797$0  = \$38 ;
   assign m_axi_gmem_wdata = br__data[511:0];
   assign m_axi_gmem_wlast = br__data[515];
   assign \cmd__payload.dev_addr  = cmd__payload[63:0];

@@ -434,19 +434,21 @@ class SumTree(wiring.Component):
         root_zero = Signal()
         m.d.comb += root_zero.eq(zero_groups.all())
         empty_now = c.sample & root_zero
-        x = Signal(tb)
         m.d.comb += [
             prng.seed.eq(self.seed),
             prng.load.eq(self.seed_load),
             prng.step.eq(c.sample & c.prng & ~root_zero),
-            x.eq(Mux(c.prng, prng.word[PRNG_BITS - tb:], c.target[:tb])),
         ]
+        # Two products, of the PRNG word and of the host's target, each operand straight from
+        # a register and each partial product registered (a DSP48E2 with AREG/BREG and PREG
+        # absorbable); stage M picks one per row as it adds the row.
         rows = {}
-        for xa, sa in _chunks(x, _MUL_B_CHUNK):
-            for ra, sr in _chunks(root, _MUL_A_CHUNK):
-                pp = Signal(len(xa) + len(ra), name=f"pp_{sa}_{sr}")
-                rows.setdefault(sa, []).append((pp, sr))
-                m.d.sync += pp.eq(xa * ra)
+        for kind, x in (("p", prng.word[PRNG_BITS - tb:]), ("t", c.target[:tb])):
+            for xa, sa in _chunks(x, _MUL_B_CHUNK):
+                for ra, sr in _chunks(root, _MUL_A_CHUNK):
+                    pp = Signal(len(xa) + len(ra), name=f"pp{kind}_{sa}_{sr}")
+                    rows.setdefault(sa, {}).setdefault(sr, {})[kind] = pp
+                    m.d.sync += pp.eq(xa * ra)
         m.d.sync += [mr.eq(c), mr.delta.eq(c_delta)]
         with m.If(c.write):
             m.d.sync += [
@@ -463,7 +465,8 @@ class SumTree(wiring.Component):
         row_sums = []
         for sa, parts in rows.items():
             row = Signal(tb + w0, name=f"m_row{sa}")
-            m.d.sync += row.eq(sum(pp << sr for pp, sr in parts))
+            m.d.sync += row.eq(sum(Mux(mr.prng, pp["p"], pp["t"]) << sr
+                                   for sr, pp in parts.items()))
             row_sums.append((row, sa))
         product = Signal(tb + w0)
         m.d.comb += product.eq(sum(row << sa for row, sa in row_sums))
