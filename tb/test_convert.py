@@ -1,8 +1,9 @@
 """rtl_gen.convert: Amaranth's Verilog without all-zero initialisers, in linear time and memory.
 
-The Verilog equals Amaranth's own with :func:`drop_zero_memory_init` applied (small designs:
-a replay accelerator, a GAE PE, a memory with a non-zero initialiser; so the
-faster passes of :mod:`rtl_gen.convert` give Amaranth's text), no per-word data reaches Yosys
+The Verilog has the lines of Amaranth's own with :func:`drop_zero_memory_init` applied, and is
+Amaranth's text byte for byte when the zero initialisers are kept (small designs: a replay
+accelerator, a GAE PE, a memory with a non-zero initialiser; so the faster passes of
+:mod:`rtl_gen.convert` change nothing else), no per-word data reaches Yosys
 for a zeroed memory (the RTLIL of a 2**16-leaf sum tree holds no ``$meminit`` and stays small),
 the Python heap of a 2**16-leaf replay accelerator's conversion stays bounded (Amaranth's own
 path peaked at several times that), dynamic bit selects add edges linear in their width to the
@@ -18,7 +19,7 @@ from amaranth.hdl._nir import CombinationalCycle
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.convert import comb_edges, convert, rtlil_text
+from rtl_gen.convert import _ModuleEmitter, comb_edges, convert, rtlil_text
 from rtl_gen.emit import drop_zero_memory_init
 from rtl_gen.gae.pe import GaeProcessingElement
 from rtl_gen.replay.accelerator import ReplayAccelerator
@@ -66,12 +67,17 @@ class _Select(wiring.Component):
                                             priority_frac=8, target_bits=20, max_batch=32)),
     lambda: GaeProcessingElement(GaePeConfig(k=3)),
     _Rom])
-def test_same_verilog_as_amaranth_without_zero_initialisers(make):
+def test_same_verilog_as_amaranth_without_zero_initialisers(make, monkeypatch):
     ours = convert(make(), "top")
     theirs = verilog.convert(make(), name="top", emit_src=False)
-    assert ours == drop_zero_memory_init(theirs)
+    # Without the zero initialisers in its input, Yosys may write an always block elsewhere
+    # (it does for the replay accelerator): the same lines, in an order that carries no meaning.
+    assert sorted(ours.splitlines()) == sorted(drop_zero_memory_init(theirs).splitlines())
     if make is _Rom:
         assert "initial begin" in ours and "12'h007" in ours    # the non-zero one is kept
+    # With them, the text is Amaranth's byte for byte: the faster passes change nothing else.
+    monkeypatch.delattr(_ModuleEmitter, "emit_memory")
+    assert convert(make(), "top") == theirs
 
 
 def test_zero_memories_send_no_data_to_yosys_and_heap_bounded():
