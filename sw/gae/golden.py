@@ -266,14 +266,16 @@ def gather_stream(out: dict, position, T, N):
 def gae_error_bound(rewards, values, dones, last_values, gamma, lam, config: GaePeConfig):
     """Worst-case |fixed - float| of advantages and returns, for inputs that do not saturate.
 
-    Sources: quantising r, V (1/2 ulp each), gamma and gamma*lambda (1/2 coefficient ulp), the
-    rounding of gamma*V, of each power of gamma*lambda and of each advantage (rounding error
-    ``e_r``: 1/2 ulp to nearest, 1 ulp for floor). One look-ahead block of k steps adds at most::
+    Sources: quantising r, V, gamma and gamma*lambda (in the formats' rounding, like every
+    other rounding: ``e_r`` = 1/2 ulp to nearest, 1 ulp for floor; ``e_rq`` likewise of a
+    coefficient), the rounding of gamma*V, of each power of gamma*lambda and of each
+    advantage. One look-ahead block of k steps adds at most::
 
         e_blk = sum_{i<k} C^i e_delta + sum_{0<i<k} e_pow(i) max|delta| + e_pow(k) max|A| + e_r
 
-    with ``e_delta = u/2 + u/2 + gamma u/2 + max|V| q/2 + e_r`` and ``e_pow(i) = i (q/2 + e_rq)``
-    (u, q: data and coefficient ulps); errors then decay by ``C^k`` per block, so::
+    with ``e_delta = e_r + e_r + (gamma + q) e_r + max|V| e_rq + e_r`` and
+    ``e_pow(i) = i (e_rq + e_rq)`` (u, q: data and coefficient ulps); errors then decay by
+    ``C^k`` per block, so::
 
         e_A <= e_blk * min(ceil(T / k), 1 / (1 - C^k))
 
@@ -294,8 +296,8 @@ def gae_error_bound(rewards, values, dones, last_values, gamma, lam, config: Gae
     adv_ref, _ = gae_reference(rewards, values, dones, last_values, gamma, lam)
     adv_max = np.abs(adv_ref).max(initial=0) * 1.01 + u
     vmax = max(np.abs(values).max(initial=0), np.abs(last_values).max(initial=0))
-    e_delta = u / 2 + u / 2 + (gamma + q) * u / 2 + vmax * q / 2 + ru
-    e_pow = [i * (q / 2 + rq) for i in range(k + 1)]
+    e_delta = ru + ru + (gamma + q) * ru + vmax * rq + ru
+    e_pow = [i * (rq + rq) for i in range(k + 1)]
     e_blk = (sum(C ** i for i in range(k)) * e_delta
              + sum(e_pow[i] * delta_max for i in range(1, k))
              + e_pow[k] * adv_max + ru)
