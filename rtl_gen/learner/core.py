@@ -293,14 +293,14 @@ class LearnerCore(wiring.Component):
         p_reg = self.host.addr[local_bits:]
         reg_q = Signal(len(regions(cfg)), name="host_region_q")
         m.d.sync += reg_q.eq(Cat(*[p_reg == idx for idx in range(len(regions(cfg)))]))
-        bounds = {}                                 # (sub-word bits, depth) -> Value
+        bounds, inside = {}, []                     # (sub-word bits, depth) -> Value
         for r in regions(cfg):
             key = ((sub_words(cfg, r) - 1).bit_length(), r.depth(cfg))
             if key not in bounds:
                 bounds[key] = lt_const_registered(m, p_local[key[0]:], key[1],
                                                    name=f"host_inside_{len(bounds)}")
-        hit_q = Cat(*[reg_q[idx] & bounds[((sub_words(cfg, r) - 1).bit_length(), r.depth(cfg))]
-                      for idx, r in enumerate(regions(cfg))])
+            inside.append(bounds[key])
+        hit_q = Cat(*[reg_q[idx] & b for idx, b in enumerate(inside)])
 
         def pieces_q(word, bits, sub, keep, name):
             """The word's D-bit pieces registered, each zeroed unless its bit of ``keep``
@@ -314,12 +314,10 @@ class LearnerCore(wiring.Component):
                 out.append(q)
             return out
 
-        def keep_q(sel, sub, name):
-            """Which piece of a region's word the read returns, registered twice (beside
-            the read enable, then beside the block RAM's data): one bit per piece, all 0
-            unless this region (and pipeline) was read."""
-            sbits = (sub - 1).bit_length()
-            lsel = local[:sbits] if sbits else Const(0, 1)
+        def keep_q(sel, lsel, sub, name):
+            """Which piece of a region's word the read returns (``lsel``, the piece's index),
+            registered beside the block RAM's data: one bit per piece, all 0 unless this
+            region (and pipeline) was read."""
             return delayed(m, Cat(*[sel & (lsel == i) for i in range(sub)]), 1, name=name)
 
         rd = []
@@ -332,12 +330,13 @@ class LearnerCore(wiring.Component):
             sbits = (sub - 1).bit_length()
             bits = r.word_bits(cfg)
             blk = local[sbits:]
+            lsel = local[:sbits] if sbits else Const(0, 1)     # the piece, read or written
             in_range = hit_q[idx]
             if r.name in bufs or r.name.startswith("grad"):
                 # (the reduced gradient lives in pipeline 0)
                 buf = bufs[r.name] if r.name in bufs else bufs[f"{r.name}@0"]
                 buf.read_port(0).use(rsel & in_range, blk, idle)
-                keep = keep_q(rsel & in_range, sub, f"host_keep_{r.name}")
+                keep = keep_q(rsel & in_range, lsel, sub, f"host_keep_{r.name}")
                 rd += pieces_q(buf.read_port(0).data, bits, sub, keep, f"host_data_{r.name}")
             else:
                 # Sample-indexed result: row group rg = (sub-batch p, group in it); sub-batch
@@ -350,14 +349,13 @@ class LearnerCore(wiring.Component):
                     port = bufs[f"{r.name}@{d}"].read_port(0)
                     hit = rsel & in_range & ((pipe == d) if db else Const(1, 1))
                     port.use(hit, local_blk, idle)
-                    keep = keep_q(hit, sub, f"host_keep_{r.name}_{d}")
+                    keep = keep_q(hit, lsel, sub, f"host_keep_{r.name}_{d}")
                     rd += pieces_q(port.data, bits, sub, keep, f"host_data_{r.name}_{d}")
             if r.host_write:
                 nbytes = r.word_bits(cfg) // 8
                 full = Signal(sub * DB, name=f"host_en_{r.name}")
                 hit = idle & in_range
-                sel_w = local[:sbits] if sbits else Const(0, 1)
-                m.d.comb += full.eq(Cat(*[Mux(hit & (sel_w == i), req.we, 0)
+                m.d.comb += full.eq(Cat(*[Mux(hit & (lsel == i), req.we, 0)
                                           for i in range(sub)]))
                 assert buf.granularity == 8
                 buf.write(full[:nbytes], blk,
