@@ -11,8 +11,10 @@ Synchronisation (PAAL Alg. 3)
 * ``tree lock``: held by sampling (index search) and by every priority change, whole tree.
 * ``leaf lock``: held while leaves are written and by :meth:`get_priorities`, so reading a
   priority never waits for the upper levels to be recomputed.
-* Lazy writing: :meth:`add` sets the slots' priorities to zero, copies the data with no lock held,
-  then sets the priorities to the maximum priority. A slot being written has priority zero, so it
+* Lazy writing: :meth:`add` sets the slots' priorities to zero, copies the data without the tree
+  lock, then sets the priorities to the maximum priority. Adds take turns (a writers' lock):
+  two concurrent adds could otherwise own one slot when the ring wraps during a slow copy, and
+  their interleaved rows and counter steps would leave a torn row sampleable. A slot being written has priority zero, so it
   is never sampled; :meth:`update` ignores such slots (a learner's late update must not make a
   half-written slot sampleable).
 * A per-slot sequence counter (odd while the slot is written) closes the remaining race PAAL
@@ -134,7 +136,9 @@ class PrioritizedReplayBuffer:
         self._fixed = fixed_point is not None
         self.lock = threading.Lock()                   # PAAL's global tree lock
         self._leaf_lock = threading.Lock()             # PAAL's last-level lock
-        self._slot_lock = threading.Lock()             # write pointer and size
+        # One add at a time: two adds owning one slot (the ring wrapping while a slow add
+        # still writes) would break the slot's odd/even sequence and tear its row.
+        self._slot_lock = threading.Lock()             # writers: pointer, size, rows
         self._seq = np.zeros(self._n, dtype=np.int64)  # odd while a slot is being written
         self._ptr = 0
         self._size = 0
@@ -242,17 +246,18 @@ class PrioritizedReplayBuffer:
             slots = (self._ptr + np.arange(count, dtype=np.int64)) % self._n
             self._ptr = (self._ptr + count) % self._n
             self._size = min(self._n, self._size + count)
-        slots = slots[-self._n:]
-        zero = np.zeros(len(slots), dtype=self._tree.dtype)
-        with self.lock:
-            self._seq[slots] += 1                                     # odd: being written
-            self._set_priorities(slots, zero)
-        self._write_storage(slots, rows)                              # no lock held
-        with self.lock:
-            self._seq[slots] += 1
-            if stored is None:
-                stored = np.full(len(slots), self._tree.max_priority, dtype=self._tree.dtype)
-            self._set_priorities(slots, stored)
+            slots = slots[-self._n:]
+            zero = np.zeros(len(slots), dtype=self._tree.dtype)
+            with self.lock:
+                self._seq[slots] += 1                                 # odd: being written
+                self._set_priorities(slots, zero)
+            self._write_storage(slots, rows)                          # the tree lock not held
+            with self.lock:
+                self._seq[slots] += 1
+                if stored is None:
+                    stored = np.full(len(slots), self._tree.max_priority,
+                                     dtype=self._tree.dtype)
+                self._set_priorities(slots, stored)
         return slots
 
     def sample(self, batch_size: int, *, beta: float = 0.4):

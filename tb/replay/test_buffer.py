@@ -176,6 +176,29 @@ def test_lazy_writing_slot_is_invisible_while_written():
     assert _consistent(data) and {99, 98} <= set(data["act"].tolist())
 
 
+def test_adds_take_turns_so_a_wrapping_ring_never_gives_a_slot_two_writers():
+    """An add that wraps the ring onto the slots of a paused add waits for it: its rows land
+    after the paused add's, no row is torn and every slot's counter ends even."""
+    b = _PausingBuffer(8, fields=FIELDS, fanout=2, seed=SEED)
+    b.add(_rows(np.arange(8)))
+    b.pause = True
+    slow = threading.Thread(target=b.add, args=(_rows([50, 51]),))
+    slow.start()
+    assert b.writing.wait(10)
+    b.pause = False
+    fast = threading.Thread(target=b.add, args=(_rows(np.arange(100, 108)),))
+    fast.start()
+    fast.join(0.3)
+    assert fast.is_alive()                 # waits for the paused add (it owns slots 0 and 1)
+    b.release.set()
+    slow.join(10)
+    fast.join(10)
+    assert not fast.is_alive() and not slow.is_alive()
+    assert (b._seq % 2 == 0).all()
+    _, _, data = b.sample(500)
+    assert _consistent(data) and set(data["act"].tolist()) <= set(range(100, 108))
+
+
 def test_sample_retries_when_a_sampled_slot_is_overwritten():
     calls = []
 
