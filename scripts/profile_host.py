@@ -163,7 +163,7 @@ def gae_cases(rng):
             d = rng.random((T, M)) < 0.02
             last = rng.normal(size=M)
             if module.startswith("gae_kernel"):
-                cycles = gae_spec.kernel_run_cycles(cfg, T, M, latency=0)
+                cycles = gae_spec.kernel_run_cycles(cfg, T, M, latency=0, returns=False)
             else:
                 cycles = gae_spec.run_cycles(accel, T, M)
             out.append((f"{module} compute {M}x{T}", dev,

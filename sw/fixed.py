@@ -331,7 +331,11 @@ class ScaleFormat:
         rnd = (lambda y: math.floor(y + 0.5) if y >= 0 else -math.floor(-y + 0.5)) \
             if direction == "nearest" else math.ceil
         hi, lo = self.max_mantissa, -self.max_mantissa - 1
-        for e in range(self.max_shift, -1, -1):
+        # Above e = mantissa_bits - k + exp0 (x = f 2**k, 1/2 <= |f| < 1) the mantissa is at
+        # least 2**mantissa_bits and cannot fit: start there rather than at max_shift.
+        start = self.max_shift if x == 0.0 else min(
+            self.max_shift, self.mantissa_bits - math.frexp(x)[1] + self.exp0)
+        for e in range(start, -1, -1):
             m = rnd(math.ldexp(x, e - self.exp0))
             if lo <= m <= hi:
                 raw = self.pack(m, e)

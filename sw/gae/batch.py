@@ -414,6 +414,29 @@ class GaeBatch:
     values: np.ndarray | None = None
 
 
+def check_out(out, T, M):
+    """``out`` (None, or a pair of writable, C-contiguous float32/float64 ``[T, M]`` arrays:
+    where a call writes its advantages and returns) as a tuple or None; ``ValueError``
+    naming ``out`` otherwise. Writing into arrays the caller keeps (a rollout buffer's) saves
+    allocating and first touching two result arrays per call."""
+    if out is None:
+        return None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise ValueError(f"out must be None or a pair of arrays (advantages, returns), "
+                         f"not {type(out).__name__}")
+    for name, a in zip(("out[0]", "out[1]"), out):
+        if not isinstance(a, np.ndarray) or a.dtype not in (np.float32, np.float64):
+            raise ValueError(f"{name} must be a float32 or float64 numpy array, not "
+                             f"{getattr(a, 'dtype', type(a).__name__)}")
+        if a.shape != (T, M):
+            raise ValueError(f"{name} must have shape {(T, M)}, not {a.shape}")
+        if not (a.flags.c_contiguous and a.flags.writeable):
+            raise ValueError(f"{name} must be C-contiguous and writeable")
+    if np.shares_memory(out[0], out[1]):
+        raise ValueError("out[0] and out[1] must not overlap")
+    return tuple(out)
+
+
 def check_units(units):
     """``units`` if it is one of :data:`UNITS`, else ``ValueError``."""
     if units not in UNITS:

@@ -69,6 +69,7 @@ from . import spec as gae_spec
 from .batch import (
     GaeBatch,
     check_batch,
+    check_out,
     check_units,
     choose_result_scale,
     code_images,
@@ -369,10 +370,21 @@ class GaeDriver(DriverBase):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
         return dequantize_results(self._config, batch, adv_raw, rtg_raw)
 
-    def _decode(self, batch: GaeBatch, images):
-        """:meth:`dequantize` of the memory images :meth:`_read_images` read."""
-        fast = hostfast.decode_results(self._config, batch, images)
-        return fast if fast is not None else self.dequantize(batch, *self._unpack(images))
+    def _decode(self, batch: GaeBatch, images, outs=None, values=None):
+        """:meth:`dequantize` of the memory images :meth:`_read_images` read, into ``outs``
+        if given; with ``values`` only the advantages' image is decoded and the returns are
+        the advantages plus ``values`` (:func:`sw.gae.hostfast.decode_results`)."""
+        fast = hostfast.decode_results(self._config, batch, images, outs, values)
+        if fast is not None:
+            return fast
+        adv, rtg = self.dequantize(batch, *self._unpack(images[:1] * 2 if values is not None
+                                                        else images))
+        if values is not None:
+            rtg = adv + values
+        if outs is not None:
+            outs[0][...], outs[1][...] = adv, rtg
+            return outs
+        return adv, rtg
 
     # -- the run --------------------------------------------------------------------------------
     def load(self, reward_codes, value_codes, bootstrap_codes, dones):
@@ -481,15 +493,17 @@ class GaeDriver(DriverBase):
         place, data-format words for full results)."""
         return self._unpack(self._read_images(T, M))
 
-    def _read_images(self, T, M):
-        """``[(region, bytes), (region, bytes)]``: the memory images of the results."""
+    def _read_images(self, T, M, which=(0, 1)):
+        """``[(region, bytes, T, M)]``: the memory images of the results ``which`` (0: the
+        advantages, 1: the returns)."""
         cfg = self._config
         self.check_shape(T, M)
         regions = ("rewards", "values") if cfg.results == "inplace" else ("adv", "rtg")
         G = -(-M // cfg.n_pe)
-        return [(region, self._device.memory.read(region_base(cfg, region),
-                                                  T * G * word_bytes(cfg, region)), T, M)
-                for region in regions]
+        return [(regions[i], self._device.memory.read(region_base(cfg, regions[i]),
+                                                      T * G * word_bytes(cfg, regions[i])),
+                 T, M)
+                for i in which]
 
     def _unpack(self, images):
         return tuple(unpack_rows(self._config, r, data, T, M) for r, data, T, M in images)
@@ -506,21 +520,26 @@ class GaeDriver(DriverBase):
         return out
 
     def _run(self, reward_codes, value_codes, bootstrap_codes, dones, args, timeout=None, *,
-             images=False):
-        """:meth:`run`; ``images``: ``adv`` and ``rtg`` are :meth:`_read_images`'s."""
+             images=False, which=(0, 1)):
+        """:meth:`run`; ``images``: ``adv`` and ``rtg`` are :meth:`_read_images`'s (``rtg``
+        None unless ``which`` has 1)."""
         self.load(reward_codes, value_codes, bootstrap_codes, dones)
         self.start(args)
-        status = self._wait(timeout)
-        adv, rtg = self._read_images(args.num_timesteps, args.num_trajectories)
+        return self._results(self._wait(timeout), args.num_timesteps, args.num_trajectories,
+                             images, which)
+
+    def _results(self, status, T, M, images=True, which=(0, 1)):
+        got = self._read_images(T, M, which)
         if not images:
-            adv, rtg = self._unpack((adv, rtg))
+            got = self._unpack(got)
+        adv, rtg = got if len(got) == 2 else (got[0], None)
         return {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
                 **{name.lower(): bool(status[name]) for name in FLAG_WARNINGS}}
 
     # -- the whole thing -------------------------------------------------------------------------
     def compute(self, rewards, values, dones=None, last_values=None, gamma=None, lam=None, *,
                 episode_starts=None, next_done=None, terminated=None, truncated=None,
-                final_values=None):
+                final_values=None, out=None):
         """GAE on the accelerator: ``(advantages, returns)``, float64 ``[T, M]``.
 
         Same signature as :func:`sw.golden.gae.gae_reference`, with ``dones[t]`` = the episode
@@ -529,43 +548,59 @@ class GaeDriver(DriverBase):
         gymnasium) (:mod:`sw.gae.batch`). Results in the caller's units by default
         (``units="caller"``: textbook GAE of the given rewards and values, within the
         quantization error, nothing carried between calls), or in standardized-reward units
-        (``units="standardized"``, module docstring). Raises ``ValueError`` before any bus
-        access for invalid input, :class:`GaeError`, :class:`GaeTimeoutError`,
-        :class:`GaeBusyError` for a failed run; warns :class:`GaeOverflowWarning` subclasses
-        and :class:`ClippingWarning`. With ``on_requant_overflow="retry"`` a saturated in-place
-        result reruns the batch with both result ranges doubled (at most up to their rigorous
-        bounds).
+        (``units="standardized"``, module docstring). ``out``: a pair of C-contiguous float32
+        or float64 ``[T, M]`` arrays (e.g. a rollout buffer's advantages and returns) the
+        results are written into and returned, instead of two new float64 arrays. Raises
+        ``ValueError`` before any bus access for invalid input, :class:`GaeError`,
+        :class:`GaeTimeoutError`, :class:`GaeBusyError` for a failed run; warns
+        :class:`GaeOverflowWarning` subclasses and :class:`ClippingWarning`. With
+        ``on_requant_overflow="retry"`` a saturated in-place result reruns the batch with both
+        result ranges doubled (at most up to their rigorous bounds).
         """
         self._check_no_stream()
         batch = self.prepare(rewards, values, dones, last_values, gamma, lam,
                              episode_starts=episode_starts, next_done=next_done,
                              terminated=terminated, truncated=truncated,
                              final_values=final_values)
-        return self.execute(batch)
+        return self.execute(batch, out=out)
 
-    def execute(self, batch: GaeBatch, *, loaded=()):
+    def execute(self, batch: GaeBatch, *, loaded=(), out=None):
         """Run a prepared batch (:meth:`prepare`, or a :class:`~sw.gae.stream.GaeStream`'s):
         load, start, wait, read back, de-quantize, with the in-place retries of
-        :meth:`compute`. ``(advantages, returns)``. ``loaded``: the argument register names
-        already written and the codes already in memory (a stream's first run: then only
-        the other registers are written and nothing is loaded; a retry loads everything)."""
+        :meth:`compute`. ``(advantages, returns)``, in ``out`` if given (:meth:`compute`).
+        ``loaded``: the argument register names already written and the codes already in
+        memory (a stream's first run: then only the other registers are written and nothing
+        is loaded; a retry loads everything).
+
+        In the caller's units the returns are the advantages plus the caller's values, so
+        only the advantages are read back, unless the run saturated a result and is retried
+        (which needs both results' saturation)."""
+        outs = check_out(out, batch.T, batch.M)
         self.last_batch = batch
         c = batch.codes
         batch.runs, batch.run_args = 0, []
+        caller = batch.values is not None
+        which = (0,) if caller and self._config.results == "inplace" else (0, 1)
         qmax, results, saturated, origin = self._config.code_max, None, None, None
         while True:
             if batch.runs == 0 and loaded:
                 names = [n for n in GAE_CORE_ARGS(self._config) if n not in loaded]
                 self.start(batch.args, names=names)
-                status = self._wait(None)
-                adv, rtg = self._read_images(batch.T, batch.M)
-                out = {"error": 0, "adv": adv, "rtg": rtg, "cycles": status["CYCLES"],
-                       **{name.lower(): bool(status[name]) for name in FLAG_WARNINGS}}
+                out = self._results(self._wait(None), batch.T, batch.M, which=which)
             else:
                 out = self._run(c["rewards"], c["values"], c["bootstrap"], c["dones"],
-                                batch.args, images=True)
+                                batch.args, images=True, which=which)
             batch.run_args.append(dataclasses.replace(batch.args))
             batch.runs += 1
+            retry = (out["requant_overflow"] and self._on_requant == "retry"
+                     and (batch.adv_range < batch.adv_bound
+                          or batch.rtg_range < batch.rtg_bound))
+            if results is None and not retry:          # one run: straight into the results
+                results = self._decode(batch, [out["adv"], out["rtg"]], outs, batch.values)
+                origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
+                break
+            if out["rtg"] is None:                     # the saturation of both is needed
+                out["rtg"] = self._read_images(batch.T, batch.M, (1,))[0]
             # Results decode with the registers of their own run; an element keeps the result
             # of the narrowest run in which its code did not saturate.
             decoded = self._decode(batch, (out["adv"], out["rtg"]))
@@ -582,10 +617,12 @@ class GaeDriver(DriverBase):
                     results[i] = np.where(saturated[i], decoded[i], results[i])
                     origin[i][saturated[i]] = batch.runs - 1
                     saturated[i] = saturated[i] & now[i]
-            retry = (out["requant_overflow"] and self._on_requant == "retry"
-                     and (batch.adv_range < batch.adv_bound
-                          or batch.rtg_range < batch.rtg_bound))
             if not retry:
+                if caller:                   # caller's units: sw.gae.batch, "Returns"
+                    results[1] = results[0] + batch.values
+                if outs is not None:
+                    outs[0][...], outs[1][...] = results
+                    results = outs
                 break
             if saturated is None:            # only a retry needs the first run's saturation
                 saturated = sat()
@@ -594,6 +631,4 @@ class GaeDriver(DriverBase):
         batch.status = dict(self.last_status)
         batch.result_run = (origin[0], origin[1])
         self._warn(self.last_status)
-        if batch.values is not None:         # caller's units: sw.gae.batch, "Returns"
-            return results[0], results[0] + batch.values
         return results[0], results[1]

@@ -107,7 +107,7 @@ def _build():
         """The reward targets of matched rounding (:func:`sw.gae.batch._matched_rewards`) into
         ``target``; their (min, max)."""
         T, M = r.shape
-        lo, hi = np.inf, -np.inf
+        lo, hi = np.full(M, np.inf), np.full(M, -np.inf)    # per column: the loop vectorizes
         for t in range(T):
             for j in range(M):
                 nd = 0.0 if d[t, j] else 1.0
@@ -115,8 +115,9 @@ def _build():
                 n = gh * (vc[t + 1, j] * vs + vo) - gamma * vall[t + 1, j]
                 x = (r[t, j] * u + e) - n * nd
                 target[t, j] = x
-                lo, hi = min(lo, x), max(hi, x)
-        return lo, hi
+                lo[j] = x if x < lo[j] else lo[j]
+                hi[j] = x if x > hi[j] else hi[j]
+        return lo.min(), hi.max()
 
     @jit
     def matched_codes(target, d, ro, rs, glh, q, rc, carry):
@@ -183,31 +184,46 @@ def _build():
         return True
 
     @jit
-    def decode(words, n, lane_bytes, T, M, table, lo, out):
-        """``out[t, j] = table[code + lo]`` of the signed little-endian lanes of ``words``."""
+    def decode(words, n, lane_bytes, T, M, table, lo, out, vals, ret):
+        """``out[t, j] = table[code + lo]`` of the signed little-endian lanes of ``words``;
+        if ``ret`` has rows also ``ret[t, j] = table[code + lo] + vals[t, j]`` (the same
+        float64 sum as numpy's ``out + vals``, rounded once to ``ret``'s dtype)."""
         G = (M + n - 1) // n
+        both = ret.shape[0] > 0
         for t in range(T):
             for g in range(G):
                 w, j0 = t * G + g, g * n
                 m = min(n, M - j0)
-                if lane_bytes == 1:
-                    for p in range(m):
-                        out[t, j0 + p] = table[np.int8(words[w, p]) + lo]
-                else:
-                    for p in range(m):
-                        c = np.int16(words[w, 2 * p] | (np.uint16(words[w, 2 * p + 1]) << 8))
-                        out[t, j0 + p] = table[c + lo]
+                for p in range(m):
+                    if lane_bytes == 1:
+                        c = np.int64(np.int8(words[w, p]))
+                    else:
+                        c = np.int64(np.int16(words[w, 2 * p]
+                                              | (np.uint16(words[w, 2 * p + 1]) << 8)))
+                    x = table[c + lo]
+                    out[t, j0 + p] = x
+                    if both:
+                        ret[t, j0 + p] = x + vals[t, j0 + p]
 
     @jit
-    def decode_rows(codes, table, lo, out):
+    def decode_rows(codes, table, lo, out, vals, ret):
         """:func:`decode` when every word holds ``n`` whole results (M a multiple of ``n``):
-        ``codes`` ``[W, n]`` (the words' signed lanes, a strided view), ``out`` ``[T, M]``
-        is ``[W, n]`` row-major; one gather, 1.5x faster than the per-word loop."""
+        ``codes`` ``[W, n]`` (the words' signed lanes, a strided view), ``out`` (and
+        ``vals``, ``ret`` if ``ret`` has rows) ``[T, M]`` C-contiguous, so ``[W, n]``
+        row-major; one gather, 1.5x faster than the per-word loop."""
         W, n = codes.shape
         o = out.reshape(W, n)
-        for w in range(W):
-            for p in range(n):
-                o[w, p] = table[codes[w, p] + lo]
+        if ret.shape[0] > 0:
+            v, r = vals.reshape(W, n), ret.reshape(W, n)
+            for w in range(W):
+                for p in range(n):
+                    x = table[codes[w, p] + lo]
+                    o[w, p] = x
+                    r[w, p] = x + v[w, p]
+        else:
+            for w in range(W):
+                for p in range(n):
+                    o[w, p] = table[codes[w, p] + lo]
 
     @jit
     def pack(rc, vc, boot, d, n, lane_bytes, lo, hi, rimg, vimg, dimg):
@@ -422,34 +438,54 @@ def take(table, raw, lo):
     return np.take(table, raw + lo)               # or its IndexError
 
 
-def decode_results(cfg, batch, images):
-    """``(adv, returns)`` float64 of the in-place result images ``[(region, data, T, M)] * 2``
+def decode_results(cfg, batch, images, outs=None, values=None):
+    """``(adv, returns)`` of the in-place result images ``[(region, data, T, M)] * 2``
     (:func:`sw.gae.batch.dequantize_results` of their codes), or None without the kernels or
-    for full results."""
+    for full results.
+
+    ``outs``: a pair of C-contiguous float ``[T, M]`` arrays to write the results into
+    (:func:`sw.gae.batch.check_out`), else new float64 arrays. ``values``: the caller's values
+    ``[T, M]``; then ``images`` is the advantages' image alone and the returns are
+    ``advantages + values``, computed in the same pass (the caller's units: no returns
+    image is read or decoded)."""
     from .batch import result_table
     from .layout import word_bytes
     if not available() or cfg.results != "inplace":
         return None
     a, n, lo = batch.args, cfg.n_pe, 1 << (cfg.code_bits - 1)
+    regs = ((a.adv_scale, a.adv_offset), (a.rtg_scale, a.rtg_offset))
+    if values is not None:
+        images = images[:1]
+        values = np.ascontiguousarray(values)
     out = []
-    for (region, data, T, M), scale, offset in zip(images, (a.adv_scale, a.rtg_scale),
-                                                   (a.adv_offset, a.rtg_offset)):
+    for i, ((region, data, T, M), (scale, offset)) in enumerate(zip(images, regs)):
         nbytes = word_bytes(cfg, region)
         W = T * -(-M // n)
         if len(data) < W * nbytes:
             return None                       # unpack_rows raises
-        res = np.empty((T, M))
+        res = np.empty((T, M)) if outs is None else outs[i]
+        if values is None:
+            vals = ret = _NONE
+        else:
+            vals = values
+            ret = np.empty((T, M)) if outs is None else outs[1]
         table = result_table(cfg, batch, scale, offset)
         lane_bytes = cfg.code_bits // 8
         if M % n == 0 and nbytes % lane_bytes == 0:       # every word: n whole results
             codes = np.frombuffer(data, "<i1" if lane_bytes == 1 else "<i2",
                                   count=W * nbytes // lane_bytes)
-            _kernels()["decode_rows"](codes.reshape(W, -1)[:, :n], table, lo, res)
+            _kernels()["decode_rows"](codes.reshape(W, -1)[:, :n], table, lo, res, vals, ret)
         else:
             words = np.frombuffer(data, np.uint8, count=W * nbytes).reshape(W, nbytes)
-            _kernels()["decode"](words, n, lane_bytes, T, M, table, lo, res)
+            _kernels()["decode"](words, n, lane_bytes, T, M, table, lo, res, vals, ret)
         out.append(res)
+        if values is not None:
+            out.append(ret)
     return out[0], out[1]
+
+
+#: The ``vals``/``ret`` arguments of the decode kernels when there are no returns to add.
+_NONE = np.empty((0, 0))
 
 
 def pack_codes(cfg, rc, vc, boot, d):

@@ -606,10 +606,13 @@ class GaeKernelConfig(DmaParams, GaeCoreConfig):
 gae_kernel_register_map = kernel_register_map
 
 
-def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) -> dict:
+def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int, *,
+              returns: bool = True) -> dict:
     """The blocks one batch moves: ``{"in": [...], "out": [...]}`` of ``(region, byte
     offset in the image, bytes)``, in the order the driver writes and reads them (on a Vitis
-    kernel, the copies it commands).
+    kernel, the copies it commands). ``returns=False``: the returns' block is not read (the
+    driver's in-place runs in the caller's units, whose returns are the advantages plus the
+    caller's values).
 
     With ``G = ceil(M / n_pe)``: in, rows ``0..T-1`` of ``rewards`` and ``dones`` and rows
     ``0..T`` of ``values`` (the bootstrap row); out, rows ``0..T-1`` of the result regions
@@ -626,16 +629,17 @@ def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int) 
     outs = ("rewards", "values") if config.results == "inplace" else ("adv", "rtg")
     return {"in": [block("rewards", T * G), block("values", (T + 1) * G),
                    block("dones", T * G)],
-            "out": [block(name, T * G) for name in outs]}
+            "out": [block(name, T * G) for name in outs[:2 if returns else 1]]}
 
 
 def kernel_run_cycles(config: GaeKernelConfig, num_timesteps: int, num_trajectories: int, *,
-                      latency: int) -> int:
+                      latency: int, returns: bool = True) -> int:
     """Kernel cycles of one GAE batch on the Vitis kernel: the host-commanded copies of
     :func:`copy_plan` (each :func:`~sw.shell.spec.copy_cycles` when device memory answers
     ``latency`` cycles after a request and never stalls) plus the run (:func:`run_cycles`).
-    The host's register accesses between them are not counted."""
-    plan = copy_plan(config, num_timesteps, num_trajectories)
+    The host's register accesses between them are not counted. ``returns``: as
+    :func:`copy_plan`."""
+    plan = copy_plan(config, num_timesteps, num_trajectories, returns=returns)
     wb = config.axi_data_width // 8
     return (sum(copy_cycles(n, wb, latency=latency) for _, _, n in plan["in"])
             + sum(copy_cycles(n, wb, latency=latency, to_device=True) for _, _, n in plan["out"])

@@ -55,6 +55,7 @@ from sw.driver.common import integer_in, warn_level
 
 from .batch import (
     GaeBatch,
+    check_out,
     coefficient,
     numeric,
     range_registers,
@@ -414,9 +415,11 @@ class GaeStream:
         """Close the stream without a run (the driver accepts other calls again)."""
         self.is_open = False
 
-    def finish(self, last_values):
+    def finish(self, last_values, *, out=None):
         """Bootstrap values ``V(s_T)`` [N] in, ``(advantages, returns)`` float64 ``[T, N]``
-        out (the driver's units). ``ValueError`` naming the argument, or if fewer than
+        out (the driver's units), or written into ``out`` (a pair of C-contiguous float32 or
+        float64 ``[T, N]`` arrays, :meth:`GaeDriver.compute
+        <sw.gae.driver.GaeDriver.compute>`). ``ValueError`` naming the argument, or if fewer than
         ``horizon`` steps were pushed; the run's errors and warnings are those of
         :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`."""
         self._check_open("finish")
@@ -424,6 +427,7 @@ class GaeStream:
             raise ValueError(f"finish: only {self.pushed} of horizon={self.T} steps were "
                              f"pushed; push {self.T - self.pushed} more first")
         last = self._vector(last_values, "last_values")
+        check_out(out, self.T, self.M)
         self.is_open = False
         drv, T, M = self._drv, self.T, self.M
         self._raw_stats(None, last, None)
@@ -431,7 +435,7 @@ class GaeStream:
             batch = drv.prepare(self._r, self._v, self._d, last, self._gamma, self._lam)
             self._set_reference()
             self.batch = batch
-            return drv.execute(batch)
+            return drv.execute(batch, out=out)
         cfg = self._cfg
         vc = self._codes((last * self._u - self._vo) / self._vs, "value")
         self._vc[T] = vc
@@ -460,7 +464,7 @@ class GaeStream:
         self._warn_clipping(prepared)
         self._set_reference()
         self.batch = batch
-        return drv.execute(batch, loaded=FIXED_ARGS)
+        return drv.execute(batch, loaded=FIXED_ARGS, out=out)
 
     def _set_reference(self):
         self._drv.stream_reference = StreamReference(

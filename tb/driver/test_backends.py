@@ -317,10 +317,10 @@ def gae_card(monkeypatch, *, mode="ip", address=0x4_0000_1000, version=SHELL_VER
     return card, dev, shell, pyxrt
 
 
-def plan_copies(cfg, T, M):
+def plan_copies(cfg, T, M, returns=True):
     """The copies of one batch: copy_plan's in-blocks to the accelerator, then its
     out-blocks to the buffer, each accepted (DMA_STATUS = DONE)."""
-    plan = copy_plan(cfg, T, M)
+    plan = copy_plan(cfg, T, M, returns=returns)
     return ([(o, n, False, 2) for _, o, n in plan["in"]]
             + [(o, n, True, 2) for _, o, n in plan["out"]])
 
@@ -346,12 +346,20 @@ def test_xrt_device_runs_the_driver_like_the_golden_device(monkeypatch, mode):
     assert_same(got, reference(cfg, batches()))
     directions = {d for kind, d, *_ in pyxrt.log if kind == "sync"}
     assert directions == {"to_device", "from_device"}
-    # The host commanded exactly the copies of copy_plan for each run (all of the same shape;
-    # a retried run counts twice): its in-blocks, then its out-blocks.
+    # The host commanded exactly the copies of copy_plan for each run (all of the same shape):
+    # its in-blocks, then the advantages' out-block (caller's units: the returns are the
+    # advantages plus the values), and the returns' block only when the run is retried.
     T, M = batches()[0][0].shape
-    one_run = plan_copies(cfg, T, M)
-    runs = len(shell.copies) // len(one_run)
-    assert shell.copies == one_run * runs and runs >= len(got)
+    one_run = plan_copies(cfg, T, M, returns=False)
+    rtg = plan_copies(cfg, T, M)[-1]
+    copies, runs = list(shell.copies), 0
+    while copies:
+        assert copies[:len(one_run)] == one_run
+        copies = copies[len(one_run):]
+        if copies[:1] == [rtg]:
+            copies = copies[1:]
+        runs += 1
+    assert runs >= len(got)
     assert card.last_copy_cycles == copy_cycles(one_run[-1][1], 8, latency=FAKE_LATENCY,
                                                 to_device=one_run[-1][2])
 

@@ -6,6 +6,7 @@ arrays and the learner's region table.
 """
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -235,3 +236,19 @@ def test_learner_region_table_matches_the_layout():
         layout.region(object(), "obs")
     num = cfg.numerics
     assert num.act_format is num.act_format and num.loss_weight_format is num.coef_format
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_check_finite_passes_overflowing_sums_and_names_bad_elements(dtype):
+    """``check_finite`` takes a finite sum as proof (one pass); a sum that is not finite,
+    whether from a NaN, an infinity or finite elements that overflow, gets the exact check."""
+    from sw.driver.common import check_finite
+    big = np.finfo(dtype).max
+    for ok in (np.zeros((0, 3), dtype), np.array([big, big, -big], dtype),
+               np.array([big, big], dtype), np.array([[1, 2], [3, 4]], dtype)):
+        assert check_finite(ok, "x") is ok
+    for bad, first in (([1, np.nan, 2], "(1,)"), ([np.inf, -np.inf], "(0,)"),
+                       ([[1, 2], [3, -np.inf]], "(1, 1)"), ([big, np.nan, big], "(1,)")):
+        with pytest.raises(ValueError, match="x must be finite: .* the first at "
+                           + re.escape(first)):
+            check_finite(np.array(bad, dtype), "x")

@@ -309,3 +309,65 @@ def test_unusual_inputs_take_the_numpy_path():
         finally:
             hostfast._K[:] = [kernels]
     same(got[0], got[1])
+
+
+@pytest.mark.parametrize("cfg_name", CONFIGS)
+@pytest.mark.parametrize("units", ["caller", "standardized"])
+def test_out_arrays_hold_the_results(cfg_name, units):
+    """``compute(..., out=(adv, ret))`` writes the very results it would return into the
+    caller's arrays (float64: the same bytes; float32: those rounded once) and returns them,
+    with the kernels and without, retried runs included (``result_sigmas`` 0.5 saturates)."""
+    rng = np.random.default_rng(zlib.crc32(f"out {cfg_name} {units}".encode()))
+    for i, (T, M) in enumerate(shapes(cfg_name, rng, 6)):
+        r, v, d, last = data(rng, T, M, ["gauss", "discrete"][i % 2])
+        sigmas = [4.0, 0.5][i % 2]
+
+        def calls(drv):
+            want = drv.compute(r, v, d, last, 0.99, 0.95)
+            outs = []
+            for dtype in (np.float64, np.float32):
+                o = (np.full((T, M), np.nan, dtype), np.full((T, M), np.nan, dtype))
+                got = drv.compute(r, v, d, last, 0.99, 0.95, out=o)
+                assert got[0] is o[0] and got[1] is o[1]
+                outs.append(o)
+            return want, outs
+        for _, (want, (o64, o32)), _ in run_both(cfg_name, calls,
+                                                 drv_kw={"units": units,
+                                                         "result_sigmas": sigmas}):
+            same(tuple(o64), want)
+            same(tuple(o32), tuple(x.astype(np.float32) for x in want))
+
+
+def test_out_arrays_are_checked():
+    cfg = GaeCoreConfig.from_dict(SMALL)
+    drv = GaeDriver(GoldenDevice(cfg), cfg)
+    T, M = 4, 3
+    r, v, d, last = np.ones((T, M)), np.ones((T, M)), np.zeros((T, M), bool), np.ones(M)
+    a = np.empty((T, M))
+    for out, match in [(a, "out must be None or a pair"),
+                       ((a, np.empty((T, M), np.int32)), r"out\[1\] must be a float32"),
+                       ((np.empty((M, T)), a), r"out\[0\] must have shape \(4, 3\)"),
+                       ((np.empty((M, T)).T, a), r"out\[0\] must be C-contiguous"),
+                       ((a, a), "must not overlap")]:
+        with pytest.raises(ValueError, match=match):
+            drv.compute(r, v, d, last, 0.99, 0.95, out=out)
+
+
+def test_caller_units_read_back_the_advantages_only():
+    """In the caller's units the returns are the advantages plus the values: one results
+    block is read (copy_plan with returns=False); in standardized units both are."""
+    from sw.gae.spec import copy_plan
+    cfg = GaeCoreConfig.from_dict(CONFIGS["n8"])
+    T, M = 16, 8
+    rng = np.random.default_rng(3)
+    r, v, d, last = data(rng, T, M, "gauss")
+    for units, returns in (("caller", False), ("standardized", True)):
+        dev = GoldenDevice(cfg)
+        reads = []
+        read = dev.memory.read
+        dev.memory.read = lambda o, n, read=read: reads.append((o, n)) or read(o, n)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")            # standardized units may clip: no matter
+            GaeDriver(dev, cfg, units=units, result_sigmas=8.0).compute(r, v, d, last, 0.99,
+                                                                         0.95)
+        assert reads == [(o, n) for _, o, n in copy_plan(cfg, T, M, returns=returns)["out"]]

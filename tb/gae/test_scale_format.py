@@ -154,3 +154,40 @@ def test_check_registers():
                         prefix="x.")
     check_registers(GaeCoreArgs(**{**args.__dict__, "reward_scale": 1 << 20}), CFG,
                     names=["value_scale"])
+
+
+def _quantize_from_max_shift(fmt, x, direction):
+    """:meth:`ScaleFormat.quantize`'s search as first written: every shift from the largest."""
+    rnd = (lambda y: math.floor(y + 0.5) if y >= 0 else -math.floor(-y + 0.5)) \
+        if direction == "nearest" else math.ceil
+    hi, lo = fmt.max_mantissa, -fmt.max_mantissa - 1
+    for e in range(fmt.max_shift, -1, -1):
+        m = rnd(math.ldexp(x, e - fmt.exp0))
+        if lo <= m <= hi:
+            return fmt.pack(m, e), False
+    return fmt.pack(hi if x > 0 else lo, 0), True
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+def test_quantize_starts_at_the_first_shift_that_can_fit(fmt):
+    """The search starts at the largest shift whose mantissa can fit (from the exponent of x):
+    the same word and overflow as trying every shift, at and around every power of two (where
+    rounding carries into the next one), across and beyond the range, both directions."""
+    rng = np.random.default_rng(11)
+    lo, hi = math.log2(fmt.min_normal) - 8, math.log2(fmt.max_value) + 4
+    xs = list(2.0 ** rng.uniform(lo, hi, 3000))
+    for k in range(int(lo), int(hi) + 1):
+        p = 2.0 ** k
+        xs += [p, math.nextafter(p, 0), math.nextafter(p, math.inf), p * (1 - 2.0 ** -20),
+               p * (1 - 2.0 ** -(fmt.mantissa_bits + 1)), p * 0.75]
+    xs += [0.0, -0.0, 5e-324, fmt.min_normal, fmt.max_value]
+    for x in xs:
+        for v in (x, -x):
+            for direction in ("nearest", "up"):
+                assert fmt.quantize(v, direction=direction, return_overflow=True) == \
+                    _quantize_from_max_shift(fmt, v, direction), (v, direction)
+    # Where scaling by the largest shift overflowed a float (an OverflowError before), the
+    # search now starts below it and saturates.
+    for v, m in ((1e300, fmt.max_mantissa), (-1e300, -fmt.max_mantissa - 1)):
+        raw, over = fmt.quantize(v, return_overflow=True)
+        assert over and fmt.unpack(raw) == (m, 0)
