@@ -77,6 +77,7 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
+from . import hostfast
 from .batch import LearnerBatch, StepDetails, array_arg, real_arg, require_dqn
 from .errors import (
     LearnerBusyError,
@@ -322,6 +323,9 @@ class LearnerDriver(DriverBase):
     # -- memory ----------------------------------------------------------------------------------
     def _images(self, batch: LearnerBatch) -> dict:
         cfg = self._config
+        fast = hostfast.batch_images(cfg, batch)
+        if fast is not None:
+            return fast
         out = {"obs": pack_matrix(cfg, "obs", batch.obs)}
         if cfg.loss == "mse":
             out["targets"] = pack_matrix(cfg, "targets", batch.targets)

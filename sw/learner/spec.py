@@ -6,7 +6,7 @@ layout (:mod:`sw.learner.layout`), the exact cycle model (:mod:`sw.learner.sched
 number formats (:mod:`sw.learner.numerics`).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 
 from sw.config import check_int
@@ -222,6 +222,23 @@ class LearnerConfig(NumericParams):
         R, C = self.stage_array(stage)
         kind = stage.split("@")[0].rstrip("0123456789")
         return self.numerics.tensor_unit("fw" if kind == "tfw" else kind, rows=R, cols=C)
+
+    def __hash__(self):
+        """The hash of the fields, as the dataclass's own, computed once: configurations key
+        the layout's lookup caches, several per driver call. Not pickled (string hashes
+        differ between processes)."""
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)
+                           if f.compare and f.hash is not False))
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_hash", None)
+        return state
 
     @cached_property
     def numerics(self) -> LearnerNumerics:

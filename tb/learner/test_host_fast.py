@@ -1,0 +1,95 @@
+"""The compiled packing of the learner's step inputs (:mod:`sw.learner.hostfast`) changes
+nothing: the images it builds are the bytes of the numpy code (:func:`~sw.learner.layout.
+pack_matrix`, :func:`~sw.learner.layout.pack_samples`) for DQN and MSE learners of several
+block sizes, widths and batch sizes (full and partial blocks), with and without loss weights,
+and a batch the numpy code refuses still gets its error."""
+
+import dataclasses
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from sw.driver import InstantDevice, LearnerDriver
+from sw.learner import hostfast
+from sw.learner.batch import LearnerBatch
+from sw.learner.device import LearnerGoldenDevice
+from sw.learner.spec import LearnerConfig
+from sw.registry import shipped_config
+
+pytestmark = pytest.mark.skipif(not hostfast.available(), reason="numba is not installed")
+
+CONFIGS = {
+    "shipped": shipped_config("learner_kernel_s4")[1].accel,
+    "s2_w12": LearnerConfig(sizes=(3, 5, 2), array=2, max_batch=8, sub_batch=4, width=12,
+                            act_frac=6, weight_frac=8, grad_frac=8, coef_width=11),
+    "s4_mse": LearnerConfig(sizes=(5, 6, 3), array=4, max_batch=12, sub_batch=4, loss="mse"),
+    "s8_w8": LearnerConfig(sizes=(9, 8, 4), array=8, max_batch=16, sub_batch=8, width=8,
+                           act_frac=4, weight_frac=5, grad_frac=5, coef_width=9),
+}
+
+
+def numpy_images(drv, batch):
+    kernels = hostfast._kernels()
+    hostfast._K[:] = [None]
+    try:
+        return drv._images(batch)
+    finally:
+        hostfast._K[:] = [kernels]
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_images_same_as_numpy(name):
+    cfg = CONFIGS[name]
+    drv = LearnerDriver(LearnerGoldenDevice(cfg), cfg, on_range="clip")
+    rng = np.random.default_rng(len(name))
+    n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
+    for B in sorted({1, cfg.array - 1 or 1, cfg.array, cfg.array + 1, cfg.max_batch}):
+        for weighted in (False, True):
+            scale = 2.0 ** (cfg.width - cfg.act_frac - 1)        # some values saturate
+            kw = dict(lr=1e-3)
+            if cfg.loss == "dqn":
+                args = (rng.uniform(-scale, scale, (B, n_in)), rng.integers(0, n_out, B),
+                        rng.uniform(-scale, scale, B), rng.uniform(-scale, scale, (B, n_in)),
+                        rng.random(B) < 0.3)
+                if weighted:
+                    kw["loss_weights"] = rng.random(B)
+            else:
+                args = (rng.uniform(-scale, scale, (B, n_in)),)
+                kw["targets"] = rng.uniform(-scale, scale, (B, n_out))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")      # LearnerRangeWarning: saturated on purpose
+                batch = drv.prepare(*args, **kw)
+            fast = hostfast.batch_images(cfg, batch)
+            slow = numpy_images(drv, batch)
+            assert fast is not None and list(fast) == list(slow)
+            for region in slow:
+                assert bytes(fast[region]) == bytes(slow[region]), (name, B, region)
+
+
+def test_refused_batches_take_the_numpy_path_and_its_error():
+    cfg = CONFIGS["shipped"]
+    drv = LearnerDriver(InstantDevice.for_kernel("learner_kernel_s4"))
+    B = 8
+    ok = drv.prepare(np.zeros((B, 4)), np.zeros(B, int), np.zeros(B), np.zeros((B, 4)),
+                     np.zeros(B, bool), lr=1e-3)
+    bad = [("actions", np.full(B, cfg.sizes[-1]), "actions must be in 0..1"),
+           ("obs", np.full((B, 4), 1 << 20), "values of region 'obs' must be raw 16-bit"),
+           ("rewards", np.full(B, 1 << 20), "rewards must be raw")]
+    for field, value, match in bad:
+        batch = dataclasses.replace(ok, **{field: value})
+        assert hostfast.batch_images(cfg, batch) is None
+        with pytest.raises(ValueError, match=match):
+            drv.load_batch(batch)
+    assert isinstance(ok, LearnerBatch)
+
+
+def test_config_hash_is_cached_but_not_pickled():
+    cfg = CONFIGS["shipped"]
+    h = hash(cfg)
+    assert h == hash(tuple(getattr(cfg, f.name) for f in dataclasses.fields(cfg)))
+    again = pickle.loads(pickle.dumps(cfg))
+    assert "_hash" not in again.__dict__ and again == cfg and hash(again) == h
+    other = dataclasses.replace(cfg, max_batch=32)
+    assert other != cfg and "_hash" not in other.__dict__
