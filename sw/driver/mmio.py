@@ -32,7 +32,7 @@ import operator
 import time
 
 __all__ = ["BusError", "Mmio", "MemoryPort", "Device", "byte_view", "check_offset",
-           "check_span", "check_word"]
+           "check_span", "check_word", "merged"]
 
 
 class BusError(RuntimeError):
@@ -42,6 +42,20 @@ class BusError(RuntimeError):
     response into an external abort, i.e. SIGBUS), so the drivers never issue one on purpose:
     the models raise this exception to make the mistake visible in tests.
     """
+
+
+def merged(blocks, gap):
+    """``blocks`` (``(offset, nbytes)`` pairs in ascending order, not overlapping) grouped
+    into transfers: ``[(lo, hi, [indices]), ...]``, a block joining the previous transfer when
+    it starts at most ``gap`` bytes after its end."""
+    out = []
+    for i, (offset, n) in enumerate(blocks):
+        if out and offset - out[-1][1] <= gap and offset >= out[-1][1]:
+            out[-1][1] = max(out[-1][1], offset + n)
+            out[-1][2].append(i)
+        else:
+            out.append([offset, offset + n, [i]])
+    return [tuple(t) for t in out]
 
 
 def check_offset(offset, *, align=4, what="offset"):
@@ -118,6 +132,26 @@ class MemoryPort:
     def read(self, offset: int, nbytes: int) -> bytes:
         """``nbytes`` bytes starting at byte ``offset``."""
         raise NotImplementedError
+
+    #: Bytes between two blocks of :meth:`write_blocks` / :meth:`read_blocks` worth moving to
+    #: make them one transfer (0: never). Backends whose transfers carry a fixed cost much
+    #: larger than moving such a gap (an XRT buffer sync and a shell copy each) set it.
+    merge_gap = 0
+
+    def write_blocks(self, blocks, *, gaps_are_inputs=False) -> None:
+        """Write ``blocks``, ``[(offset, data), ...]`` in ascending order, not overlapping.
+
+        ``gaps_are_inputs``: the bytes between the blocks are unused parts of regions only the
+        host writes (e.g. the rows of input regions past a batch), so a backend may write them
+        too and move blocks :attr:`merge_gap` apart or closer as one transfer; they then hold
+        unspecified bytes. Otherwise (and by default) one :meth:`write` per block."""
+        for offset, data in blocks:
+            self.write(offset, data)
+
+    def read_blocks(self, blocks) -> list:
+        """``[bytes, ...]`` of ``blocks``, ``[(offset, nbytes), ...]`` in ascending order, not
+        overlapping; blocks :attr:`merge_gap` apart or closer may be read as one transfer."""
+        return [self.read(offset, n) for offset, n in blocks]
 
 
 class Device:

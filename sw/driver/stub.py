@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .mmio import BusError, Device, MemoryPort, Mmio, check_offset, check_span, check_word
+from .mmio import (BusError, Device, MemoryPort, Mmio, check_offset, check_span, check_word,
+                   merged)
 
 __all__ = ["InstantDevice", "TrafficCounter"]
 
@@ -121,6 +122,43 @@ class _Memory(MemoryPort):
             self._zeros = np.zeros(nbytes, np.uint8)
         return memoryview(self._zeros)[:nbytes]
 
+    def write_blocks(self, blocks, *, gaps_are_inputs=False):
+        """Blocks :attr:`merge_gap` apart or closer count as one transfer of their span (the
+        gap bytes included), as :class:`~sw.driver.xrt_device.XrtDevice` moves them."""
+        if not gaps_are_inputs or not self.merge_gap:
+            return super().write_blocks(blocks)
+        views = [memoryview(d).cast("B") for _, d in blocks]
+        spans = [check_span(o, v.nbytes, self._nbytes) for (o, _), v in zip(blocks, views)]
+        t = self._dev.traffic
+        for lo, hi, idx in merged(spans, self.merge_gap):
+            t.writes += 1
+            t.bytes_written += hi - lo
+            t.transfers.append(("write", lo, hi - lo))
+            if self._store:
+                for i in idx:
+                    o, n = spans[i]
+                    self._image[o:o + n] = np.frombuffer(views[i], np.uint8)
+
+    def read_blocks(self, blocks):
+        """Blocks :attr:`merge_gap` apart or closer count as one transfer of their span."""
+        if not self.merge_gap:
+            return super().read_blocks(blocks)
+        spans = [check_span(o, n, self._nbytes) for o, n in blocks]
+        t, out = self._dev.traffic, [None] * len(spans)
+        for lo, hi, idx in merged(spans, self.merge_gap):
+            t.reads += 1
+            t.bytes_read += hi - lo
+            t.transfers.append(("read", lo, hi - lo))
+            for i in idx:
+                o, n = spans[i]
+                if self._store:
+                    out[i] = self._image[o:o + n].tobytes()
+                else:
+                    if self._zeros.size < n:
+                        self._zeros = np.zeros(n, np.uint8)
+                    out[i] = memoryview(self._zeros)[:n]
+        return out
+
 
 class InstantDevice(Device):
     """A :class:`~sw.driver.mmio.Device` whose runs end the moment they start.
@@ -177,7 +215,10 @@ class InstantDevice(Device):
         block, config = shipped_config(module)
         accel = config.accel
         regmap = block.accelerator.regmap(accel)
-        return cls(regmap, regmap.info_values(accel), config.window_bytes, store=store)
+        from .xrt_device import MERGE_GAP
+        dev = cls(regmap, regmap.info_values(accel), config.window_bytes, store=store)
+        dev.memory.merge_gap = MERGE_GAP
+        return dev
 
     def answer(self, name: str, word: int):
         """Make register ``name`` read ``word`` from now on."""

@@ -507,8 +507,11 @@ class LearnerDriver(DriverBase):
             raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
         images = self._images(batch)
         self._require_idle()
-        for name, img in images.items():
-            self._device.memory.write(region_base(self._config, name), img)
+        # obs, next_obs and samples (or targets) are the first regions, host-written inputs:
+        # a backend may move them as one transfer (MemoryPort.write_blocks)
+        self._device.memory.write_blocks(
+            sorted((region_base(self._config, name), img) for name, img in images.items()),
+            gaps_are_inputs=True)
 
     def run(self, batch: LearnerBatch, *, sync_target=False, timeout=None) -> dict:
         """Load a prepared batch, run the step, return the status (:meth:`wait`, warnings

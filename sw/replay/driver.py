@@ -314,9 +314,27 @@ class ReplayDriver(DriverBase):
         buf[:] = values
         self._device.memory.write(self._bases[name], buf)
 
+    def _load_blocks(self, blocks):
+        """:meth:`_load` of ``[(name, values), ...]`` (input regions in the order of
+        :data:`~sw.replay.spec.REGIONS`) as one :meth:`~sw.driver.mmio.MemoryPort.
+        write_blocks`: the rows between them belong to input regions, so a backend may move
+        them as one transfer."""
+        out = []
+        for name, values in blocks:
+            buf = self._stage[name][:len(values)]
+            buf[:] = values
+            out.append((self._bases[name], buf))
+        self._device.memory.write_blocks(out, gaps_are_inputs=True)
+
     def _fetch(self, name, n):
         data = self._device.memory.read(self._bases[name], 8 * n)
         return np.frombuffer(data, "<u8").astype(np.int64)
+
+    def _fetch_blocks(self, names, n):
+        """:meth:`_fetch` of several regions through one
+        :meth:`~sw.driver.mmio.MemoryPort.read_blocks`."""
+        got = self._device.memory.read_blocks([(self._bases[name], 8 * n) for name in names])
+        return [np.frombuffer(data, "<u8").astype(np.int64) for data in got]
 
     def _run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=None):
         rm = self.register_map
@@ -406,14 +424,12 @@ class ReplayDriver(DriverBase):
         idx = self._filled(idx, checked=True)
         raw = self._raw(prio)
         for lo, hi in self._chunks(idx.size):
-            self._load("IDX_IN", idx[lo:hi])
-            self._load("PRIO_IN", raw[lo:hi])
+            self._load_blocks([("IDX_IN", idx[lo:hi]), ("PRIO_IN", raw[lo:hi])])
             self._run(ReplayOp.UPDATE, hi - lo)
 
     def _sampled(self, n, total, beta):
         cfg = self._config
-        idx = self._fetch("IDX_OUT", n)
-        raw = self._fetch("PRIO_OUT", n)
+        idx, raw = self._fetch_blocks(("IDX_OUT", "PRIO_OUT"), n)
         size = int(self.register_map.SIZE)
         p = raw.astype(np.float64) / float(total)
         w = (max(size, 1) * p) ** -beta
@@ -452,10 +468,8 @@ class ReplayDriver(DriverBase):
         prio = self._new_priorities(td_errors, priorities, u)
         idx = self._filled(idx, checked=True)
         raw = self._raw(prio)
-        self._load("IDX_IN", idx)
-        self._load("PRIO_IN", raw)
-        if x is not None:
-            self._load("TARGET_IN", x)
+        self._load_blocks([("IDX_IN", idx), ("PRIO_IN", raw)]
+                          + ([] if x is None else [("TARGET_IN", x)]))
         before = self._read64("TOTAL") if relaxed else None
         self._run(ReplayOp.UPDATE_SAMPLE, n, u, prng=x is None, relaxed=relaxed)
         return self._sampled(n, before if relaxed else self._read64("TOTAL"), beta)

@@ -143,3 +143,46 @@ def test_block_selection(monkeypatch):
     with pytest.raises(ValueError, match="block must be one of gae-kernel, replay-kernel, "
                                          "learner-kernel"):
         replay_card(monkeypatch, block="replay-accel")
+
+
+def test_blocks_close_together_move_as_one_transfer(monkeypatch):
+    """write_blocks with gaps_are_inputs and read_blocks merge blocks at most merge_gap apart
+    into one sync and one copy of their span; farther blocks, blocks whose span needs
+    widening, and writes without gaps_are_inputs go one by one. The blocks' bytes land
+    where single writes put them, and reads return what single reads return."""
+    card, dev, shell, _ = replay_card(monkeypatch, kernel="replay_kernel")
+    mem = card.memory
+    a, b = (7).to_bytes(8, "little") * 2, (9).to_bytes(8, "little") * 4
+    shell.copies.clear()
+    mem.write_blocks([(0, a), (64, b)], gaps_are_inputs=True)
+    assert [c[:3] for c in shell.copies] == [(0, 96, False)]
+    assert dev.memory.read(0, 16) == a and dev.memory.read(64, 32) == b
+    shell.copies.clear()
+    assert mem.read_blocks([(0, 16), (64, 32)]) == [a, b]
+    assert [c[:3] for c in shell.copies] == [(0, 96, True)]
+    shell.copies.clear()
+    mem.write_blocks([(0, a), (64, b)])                       # gaps not declared inputs
+    assert [c[:3] for c in shell.copies] == [(0, 16, False), (64, 32, False)]
+    mem.merge_gap = 32
+    shell.copies.clear()
+    mem.write_blocks([(0, a), (64, b)], gaps_are_inputs=True)  # 48 bytes apart
+    assert [c[:3] for c in shell.copies] == [(0, 16, False), (64, 32, False)]
+    mem.merge_gap = 1 << 16
+    shell.copies.clear()
+    mem.write_blocks([(8, a[:8]), (64, b)], gaps_are_inputs=True)   # starts mid-block
+    assert [c[:3] for c in shell.copies] == [(0, 16, True), (0, 16, False), (64, 32, False)]
+    assert dev.memory.read(8, 8) == a[:8]
+
+
+def test_stub_of_a_kernel_counts_merged_transfers():
+    from sw.driver import InstantDevice
+    from sw.driver.xrt_device import MERGE_GAP
+    dev = InstantDevice.for_kernel("replay_kernel_k16", store=True)
+    assert dev.memory.merge_gap == MERGE_GAP
+    a, b = bytes(range(16)), bytes(range(100, 132))
+    dev.memory.write_blocks([(0, a), (4096, b)], gaps_are_inputs=True)
+    assert dev.traffic.transfers == [("write", 0, 4096 + 32)]
+    assert [bytes(x) for x in dev.memory.read_blocks([(0, 16), (4096, 32)])] == [a, b]
+    assert dev.traffic.transfers[-1] == ("read", 0, 4096 + 32) and dev.traffic.reads == 1
+    dev.memory.write_blocks([(0, a), (4096, b)])
+    assert dev.traffic.transfers[-2:] == [("write", 0, 16), ("write", 4096, 32)]
