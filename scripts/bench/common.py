@@ -21,6 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from sw.driver.xrt_device import PCIE_BYTES_PER_S, TRANSFER_S
+
 __all__ = ["ROW_KEYS", "BusModel", "ALVEO_PCIE", "ZCU106_HPM", "BUSES", "DDR_LATENCY",
            "window_copy_cycles", "Env", "load_average", "numba_or_none", "traffic_of"]
 
@@ -75,12 +77,15 @@ class BusModel:
 #: :class:`sw.driver.xrt_device.XrtDevice` (register access through pyxrt, one buffer synced
 #: and copied by the window shell per transfer).
 ALVEO_PCIE = BusModel(
-    "PCIe Gen3 x16 (Alveo, XRT)", 12e9, 12e9, transfer_us=10.0 + 3 * 1.0 + 2 * 2.0,
+    "PCIe Gen3 x16 (Alveo, XRT)", PCIE_BYTES_PER_S, PCIE_BYTES_PER_S,
+    transfer_us=TRANSFER_S * 1e6,
     reg_read_us=2.0, reg_write_us=1.0, launch_us=2.0,
     why="12 GB/s effective each way (of 15.75 GB/s raw); per transfer 10 us for "
         "the XRT buffer sync (an ioctl, pinning, one XDMA descriptor round trip and its "
         "completion) plus the window shell's copy command (3 register writes, 2 reads: "
-        "DMA_STATUS, DMA_CYCLES), so 17 us; a register read 2 us (a syscall and a "
+        "DMA_STATUS, DMA_CYCLES), so 17 us (sw.driver.xrt_device.TRANSFER_S: the "
+        "driver moves blocks closer than the bytes of that time as one transfer); a "
+        "register read 2 us (a syscall and a "
         "non-posted PCIe round trip of ~1 us), a write 1 us (posted); launch 2 us per run "
         "(AP_START reaching the kernel, AP_DONE seen by a busy poll one round trip after "
         "the end). Assumed from PCIe and XRT's design, not measured: no card here")

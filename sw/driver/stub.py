@@ -206,7 +206,8 @@ class InstantDevice(Device):
         ``"learner_kernel_s4"``): its accelerator's register map and ``HW_*`` words, and
         its memory window, which is what a driver sees through
         :class:`~sw.driver.xrt_device.XrtDevice` (the shell's DMA registers are the
-        backend's, not the driver's)."""
+        backend's, not the driver's), merging blocks as it does
+        (:func:`~sw.driver.xrt_device.merge_gap`)."""
         from sw.registry import shipped_config, shipped_modules
         kernels = shipped_modules(role="kernel")
         if module not in kernels:
@@ -215,9 +216,9 @@ class InstantDevice(Device):
         block, config = shipped_config(module)
         accel = config.accel
         regmap = block.accelerator.regmap(accel)
-        from .xrt_device import MERGE_GAP
+        from .xrt_device import merge_gap
         dev = cls(regmap, regmap.info_values(accel), config.window_bytes, store=store)
-        dev.memory.merge_gap = MERGE_GAP
+        dev.memory.merge_gap = merge_gap(config.window_word_bits // 8)
         return dev
 
     def answer(self, name: str, word: int):

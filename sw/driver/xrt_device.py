@@ -49,6 +49,7 @@ import numpy as np
 
 from sw.registry import BLOCKS, block_of_module, shipped_modules
 from sw.shell.spec import SHELL_VERSION, window_kernel_register_map
+from sw.timing import TARGET_MHZ
 
 from .mmio import (BusError, Device, MemoryPort, Mmio, byte_view, check_offset, check_span,
                    check_word, merged)
@@ -59,11 +60,22 @@ __all__ = ["XrtDevice", "XRT_KERNEL_NAME", "XRT_BLOCKS"]
 #: accelerators.
 XRT_BLOCKS = tuple(b.name for b in BLOCKS.values() if b.role == "kernel")
 
-#: Default :attr:`~sw.driver.mmio.MemoryPort.merge_gap` of the window: each transfer costs a
-#: buffer sync (~10 us through pyxrt) and a shell copy command (3 register writes, DMA_STATUS
-#: and DMA_CYCLES reads, ~7 us); 64 KiB more through PCIe Gen3 x16 (12 GB/s) and the shell's
-#: copy (64 B a cycle at 300 MHz) takes ~9 us, half of that.
-MERGE_GAP = 64 * 1024
+#: The fixed cost (s) of one transfer through the window, beyond its bytes: the XRT buffer sync
+#: (an ioctl, pinning, one XDMA descriptor round trip and its completion, ~10 us) plus the
+#: shell's copy command (3 register writes of ~1 us, DMA_STATUS and DMA_CYCLES reads of ~2 us).
+#: Assumed from PCIe and XRT's design, not measured (no card here); the benchmarks' PCIe model
+#: (``scripts/bench/common.py``) uses it.
+TRANSFER_S = 17e-6
+#: PCIe Gen3 x16, effective each way (of 15.75 GB/s raw).
+PCIE_BYTES_PER_S = 12e9
+
+
+def merge_gap(word_bytes: int, clock_hz: float = TARGET_MHZ * 1e6) -> int:
+    """The :attr:`~sw.driver.mmio.MemoryPort.merge_gap` of a window whose shell copies
+    ``word_bytes`` a cycle at ``clock_hz``: the bytes that take as long to move (through PCIe,
+    then the shell's copy) as one transfer's fixed cost (:data:`TRANSFER_S`)."""
+    return int(TRANSFER_S / (1 / PCIE_BYTES_PER_S + 1 / (word_bytes * clock_hz)))
+
 
 #: Default kernel name in the xclbin: the shipped GAE kernel's module name (``package_xo
 #: -kernel_name``).
@@ -95,8 +107,8 @@ class _XrtWindowMemory(MemoryPort):
     buffer and host-commanded copies (module docstring)."""
 
     def __init__(self, device, pyxrt, bo, control, regs, *, window, align, word, timeout,
-                 poll_interval, merge_gap=MERGE_GAP):
-        self.merge_gap = merge_gap
+                 poll_interval):
+        self.merge_gap = merge_gap(word)
         self._device, self._pyxrt, self._bo, self._control = device, pyxrt, bo, control
         self._regs = regs
         self._off = {name: regs.offset(name) for name in

@@ -176,9 +176,14 @@ def test_blocks_close_together_move_as_one_transfer(monkeypatch):
 
 def test_stub_of_a_kernel_counts_merged_transfers():
     from sw.driver import InstantDevice
-    from sw.driver.xrt_device import MERGE_GAP
+    from sw.driver.xrt_device import PCIE_BYTES_PER_S, TRANSFER_S, merge_gap
+    from sw.registry import shipped_config
     dev = InstantDevice.for_kernel("replay_kernel_k16", store=True)
-    assert dev.memory.merge_gap == MERGE_GAP
+    wb = shipped_config("replay_kernel_k16")[1].window_word_bits // 8
+    gap = dev.memory.merge_gap
+    assert gap == merge_gap(wb)
+    # moving the gap (PCIe, then the shell's copy at 300 MHz) costs one transfer's fixed cost
+    assert abs(gap / PCIE_BYTES_PER_S + gap / (wb * 300e6) - TRANSFER_S) < 1e-9
     a, b = bytes(range(16)), bytes(range(100, 132))
     dev.memory.write_blocks([(0, a), (4096, b)], gaps_are_inputs=True)
     assert dev.traffic.transfers == [("write", 0, 4096 + 32)]
