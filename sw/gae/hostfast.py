@@ -73,12 +73,12 @@ def _build():
         rlo, rhi = np.full(M, np.inf), np.full(M, -np.inf)
         vlo, vhi = last.copy(), last.copy()
         for t in range(T):
-            vn = v[t + 1] if t + 1 < T else last
             for j in range(M):
-                x, y = r[t, j], v[t, j]
+                x, y = np.float64(r[t, j]), np.float64(v[t, j])     # float32 too: exact
+                vn = np.float64(v[t + 1, j]) if t + 1 < T else last[j]
                 nan[j] += x * 0.0 + y * 0.0            # NaN once any element is not finite
                 nd = 0.0 if d[t, j] else 1.0
-                ax, ay, ad = abs(x), abs(y), abs(x + gamma * vn[j] * nd - y)
+                ax, ay, ad = abs(x), abs(y), abs(x + gamma * vn * nd - y)
                 big[j] = max(big[j], max(ax, ay))
                 dmax[j] = max(dmax[j], ad)
                 rlo[j], rhi[j] = min(rlo[j], x), max(rhi[j], x)
@@ -93,9 +93,8 @@ def _build():
         forward range: either is several times faster in numba."""
         T, M = r.shape
         for t in range(T + 1):
-            row = v[t] if t < T else last
             for j in range(M):
-                x = row[j] * u
+                x = (np.float64(v[t, j]) if t < T else last[j]) * u
                 vall[t, j] = x
                 vc[t, j] = clip(np.rint(clip((x - vo) / vs, q) / 1.0), q)
         for t in range(rc.shape[0]):
@@ -252,6 +251,25 @@ def _build():
         return True
 
     @jit
+    def pack8(rc, vc, boot, d, n, rimg, vimg, dimg):
+        """:func:`pack` of int8 codes into 8-bit lanes when every word holds ``n`` whole
+        results (M a multiple of ``n``): no range check (an int8 is a code) and no branch
+        per element."""
+        T, M = rc.shape
+        G = M // n
+        for t in range(T + 1):
+            for g in range(G):
+                w, j0 = t * G + g, g * n
+                if t < T:
+                    for p in range(n):
+                        rimg[w, p] = np.uint8(np.int64(rc[t, j0 + p]) & 0xFF)
+                        vimg[w, p] = np.uint8(np.int64(vc[t, j0 + p]) & 0xFF)
+                        dimg[w, p >> 3] |= np.uint8((1 if d[t, j0 + p] else 0) << (p & 7))
+                else:
+                    for p in range(n):
+                        vimg[w, p] = np.uint8(np.int64(boot[j0 + p]) & 0xFF)
+
+    @jit
     def pairwise(a, lo, n):
         """numpy's pairwise sum of ``a[lo:lo + n]`` (``pairwise_sum`` of its float add
         reduction: blocks of up to 128 in 8 accumulators, halves above): the same float."""
@@ -335,7 +353,8 @@ def _build():
     return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode,
             "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "matched_targets": matched_targets, "matched_codes": matched_codes,
-            "square_dev": square_dev, "lookup": lookup, "decode_rows": decode_rows}
+            "square_dev": square_dev, "lookup": lookup, "decode_rows": decode_rows,
+            "pack8": pack8}
 
 
 def _kernels():
@@ -360,7 +379,10 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
     from .batch import matched_registers, range_registers, unit_scale_for
     from .spec import dequant_scale_format
     k = _kernels()
-    r, v = _f64_work(r, "caller_units.r"), _f64_work(v, "caller_units.v")
+    # float32 goes in as it is: the kernels widen each element to float64 exactly, as the
+    # numpy code's astype(float64) does
+    r, v = (x if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.c_contiguous
+            else _f64_work(x, f"caller_units.{n}") for x, n in ((r, "r"), (v, "v")))
     last, d = _f64(last), np.ascontiguousarray(d, np.bool_)
     if r.ndim != 2 or r.size == 0 or v.shape != r.shape or d.shape != r.shape \
             or last.shape != r.shape[1:]:
@@ -511,7 +533,10 @@ def pack_codes(cfg, rc, vc, boot, d):
         images[r] = img = _scratch(f"pack_codes.{r}", (rows * G, word_bytes(cfg, r)), np.uint8)
         img.fill(0)
     hi = (1 << (cfg.code_bits - 1)) - 1
-    if not _kernels()["pack"](rc, vc, boot, d, cfg.n_pe, cfg.code_bits // 8, -hi - 1, hi,
-                              images["rewards"], images["values"], images["dones"]):
+    if rc.dtype == np.int8 and cfg.code_bits == 8 and M % cfg.n_pe == 0:
+        _kernels()["pack8"](rc, vc, boot, d, cfg.n_pe, images["rewards"], images["values"],
+                            images["dones"])
+    elif not _kernels()["pack"](rc, vc, boot, d, cfg.n_pe, cfg.code_bits // 8, -hi - 1, hi,
+                                images["rewards"], images["values"], images["dones"]):
         return None
     return list(images.items())           # written at once by GaeDriver.load (no copy)

@@ -243,8 +243,8 @@ def test_learner_region_table_matches_the_layout():
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_check_finite_passes_overflowing_sums_and_names_bad_elements(dtype):
-    """``check_finite`` takes a finite sum as proof (one pass); a sum that is not finite,
-    whether from a NaN, an infinity or finite elements that overflow, gets the exact check."""
+    """``check_finite`` passes finite arrays, also those whose sum overflows, and names the
+    first NaN or infinite element."""
     from sw.driver.common import check_finite
     big = np.finfo(dtype).max
     for ok in (np.zeros((0, 3), dtype), np.array([big, big, -big], dtype),
