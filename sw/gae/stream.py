@@ -170,6 +170,7 @@ class GaeStream:
         self._r_hi = self._v_hi = -math.inf
         self._raw_dmax = 0.0
         self._prev = self._prev_hat = None
+        self._vals = None
         if self.deferred:
             self._r = np.empty((T, M))
             self._v = np.empty((T, M))
@@ -205,6 +206,9 @@ class GaeStream:
         self._vc = np.zeros((T + 1, M), dtype)
         self._dc = np.zeros((T, M), bool)
         self._carry = np.zeros(M)
+        # caller's units: the values as pushed, for the returns (advantages + values, as the
+        # batch path's), so finish reads back and decodes the advantages only
+        self._vals = np.empty((T, M)) if units == "caller" else None
         self._feedback = driver.pipeline.reward_rounding == "error_feedback"
         # (a zero scale divides by zero: numpy's warnings and NaN, on the numpy path)
         self._fast = hostfast.available() and bits in (8, 16) and self._rs != 0 != self._vs
@@ -289,6 +293,8 @@ class GaeStream:
         r = self._vector(rewards, "rewards")
         v = self._vector(values, "values")
         d, r = self._flags(r, dones, terminated, truncated, final_values)
+        if self._vals is not None:
+            self._vals[t] = v
         if not self.deferred and self._fast:
             self._push_fast(t, np.ascontiguousarray(r), np.ascontiguousarray(v), d)
             return
@@ -455,7 +461,7 @@ class GaeStream:
         codes = {"rewards": self._rc, "values": self._vc[:T], "bootstrap": self._vc[T],
                  "dones": self._dc}
         batch = GaeBatch(T, M, self._gamma, self._lam, codes, self._args, prepared,
-                         units=self._units, unit_scale=self._u)
+                         units=self._units, unit_scale=self._u, values=self._vals)
         if cfg.results == "inplace":
             set_result_ranges(batch, cfg, drv._sigmas, drv._result_range,
                               max_abs_delta=self._dmax, mean_delta=self._delta.mean,

@@ -130,7 +130,8 @@ def test_pushes_write_each_step_into_its_rows():
     s.finish(last)
     t = dev.traffic
     # after the last step: the bootstrap row, the four result registers, the run, read-back
-    assert (t.writes, t.reads, t.starts) == (1, 2, 1)
+    # of the advantages (caller's units: the returns are the advantages plus the values)
+    assert (t.writes, t.reads, t.starts) == (1, 1, 1)
     assert t.transfers[0][1] == row_offset(cfg, "values", T, M)
     image = dev.image.copy()
     batch_dev = InstantDevice(gae_register_map(cfg), hw_info_values(cfg),
