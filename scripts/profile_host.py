@@ -91,7 +91,7 @@ class _TimedMemory(MemoryPort):
         t = _now()
         try:
             self._inner.write(offset, data)
-            self.bytes += len(data)
+            self.bytes += memoryview(data).nbytes      # bytes, or a uint8 image array
         finally:
             self._clock.inside += _now() - t
 
