@@ -580,7 +580,7 @@ class GaeDriver(DriverBase):
         c = batch.codes
         batch.runs, batch.run_args = 0, []
         caller = batch.values is not None
-        which = (0,) if caller and self._config.results == "inplace" else (0, 1)
+        which = (0,) if caller else (0, 1)
         qmax, results, saturated, origin = self._config.code_max, None, None, None
         while True:
             if batch.runs == 0 and loaded:

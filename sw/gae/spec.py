@@ -611,8 +611,8 @@ def copy_plan(config: GaeCoreConfig, num_timesteps: int, num_trajectories: int, 
     """The blocks one batch moves: ``{"in": [...], "out": [...]}`` of ``(region, byte
     offset in the image, bytes)``, in the order the driver writes and reads them (on a Vitis
     kernel, the copies it commands). ``returns=False``: the returns' block is not read (the
-    driver's in-place runs in the caller's units, whose returns are the advantages plus the
-    caller's values).
+    driver's runs in the caller's units, whose returns are the advantages plus the caller's
+    values).
 
     With ``G = ceil(M / n_pe)``: in, rows ``0..T-1`` of ``rewards`` and ``dones`` and rows
     ``0..T`` of ``values`` (the bootstrap row); out, rows ``0..T-1`` of the result regions
