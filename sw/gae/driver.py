@@ -9,28 +9,17 @@ model, the Verilated RTL, a PYNQ board, an Alveo card)::
                            terminated=term, truncated=trunc, final_values=v_final)
 
 :meth:`GaeDriver.compute` has the signature of :func:`sw.golden.gae.gae_reference` and does,
-in order:
-
-1. **validation, before any bus access**: shapes (``[T, M]`` and ``[M]``), dtypes (numeric;
-   dones bool or 0/1), finiteness, ``gamma`` and ``lam`` in [0, 1], and capacity
-   (``(T + 1) * ceil(M / n_pe) <= depth``, ``M <= 4096``): ``ValueError`` naming the argument;
-2. **quantization**, by ``units``: in the caller's units (default,
-   :func:`sw.gae.batch.prepare_caller_units`, no state) each stream's mid-range and range
-   become the dequantizer's offset and scale, so the accelerator works on the caller's own
-   rewards and values (times an exact power of two); in standardized units
-   (:class:`~sw.gae.quant.GaeQuantizationPipeline`, whose running reward statistics persist
-   across calls) rewards are dynamically standardized and values block standardized; both
-   to ``code_bits`` codes, plus the dequantizer registers; the
-   in-place requantizer registers (see *Result scale*); ``gamma`` and ``gamma * lam`` rounded
-   once to the coefficient format (:func:`sw.golden.gae.quantize_coefs`);
-3. **run** (:meth:`GaeDriver.run`, also usable on codes directly): the codes into the memory
-   regions of :mod:`sw.gae.layout`, the arguments into their registers, AP_START, then the
-   interrupt (or polling of CTRL.AP_DONE) with a timeout, STATUS: ``ERROR`` raises
-   :class:`GaeError` with the text of :data:`sw.gae.spec.ERRORS`, the overflow flags
-   warn with a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
-   :class:`StartRefusedWarning`; the result codes or words read back;
-4. **de-quantization** to float64; in the caller's units the returns are the advantages plus
-   the caller's values (:mod:`sw.gae.batch`, "Returns").
+in order: **validation** before any bus access (shapes, dtypes, finiteness, ``gamma`` and
+``lam`` in [0, 1], capacity ``(T + 1) * ceil(M / n_pe) <= depth``, ``M <= 4096``:
+``ValueError`` naming the argument); **quantization** by ``units`` (:mod:`sw.gae.batch`,
+:class:`~sw.gae.quant.GaeQuantizationPipeline`) to ``code_bits`` codes and the dequantizer,
+requantizer and coefficient registers; the **run** (:meth:`GaeDriver.run`, also usable on
+codes: the codes into the regions of :mod:`sw.gae.layout`, the registers, AP_START, the
+interrupt or AP_DONE polling with a timeout, STATUS: ``ERROR`` raises :class:`GaeError`, the
+overflow flags warn a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
+:class:`StartRefusedWarning`); **read-back and de-quantization**, into new float64 arrays or
+the caller's (``out=``). In the caller's units only the advantages are read back: the returns
+are the advantages plus the caller's values (:mod:`sw.gae.batch`, "Returns").
 
 Units of the results
     ``units="caller"`` (default): textbook GAE, :func:`~sw.golden.gae.gae_reference` of the
