@@ -71,10 +71,18 @@ class AcceleratedRolloutBuffer(RolloutBuffer):
         values of the observation after the buffer, a tensor, and whether it starts an
         episode)."""
         last = last_values.detach().cpu().numpy().reshape(-1).astype(np.float64)
-        adv, ret = self.gae.compute(self.rewards, self.values, last_values=last,
-                                    gamma=self.gamma, lam=self.gae_lambda,
-                                    episode_starts=self.episode_starts,
-                                    next_done=np.asarray(dones).reshape(-1))
+        kw = dict(last_values=last, gamma=self.gamma, lam=self.gae_lambda,
+                  episode_starts=self.episode_starts, next_done=np.asarray(dones).reshape(-1))
+        shape = (self.buffer_size, self.n_envs)
+        returns = getattr(self, "returns", None)
+        if not (isinstance(returns, np.ndarray) and returns.shape == shape
+                and returns.dtype == np.float32 and returns.flags.c_contiguous
+                and not np.shares_memory(returns, self.advantages)):
+            self.returns = np.empty(shape, np.float32)
+        if self.advantages.flags.c_contiguous:    # written in place (the driver's out=)
+            self.gae.compute(self.rewards, self.values, out=(self.advantages, self.returns),
+                             **kw)
+        else:
+            adv, ret = self.gae.compute(self.rewards, self.values, **kw)
+            self.advantages[...], self.returns[...] = adv, ret
         self.accelerator_runs += self.gae.last_batch.runs
-        self.advantages[...] = adv
-        self.returns = ret.astype(np.float32)
