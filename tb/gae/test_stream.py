@@ -250,3 +250,36 @@ def test_block_standardized_rewards_stream_as_one_batch():
         adv2, ret2 = batched.compute(r, v, d, last, 0.99, 0.95)
         np.testing.assert_array_equal(adv, adv2)
         np.testing.assert_array_equal(ret, ret2)
+
+
+@pytest.mark.filterwarnings("ignore::sw.gae.driver.ClippingWarning")
+@pytest.mark.parametrize("units", ["caller", "standardized"])
+def test_finish_into_the_callers_arrays(units):
+    """``finish(last, out=(adv, ret))`` writes what ``finish(last)`` returns (float64: the same
+    bytes, float32: rounded once) into the caller's arrays and returns them; deferred and
+    streamed runs alike; in the caller's units the returns are the advantages plus the pushed
+    values."""
+    cfg = CONFIGS["n8"]
+    rng = np.random.default_rng(11)
+    T, M = 24, 8
+    drv, twin = (GaeDriver(GoldenDevice(cfg), units=units) for _ in range(2))
+    for it in range(3):
+        r, v, d, last = rollout(rng, T, M)
+        _, want = stream_batch(twin, r, v, d, last)
+        out = (np.full((T, M), np.nan, np.float32), np.full((T, M), np.nan, np.float32))
+        s = drv.stream(M, T, 0.99, 0.95)
+        for t in range(T):
+            s.push(r[t], v[t], d[t])
+        got = s.finish(last, out=out)
+        assert got[0] is out[0] and got[1] is out[1] and s.deferred == (it == 0)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w.astype(np.float32))
+        if units == "caller":
+            np.testing.assert_array_equal(want[1], want[0] + v)
+    s = drv.stream(M, T, 0.99, 0.95)
+    for t in range(T):
+        s.push(r[t], v[t], d[t])
+    with pytest.raises(ValueError, match=r"out\[0\] must have shape"):
+        s.finish(last, out=(np.empty((M, T)), np.empty((T, M))))
+    assert s.is_open                        # a refused out= leaves the stream to finish
+    s.finish(last)
