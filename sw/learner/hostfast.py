@@ -27,7 +27,15 @@ def _build():
 
     @jit
     def put(words, w, bit, v, lb):
-        """The low ``lb`` bits of ``v`` (two's complement) at bit ``bit`` of word ``w``."""
+        """The low ``lb`` bits of ``v`` (two's complement) at bit ``bit`` of word ``w``
+        (zeroed there): a byte at a time, bit by bit past 56 bits."""
+        sh = bit & 7
+        if sh + lb <= 63:
+            x = (v & ((np.int64(1) << lb) - 1)) << sh
+            k = bit >> 3
+            for i in range((sh + lb + 7) >> 3):
+                words[w, k + i] |= np.uint8((x >> (8 * i)) & 0xFF)
+            return
         for b in range(lb):
             if (v >> b) & 1:
                 k = bit + b
@@ -59,7 +67,7 @@ def _build():
             put(words, b // S, (b % S) * lb, lane, lb)
         return True
 
-    return {"matrix": matrix, "samples": samples}
+    return {"matrix": matrix, "samples": samples, "put": put}
 
 
 def _kernels():

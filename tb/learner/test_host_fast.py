@@ -93,3 +93,18 @@ def test_config_hash_is_cached_but_not_pickled():
     assert "_hash" not in again.__dict__ and again == cfg and hash(again) == h
     other = dataclasses.replace(cfg, max_batch=32)
     assert other != cfg and "_hash" not in other.__dict__
+
+
+def test_lane_writes_at_every_offset_and_width():
+    """The kernels' lane write (bytes at a time, bit by bit past 56 bits) against Python's
+    integers: every bit offset in a byte, widths 1..63, negative values in two's complement."""
+    put = hostfast._kernels()["put"]
+    rng = np.random.default_rng(9)
+    for lb in list(range(1, 64)):
+        for bit in (0, 3, 7, 8, 13):
+            v = int(rng.integers(-(1 << 62), 1 << 62))
+            words = np.zeros((2, 16), np.uint8)
+            put(words, 1, bit, np.int64(v), lb)
+            want = (v & ((1 << lb) - 1)) << bit
+            assert int.from_bytes(words[1].tobytes(), "little") == want, (lb, bit)
+            assert not words[0].any()
