@@ -99,28 +99,37 @@ class _Memory(MemoryPort):
         self._zeros = np.zeros(0, np.uint8)
         self._store = store
 
-    def write(self, offset, data):
-        view = memoryview(data).cast("B")
-        n = view.nbytes
-        offset, n = check_span(offset, n, self._nbytes)
+    def _count(self, kind, offset, n):
         t = self._dev.traffic
-        t.writes += 1
-        t.bytes_written += n
-        t.transfers.append(("write", offset, n))
-        if self._store:
-            self._image[offset:offset + n] = np.frombuffer(view, np.uint8)
+        if kind == "write":
+            t.writes += 1
+            t.bytes_written += n
+        else:
+            t.reads += 1
+            t.bytes_read += n
+        t.transfers.append((kind, offset, n))
 
-    def read(self, offset, nbytes):
-        offset, nbytes = check_span(offset, nbytes, self._nbytes)
-        t = self._dev.traffic
-        t.reads += 1
-        t.bytes_read += nbytes
-        t.transfers.append(("read", offset, nbytes))
+    def _put(self, offset, view):
+        if self._store:
+            self._image[offset:offset + view.nbytes] = np.frombuffer(view, np.uint8)
+
+    def _get(self, offset, nbytes):
         if self._store:
             return self._image[offset:offset + nbytes].tobytes()
         if self._zeros.size < nbytes:
             self._zeros = np.zeros(nbytes, np.uint8)
         return memoryview(self._zeros)[:nbytes]
+
+    def write(self, offset, data):
+        view = memoryview(data).cast("B")
+        offset, n = check_span(offset, view.nbytes, self._nbytes)
+        self._count("write", offset, n)
+        self._put(offset, view)
+
+    def read(self, offset, nbytes):
+        offset, nbytes = check_span(offset, nbytes, self._nbytes)
+        self._count("read", offset, nbytes)
+        return self._get(offset, nbytes)
 
     def write_blocks(self, blocks, *, gaps_are_inputs=False):
         """Blocks :attr:`merge_gap` apart or closer count as one transfer of their span (the
@@ -129,34 +138,21 @@ class _Memory(MemoryPort):
             return super().write_blocks(blocks)
         views = [memoryview(d).cast("B") for _, d in blocks]
         spans = [check_span(o, v.nbytes, self._nbytes) for (o, _), v in zip(blocks, views)]
-        t = self._dev.traffic
         for lo, hi, idx in merged(spans, self.merge_gap):
-            t.writes += 1
-            t.bytes_written += hi - lo
-            t.transfers.append(("write", lo, hi - lo))
-            if self._store:
-                for i in idx:
-                    o, n = spans[i]
-                    self._image[o:o + n] = np.frombuffer(views[i], np.uint8)
+            self._count("write", lo, hi - lo)
+            for i in idx:
+                self._put(spans[i][0], views[i])
 
     def read_blocks(self, blocks):
         """Blocks :attr:`merge_gap` apart or closer count as one transfer of their span."""
         if not self.merge_gap:
             return super().read_blocks(blocks)
         spans = [check_span(o, n, self._nbytes) for o, n in blocks]
-        t, out = self._dev.traffic, [None] * len(spans)
+        out = [None] * len(spans)
         for lo, hi, idx in merged(spans, self.merge_gap):
-            t.reads += 1
-            t.bytes_read += hi - lo
-            t.transfers.append(("read", lo, hi - lo))
+            self._count("read", lo, hi - lo)
             for i in idx:
-                o, n = spans[i]
-                if self._store:
-                    out[i] = self._image[o:o + n].tobytes()
-                else:
-                    if self._zeros.size < n:
-                        self._zeros = np.zeros(n, np.uint8)
-                    out[i] = memoryview(self._zeros)[:n]
+                out[i] = self._get(*spans[i])
         return out
 
 

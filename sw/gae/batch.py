@@ -538,14 +538,17 @@ def result_table(cfg, batch, scale, offset):
 
 
 def dequantize_results(cfg, batch, adv_raw, rtg_raw):
-    """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
+    """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``;
+    ``rtg_raw`` None (returns not read back): None for the returns."""
     u = batch.unit_scale
     if cfg.results == "full":
         fmt = cfg.pe.data_format
-        return fmt.to_float(adv_raw) / u, fmt.to_float(rtg_raw) / u
+        return tuple(None if raw is None else fmt.to_float(raw) / u
+                     for raw in (adv_raw, rtg_raw))
     a, lo = batch.args, 1 << (cfg.code_bits - 1)
     # a table of every code's value (the same operations per element), then one take
-    return tuple(hostfast.take(result_table(cfg, batch, scale, offset), raw, lo)
+    return tuple(None if raw is None
+                 else hostfast.take(result_table(cfg, batch, scale, offset), raw, lo)
                  for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
                                             (rtg_raw, a.rtg_scale, a.rtg_offset)))
 

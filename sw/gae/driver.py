@@ -366,8 +366,8 @@ class GaeDriver(DriverBase):
         fast = hostfast.decode_results(self._config, batch, images, outs, values)
         if fast is not None:
             return fast
-        adv, rtg = self.dequantize(batch, *self._unpack(images[:1] * 2 if values is not None
-                                                        else images))
+        raw = self._unpack(images[:1] if values is not None else images)
+        adv, rtg = self.dequantize(batch, raw[0], raw[1] if len(raw) > 1 else None)
         if values is not None:
             rtg = adv + values
         if outs is not None:
@@ -570,7 +570,8 @@ class GaeDriver(DriverBase):
         batch.runs, batch.run_args = 0, []
         caller = batch.values is not None
         which = (0,) if caller else (0, 1)
-        qmax, results, saturated, origin = self._config.code_max, None, None, None
+        qmax, results, saturated = self._config.code_max, None, None
+        origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
         while True:
             if batch.runs == 0 and loaded:
                 names = [n for n in GAE_CORE_ARGS(self._config) if n not in loaded]
@@ -586,7 +587,6 @@ class GaeDriver(DriverBase):
                           or batch.rtg_range < batch.rtg_bound))
             if results is None and not retry:          # one run: straight into the results
                 results = self._decode(batch, [out["adv"], out["rtg"]], outs, batch.values)
-                origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
                 break
             if out["rtg"] is None:                     # the saturation of both is needed
                 out["rtg"] = self._read_images(batch.T, batch.M, (1,))[0]
@@ -599,7 +599,6 @@ class GaeDriver(DriverBase):
                     if self._config.results == "inplace" else [False, False]
             if results is None:
                 results = list(decoded)
-                origin = [np.zeros((batch.T, batch.M), np.int8) for _ in (0, 1)]
             else:
                 now = sat()
                 for i in (0, 1):

@@ -309,10 +309,7 @@ class ReplayDriver(DriverBase):
     def _load(self, name, values):
         """Write validated non-negative int64 ``values`` (at most ``max_batch``) to region
         ``name`` as little-endian 64-bit words, through the region's staging buffer."""
-        n = len(values)
-        buf = self._stage[name][:n]
-        buf[:] = values
-        self._device.memory.write(self._bases[name], buf)
+        self._load_blocks([(name, values)])
 
     def _load_blocks(self, blocks):
         """:meth:`_load` of ``[(name, values), ...]`` (input regions in the order of
@@ -327,11 +324,10 @@ class ReplayDriver(DriverBase):
         self._device.memory.write_blocks(out, gaps_are_inputs=True)
 
     def _fetch(self, name, n):
-        data = self._device.memory.read(self._bases[name], 8 * n)
-        return np.frombuffer(data, "<u8").astype(np.int64)
+        return self._fetch_blocks((name,), n)[0]
 
     def _fetch_blocks(self, names, n):
-        """:meth:`_fetch` of several regions through one
+        """``n`` int64 words of each region ``names``, through one
         :meth:`~sw.driver.mmio.MemoryPort.read_blocks`."""
         got = self._device.memory.read_blocks([(self._bases[name], 8 * n) for name in names])
         return [np.frombuffer(data, "<u8").astype(np.int64) for data in got]
