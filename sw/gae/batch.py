@@ -163,9 +163,10 @@ def episode_dones(shape, gamma, rewards, *, dones=None, episode_starts=None, nex
 
     Returns
     -------
-    (dones, rewards, truncations) : (bool [T, M], float64 [T, M], int)
-        ``rewards`` has ``gamma * final_values`` added where a step was truncated (not
-        terminated); ``truncations`` counts those steps.
+    (dones, rewards, truncations) : (bool [T, M], array [T, M], int)
+        ``rewards`` (the given array unless a step was truncated) has ``gamma *
+        final_values`` added, in float64, where a step was truncated (not terminated);
+        ``truncations`` counts those steps.
 
     Raises
     ------
@@ -188,7 +189,7 @@ def episode_dones(shape, gamma, rewards, *, dones=None, episode_starts=None, nex
         raise ValueError(f"{extra[0]} goes with "
                          f"{'episode_starts' if extra[0] == 'next_done' else 'terminated'}, "
                          f"not with {given[0]}")
-    r = np.asarray(rewards, np.float64)
+    r = np.asarray(rewards)                       # converted where it is used
     if dones is not None:
         return flags(dones, "dones", (T, M)), r, 0
     if episode_starts is not None:
@@ -212,21 +213,29 @@ def episode_dones(shape, gamma, rewards, *, dones=None, episode_starts=None, nex
         fv = fv[trunc].astype(np.float64)
         if not np.isfinite(fv).all():
             raise ValueError("final_values must be finite where truncated is set")
-        r = r.copy()
+        r = r.astype(np.float64)                  # a copy
         r[trunc] += gamma * fv
     return term | trunc, r, int(trunc.sum())
 
 
-def check_batch(rewards, values, last_values):
-    """Rewards, values ([T, M]) and last values ([M]) as checked arrays."""
-    r = numeric(rewards, "rewards", ndim=2)
-    v = numeric(values, "values", ndim=2)
+def check_batch(rewards, values, last_values, *, finite=True):
+    """Rewards, values ([T, M]) and last values ([M]) as checked arrays. ``finite=False``
+    leaves their finiteness to the caller (:func:`check_finite_batch`)."""
+    r = numeric(rewards, "rewards", ndim=2, finite=finite)
+    v = numeric(values, "values", ndim=2, finite=finite)
     if v.shape != r.shape:
         raise ValueError(f"values must have the shape of rewards {r.shape}, not {v.shape}")
-    last = numeric(last_values, "last_values", ndim=1)
+    last = numeric(last_values, "last_values", ndim=1, finite=finite)
     if last.shape != (r.shape[1],):
         raise ValueError(f"last_values must have shape ({r.shape[1]},), not {last.shape}")
     return r, v, last
+
+
+def check_finite_batch(r, v, last):
+    """The finiteness check of :func:`check_batch` (``ValueError`` naming the first
+    argument with a NaN or infinite element)."""
+    for x, name in ((r, "rewards"), (v, "values"), (last, "last_values")):
+        check_finite(np.asarray(x), name)
 
 
 def range_registers(lo, hi, bits, reg_format, scale_format):
@@ -292,6 +301,7 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
                                      coefs=(gh, glh))
         if prep is not None:
             return prep
+    check_finite_batch(rewards, values, last_values)  # the kernels' None for non-finite input
     r = np.asarray(rewards, np.float64)
     v = np.asarray(values, np.float64)
     last = np.asarray(last_values, np.float64)

@@ -260,7 +260,10 @@ class GaeDriver(DriverBase):
         for name, x in (("last_values", last_values), ("gamma", gamma), ("lam", lam)):
             if x is None:
                 raise ValueError(f"{name} is required")
-        r, v, last = check_batch(rewards, values, last_values)
+        # caller's units: prepare_caller_units checks finiteness (the compiled kernels' first
+        # pass does, with no pass of its own)
+        r, v, last = check_batch(rewards, values, last_values,
+                                 finite=self._units != "caller")
         T, M = r.shape
         gamma = coefficient(gamma, "gamma")
         lam = coefficient(lam, "lam")

@@ -4,8 +4,9 @@
 the numpy code of :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and the driver's de-quantization
 when numba is installed; the results are the same bit for bit (``tb/gae/test_host_fast.py``
 compares them with that code): every element goes through the same IEEE operations in the same
-order (no fast-math), and every sum that numpy computes pairwise is still computed by numpy, on
-a buffer that holds exactly the array numpy would have summed.
+order (no fast-math), and every sum that numpy computes pairwise is either still computed by
+numpy, on a buffer that holds exactly the array numpy would have summed, or by the kernels'
+copy of numpy's pairwise summation (``pairwise``; ``test_sums_same_as_numpy``).
 
 The kernels are compiled on first use and cached on disk (``cache=True``); each has one or two
 signatures (float64 inputs, int8 or int16 codes).
@@ -27,13 +28,14 @@ _K = []
 _SCRATCH = threading.local()
 
 
-def _scratch(name, shape, dtype=np.float64):
-    """This thread's work array of call site ``name`` (uninitialized): the one of the last
-    call if it has this shape and dtype, else a new one that replaces it."""
+def _scratch(name, shape, dtype=np.float64, *, zeros=False):
+    """This thread's work array of call site ``name``: the one of the last call if it has
+    this shape and dtype (as that call left it), else a new one (zeroed if ``zeros``, else
+    uninitialized) that replaces it."""
     pool = _SCRATCH.__dict__
     a = pool.get(name)
     if a is None or a.shape != shape or a.dtype != dtype:
-        a = pool[name] = np.empty(shape, dtype)
+        a = pool[name] = (np.zeros if zeros else np.empty)(shape, dtype)
     return a
 
 
@@ -161,15 +163,6 @@ def _build():
         return dmax.max(), vlo.min(), vhi.max(), longest.max()
 
     @jit
-    def square_dev(x, m, out):
-        """``out = (x - m) ** 2`` elementwise."""
-        T, M = x.shape
-        for t in range(T):
-            for j in range(M):
-                y = x[t, j] - m
-                out[t, j] = y * y
-
-    @jit
     def lookup(raw, table, lo, out):
         """``out = table[raw + lo]``; False (``out`` incomplete) at an index outside it."""
         T, M = raw.shape
@@ -253,21 +246,31 @@ def _build():
     @jit
     def pack8(rc, vc, boot, d, n, rimg, vimg, dimg):
         """:func:`pack` of int8 codes into 8-bit lanes when every word holds ``n`` whole
-        results (M a multiple of ``n``): no range check (an int8 is a code) and no branch
-        per element."""
+        results (M and ``n`` multiples of 8, words of whole 8-byte pieces): eight lanes or
+        eight dones at a time as one 64-bit word (no range check: an int8 is a code). Writes
+        every payload byte (and the dones' word's first 8 bytes), so the images' padding is
+        left as it was."""
         T, M = rc.shape
-        G = M // n
-        for t in range(T + 1):
+        G, k8 = M // n, n // 8
+        r64, v64, b64 = rc.view(np.uint64), vc.view(np.uint64), boot.view(np.uint64)
+        d64 = d.view(np.uint64)                  # 8 bools (bytes 0 or 1) per word
+        ri, vi, di = rimg.view(np.uint64), vimg.view(np.uint64), dimg.view(np.uint64)
+        spread = np.uint64(0x0102040810204080)   # byte q (0 or 1) -> bit 56 + q
+        for t in range(T):
             for g in range(G):
-                w, j0 = t * G + g, g * n
-                if t < T:
-                    for p in range(n):
-                        rimg[w, p] = np.uint8(np.int64(rc[t, j0 + p]) & 0xFF)
-                        vimg[w, p] = np.uint8(np.int64(vc[t, j0 + p]) & 0xFF)
-                        dimg[w, p >> 3] |= np.uint8((1 if d[t, j0 + p] else 0) << (p & 7))
-                else:
-                    for p in range(n):
-                        vimg[w, p] = np.uint8(np.int64(boot[j0 + p]) & 0xFF)
+                w, k0 = t * G + g, g * k8
+                for k in range(k8):
+                    ri[w, k] = r64[t, k0 + k]
+                    vi[w, k] = v64[t, k0 + k]
+                for k0d in range(0, k8, 8):       # 64 dones per 64-bit word of the image
+                    x = np.uint64(0)
+                    for k in range(k0d, min(k8, k0d + 8)):
+                        b = (d64[t, k0 + k] * spread) >> np.uint64(56)
+                        x |= b << np.uint64(8 * (k - k0d))
+                    di[w, k0d // 8] = x
+        for g in range(G):
+            for k in range(k8):
+                vi[T * G + g, k] = b64[g * k8 + k]
 
     @jit
     def pairwise(a, lo, n):
@@ -295,6 +298,46 @@ def _build():
         n2 = n // 2
         n2 -= n2 % 8
         return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2)
+
+    @jit
+    def pairwise_sq(a, lo, n, m):
+        """:func:`pairwise` of ``(a[i] - m) ** 2`` (numpy's ``std`` squares the deviations
+        into a buffer and sums it so): the same float, with no buffer."""
+        if n < 8:
+            res = 0.0
+            for i in range(lo, lo + n):
+                y = a[i] - m
+                res += y * y
+            return res
+        if n <= 128:
+            y0, y1, y2, y3 = a[lo] - m, a[lo + 1] - m, a[lo + 2] - m, a[lo + 3] - m
+            y4, y5, y6, y7 = a[lo + 4] - m, a[lo + 5] - m, a[lo + 6] - m, a[lo + 7] - m
+            r0, r1, r2, r3 = y0 * y0, y1 * y1, y2 * y2, y3 * y3
+            r4, r5, r6, r7 = y4 * y4, y5 * y5, y6 * y6, y7 * y7
+            i = 8
+            while i < n - n % 8:
+                k = lo + i
+                y0, y1, y2, y3 = a[k] - m, a[k + 1] - m, a[k + 2] - m, a[k + 3] - m
+                y4, y5, y6, y7 = a[k + 4] - m, a[k + 5] - m, a[k + 6] - m, a[k + 7] - m
+                r0, r1, r2, r3 = r0 + y0 * y0, r1 + y1 * y1, r2 + y2 * y2, r3 + y3 * y3
+                r4, r5, r6, r7 = r4 + y4 * y4, r5 + y5 * y5, r6 + y6 * y6, r7 + y7 * y7
+                i += 8
+            res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+            while i < n:
+                y = a[lo + i] - m
+                res += y * y
+                i += 1
+            return res
+        n2 = n // 2
+        n2 -= n2 % 8
+        return pairwise_sq(a, lo, n2, m) + pairwise_sq(a, lo + n2, n - n2, m)
+
+    @jit
+    def mean_std(a):
+        """numpy's ``a.mean()`` and ``a.std()`` of a flat float64 array, bit for bit."""
+        n = a.size
+        mean = (0.0 + pairwise(a, 0, n)) / n
+        return mean, np.sqrt((0.0 + pairwise_sq(a, 0, n, mean)) / n)
 
     @jit
     def push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh, n,
@@ -353,7 +396,7 @@ def _build():
     return {"push_row": push_row, "row_stats": row_stats, "pack": pack, "decode": decode,
             "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "matched_targets": matched_targets, "matched_codes": matched_codes,
-            "square_dev": square_dev, "lookup": lookup, "decode_rows": decode_rows,
+            "mean_std": mean_std, "lookup": lookup, "decode_rows": decode_rows,
             "pack8": pack8}
 
 
@@ -440,10 +483,7 @@ def result_stats(batch, cfg):
     delta = _scratch("result_stats.delta", (T, M))
     dmax, vlo, vhi, longest = k["deq_stats"](rc, vc, boot, d,
                                              *scales, g, delta, np.empty(M, np.int64))
-    mean = delta.mean()
-    sq = _scratch("result_stats.sq", (T, M))
-    k["square_dev"](delta, float(mean), sq)
-    std = np.sqrt(sq.sum() / np.intp(delta.size))
+    mean, std = k["mean_std"](delta.reshape(-1))
     center = float(batch.prepared["value_mean"])
     v_dev = float(max(abs(vlo - center), abs(vhi - center)))
     return {"max_abs_delta": float(dmax), "mean_delta": float(mean), "std_delta": float(std),
@@ -528,15 +568,20 @@ def pack_codes(cfg, rc, vc, boot, d):
     G = -(-M // cfg.n_pe)
     if T < 1 or M < 1 or M > 4096 or (T + 1) * G > cfg.depth:
         return None
+    n, nbytes = cfg.n_pe, {r: word_bytes(cfg, r) for r in ("rewards", "values", "dones")}
+    whole = (rc.dtype == np.int8 and cfg.code_bits == 8 and M % n == 0 and n % 8 == 0
+             and all(b % 8 == 0 for b in nbytes.values()))
     images = {}
     for r, rows in (("rewards", T), ("values", T + 1), ("dones", T)):
-        images[r] = img = _scratch(f"pack_codes.{r}", (rows * G, word_bytes(cfg, r)), np.uint8)
-        img.fill(0)
+        images[r] = img = _scratch(f"pack_codes.{r}", (rows * G, nbytes[r]), np.uint8,
+                                   zeros=True)
+        if not whole:                         # pack ORs the dones and skips absent lanes
+            img.fill(0)
     hi = (1 << (cfg.code_bits - 1)) - 1
-    if rc.dtype == np.int8 and cfg.code_bits == 8 and M % cfg.n_pe == 0:
-        _kernels()["pack8"](rc, vc, boot, d, cfg.n_pe, images["rewards"], images["values"],
+    if whole:                 # every payload byte written; the padding stays zero
+        _kernels()["pack8"](rc, vc, boot, d, n, images["rewards"], images["values"],
                             images["dones"])
-    elif not _kernels()["pack"](rc, vc, boot, d, cfg.n_pe, cfg.code_bits // 8, -hi - 1, hi,
+    elif not _kernels()["pack"](rc, vc, boot, d, n, cfg.code_bits // 8, -hi - 1, hi,
                                 images["rewards"], images["values"], images["dones"]):
         return None
     return list(images.items())           # written at once by GaeDriver.load (no copy)

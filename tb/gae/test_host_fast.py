@@ -371,3 +371,30 @@ def test_caller_units_read_back_the_advantages_only():
             GaeDriver(dev, cfg, units=units, result_sigmas=8.0).compute(r, v, d, last, 0.99,
                                                                          0.95)
         assert reads == [(o, n) for _, o, n in copy_plan(cfg, T, M, returns=returns)["out"]]
+
+
+def test_packed_images_after_other_shapes():
+    """The 64-bit packer writes payload bytes only and leaves the reused images' padding as
+    it was: images after calls of other shapes (same image size: the general packer, which
+    zeroes; int8 codes at M a multiple of n_pe: the 64-bit one) equal the numpy packer's."""
+    from sw.gae.batch import code_images
+    cfg = GaeCoreConfig.from_dict(CONFIGS["n8"])
+    rng = np.random.default_rng(11)
+    kernels = hostfast._kernels()
+
+    def images(T, M, fast):
+        codes = rng.integers(-128, 128, (2, T + 1, M)).astype(np.int8)
+        d = rng.random((T, M)) < 0.5
+        args = (codes[0, :T], codes[1, :T], codes[1, T], d)
+        out = []
+        for on in (fast, False):
+            hostfast._K[:] = [kernels if on else None]
+            try:
+                out.append([(r, bytes(memoryview(x)))
+                            for r, x in code_images(cfg, *args, lambda T, M: None)])
+            finally:
+                hostfast._K[:] = [kernels]
+        return out
+    for T, M in [(5, 17), (5, 24), (5, 24), (5, 19), (5, 24), (6, 16), (5, 24), (7, 8)]:
+        got, want = images(T, M, True)
+        assert got == want, (T, M)
