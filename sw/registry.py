@@ -284,6 +284,10 @@ SHIPPED = [
     ("gae_accel_n64", "gae-accel", {"n_pe": 64, "max_trajectories": 64, "capacity": 1024}),
     # The same as an Alveo (Vitis/XRT) kernel: copies the image over a 512-bit m_axi port.
     ("gae_kernel_n8", "gae-kernel", {"n_pe": 8, "max_trajectories": 64, "capacity": 1024}),
+    # 64 PEs whose window words are the m_axi port's 512 bits: a word of codes is one beat
+    # with no padding, and a batch's copies take 64 bytes a cycle (docs/gae.md, "Kernels").
+    ("gae_kernel_n64", "gae-kernel", {"n_pe": 64, "max_trajectories": 64, "capacity": 1024,
+                                      "axi_data_width": 512}),
     # Prioritized replay sized for the ZCU106: 2^16 leaves in a 16-ary tree (4 levels, latency
     # 46), batches up to 4096; 2^20 leaves need the URAM of a larger part (docs/replay.md).
     ("replay_accel_k16", "replay-accel", {"fanout": 16, "capacity": 1 << 16}),

@@ -24,20 +24,37 @@ from sw.gae.spec import copy_plan, run_cycles
 from sw.registry import shipped
 from sw.shell.spec import DMA_FLAGS, SHELL_VERSION, TO_ACCELERATOR, TO_BUFFER, copy_cycles
 
-__all__ = ["CONFIGS", "JUNK", "run_kernel", "image_blocks", "region_spans", "random_image",
+__all__ = ["CONFIGS", "HEAVY", "rtl_params", "JUNK", "run_kernel", "image_blocks", "region_spans", "random_image",
            "expected", "results_of", "assert_results", "copy_bursts", "start_run", "gae_batch",
            "refused_runs", "locked_copies", "range_refusals", "registers"]
 
-#: The thorough tier's configurations: the shipped kernel (``gae_kernel_n8``: HEPPO's
-#: 64 x 1024 on 8 PEs, 128-bit words, 512-bit m_axi), and full results on 5 PEs with
+#: The thorough tier's configurations: the shipped kernels (``gae_kernel_n8``: HEPPO's
+#: 64 x 1024 on 8 PEs, 128-bit words, 512-bit m_axi; ``gae_kernel_n64``: 64 PEs, 512-bit
+#: words, one a beat: ``heavy``), the n64 kernel's code paths small (8 PEs whose 64-bit words
+#: of codes are the m_axi beat: no padding, one word a beat), and full results on 5 PEs with
 #: interleaved PEs, 64-bit words and a 128-bit m_axi (two words a beat, copies that end in
 #: half a beat).
+_SHIPPED = {m: p for m, _, p in shipped(family="gae", role="kernel")}
 CONFIGS = {
-    "n8": next(p for m, _, p in shipped(family="gae", role="kernel") if m == "gae_kernel_n8"),
+    "n8": _SHIPPED["gae_kernel_n8"],
+    "n64": _SHIPPED["gae_kernel_n64"],
+    "n8-w64": {"n_pe": 8, "max_trajectories": 24, "capacity": 64, "axi_data_width": 64,
+               "gmem_data_width": 64, "max_burst": 16, "max_outstanding": 2},
     "n5-full-il2": {"n_pe": 5, "max_trajectories": 20, "capacity": 40, "results": "full",
                     "axi_data_width": 64, "gmem_data_width": 128, "max_burst": 16,
                     "max_outstanding": 2, "pe": {"k": 2, "mode": "interleaved"}},
 }
+
+#: Configurations whose Verilator model takes minutes of C++ compile for the code paths of a
+#: smaller one (``make test-heavy``).
+HEAVY = {"n64": "n8-w64"}
+
+
+def rtl_params():
+    """``pytest.param`` of every configuration, the heavy ones marked."""
+    import pytest
+    return [pytest.param(n, marks=pytest.mark.heavy) if n in HEAVY else n for n in CONFIGS]
+
 
 #: What the buffer holds where no block was written (so a stray write shows).
 JUNK = 0xA5

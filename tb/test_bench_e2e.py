@@ -29,8 +29,10 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench_e2e.main(["--quick", "--rounds", "5", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
-    assert [r["block"] for r in rows] == ["gae"] * 3 + ["learner"] * 2 + ["replay"] * 4
-    assert ["streamed" in r["config"] for r in rows[:3]] == [False, True, True]
+    assert [r["block"] for r in rows] == ["gae"] * 5 + ["learner"] * 2 + ["replay"] * 4
+    assert ["streamed" in r["config"] for r in rows[:5]] == [False, False, True, True, True]
+    assert [r["config"].split()[0] for r in rows[:5]] == [
+        "gae_kernel_n8", "gae_kernel_n64", "gae_kernel_n8", "gae_kernel_n64", "gae_accel_n64"]
     for r in rows:
         assert tuple(r) == common.ROW_KEYS
         assert r["baseline"] in ("numba", "numpy", "torch", "cpprb")
@@ -47,7 +49,7 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     from sw.timing import clock_mhz
     clocks = {k[len("clock ("):-1]: v for k, v in meta["assumptions"].items()
               if k.startswith("clock (")}
-    assert "gae_kernel_n8" in clocks
+    assert "gae_kernel_n8" in clocks and "gae_kernel_n64" in clocks
     for module, text in clocks.items():        # the clock each row used, with its label
         mhz, label = clock_mhz(module)
         assert text.startswith(f"{mhz:.0f} MHz {label}"), (module, text)

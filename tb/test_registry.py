@@ -217,7 +217,7 @@ def test_shipped_lookups():
     assert registry.shipped() == SHIPPED
     assert registry.shipped_modules() == [m for m, _, _ in SHIPPED]
     assert registry.shipped_modules(family="gae") == ["gae_accel_n8", "gae_accel_n64",
-                                                      "gae_kernel_n8"]
+                                                      "gae_kernel_n8", "gae_kernel_n64"]
     assert registry.shipped_modules(role="unit") == ["gae_pe_k2", "gae_pe_k3", "gae_pe_il4"]
     assert registry.shipped_modules(role="accelerator") == [
         "gae_accel_n8", "gae_accel_n64", "replay_accel_k16", "learner_cartpole_s4"]

@@ -1,7 +1,9 @@
 """GAE end to end: one batch of rewards/values/dones in, advantages and returns out.
 
-Accelerator: :class:`sw.gae.driver.GaeDriver` ``compute`` on the shipped Alveo kernel
-``gae_kernel_n8`` (8 PEs, 64 trajectories x 1024 steps), host code timed against
+Accelerator: :class:`sw.gae.driver.GaeDriver` ``compute`` on the shipped Alveo kernels
+``gae_kernel_n8`` (8 PEs, 64 trajectories x 1024 steps, 128-bit window words) and
+``gae_kernel_n64`` (64 PEs, 512-bit window words: a word of codes is one m_axi beat, no
+padding), host code timed against
 :class:`sw.driver.stub.InstantDevice` (quantization, packing, register writes, unpacking,
 dequantization), the bytes it moves through the PCIe model, the run's cycles
 (:func:`sw.gae.spec.run_cycles`) plus the window shell's copies.
@@ -26,7 +28,8 @@ from bench.common import traffic_of
 
 #: (T, N) shapes: HEPPO's 64 x 1024 (as [T, N] = [1024, 64]) and a small PPO batch.
 SHAPES = ((1024, 64), (128, 8))
-MODULE = "gae_kernel_n8"
+#: The shipped Alveo kernels of the batch rows (the first is HEPPO's 8 PEs).
+MODULES = ("gae_kernel_n8", "gae_kernel_n64")
 GAMMA, LAM = 0.99, 0.95
 
 
@@ -111,7 +114,6 @@ def rows(quick: bool, env, shapes=None) -> list:
     from sw.gae.spec import run_cycles
     from sw.registry import shipped_config
 
-    _, kcfg = shipped_config(MODULE)
     torch = _torch()
     nb = make_numba_gae(env.numba)
     th = torch_gae(torch)
@@ -129,22 +131,25 @@ def rows(quick: bool, env, shapes=None) -> list:
             tr, tv, td, tl = (torch.from_numpy(x) for x in (r, v, d, last))
             fns["torch"] = lambda: th(tr, tv, td, tl, GAMMA, LAM)
         np.testing.assert_allclose(fns["numpy"]()[0], ref_adv, rtol=1e-3, atol=1e-3)
-        dev = InstantDevice.for_kernel(MODULE)
-        drv = GaeDriver(dev)
         db = d.astype(bool)
-
         res = (np.empty_like(r), np.empty_like(r))       # as the numba baseline's
-
-        def accel():
-            return drv.compute(r, v, db, last, GAMMA, LAM, out=res)
-        traffic = traffic_of(dev, accel)
-        times = env.best_of({**fns, "host": accel}, desc=f"gae {T}x{N}")
-        host = times.pop("host")
-        out.append(env.kernel_row(
-            block="gae", module=MODULE,
-            config=f"{MODULE} (n_pe={kcfg.n_pe}, 8-bit codes in place), Alveo",
-            shape=f"T={T} x N={N}", baselines=times, host_us=host, traffic=traffic,
-            run_cycles=run_cycles(kcfg.accel, T, N)))
+        accels, traffic = {}, {}
+        for module in MODULES:
+            dev = InstantDevice.for_kernel(module)
+            drv = GaeDriver(dev)
+            accels[module] = (lambda drv=drv: drv.compute(r, v, db, last, GAMMA, LAM,
+                                                          out=res))
+            traffic[module] = traffic_of(dev, accels[module])
+        times = env.best_of({**fns, **accels}, desc=f"gae {T}x{N}")
+        for module in MODULES:
+            host = times.pop(module)
+            _, kcfg = shipped_config(module)
+            out.append(env.kernel_row(
+                block="gae", module=module,
+                config=f"{module} (n_pe={kcfg.n_pe}, {kcfg.axi_data_width}-bit words, 8-bit "
+                f"codes in place), Alveo", shape=f"T={T} x N={N}", baselines=dict(times),
+                host_us=host, traffic=traffic[module],
+                run_cycles=run_cycles(kcfg.accel, T, N)))
     env.note("gae PPO view", "the batch rows are compute() after the rollout; the streamed "
              "rows are the time left after the last environment step when the rollout pushes "
              "each step (GaeDriver.stream)")
@@ -152,7 +157,8 @@ def rows(quick: bool, env, shapes=None) -> list:
 
 
 #: Shipped configurations of the streaming rows: (module, bus model).
-STREAM_CONFIGS = (("gae_kernel_n8", "alveo"), ("gae_accel_n64", "zcu106"))
+STREAM_CONFIGS = (("gae_kernel_n8", "alveo"), ("gae_kernel_n64", "alveo"),
+                  ("gae_accel_n64", "zcu106"))
 
 
 def _stub(module):

@@ -16,13 +16,13 @@ during a run, RANGE, the register file, a reset in the middle of a copy.
 import numpy as np
 import pytest
 
-from gae_kernel_cases import CONFIGS, run_kernel
+from gae_kernel_cases import CONFIGS, rtl_params, run_kernel
 
 SEED = 20261124
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", rtl_params())
 def test_gae_kernel_rtl(name):
     run_kernel(name, __file__, seed=SEED)
 

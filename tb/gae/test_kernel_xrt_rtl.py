@@ -14,13 +14,13 @@ included.
 
 import pytest
 
-from gae_kernel_cases import CONFIGS, run_kernel
+from gae_kernel_cases import CONFIGS, rtl_params, run_kernel
 
 SEED = 20261125
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", rtl_params())
 def test_gae_driver_through_xrt_device_on_kernel_rtl(name):
     run_kernel(name, __file__, seed=SEED)
 
