@@ -436,7 +436,11 @@ class GaeStream:
         check_out(out, self.T, self.M)
         self.is_open = False
         drv, T, M = self._drv, self.T, self.M
-        self._raw_stats(None, last, None)
+        fast = not self.deferred and self._fast          # (deferred streams have no _fast)
+        if fast:
+            self._raw_stats_fast(hostfast._kernels(), None, np.ascontiguousarray(last), None)
+        else:
+            self._raw_stats(None, last, None)
         if self.deferred:
             batch = drv.prepare(self._r, self._v, self._d, last, self._gamma, self._lam)
             self._set_reference()
@@ -447,7 +451,10 @@ class GaeStream:
         self._vc[T] = vc
         drv.device.memory.write(row_offset(cfg, "values", T, M),
                                 pack_rows(cfg, "values", self._vc[T][None]))
-        self._result_stats(None, vc * self._vs + self._vo, None)
+        if fast:
+            self._result_stats_fast(hostfast._kernels(), None, vc * self._vs + self._vo, None)
+        else:
+            self._result_stats(None, vc * self._vs + self._vo, None)
         self._longest = max(self._longest, int(self._seg.max()))
         n_r, n_v = T * M, (T + 1) * M
         center = self._vsum / n_v
