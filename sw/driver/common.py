@@ -166,43 +166,60 @@ class DriverBase:
         check_against(config, hw)
         return config
 
+    def _ctrl_words(self):
+        """Words and masks :meth:`_start` and :meth:`_wait_done` use, computed once from the
+        register map: CTRL's start word and AP_DONE mask, IP_IER's and IP_ISR's AP_DONE."""
+        words = self.__dict__.get("_ctrl_cache")
+        if words is None:
+            rm = self.register_map
+            words = self._ctrl_cache = {
+                "start": rm.word("CTRL", AP_START=1, AUTO_RESTART=0),
+                "done": rm.CTRL._register.field("AP_DONE").mask,
+                "ier": rm.IP_IER._register.field("AP_DONE").mask,
+                "isr": rm.word("IP_ISR", AP_DONE=1)}
+        return words
+
     def _start(self):
         """Arm the interrupt (clear what IP_ISR holds, enable AP_DONE, GIER) or disable it
-        for polling, then write AP_START (AUTO_RESTART off)."""
-        rm = self.register_map
+        for polling, then write AP_START (AUTO_RESTART off). Raw words by name
+        (:meth:`~sw.driver.regmap.RegisterMapAccess.write_word`): a run's hot path."""
+        rm, words = self.register_map, self._ctrl_words()
         if self._use_irq:
-            isr = int(rm.IP_ISR.read())
+            isr = rm.read_word("IP_ISR")
             if isr:
-                rm.IP_ISR = isr                    # toggle-on-write: clears what was seen
-            rm.IP_IER = rm.IP_IER._register.field("AP_DONE").mask
-            rm.GIER.ENABLE = 1
+                rm.write_word("IP_ISR", isr)       # toggle-on-write: clears what was seen
+            rm.write_word("IP_IER", words["ier"])
+            rm.write_word("GIER", 1)
         else:
-            rm.GIER.ENABLE = 0
-        rm.CTRL.write(AP_START=1, AUTO_RESTART=0)
+            rm.write_word("GIER", 0)
+        rm.write_word("CTRL", words["start"])
 
     def _wait_done(self, timeout, timeout_error):
         """Wait up to ``timeout`` seconds (device clock; None: the driver's timeout plus the
         expected cycles at ``clock_hz``) for CTRL.AP_DONE: for the interrupt (then clear
         IP_ISR.AP_DONE) or by polling CTRL. Raises ``timeout_error`` if it does not come;
         returns the STATUS fields."""
-        dev, rm = self._device, self.register_map
+        dev, rm, words = self._device, self.register_map, self._ctrl_words()
         if timeout is None:
             timeout = self._timeout + self._expected_cycles / self._clock_hz
         timeout = positive(timeout, "timeout")
-        deadline = dev.time() + timeout
-        done = False
+        done_mask = words["done"]
         if self._use_irq:
             if not dev.wait_interrupt(timeout):
                 raise timeout_error(f"no interrupt within {timeout:g} s")
-            done = bool(rm.CTRL.read().AP_DONE)
-            rm.IP_ISR.AP_DONE = 1                  # toggle-on-write: clear the done event
-        while not done:
-            if rm.CTRL.read().AP_DONE:
-                break
-            if dev.time() >= deadline:
-                raise timeout_error(f"CTRL.AP_DONE not set within {timeout:g} s")
-            dev.sleep(self._poll)
-        return dict(rm.STATUS.read().fields)
+            done = bool(rm.read_word("CTRL") & done_mask)
+            rm.write_word("IP_ISR", words["isr"])  # toggle-on-write: clear the done event
+        else:
+            done = bool(rm.read_word("CTRL") & done_mask)      # the first poll: no clock read
+        if not done:
+            deadline = dev.time() + timeout
+            while True:
+                if dev.time() >= deadline:
+                    raise timeout_error(f"CTRL.AP_DONE not set within {timeout:g} s")
+                dev.sleep(self._poll)
+                if rm.read_word("CTRL") & done_mask:
+                    break
+        return rm.fields_of("STATUS", rm.read_word("STATUS"))
 
     @property
     def config(self):

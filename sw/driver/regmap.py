@@ -189,7 +189,7 @@ class _Plan:
     far (:meth:`RegisterMapAccess._write_fields`)."""
 
     __slots__ = ("reg", "offset", "table", "by_name", "on_read", "on_write", "has_cor",
-                 "recipes")
+                 "recipes", "writable", "readable")
 
     def __init__(self, reg: Register):
         self.reg = reg
@@ -202,6 +202,9 @@ class _Plan:
                               for f in reg.fields if f.access in ("rw", "wo"))
         self.has_cor = any(f.access == "ro_cor" for f in reg.fields)
         self.recipes = {}
+        self.writable = sum(f.mask for f in reg.fields if f.host_writable)
+        self.readable = tuple((f.name, f.lsb, (1 << f.width) - 1) for f in reg.fields
+                              if f.readable)
 
     def recipe(self, names):
         """How to write the fields ``names`` (a tuple): ``(checks, from_read, from_shadow)``
@@ -436,6 +439,53 @@ class RegisterMapAccess:
                 lines.append(f"  {r.offset:#06x} {r.name} = {int(word):#010x}: "
                              f"{_describe(r, word)}")
         return "\n".join(lines)
+
+    # -- hot paths: raw words by register name ------------------------------------------------
+    def _named(self, name) -> _Plan:
+        try:
+            return self._plans[name]
+        except KeyError:
+            raise AttributeError(f"register map {self._regmap.name!r} has no register {name!r}"
+                                 + _suggest(name, self._by_name)) from None
+
+    def word(self, name: str, **fields) -> int:
+        """The raw word of register ``name`` holding ``fields`` (the others 0), checked as a
+        write of those fields is (range, read-only, unknown names); no bus access. For
+        :meth:`write_word` on a driver's hot path, computed once."""
+        plan = self._named(name)
+        checks, _, _ = plan.recipe(tuple(fields))
+        word = 0
+        for fname, f, lsb, _ in checks:
+            word |= _check_value(plan.reg, f, fields[fname]) << lsb
+        return word
+
+    def read_word(self, name: str) -> int:
+        """One bus read of register ``name``: its raw word (``int(rm.NAME)`` without the
+        attribute machinery; ``rw`` shadows refreshed, ``ro_cor`` fields cleared)."""
+        plan = self._plans.get(name) or self._named(name)
+        word = self._mmio.read32(plan.offset)         # _read_word, inlined
+        if type(word) is not int or not 0 <= word <= 0xFFFF_FFFF:
+            word = check_word(word, what=f"{name} read value")
+        shadow = self._shadow
+        for key, lsb, top in plan.on_read:
+            shadow[key] = (word >> lsb) & top
+        return word
+
+    def write_word(self, name: str, word: int):
+        """One bus write of the raw ``word`` to register ``name``, as ``rm.NAME.write(word)``:
+        only host-writable bits may be set (``ValueError``); shadows refreshed."""
+        plan = self._plans.get(name) or self._named(name)
+        if type(word) is not int or word < 0 or word & ~plan.writable:
+            self._write_word(plan.reg, word)          # raises, naming the register
+        self._mmio.write32(plan.offset, word)         # _commit, inlined
+        shadow = self._shadow
+        for key, lsb, top in plan.on_write:
+            shadow[key] = (word >> lsb) & top
+
+    def fields_of(self, name: str, word: int) -> dict:
+        """The readable fields of register ``name`` in ``word`` (a value of
+        :meth:`read_word`), name -> int: ``rm.NAME.read().fields`` without a bus access."""
+        return {f: (word >> lsb) & top for f, lsb, top in self._named(name).readable}
 
     # -- bus access ------------------------------------------------------------------------------
     def _plan(self, reg: Register) -> _Plan:
