@@ -47,6 +47,7 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
+from . import hostfast
 from . import spec as replay_spec
 from .spec import (
     ERRORS,
@@ -182,6 +183,9 @@ class ReplayDriver(DriverBase):
                                              _check_against)
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
         self.last_status = {}
+        self._idle_mask = self.register_map.CTRL._register.field("AP_IDLE").mask
+        self._op_words = {}            # (op, prng, relaxed) -> OP's word
+        self._update_params = hostfast.update_params(config)
         # Per configuration, once: the regions' byte offsets and a uint64 staging buffer per
         # input region (its words written in place and handed to the memory port without a
         # copy: every backend takes any buffer).
@@ -323,6 +327,41 @@ class ReplayDriver(DriverBase):
             out.append((self._bases[name], buf))
         self._device.memory.write_blocks(out, gaps_are_inputs=True)
 
+    def _staged_update(self, indices, td_errors, priorities):
+        """An update's indices and raw priorities checked, quantized and written into the
+        IDX_IN and PRIO_IN staging buffers by the compiled pass
+        (:func:`sw.replay.hostfast.stage_update`): their number, or None where the numpy code
+        must run (no numba, other dtypes, more than ``max_batch`` indices, invalid input: it
+        then raises as usual). One SIZE read, after the checks that need none."""
+        idx, params = indices, self._update_params
+        if params is None or type(idx) is not np.ndarray or idx.dtype != np.int64 \
+                or idx.ndim != 1 or not 0 < idx.size <= self._config.max_batch \
+                or (td_errors is None) == (priorities is None):
+            return None
+        prio = td_errors if priorities is None else priorities
+        if type(prio) is not np.ndarray or prio.dtype != np.float64 or prio.shape != idx.shape:
+            return None
+        if priorities is None:
+            # a NaN or infinite error gives a NaN or infinite priority, which the compiled
+            # pass refuses: the numpy code then names it
+            prio = replay_spec.td_priorities(prio, self.alpha, self.eps)
+        top = hostfast.stage_update(params, idx, prio, self._stage["IDX_IN"],
+                                    self._stage["PRIO_IN"])
+        if top is None or top >= self.size:
+            return None
+        return idx.size
+
+    def _load_staged(self, n, extra=()):
+        """The first ``n`` words of the IDX_IN and PRIO_IN staging buffers (and ``extra``
+        blocks, as :meth:`_load_blocks`) as one write."""
+        blocks = [(self._bases["IDX_IN"], self._stage["IDX_IN"][:n]),
+                  (self._bases["PRIO_IN"], self._stage["PRIO_IN"][:n])]
+        for name, values in extra:
+            buf = self._stage[name][:len(values)]
+            buf[:] = values
+            blocks.append((self._bases[name], buf))
+        self._device.memory.write_blocks(blocks, gaps_are_inputs=True)
+
     def _fetch(self, name, n):
         return self._fetch_blocks((name,), n)[0]
 
@@ -334,13 +373,18 @@ class ReplayDriver(DriverBase):
 
     def _run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=None):
         rm = self.register_map
-        if not rm.CTRL.read().AP_IDLE:
+        if not rm.read_word("CTRL") & self._idle_mask:
             raise ReplayBusyError("the replay accelerator is busy (CTRL.AP_IDLE = 0)")
-        rm.OP.write(CODE=op.value, PRNG=int(prng), RELAXED=int(relaxed))
-        rm.BATCH_SIZE = batch
-        rm.UPDATE_SIZE = update_size
+        key = (op, prng, relaxed)
+        word = self._op_words.get(key)
+        if word is None:
+            word = self._op_words[key] = rm.word("OP", CODE=op.value, PRNG=int(prng),
+                                                 RELAXED=int(relaxed))
+        rm.write_word("OP", word)
+        rm.write_word("BATCH_SIZE", batch)
+        rm.write_word("UPDATE_SIZE", update_size)
         if seed is not None:
-            rm.SEED = seed
+            rm.write_word("SEED", seed)
         self._start()
         expected = replay_spec.run_cycles(self._config, op, batch, update_size, relaxed)
         return self._wait(self._timeout + expected / self._clock_hz)
@@ -350,9 +394,16 @@ class ReplayDriver(DriverBase):
         status = self._wait_done(timeout, ReplayTimeoutError)
         # TREE_BUSY is live (posted updates still in the tree's pipeline), not a run result.
         status.pop("TREE_BUSY", None)
-        status["CYCLES"] = int(rm.CYCLES)
-        status["RESPONSE_CYCLES"] = int(rm.RESPONSE_CYCLES)
+        status["CYCLES"] = rm.read_word("CYCLES")
+        status["RESPONSE_CYCLES"] = rm.read_word("RESPONSE_CYCLES")
         self.last_status = status
+        if status["ERROR"] or status["SATURATED"] or status["START_REFUSED"] \
+                or status["INVALID_INDEX"] or status["EMPTY"]:
+            self._check(status)
+        return status
+
+    def _check(self, status):
+        """Raise or warn for the flags of a run's ``status`` (:meth:`_wait`)."""
         if status["ERROR"]:
             raise ReplayError(status["ERROR"])
         if status["SATURATED"] or status["START_REFUSED"]:
@@ -361,7 +412,6 @@ class ReplayDriver(DriverBase):
             raise ReplayError(0, ": a leaf index >= capacity reached the tree")
         if status["EMPTY"]:
             raise ReplayEmptyError("every priority is zero: nothing to sample")
-        return status
 
     @staticmethod
     def _warn(status):
@@ -377,7 +427,7 @@ class ReplayDriver(DriverBase):
 
     def _read64(self, name):
         rm = self.register_map
-        return int(rm[f"{name}_LO"]) | int(rm[f"{name}_HI"]) << 32
+        return rm.read_word(f"{name}_LO") | rm.read_word(f"{name}_HI") << 32
 
     def _chunks(self, n):
         mb = self._config.max_batch
@@ -415,6 +465,11 @@ class ReplayDriver(DriverBase):
         """Set the priorities of filled slots ``indices`` (in order: for a repeated index the
         last value wins) from ``td_errors`` of any sign (``(|delta| + eps) ** alpha``) or to
         raw ``priorities`` (keyword, >= 0). Batches above ``max_batch`` run in chunks."""
+        n = self._staged_update(indices, td_errors, priorities)
+        if n is not None:                                   # compiled: staged in one pass
+            self._load_staged(n)
+            self._run(ReplayOp.UPDATE, n)
+            return
         idx = self._indices(indices)
         prio = self._new_priorities(td_errors, priorities, idx.size)
         idx = self._filled(idx, checked=True)
@@ -425,8 +480,13 @@ class ReplayDriver(DriverBase):
 
     def _sampled(self, n, total, beta):
         cfg = self._config
-        idx, raw = self._fetch_blocks(("IDX_OUT", "PRIO_OUT"), n)
-        size = int(self.register_map.SIZE)
+        got = self._device.memory.read_blocks([(self._bases[name], 8 * n)
+                                               for name in ("IDX_OUT", "PRIO_OUT")])
+        size = self.size
+        if hostfast.available():                # one compiled pass, the same arithmetic
+            return hostfast.sampled(cfg, np.frombuffer(got[0], "<u8"),
+                                    np.frombuffer(got[1], "<u8"), total, size, beta)
+        idx, raw = (np.frombuffer(data, "<u8").astype(np.int64) for data in got)
         p = raw.astype(np.float64) / float(total)
         w = (max(size, 1) * p) ** -beta
         w = w / w.max()
@@ -456,16 +516,20 @@ class ReplayDriver(DriverBase):
         updates (one batch of priority-update delay), and the run is shorter by the tree
         latency when the update batch is large enough (:func:`sw.replay.spec.run_cycles`).
         """
-        idx = self._indices(indices)
-        u = _count(idx.size, "len(indices)", self._config.max_batch)
         n = _count(batch, "batch", self._config.max_batch)
         beta = self._beta(beta)
         x = self._targets(targets, n)
-        prio = self._new_priorities(td_errors, priorities, u)
-        idx = self._filled(idx, checked=True)
-        raw = self._raw(prio)
-        self._load_blocks([("IDX_IN", idx), ("PRIO_IN", raw)]
-                          + ([] if x is None else [("TARGET_IN", x)]))
+        u = self._staged_update(indices, td_errors, priorities)
+        if u is not None:                                   # compiled: staged in one pass
+            self._load_staged(u, [] if x is None else [("TARGET_IN", x)])
+        else:
+            idx = self._indices(indices)
+            u = _count(idx.size, "len(indices)", self._config.max_batch)
+            prio = self._new_priorities(td_errors, priorities, u)
+            idx = self._filled(idx, checked=True)
+            raw = self._raw(prio)
+            self._load_blocks([("IDX_IN", idx), ("PRIO_IN", raw)]
+                              + ([] if x is None else [("TARGET_IN", x)]))
         before = self._read64("TOTAL") if relaxed else None
         self._run(ReplayOp.UPDATE_SAMPLE, n, u, prng=x is None, relaxed=relaxed)
         return self._sampled(n, before if relaxed else self._read64("TOTAL"), beta)
@@ -489,7 +553,7 @@ class ReplayDriver(DriverBase):
     @property
     def size(self) -> int:
         """Transitions inserted, at most the capacity."""
-        return int(self.register_map.SIZE)
+        return self.register_map.read_word("SIZE")
 
     @property
     def write_pointer(self) -> int:

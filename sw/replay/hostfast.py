@@ -1,0 +1,119 @@
+"""Compiled host passes of the replay driver (issue #12): an update's validation,
+quantization and staging in one pass, and a sample's importance weights in one pass.
+
+:class:`~sw.replay.driver.ReplayDriver` calls them when numba is installed; the results are
+those of its numpy code (``tb/replay/test_host_fast.py`` runs both). Input the numpy code
+would refuse makes :func:`stage_update` return None, and the numpy code then raises its
+error. The kernels are compiled on first use and cached on disk (``cache=True``).
+"""
+
+import numpy as np
+
+__all__ = ["available", "update_params", "stage_update", "sampled"]
+
+_K = []
+
+
+def _build():
+    try:
+        import numba
+    except ImportError:                       # a board image without numba: numpy code
+        return None
+    jit = numba.njit(cache=True, nogil=True)
+
+    @jit
+    def stage(idx, prio, cap, maxv, scale, mode, lo, hi, idx_out, raw_out):
+        """Check and quantize one update: ``idx`` in 0..cap-1, ``prio`` finite and >= 0,
+        raw = the format's rounding of ``min(prio, maxv) * scale`` saturated to lo..hi.
+        Returns ``(ok, top index, positive priorities that rounded to 0)``."""
+        top, clamped = np.int64(-1), np.int64(0)
+        for i in range(idx.size):
+            j = idx[i]
+            p = prio[i]
+            if j < 0 or j >= cap or not (p >= 0.0 and p < np.inf):
+                return False, top, clamped
+            if j > top:
+                top = j
+            s = min(p, maxv) * scale            # ldexp: exact, scale is a power of two
+            if mode == 0:
+                r = np.floor(s)
+            elif mode == 1:
+                r = np.floor(s + 0.5)
+            else:
+                r = np.rint(s)
+            raw = np.int64(min(max(r, lo), hi))
+            if raw == 0 and p > 0.0:         # the numpy code clamps it to 1 and warns
+                clamped += 1
+            idx_out[i] = j
+            raw_out[i] = raw
+        return True, top, clamped
+
+    @jit
+    def weights(idx_words, prio_words, total, size, beta, frac_scale, idx, w, prio):
+        """Leaves, importance weights ``(size * p) ** -beta`` normalised by their maximum
+        (``p = raw / total``) and real priorities of a sample's result words."""
+        m = np.float64(max(size, 1))
+        top = -np.inf
+        for i in range(idx.size):
+            raw = prio_words[i]
+            idx[i] = np.int64(idx_words[i])
+            v = (m * (np.float64(raw) / total)) ** -beta
+            w[i] = v
+            if v > top or v != v:
+                top = v
+            prio[i] = np.float64(raw) * frac_scale
+        for i in range(idx.size):
+            w[i] = w[i] / top
+
+    return {"stage": stage, "weights": weights}
+
+
+def _kernels():
+    if not _K:
+        _K.append(_build())
+    return _K[0]
+
+
+def available() -> bool:
+    """True when numba is installed (the kernels compile on first use)."""
+    return _kernels() is not None
+
+
+def update_params(config) -> tuple:
+    """The constants :func:`stage_update` needs of a configuration (computed once per driver),
+    or None where the compiled pass does not apply (no numba, a format wider than 53 bits)."""
+    fmt = config.input_format
+    if _kernels() is None or fmt.width > 53:
+        return None
+    return (config.capacity, float(fmt.max_value), 2.0 ** fmt.frac,
+            ("floor", "half_up", "half_even").index(fmt.rounding), float(fmt.min_raw),
+            float(fmt.max_raw))
+
+
+def stage_update(params, indices, priorities, idx_out, raw_out):
+    """Write the checked int64 ``indices`` and the input-format raw words of the real
+    ``priorities`` (float64, one per index) into ``idx_out``/``raw_out`` (uint64 staging
+    buffers, long enough), as the numpy code of
+    :meth:`~sw.replay.driver.ReplayDriver.update` does; ``params`` from
+    :func:`update_params`. Returns the largest index, or None (input the numpy code refuses,
+    or a positive priority below one LSB, which the numpy code clamps with a warning)."""
+    k = _kernels()
+    if k is None:
+        return None
+    ok, top, clamped = k["stage"](indices, priorities, *params, idx_out.view(np.int64),
+                                      raw_out.view(np.int64))
+    return int(top) if ok and not clamped else None
+
+
+def sampled(config, idx_words, prio_words, total, size, beta):
+    """``(indices, weights, priorities)`` of a sample's IDX_OUT and PRIO_OUT words (uint64
+    arrays), the root ``total`` (raw) and the tree's ``size``, as the numpy code of
+    :meth:`~sw.replay.driver.ReplayDriver.sample`; None without numba."""
+    k = _kernels()
+    if k is None:
+        return None
+    n = idx_words.size
+    idx, w, prio = np.empty(n, np.int64), np.empty(n), np.empty(n)
+    k["weights"](idx_words, prio_words, float(total), size, beta,
+                 2.0 ** -config.priority_format.frac, idx, w, prio)
+    return idx, w, prio
