@@ -94,6 +94,7 @@ from .layout import (
     pack_samples,
     region,
     region_base,
+    regions,
     unpack_matrix,
     word_bytes,
 )
@@ -185,6 +186,11 @@ class LearnerDriver(DriverBase):
         self._config = config
         self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
+        # Once per driver, for the step's hot path: CTRL's AP_IDLE, the input regions' byte
+        # offsets, the compiled DQN pass's constants (None: the numpy code).
+        self._idle_mask = self.register_map.CTRL._register.field("AP_IDLE").mask
+        self._bases = {r.name: region_base(config, r.name) for r in regions(config)}
+        self._dqn_params = hostfast.dqn_params(config)
         self._since_sync = 0                      # host emulation of the sync counter
         self._expected_cycles = 0
         self.last_batch = None
@@ -254,16 +260,13 @@ class LearnerDriver(DriverBase):
         optionally ``loss_weights`` (``[B]`` in [0, 1]); MSE: ``obs``, ``targets``, ``lr``.
         Raises ``ValueError`` naming the first bad argument.
         """
-        cfg = self._config
-        num = cfg.numerics
-        n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
-        act = num.act_format
-        x = array_arg(obs, "obs", shape=(None, n_in), kinds="iuf")
-        B = x.shape[0]
-        if not 1 <= B <= cfg.max_batch:
-            raise ValueError(f"obs must hold 1..{cfg.max_batch} samples (max_batch), not {B}")
+        return self._prepare(obs, actions, rewards, next_obs, dones, targets, gamma, lr,
+                             loss_weights)[0]
+
+    def _lr(self, lr, B):
+        """``(raw eta, lr)`` of the step's learning rate for a batch of ``B``."""
         lr = real_arg(lr, "lr", 0.0)
-        eta_fmt = num.lr_format
+        eta_fmt = self._config.numerics.lr_format
         eta = lr * 2.0 / B
         eta_raw, over = eta_fmt.quantize(eta, return_overflow=True)
         if over:
@@ -272,7 +275,36 @@ class LearnerDriver(DriverBase):
         if lr > 0 and int(eta_raw) == 0:
             raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g}, below the LR "
                              f"register's resolution {eta_fmt.ulp:g}: it would round to 0")
-        batch = LearnerBatch(B, self._quantize(x, act, "obs"), int(eta_raw), lr_value=lr)
+        return int(eta_raw), lr
+
+    def _prepare(self, obs, actions, rewards, next_obs, dones, targets, gamma, lr,
+                 loss_weights):
+        """:meth:`prepare`, and the batch's images where the compiled DQN pass made them
+        (:func:`sw.learner.hostfast.dqn_batch`: the caller's arrays checked, quantized and
+        packed at once), else None."""
+        cfg = self._config
+        if targets is None and self._dqn_params is not None:
+            fast = hostfast.dqn_batch(cfg, self._dqn_params, obs, actions, rewards, next_obs,
+                                      dones, loss_weights)
+            if fast is not None:
+                raw, images = fast
+                B = raw["obs"].shape[0]
+                eta_raw, lr = self._lr(lr, B)
+                gamma = real_arg(gamma, "gamma", 0.0, 1.0)
+                g_raw, _ = cfg.numerics.coef_format.quantize(gamma, return_overflow=True)
+                return LearnerBatch(
+                    B, raw["obs"], eta_raw, int(g_raw), raw["actions"], raw["rewards"],
+                    raw["dones"], raw["next_obs"], lr_value=lr, gamma_value=gamma,
+                    loss_weights=raw["loss_weights"]), images
+        num = cfg.numerics
+        n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
+        act = num.act_format
+        x = array_arg(obs, "obs", shape=(None, n_in), kinds="iuf")
+        B = x.shape[0]
+        if not 1 <= B <= cfg.max_batch:
+            raise ValueError(f"obs must hold 1..{cfg.max_batch} samples (max_batch), not {B}")
+        eta_raw, lr = self._lr(lr, B)
+        batch = LearnerBatch(B, self._quantize(x, act, "obs"), eta_raw, lr_value=lr)
         dqn_args = {"actions": actions, "rewards": rewards, "next_obs": next_obs,
                     "dones": dones, "loss_weights": loss_weights}
         if cfg.loss == "mse":
@@ -285,7 +317,7 @@ class LearnerDriver(DriverBase):
                                  f"{n_out}] array)")
             t = array_arg(targets, "targets", shape=(B, n_out), kinds="iuf")
             batch.targets = self._quantize(t, act, "targets")
-            return batch
+            return batch, None
         if targets is not None:
             raise ValueError("targets: only for an MSE learner; this one's loss is 'dqn' "
                              "(give actions, rewards, next_obs, dones)")
@@ -318,7 +350,7 @@ class LearnerDriver(DriverBase):
                                  f" = {float(lw[bad]):g}")
             batch.loss_weights = num.loss_weight_format.quantize(
                 lw.astype(np.float64)).astype(np.int64)
-        return batch
+        return batch, None
 
     # -- memory ----------------------------------------------------------------------------------
     def _images(self, batch: LearnerBatch) -> dict:
@@ -337,7 +369,7 @@ class LearnerDriver(DriverBase):
 
     def _require_idle(self):
         """Read CTRL (which also clears a stale AP_DONE); raise if a step is in progress."""
-        if not self.register_map.CTRL.read().AP_IDLE:
+        if not self.register_map.read_word("CTRL") & self._idle_mask:
             raise LearnerBusyError("the learner is busy (CTRL.AP_IDLE = 0): a step is in "
                                    "progress")
 
@@ -452,7 +484,7 @@ class LearnerDriver(DriverBase):
     def _write_and_start(self, words):
         rm = self.register_map
         for name, word in words.items():
-            rm[name] = word
+            rm.write_word(name, word)         # checked: each is one field of its register
         self._start()
         B = words["BATCH_SIZE"]
         self._expected_cycles = step_cycles(self._config, B) \
@@ -481,8 +513,8 @@ class LearnerDriver(DriverBase):
     def _wait(self, timeout):
         rm = self.register_map
         status = self._wait_done(timeout, LearnerTimeoutError)
-        status["LOSS"] = int(rm.LOSS_LO) | int(rm.LOSS_HI) << 32
-        status["CYCLES"] = int(rm.CYCLES)
+        status["LOSS"] = rm.read_word("LOSS_LO") | rm.read_word("LOSS_HI") << 32
+        status["CYCLES"] = rm.read_word("CYCLES")
         self.last_status = status
         if status["ERROR"]:
             raise LearnerError(status["ERROR"])
@@ -505,19 +537,26 @@ class LearnerDriver(DriverBase):
         """Write a prepared batch into the input regions (the learner must be idle)."""
         if not isinstance(batch, LearnerBatch):
             raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
-        images = self._images(batch)
+        self._load_images(self._images(batch))
+
+    def _load_images(self, images):
         self._require_idle()
         # obs, next_obs and samples (or targets) are the first regions, host-written inputs:
         # a backend may move them as one transfer (MemoryPort.write_blocks)
-        self._device.memory.write_blocks(
-            sorted((region_base(self._config, name), img) for name, img in images.items()),
-            gaps_are_inputs=True)
+        bases = self._bases
+        self._device.memory.write_blocks(sorted((bases[name], img)
+                                                for name, img in images.items()),
+                                         gaps_are_inputs=True)
 
     def run(self, batch: LearnerBatch, *, sync_target=False, timeout=None) -> dict:
         """Load a prepared batch, run the step, return the status (:meth:`wait`, warnings
         included). Target sync as in :meth:`train_step`."""
         if not isinstance(batch, LearnerBatch):
             raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
+        return self._run(batch, None, sync_target, timeout)
+
+    def _run(self, batch, images, sync_target, timeout):
+        """:meth:`run`, with the batch's ``images`` if they were made with it (else None)."""
         cfg = self._config
         require_dqn(cfg, sync_target, "sync_target")
         words = {"BATCH_SIZE": batch.batch_size, "LR": batch.lr, "GAMMA": batch.gamma}
@@ -528,7 +567,7 @@ class LearnerDriver(DriverBase):
             if self.hardware_sync:
                 words["SYNC_TARGET"] = int(bool(sync_target))
                 words["SYNC_PERIOD"] = period
-        self.load_batch(batch)
+        self._load_images(self._images(batch) if images is None else images)
         self._write_and_start(words)
         self.last_batch = batch
         status = self._wait(timeout)
@@ -562,9 +601,9 @@ class LearnerDriver(DriverBase):
             raise ValueError(f"details must be a bool, not {details!r}")
         cfg = self._config
         require_dqn(cfg, sync_target, "sync_target")
-        batch = self.prepare(obs, actions, rewards, next_obs, dones, targets=targets,
-                             gamma=gamma, lr=lr, loss_weights=loss_weights)
-        status = self.run(batch, sync_target=sync_target, timeout=timeout)
+        batch, images = self._prepare(obs, actions, rewards, next_obs, dones, targets, gamma,
+                                      lr, loss_weights)
+        status = self._run(batch, images, sync_target, timeout)
         B = batch.batch_size
         loss = status["LOSS"] * 2.0 ** (-2 * cfg.act_frac) / B
         if not details:

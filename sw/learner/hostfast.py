@@ -13,7 +13,7 @@ import numpy as np
 
 from .layout import region, word_bytes
 
-__all__ = ["available", "batch_images"]
+__all__ = ["available", "batch_images", "dqn_params", "dqn_batch"]
 
 _K = []
 
@@ -67,7 +67,68 @@ def _build():
             put(words, b // S, (b % S) * lb, lane, lb)
         return True
 
-    return {"matrix": matrix, "samples": samples, "put": put}
+    @jit
+    def rnd(v, scale, mode):
+        """The format's rounding of ``v * scale`` (``scale`` a power of two: exact)."""
+        s = v * scale
+        if mode == 0:
+            return np.floor(s)
+        if mode == 1:
+            return np.floor(s + 0.5)
+        return np.rint(s)
+
+    @jit
+    def dqn(obs, nxt, act, rew, done, wt, weighted, S, G, lbm, w, ab, lbs, n_out,
+            ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
+            obs_raw, nxt_raw, rew_raw, act_out, done_out, wt_raw, obs_w, nxt_w, s_w):
+        """One DQN batch of the caller's arrays, checked, quantized and packed in one pass:
+        the raw arrays of :meth:`LearnerDriver.prepare` and the images of :func:`batch_images`
+        (zeroed). False at anything the numpy code refuses or warns about (a value outside
+        the act format, an action outside 0..n_out-1, a done not 0/1, a weight outside
+        [0, 1], NaN or infinity)."""
+        B, n_in = obs.shape
+        for i in range(B):
+            rg, ln = (i // S) * G, (i % S) * S
+            for j in range(n_in):
+                for k in range(2):
+                    v = np.float64(obs[i, j]) if k == 0 else np.float64(nxt[i, j])
+                    if not abs(v) < 2.0 ** 960:
+                        return False
+                    r = rnd(v, ascale, amode)
+                    if r < alo or r > ahi:
+                        return False
+                    q = np.int64(r)
+                    if k == 0:
+                        obs_raw[i, j] = q
+                        put(obs_w, rg + j // S, (ln + j % S) * lbm, q, lbm)
+                    else:
+                        nxt_raw[i, j] = q
+                        put(nxt_w, rg + j // S, (ln + j % S) * lbm, q, lbm)
+            a = np.int64(act[i])
+            d = np.float64(done[i])
+            v = np.float64(rew[i])
+            if a < 0 or a >= n_out or not (d == 0.0 or d == 1.0) or not abs(v) < 2.0 ** 960:
+                return False
+            r = rnd(v, ascale, amode)
+            if r < alo or r > ahi:
+                return False
+            q = np.int64(r)
+            wq = wone
+            if weighted:
+                x = np.float64(wt[i])
+                if not (x >= 0.0 and x <= 1.0):
+                    return False
+                wq = np.int64(min(max(rnd(x, wscale, wmode), wlo), whi))   # saturated
+                wt_raw[i] = wq
+            rew_raw[i] = q
+            act_out[i] = a
+            done_out[i] = d == 1.0
+            lane = ((q & ((np.int64(1) << w) - 1)) | a << w
+                    | np.int64(1 if d == 1.0 else 0) << (w + ab) | wq << (w + ab + 1))
+            put(s_w, i // S, (i % S) * lbs, lane, lbs)
+        return True
+
+    return {"matrix": matrix, "samples": samples, "put": put, "dqn": dqn}
 
 
 def _kernels():
@@ -132,3 +193,72 @@ def batch_images(config, batch):
         out["samples"] = (_samples(config, batch)
                           if isinstance(batch.actions, np.ndarray) else None)
     return None if any(v is None for v in out.values()) else out
+
+
+#: dtypes :func:`dqn_batch` takes the caller's arrays in (one compiled signature each).
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INTS = (np.dtype(np.int64), np.dtype(np.int32))
+
+
+def _array(x, shape, dtypes):
+    return (type(x) is np.ndarray and x.shape == shape and x.dtype in dtypes
+            and x.flags.c_contiguous)
+
+
+def dqn_params(config) -> tuple:
+    """What :func:`dqn_batch` needs of a DQN configuration, computed once per driver; None
+    where it does not apply (no numba, an MSE learner, formats wider than 53 bits)."""
+    if _kernels() is None or config.loss != "dqn":
+        return None
+    num = config.numerics
+    act, wfmt = num.act_format, num.loss_weight_format
+    m, smp = region(config, "obs"), region(config, "samples")
+    lane_lo, lane_hi = ((-(1 << (m.lane_bits - 1)), (1 << (m.lane_bits - 1)) - 1) if m.signed
+                        else (0, (1 << m.lane_bits) - 1))
+    if (act.width > 53 or wfmt.width > 53 or 1 << wfmt.frac > wfmt.max_raw
+            or region(config, "next_obs").lane_bits != m.lane_bits):
+        return None
+    modes = ("floor", "half_up", "half_even")
+    return (config.array, m.col_groups(config), m.lane_bits, config.width, config.action_bits,
+            smp.lane_bits, config.n_out, 2.0 ** act.frac, modes.index(act.rounding),
+            float(max(act.min_raw, lane_lo)), float(min(act.max_raw, lane_hi)),
+            2.0 ** wfmt.frac, modes.index(wfmt.rounding), float(wfmt.min_raw),
+            float(wfmt.max_raw), 1 << wfmt.frac, word_bytes(config, "obs"), word_bytes(config, "samples"))
+
+
+def dqn_batch(config, params, obs, actions, rewards, next_obs, dones, loss_weights):
+    """``(raw, images)`` of a DQN batch in one compiled pass, or None (numba missing, other
+    dtypes or shapes, or anything the numpy code refuses or warns about: it then runs).
+
+    ``raw``: ``obs``, ``next_obs`` ``[B, n_in]``, ``rewards``, ``actions`` (int64),
+    ``dones`` (bool) and ``loss_weights`` (int64 or None), as
+    :meth:`~sw.learner.driver.LearnerDriver.prepare` makes them; ``images``: the bytes of
+    :func:`batch_images`. ``params`` from :func:`dqn_params`. Takes float32/float64
+    observations, rewards and weights, int32/int64 actions and bool dones."""
+    if params is None or _kernels() is None or type(obs) is not np.ndarray or obs.ndim != 2:
+        return None
+    B, n_in = obs.shape
+    if not (1 <= B <= config.max_batch and n_in == config.sizes[0]
+            and _array(obs, (B, n_in), _FLOATS) and _array(next_obs, (B, n_in), _FLOATS)
+            and _array(actions, (B,), _INTS) and _array(rewards, (B,), _FLOATS)
+            and _array(dones, (B,), (np.dtype(np.bool_),))
+            and (loss_weights is None or _array(loss_weights, (B,), _FLOATS))):
+        return None
+    (S, G, lbm, w, ab, lbs, n_out, ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
+     mbytes, sbytes) = params
+    raw = {"obs": np.empty((B, n_in), np.int64), "next_obs": np.empty((B, n_in), np.int64),
+           "rewards": np.empty(B, np.int64), "actions": np.empty(B, np.int64),
+           "dones": np.empty(B, np.bool_),
+           "loss_weights": None if loss_weights is None else np.empty(B, np.int64)}
+    rows = config.groups(B)
+    images = {"obs": np.zeros((rows * G, mbytes), np.uint8),
+              "next_obs": np.zeros((rows * G, mbytes), np.uint8),
+              "samples": np.zeros((rows, sbytes), np.uint8)}
+    weighted = loss_weights is not None
+    ok = _K[0]["dqn"](obs, next_obs, actions, rewards, dones,
+                      loss_weights if weighted else rewards, weighted, S, G, lbm, w, ab, lbs,
+                      n_out, ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
+                      raw["obs"], raw["next_obs"], raw["rewards"], raw["actions"],
+                      raw["dones"], raw["loss_weights"] if weighted else raw["actions"],
+                      images["obs"], images["next_obs"], images["samples"])
+    return (raw, images) if ok else None

@@ -108,3 +108,78 @@ def test_lane_writes_at_every_offset_and_width():
             want = (v & ((1 << lb) - 1)) << bit
             assert int.from_bytes(words[1].tobytes(), "little") == want, (lb, bit)
             assert not words[0].any()
+
+
+def _numpy_prepare(drv, *args):
+    kernels = hostfast._kernels()
+    hostfast._K[:] = [None]
+    try:
+        return drv._prepare(*args)
+    finally:
+        hostfast._K[:] = [kernels]
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if CONFIGS[n].loss == "dqn"])
+@pytest.mark.parametrize("dtypes", [(np.float32, np.int64), (np.float64, np.int32)])
+def test_compiled_dqn_batch_same_as_numpy(name, dtypes):
+    """:func:`~sw.learner.hostfast.dqn_batch` (the caller's arrays checked, quantized and
+    packed in one pass) gives the batch and the bytes of ``prepare`` + ``_images``."""
+    cfg = CONFIGS[name]
+    fdt, idt = dtypes
+    drv = LearnerDriver(LearnerGoldenDevice(cfg), cfg)
+    assert drv._dqn_params is not None
+    rng = np.random.default_rng(3)
+    n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
+    top = cfg.numerics.act_format.max_value
+    for B in sorted({1, cfg.array + 1, cfg.max_batch}):
+        for weighted in (False, True):
+            args = (rng.uniform(-top, top, (B, n_in)).astype(fdt),
+                    rng.integers(0, n_out, B).astype(idt),
+                    rng.uniform(-top, top, B).astype(fdt),
+                    rng.uniform(-top, top, (B, n_in)).astype(fdt), rng.random(B) < 0.3,
+                    None, 0.97, 1e-3, rng.random(B).astype(fdt) if weighted else None)
+            batch, images = drv._prepare(*args)
+            assert images is not None, (name, B, weighted)
+            slow, none = _numpy_prepare(drv, *args)
+            assert none is None
+            for f in dataclasses.fields(batch):
+                a, b = getattr(batch, f.name), getattr(slow, f.name)
+                assert type(a) is type(b), f.name
+                if isinstance(a, np.ndarray):
+                    assert a.dtype == b.dtype and np.array_equal(a, b), f.name
+                else:
+                    assert a == b, f.name
+            want = numpy_images(drv, slow)
+            assert list(images) == list(want)
+            for region in want:
+                assert bytes(images[region]) == bytes(want[region]), (name, B, region)
+
+
+def test_compiled_dqn_batch_leaves_refusals_and_warnings_to_numpy():
+    """Anything the numpy code refuses or warns about makes the compiled pass give way, so
+    the caller gets the numpy code's error or warning (and the same batch)."""
+    from sw.learner.errors import LearnerRangeWarning
+
+    cfg = CONFIGS["shipped"]
+    B = 8
+    z = np.zeros
+    base = dict(obs=z((B, 4), np.float32), actions=z(B, np.int64), rewards=z(B, np.float32),
+                next_obs=z((B, 4), np.float32), dones=z(B, bool), loss_weights=None)
+    bad = [("obs", np.full((B, 4), 1e6, np.float32), "obs: 32 value"),
+           ("next_obs", np.full((B, 4), np.nan, np.float32), "next_obs must be finite"),
+           ("rewards", np.full(B, np.inf, np.float32), "rewards must be finite"),
+           ("actions", np.full(B, 2, np.int64), "actions must be integers in 0..1"),
+           ("actions", np.full(B, -1, np.int32), "actions must be integers in 0..1"),
+           ("loss_weights", np.full(B, 1.5, np.float32), "loss_weights must be in"),
+           ("obs", z((B, 5), np.float32), r"obs must be a \[B, 4\] array")]
+    drv = LearnerDriver(InstantDevice.for_kernel("learner_kernel_s4"))
+    for field, value, match in bad:
+        kw = {**base, field: value}
+        with pytest.raises(ValueError, match=match):
+            drv.train_step(**kw, lr=1e-3)
+    clip = LearnerDriver(InstantDevice.for_kernel("learner_kernel_s4"), on_range="clip")
+    kw = {**base, "rewards": np.full(B, 1e6, np.float32)}
+    with pytest.warns(LearnerRangeWarning, match="rewards: 8 value"):
+        batch, images = clip._prepare(kw["obs"], kw["actions"], kw["rewards"],
+                                      kw["next_obs"], kw["dones"], None, 0.99, 1e-3, None)
+    assert images is None and batch.rewards.max() == cfg.numerics.act_format.max_raw
