@@ -280,3 +280,34 @@ def test_plain_register_write_same_as_field_write():
         errors.append(errs)
     assert logs[0] == logs[1] and shadows[0] == shadows[1] and errors[0] == errors[1]
     assert len(errors[0]) == 4 * len(plain)
+
+
+def test_raw_words_by_name_for_hot_paths(demo):
+    """``word``/``read_word``/``write_word``/``fields_of``: one access each, the checks and
+    shadows of the attribute forms."""
+    acc, model, log = demo
+    w = acc.word("MIXED", MODE=2, KEY=0x11)
+    assert w == 2 | 0x11 << 8 and not log                 # no bus access
+    acc.write_word("MIXED", w)
+    assert log == [("w", acc.MIXED._offset, w)]
+    assert acc._shadow["MIXED", "KEY"] == 0x11 and acc._shadow["MIXED", "MODE"] == 2
+    acc.MIXED.MODE = 3                                    # the wo KEY comes from the shadow
+    assert model.q["MIXED", "KEY"] == 0x11
+    log.clear()
+    model.inputs["COUNT", "COUNT"] = 77
+    assert acc.read_word("COUNT") == 77 and log == [("r", acc.COUNT._offset, 77)]
+    word = acc.read_word("EVENTS")
+    assert acc.fields_of("EVENTS", word) == {k: v for k, v in acc.EVENTS.read().fields.items()}
+    assert set(acc.fields_of("MIXED", 0xFFFF_FFFF)) == {"MODE", "GO"}     # KEY is write-only
+    log.clear()
+    with pytest.raises(ValueError, match=r"ARG1: raw word 0x00000100 sets bits"):
+        acc.write_word("ARG1", 0x100)
+    with pytest.raises(ValueError, match=r"0\.\.0xffffffff"):
+        acc.write_word("ARG0", -1)
+    with pytest.raises(ValueError, match=r"NARROW: value must be an integer in 0\.\.31"):
+        acc.word("NARROW", NARROW=32)
+    with pytest.raises(RegisterAccessError, match="read-only"):
+        acc.word("COUNT", COUNT=1)
+    with pytest.raises(AttributeError, match=r"no register 'ARG2' \(did you mean ARG1"):
+        acc.read_word("ARG2")
+    assert not log
