@@ -168,13 +168,15 @@ class DriverBase:
 
     def _ctrl_words(self):
         """Words and masks :meth:`_start` and :meth:`_wait_done` use, computed once from the
-        register map: CTRL's start word and AP_DONE mask, IP_IER's and IP_ISR's AP_DONE."""
+        register map: CTRL's start word and AP_DONE and AP_IDLE masks, IP_IER's and IP_ISR's
+        AP_DONE."""
         words = self.__dict__.get("_ctrl_cache")
         if words is None:
             rm = self.register_map
             words = self._ctrl_cache = {
                 "start": rm.word("CTRL", AP_START=1, AUTO_RESTART=0),
                 "done": rm.CTRL._register.field("AP_DONE").mask,
+                "idle": rm.CTRL._register.field("AP_IDLE").mask,
                 "ier": rm.IP_IER._register.field("AP_DONE").mask,
                 "isr": rm.word("IP_ISR", AP_DONE=1)}
         return words
@@ -182,16 +184,18 @@ class DriverBase:
     def _start(self):
         """Arm the interrupt (clear what IP_ISR holds, enable AP_DONE, GIER) or disable it
         for polling, then write AP_START (AUTO_RESTART off). Raw words by name
-        (:meth:`~sw.driver.regmap.RegisterMapAccess.write_word`): a run's hot path."""
+        (:meth:`~sw.driver.regmap.RegisterMapAccess.write_word`), IP_IER and GIER only when
+        they change (:meth:`~sw.driver.regmap.RegisterMapAccess.write_word_changed`): a run's
+        hot path."""
         rm, words = self.register_map, self._ctrl_words()
         if self._use_irq:
             isr = rm.read_word("IP_ISR")
             if isr:
                 rm.write_word("IP_ISR", isr)       # toggle-on-write: clears what was seen
-            rm.write_word("IP_IER", words["ier"])
-            rm.write_word("GIER", 1)
+            rm.write_word_changed("IP_IER", words["ier"])
+            rm.write_word_changed("GIER", 1)
         else:
-            rm.write_word("GIER", 0)
+            rm.write_word_changed("GIER", 0)
         rm.write_word("CTRL", words["start"])
 
     def _wait_done(self, timeout, timeout_error):

@@ -189,7 +189,7 @@ class _Plan:
     far (:meth:`RegisterMapAccess._write_fields`)."""
 
     __slots__ = ("reg", "offset", "table", "by_name", "on_read", "on_write", "has_cor",
-                 "recipes", "writable", "readable")
+                 "recipes", "writable", "readable", "storage")
 
     def __init__(self, reg: Register):
         self.reg = reg
@@ -205,6 +205,7 @@ class _Plan:
         self.writable = sum(f.mask for f in reg.fields if f.host_writable)
         self.readable = tuple((f.name, f.lsb, (1 << f.width) - 1) for f in reg.fields
                               if f.readable)
+        self.storage = bool(reg.fields) and all(f.access == "rw" for f in reg.fields)
 
     def recipe(self, names):
         """How to write the fields ``names`` (a tuple): ``(checks, from_read, from_shadow)``
@@ -377,6 +378,8 @@ class RegisterMapAccess:
         for name, access in self._by_name.items():
             if not name.startswith("_"):
                 object.__setattr__(self, name, access)
+        # name -> the word last written through this map, for write_word_changed
+        object.__setattr__(self, "_written", {})
         object.__setattr__(self, "_shadow", {
             (r.name, f.name): f.reset for r in rm for f in r.fields if f.access in ("rw", "wo")})
         # registers that are one writable field of their own name: a write is that field alone
@@ -478,9 +481,27 @@ class RegisterMapAccess:
         if type(word) is not int or word < 0 or word & ~plan.writable:
             self._write_word(plan.reg, word)          # raises, naming the register
         self._mmio.write32(plan.offset, word)         # _commit, inlined
+        self._written[name] = word
         shadow = self._shadow
         for key, lsb, top in plan.on_write:
             shadow[key] = (word >> lsb) & top
+
+    def write_word_changed(self, name: str, word: int) -> bool:
+        """:meth:`write_word`, skipped when ``word`` is what this map last wrote to register
+        ``name`` (a register of ``rw`` fields only, which hold what is written: an argument).
+        Returns whether it wrote. Writes by other masters, or through other paths than this
+        map, are not seen: call :meth:`forget` after them (or after a reset)."""
+        plan = self._plans.get(name) or self._named(name)
+        if not plan.storage:
+            raise ValueError(f"{name}: only a register of rw fields keeps what was written")
+        if type(word) is int and self._written.get(name) == word:
+            return False
+        self.write_word(name, word)
+        return True
+
+    def forget(self):
+        """Forget what was written (:meth:`write_word_changed` writes every register again)."""
+        self._written.clear()
 
     def fields_of(self, name: str, word: int) -> dict:
         """The readable fields of register ``name`` in ``word`` (a value of
@@ -553,6 +574,7 @@ class RegisterMapAccess:
         if plan is None:
             plan = self._plan(reg)
         self._mmio.write32(plan.offset, word)
+        self._written[reg.name] = word
         shadow = self._shadow
         for key, lsb, top in plan.on_write:
             shadow[key] = (word >> lsb) & top

@@ -433,12 +433,11 @@ class GaeDriver(DriverBase):
                                  f"{'signed' if is_signed else 'unsigned'}), not {value}")
             words[reg] = value & ((1 << width) - 1)
         rm = self.register_map
-        ctrl = rm.CTRL.read()
-        if not ctrl.AP_IDLE:
+        if not rm.read_word("CTRL") & self._ctrl_words()["idle"]:
             raise GaeBusyError("the accelerator is busy (CTRL.AP_IDLE = 0): a run is in "
                                "progress")
-        for name, word in words.items():
-            rm[name] = word
+        for name, word in words.items():     # only when they change (raw words by name)
+            rm.write_word_changed(name, word)
 
     def wait(self, timeout=None) -> dict:
         """Wait for AP_DONE, then check STATUS. Returns the STATUS fields and ``CYCLES``.
@@ -462,7 +461,7 @@ class GaeDriver(DriverBase):
     def _wait(self, timeout):
         rm = self.register_map
         status = self._wait_done(timeout, GaeTimeoutError)
-        status["CYCLES"] = int(rm.CYCLES)
+        status["CYCLES"] = rm.read_word("CYCLES")
         self.last_status = status
         if status["ERROR"]:
             raise GaeError(status["ERROR"])

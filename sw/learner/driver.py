@@ -483,8 +483,8 @@ class LearnerDriver(DriverBase):
 
     def _write_and_start(self, words):
         rm = self.register_map
-        for name, word in words.items():
-            rm.write_word(name, word)         # checked: each is one field of its register
+        for name, word in words.items():     # arguments only when they change
+            rm.write_word_changed(name, word)
         self._start()
         B = words["BATCH_SIZE"]
         self._expected_cycles = step_cycles(self._config, B) \

@@ -380,9 +380,10 @@ class ReplayDriver(DriverBase):
         if word is None:
             word = self._op_words[key] = rm.word("OP", CODE=op.value, PRNG=int(prng),
                                                  RELAXED=int(relaxed))
-        rm.write_word("OP", word)
-        rm.write_word("BATCH_SIZE", batch)
-        rm.write_word("UPDATE_SIZE", update_size)
+        # arguments only when they change (the register map remembers what it wrote)
+        rm.write_word_changed("OP", word)
+        rm.write_word_changed("BATCH_SIZE", batch)
+        rm.write_word_changed("UPDATE_SIZE", update_size)
         if seed is not None:
             rm.write_word("SEED", seed)
         self._start()

@@ -311,3 +311,21 @@ def test_raw_words_by_name_for_hot_paths(demo):
     with pytest.raises(AttributeError, match=r"no register 'ARG2' \(did you mean ARG1"):
         acc.read_word("ARG2")
     assert not log
+
+
+def test_write_word_changed_skips_what_this_map_wrote(demo):
+    """Arguments are written only when they change: against what this map last wrote, by
+    any of its paths; ``forget`` writes them all again."""
+    acc, model, log = demo
+    assert acc.write_word_changed("ARG0", 5) and acc.write_word_changed("ARG0", 6)
+    assert not acc.write_word_changed("ARG0", 6)
+    assert [e for e in log if e[0] == "w"] == [("w", 0x10, 5), ("w", 0x10, 6)]
+    acc.ARG0 = 7                                     # through the attribute: seen
+    log.clear()
+    assert acc.write_word_changed("ARG0", 6) and log == [("w", 0x10, 6)]
+    acc.forget()
+    assert acc.write_word_changed("ARG0", 6) and model.q["ARG0", "ARG0"] == 6
+    with pytest.raises(ValueError, match="only a register of rw fields"):
+        acc.write_word_changed("CTRL", 1)            # AP_START is self-clearing
+    with pytest.raises(ValueError, match="only a register of rw fields"):
+        acc.write_word_changed("MIXED", 0)           # a write-only field
