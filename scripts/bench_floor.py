@@ -112,7 +112,7 @@ def gae_rows(baselines, kernels, env):
         for n_pe in (8, 64):                   # 64 PEs: one per trajectory, the most useful
             cfg = dataclasses.replace(base, n_pe=n_pe)
             kern = gae_spec.run_cycles(cfg, T, N)
-            name = f"gae n_pe={n_pe}" + (" (shipped kernel)" if n_pe == 8 else " (not shipped)")
+            name = f"gae n_pe={n_pe} (shipped kernel gae_kernel_n{n_pe})"
             rows.append(_row("gae batch", name, f"T={T} x N={N}", baselines.get(("gae", T, N)),
                              3.0 if (T, N) == (1024, 64) else None, h_in + h_out,
                              pay_in + pay_out, 1, 2, kern, mhz, label))
@@ -140,12 +140,13 @@ def replay_rows(baselines):
     return rows
 
 
-#: Learner configurations: (label, fields replaced in the shipped kernel's configuration).
-#: DSP counts from docs/learner.md (the 8 x 8 learner synthesized; the DSE's ZCU106 pick
-#: modelled); 16 x 16 arrays need about four times the 8 x 8 DSPs, more than the XCZU7EV has.
+#: Learner configurations: (label, fields replaced in the shipped 4 x 4 kernel's
+#: configuration). DSP counts from docs/learner.md (the shipped kernels synthesized; the DSE's
+#: ZCU106 pick modelled); 16 x 16 arrays need about four times the 8 x 8 DSPs, more than the
+#: XCZU7EV has.
 LEARNER_VARIANTS = (
-    ("4x4 arrays (shipped, 203 DSP)", {}),
-    ("8x8 arrays (802 DSP: 46 % of the ZCU106)", {"array": 8}),
+    ("4x4 arrays (shipped learner_kernel_s4, 203 DSP)", {}),
+    ("8x8 arrays (shipped learner_kernel_s8, 798 DSP: 46 % of the ZCU106)", {"array": 8}),
     ("DSE ZCU106 pick: dp=2, 8x8 per stage (816 DSP modelled)",
      {"array": 8, "dp": 2,
       "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4"}),

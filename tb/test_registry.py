@@ -225,6 +225,8 @@ def test_shipped_lookups():
         ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
         ("replay_kernel_k16_1m", "replay-kernel", {"fanout": 16, "capacity": 1 << 20})]
     assert registry.shipped(family="learner", role="unit") == []
+    assert registry.shipped_modules(family="learner", role="kernel") == [
+        "learner_kernel_s4", "learner_kernel_s8"]
     for module, name, params in SHIPPED:
         b, cfg = registry.shipped_config(module)
         assert b is BLOCKS[name] and cfg == b.config.from_dict(params)

@@ -3,7 +3,8 @@ transitions (online forward, target-network forward on the next observations, TD
 backward, weight update).
 
 Accelerator: :class:`sw.learner.driver.LearnerDriver` ``train_step`` on the shipped Alveo
-kernel ``learner_kernel_s4`` (weights and target network stay on chip), host code timed
+kernels ``learner_kernel_s4`` (4 x 4 tensor units) and ``learner_kernel_s8`` (8 x 8)
+(weights and target network stay on chip), host code timed
 against :class:`sw.driver.stub.InstantDevice`, the bytes through the PCIe model, the step's
 cycles (:func:`sw.learner.schedule.step_cycles`) plus the window shell's copies. B = 256 is
 above the shipped ``max_batch`` of 64: the driver refuses it, and its row says so.
@@ -20,7 +21,8 @@ import numpy as np
 
 from bench.common import traffic_of
 
-MODULE = "learner_kernel_s4"
+#: The shipped Alveo kernels of the rows.
+MODULES = ("learner_kernel_s4", "learner_kernel_s8")
 BATCHES = (32, 64, 256)
 GAMMA, LR = 0.99, 1e-3
 
@@ -165,16 +167,19 @@ def rows(quick: bool, env, batches=None) -> list:
     from sw.learner.schedule import step_cycles
     from sw.registry import shipped_config
 
-    _, kcfg = shipped_config(MODULE)
-    acfg = kcfg.accel
-    sizes = list(acfg.sizes)
+    kernels = {}
+    for module in MODULES:
+        _, kcfg = shipped_config(module)
+        acfg = kcfg.accel
+        dev = InstantDevice.for_kernel(module)
+        kernels[module] = (acfg, dev, LearnerDriver(dev), (
+            f"{module} ({'-'.join(map(str, acfg.sizes))}, {acfg.array}x{acfg.array} arrays, "
+            f"max_batch {acfg.max_batch}), Alveo"))
+    sizes = list(kernels[MODULES[0]][0].sizes)
+    assert all(list(k[0].sizes) == sizes for k in kernels.values())
     rng = np.random.default_rng(0)
-    dev = InstantDevice.for_kernel(MODULE)
-    drv = LearnerDriver(dev)
     nstep = make_numba_step(env.numba)
     out = []
-    config = f"{MODULE} ({'-'.join(map(str, sizes))}, {acfg.array}x{acfg.array} arrays, " \
-             f"max_batch {acfg.max_batch}), Alveo"
     for B in batches or BATCHES:
         obs = rng.uniform(-1, 1, (B, sizes[0])).astype(np.float32)
         nxt = rng.uniform(-1, 1, (B, sizes[0])).astype(np.float32)
@@ -201,22 +206,33 @@ def rows(quick: bool, env, batches=None) -> list:
             fns["torch"] = th
         shape = f"DQN step B={B}"
 
-        def accel():
-            return drv.train_step(obs, act, rew, nxt, done.astype(bool), gamma=GAMMA, lr=LR)
-        try:
-            drv.prepare(obs, act, rew, nxt, done.astype(bool), gamma=GAMMA, lr=LR)
-        except ValueError as e:
-            times = env.best_of(fns, desc=f"learner B={B}")
-            name = min(times, key=times.get)
-            env.note(f"learner {shape}", "baselines " + ", ".join(
-                f"{k} {v:,.1f} us" for k, v in times.items()) + f"; accelerator refused: {e}")
-            out.append(env.refused(block="learner", config=config, shape=shape,
-                                   baseline=name, baseline_us=times[name], why=str(e)))
-            continue
-        traffic = traffic_of(dev, accel)
-        times = env.best_of({**fns, "host": accel}, desc=f"learner B={B}")
-        host = times.pop("host")
-        out.append(env.kernel_row(block="learner", module=MODULE, config=config, shape=shape,
-                                  baselines=times, host_us=host, traffic=traffic,
-                                  run_cycles=step_cycles(acfg, B)))
+        accels, traffic, refused = {}, {}, {}
+        for module, (acfg, dev, drv, _) in kernels.items():
+            def accel(drv=drv):
+                return drv.train_step(obs, act, rew, nxt, done.astype(bool), gamma=GAMMA,
+                                      lr=LR)
+            try:
+                drv.prepare(obs, act, rew, nxt, done.astype(bool), gamma=GAMMA, lr=LR)
+            except ValueError as e:
+                refused[module] = str(e)
+                continue
+            accels[module] = accel
+            traffic[module] = traffic_of(dev, accel)
+        times = env.best_of({**fns, **accels}, desc=f"learner B={B}")
+        for module, (acfg, _, _, config) in kernels.items():
+            if module in refused:
+                base = {k: v for k, v in times.items() if k in fns}
+                name = min(base, key=base.get)
+                env.note(f"learner {module} {shape}", "baselines " + ", ".join(
+                    f"{k} {v:,.1f} us" for k, v in base.items())
+                    + f"; accelerator refused: {refused[module]}")
+                out.append(env.refused(block="learner", config=config, shape=shape,
+                                       baseline=name, baseline_us=times[name],
+                                       why=refused[module]))
+                continue
+            out.append(env.kernel_row(
+                block="learner", module=module, config=config, shape=shape,
+                baselines={k: v for k, v in times.items() if k in fns},
+                host_us=times[module], traffic=traffic[module],
+                run_cycles=step_cycles(acfg, B)))
     return out

@@ -50,10 +50,16 @@ if os.environ.get("LEARNER_DP2"):
                                   "sub_batch": 8, "dp": 2, "axi_data_width": 128}
 
 
+#: The shipped 8 x 8 learner (``learner_kernel_s8``'s accelerator): ``heavy``, minutes of C++
+#: compile for the generator's code paths at array = 4 (``make test-heavy``).
+HEAVY = {"kernel-s8": _shipped("learner_kernel_s8")}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", list(CONFIGS) + [pytest.param(n, marks=pytest.mark.heavy)
+                                                  for n in HEAVY])
 def test_learner_accel_rtl(name):
-    run_block("learner", CONFIGS[name], __file__, seed=20261123)
+    run_block("learner", {**CONFIGS, **HEAVY}[name], __file__, seed=20261123)
 
 
 # -- host side, inside cocotb ---------------------------------------------------------------------

@@ -88,7 +88,7 @@ def test_shipped_accelerators_found():
     assert "gae_accel_n8" in BD and "gae_accel_n64" in BD
     assert "replay_accel_k16" in BD                  # the prioritized replay accelerator
     assert KERNELS == ["gae_kernel_n64", "gae_kernel_n8", "learner_kernel_s4",
-                       "replay_kernel_k16", "replay_kernel_k16_1m"]
+                       "learner_kernel_s8", "replay_kernel_k16", "replay_kernel_k16_1m"]
     assert not set(BD) & set(KERNELS)
     assert not any(a.startswith("gae_pe") for a in ACCELS)      # bare blocks have no CSR
 
