@@ -29,7 +29,11 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench_e2e.main(["--quick", "--rounds", "5", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
-    assert [r["block"] for r in rows] == ["gae"] * 5 + ["learner"] * 2 + ["replay"] * 4
+    assert [r["block"] for r in rows] == ["gae"] * 5 + ["learner"] * 4 + ["replay"] * 6
+    assert [r["shape"].split(" B=")[0] for r in rows[9:12]] == ["sample", "update",
+                                                               "update+sample"]
+    assert [r["config"].split()[0] for r in rows[5:9]] == \
+        ["learner_kernel_s4", "learner_kernel_s8"] * 2
     assert ["streamed" in r["config"] for r in rows[:5]] == [False, False, True, True, True]
     assert [r["config"].split()[0] for r in rows[:5]] == [
         "gae_kernel_n8", "gae_kernel_n64", "gae_kernel_n8", "gae_kernel_n64", "gae_accel_n64"]
@@ -56,6 +60,14 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     assert "PCIe Gen3 x16 (Alveo, XRT)" in " ".join(meta["assumptions"])
     text = capsys.readouterr().out
     assert "| block | config | shape | baseline |" in text and "load average" in text
+    assert "| block | module | shape | host / (bus + kernel) |" in text
+    ran = [r for r in rows if r["host_us"] is not None]
+    assert [(s["block"], s["shape"]) for s in meta["host_share"]] == \
+        [(r["block"], r["shape"]) for r in ran]
+    for s, r in zip(meta["host_share"], ran):
+        assert math.isclose(s["share"], r["host_us"] / (r["bus_us"] + r["kernel_us"]))
+        assert math.isclose(s["share_of_kernel"], r["host_us"] / r["kernel_us"])
+        assert s["met"] == (s["share"] <= 0.25)
 
 
 def test_bus_model_counts_every_term():
@@ -87,3 +99,17 @@ def test_row_sums_and_refused():
     r = common.Env.refused(block="b", config="c", shape="s", baseline="numba", baseline_us=3,
                            why="too big")
     assert r["speedup"] is None and "REFUSED: too big" in r["config"]
+
+
+def test_host_shares_of_the_rows():
+    """The host-time goal's column: host / (bus + kernel), met at most 25 %; refused rows
+    have none."""
+    rows = [common.Env.row(block="b", config="m (x)", shape="s", baseline="numba",
+                           baseline_us=30, host_us=h, bus_us=2, kernel_us=2) for h in (1, 3)]
+    rows.append(common.Env.refused(block="b", config="m", shape="s2", baseline="numba",
+                                   baseline_us=3, why="too big"))
+    shares = bench_e2e.host_shares(rows)
+    assert shares == [("b", "m", "s", 0.25, 0.5, True), ("b", "m", "s", 0.75, 1.5, False)]
+    text = bench_e2e.format_shares(shares)
+    assert "| b | m | s | 25% | 50% | met |" in text
+    assert "| b | m | s | 75% | 150% | not met |" in text

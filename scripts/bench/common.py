@@ -263,10 +263,13 @@ class Env:
                 "speedup": None}
 
 
-def traffic_of(device, fn):
+def traffic_of(device, fn, before=None):
     """Call ``fn()`` once with ``device``'s (an :class:`~sw.driver.stub.InstantDevice`)
-    counter reset; returns a copy of what it counted."""
+    counter reset, after ``before()`` (default ``fn``: the steady state of repeated calls,
+    whose argument registers are written only when they change); returns a copy of what it
+    counted."""
     from sw.driver.stub import TrafficCounter
+    (before or fn)()
     device.traffic.reset()
     fn()
     t = device.traffic

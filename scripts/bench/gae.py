@@ -139,7 +139,9 @@ def rows(quick: bool, env, shapes=None) -> list:
             drv = GaeDriver(dev)
             accels[module] = (lambda drv=drv: drv.compute(r, v, db, last, GAMMA, LAM,
                                                           out=res))
-            traffic[module] = traffic_of(dev, accels[module])
+            # after a batch of other scales (as in PPO: every batch its own registers)
+            traffic[module] = traffic_of(dev, accels[module], before=lambda drv=drv: drv.compute(
+                r * 1.5, v * 0.5, db, last, GAMMA, LAM, out=res))
         times = env.best_of({**fns, **accels}, desc=f"gae {T}x{N}")
         for module in MODULES:
             host = times.pop(module)
@@ -186,7 +188,10 @@ def stream_rows(quick: bool, env, shapes=None) -> list:
     rounds."""
     import time
 
+    import warnings
+
     from sw.driver import GaeDriver
+    from sw.gae.driver import ClippingWarning
     from sw.gae.spec import run_cycles
     from sw.registry import shipped_config
 
@@ -210,11 +215,11 @@ def stream_rows(quick: bool, env, shapes=None) -> list:
                 base = {"numba": lambda: nb(r, v, d, last, GAMMA, LAM, adv, ret)}
                 base["numba"]()
 
-            def rollout():
+            def rollout(k=1.0):
                 s = drv.stream(N, T, GAMMA, LAM)
                 p0 = time.perf_counter()
                 for t in range(T):
-                    s.push(r64[t], v64[t], db[t])
+                    s.push(r64[t] * k, v64[t] * k, db[t])
                 return s, (time.perf_counter() - p0) / T
 
             res = (np.empty_like(r), np.empty_like(r))   # as the numba baseline's
@@ -234,9 +239,13 @@ def stream_rows(quick: bool, env, shapes=None) -> list:
                 t0 = time.perf_counter()
                 s.finish(last64, out=res)
                 best["finish"] = min(best["finish"], time.perf_counter() - t0)
-            s, _ = rollout()
-            dev.traffic.reset()
-            s.finish(last64, out=res)
+            with warnings.catch_warnings():       # ranges fixed from the other batch clip
+                warnings.simplefilter("ignore", ClippingWarning)
+                s, _ = rollout(1.5)           # a batch of other scales first, as in PPO
+                s.finish(last64 * 1.5, out=res)
+                s, _ = rollout()
+                dev.traffic.reset()
+                s.finish(last64, out=res)
             fin = _copy(dev.traffic)
             # one push's traffic: a fresh stream, one push
             s = drv.stream(N, T, GAMMA, LAM)

@@ -1,8 +1,8 @@
 """Prioritized replay end to end: sample a batch (indices and importance weights), update a batch
-of priorities.
+of priorities, and both as a DQN step does them (update the last batch, sample the next).
 
-Accelerator: :class:`sw.replay.driver.ReplayDriver` ``sample(B, beta)`` (on-chip PRNG) and
-``update(indices, priorities)`` on the shipped Alveo kernels ``replay_kernel_k16`` (K = 16,
+Accelerator: :class:`sw.replay.driver.ReplayDriver` ``sample(B, beta)`` (on-chip PRNG),
+``update(indices, td_errors)`` and ``update_and_sample`` (one fused run) on the shipped Alveo kernels ``replay_kernel_k16`` (K = 16,
 2^16 leaves) and ``replay_kernel_k16_1m`` (K = 16, 2^20 leaves), host code timed against
 :class:`sw.driver.stub.InstantDevice`, the bytes through the PCIe model, the run's cycles
 (:func:`sw.replay.spec.run_cycles`) plus the window shell's copies, at each module's clock.
@@ -202,8 +202,13 @@ def _accelerator(module, rng):
     idx_u = rng.integers(0, acfg.capacity, BATCH)
     prio_u = rng.random(BATCH) + 0.01
     accel = {"sample": lambda: drv.sample(BATCH, BETA),
-             "update": lambda: drv.update(idx_u, prio_u)}
-    return acfg, accel, {op: traffic_of(dev, fn) for op, fn in accel.items()}
+             "update": lambda: drv.update(idx_u, prio_u),
+             "update+sample": lambda: drv.update_and_sample(idx_u, prio_u, BATCH, BETA)}
+    # what each call moves in a DQN loop, where sample and update alternate (so OP changes
+    # every call; the other arguments stay)
+    return acfg, accel, {"sample": traffic_of(dev, accel["sample"], before=accel["update"]),
+                         "update": traffic_of(dev, accel["update"], before=accel["sample"]),
+                         "update+sample": traffic_of(dev, accel["update+sample"])}
 
 
 def rows(quick: bool, env, capacities=None) -> list:
@@ -211,7 +216,8 @@ def rows(quick: bool, env, capacities=None) -> list:
     from sw.replay.spec import ReplayOp, SumTreeConfig, run_cycles
 
     rng = np.random.default_rng(0)
-    ops = {"sample": ReplayOp.SAMPLE, "update": ReplayOp.UPDATE}
+    ops = {"sample": ReplayOp.SAMPLE, "update": ReplayOp.UPDATE,
+           "update+sample": ReplayOp.UPDATE_SAMPLE}
     out = []
     for cap in capacities or CAPACITIES:
         # A capacity no module ships: the cycle model of that tree, the host and bus of the
@@ -224,7 +230,11 @@ def rows(quick: bool, env, capacities=None) -> list:
                   if tree is acfg else
                   f"NOT SHIPPED, cycle model only: K={acfg.fanout}, "
                   f"2^{cap.bit_length() - 1} leaves; host and bus of {module}, Alveo")
-        for op, fns in (("sample", sample), ("update", update)):
+        # a DQN step's replay work: update the last batch's priorities, sample the next;
+        # on the CPU the two calls, on the kernel one fused run (no host round trip between)
+        fused = {k: (lambda u=update[k], s=sample[k]: (u(), s())) for k in sample
+                 if k in update}
+        for op, fns in (("sample", sample), ("update", update), ("update+sample", fused)):
             if not fns:
                 continue
             times = env.best_of({**fns, "host": accel[op]},
@@ -234,5 +244,6 @@ def rows(quick: bool, env, capacities=None) -> list:
                 block="replay", module=module, config=config,
                 shape=f"{op} B={BATCH}, N=2^{cap.bit_length() - 1}", baselines=times,
                 host_us=host, traffic=traffic[op],
-                run_cycles=run_cycles(tree, ops[op], BATCH)))
+                run_cycles=run_cycles(tree, ops[op], BATCH,
+                                      BATCH if op == "update+sample" else 1)))
     return out
