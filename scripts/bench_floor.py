@@ -141,25 +141,28 @@ def replay_rows(baselines):
 
 
 #: Learner configurations: (label, fields replaced in the shipped 4 x 4 kernel's
-#: configuration). DSP counts from docs/learner.md (the shipped kernels synthesized; the DSE's
-#: ZCU106 pick modelled); 16 x 16 arrays need about four times the 8 x 8 DSPs, more than the
-#: XCZU7EV has.
+#: configuration, the shipped module whose clock it runs at). DSP counts from docs/learner.md
+#: (the shipped kernels synthesized; the DSE's ZCU106 pick modelled); 16 x 16 arrays need
+#: about four times the 8 x 8 DSPs, more than the XCZU7EV has.
 LEARNER_VARIANTS = (
-    ("4x4 arrays (shipped learner_kernel_s4, 203 DSP)", {}),
-    ("8x8 arrays (shipped learner_kernel_s8, 798 DSP: 46 % of the ZCU106)", {"array": 8}),
+    ("4x4 arrays (shipped learner_kernel_s4, 203 DSP)", {}, "learner_kernel_s4"),
+    ("8x8 arrays (shipped learner_kernel_s8, 755 DSP: 44 % of the ZCU106)", {"array": 8},
+     "learner_kernel_s8"),
     ("DSE ZCU106 pick: dp=2, 8x8 per stage (816 DSP modelled)",
      {"array": 8, "dp": 2,
-      "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4"}),
-    ("16x16 arrays (> 3,000 DSP: Alveo only)", {"array": 16, "sub_batch": 16}),
+      "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4"},
+     "learner_kernel_s8"),
+    ("16x16 arrays (> 3,000 DSP: Alveo only)", {"array": 16, "sub_batch": 16},
+     "learner_kernel_s8"),
 )
 
 
 def learner_rows(baselines):
     rows = []
     _, base = shipped_config("learner_kernel_s4")
-    mhz, label = clock_mhz("learner_kernel_s4")
     obs = base.sizes[0]
-    for name, fields in LEARNER_VARIANTS:
+    for name, fields, module in LEARNER_VARIANTS:
+        mhz, label = clock_mhz(module)
         cfg = dataclasses.replace(base, **fields)
         for B in (64, 256):
             # obs, next obs, action, reward, done in; TD errors out (float32 words)
