@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sw.jit import MODES, built, rounder
+
 __all__ = ["ROUNDING_MODES", "MAX_INTERMEDIATE_BITS", "FixedFormat", "ScaleFormat",
            "rshift_round_int"]
 
@@ -182,27 +184,18 @@ _FAST_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 _QUANTIZE_KERNEL = []
 
 
-def _quantize_kernel():
+def _quantize_kernel(jit):
     """The compiled loop of :meth:`FixedFormat.quantize` (the same IEEE operations per element
-    as its numpy code, no fast-math), or None without numba."""
-    try:
-        import numba
-    except ImportError:
-        return None
+    as its numpy code, no fast-math); ``jit``: :func:`sw.jit.njit`."""
+    rnd = rounder(jit)
 
-    @numba.njit(cache=True, nogil=True)
+    @jit
     def kernel(x, scale, mode, lo, hi, raw, over):
         for i in range(x.size):
             v = np.float64(x[i])
             if not abs(v) < 2.0 ** 960:         # NaN, infinite, or past ldexp's range
                 return False
-            s = v * scale                       # ldexp: exact, scale is a power of two
-            if mode == 0:
-                r = np.floor(s)
-            elif mode == 1:
-                r = np.floor(s + 0.5)
-            else:
-                r = np.rint(s)
+            r = rnd(v * scale, mode)            # ldexp: exact, scale is a power of two
             over[i] = r > hi or r < lo
             raw[i] = np.int64(min(max(r, lo), hi))
         return True
@@ -212,13 +205,11 @@ def _quantize_kernel():
 def _quantize_compiled(fmt, x):
     """``(raw, over)`` of :meth:`FixedFormat.quantize` for a C-contiguous float array (width
     at most 53 bits: the limits are exact floats), or None (numpy then does it, and raises)."""
-    if not _QUANTIZE_KERNEL:
-        _QUANTIZE_KERNEL.append(_quantize_kernel())
-    kernel = _QUANTIZE_KERNEL[0]
+    kernel = built(_QUANTIZE_KERNEL, _quantize_kernel)
     if kernel is None:
         return None
     raw, over = np.empty(x.shape, np.int64), np.empty(x.shape, np.bool_)
-    mode = ("floor", "half_up", "half_even").index(fmt.rounding)
+    mode = MODES.index(fmt.rounding)
     if not kernel(x.reshape(-1), 2.0 ** fmt.frac, mode, float(fmt.min_raw), float(fmt.max_raw),
                   raw.reshape(-1), over.reshape(-1)):
         return None

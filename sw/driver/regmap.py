@@ -477,13 +477,7 @@ class RegisterMapAccess:
         """One bus read of register ``name``: its raw word (``int(rm.NAME)`` without the
         attribute machinery; ``rw`` shadows refreshed, ``ro_cor`` fields cleared)."""
         plan = self._plans.get(name) or self._named(name)
-        word = self._mmio.read32(plan.offset)         # _read_word, inlined
-        if type(word) is not int or not 0 <= word <= 0xFFFF_FFFF:
-            word = check_word(word, what=f"{name} read value")
-        shadow = self._shadow
-        for key, lsb, top in plan.on_read:
-            shadow[key] = (word >> lsb) & top
-        return word
+        return self._read_word(plan.reg, plan)
 
     def write_word(self, name: str, word: int):
         """One bus write of the raw ``word`` to register ``name``, as ``rm.NAME.write(word)``:
@@ -491,11 +485,7 @@ class RegisterMapAccess:
         plan = self._plans.get(name) or self._named(name)
         if type(word) is not int or word < 0 or word & ~plan.writable:
             self._write_word(plan.reg, word)          # raises, naming the register
-        self._mmio.write32(plan.offset, word)         # _commit, inlined
-        self._written[name] = word
-        shadow = self._shadow
-        for key, lsb, top in plan.on_write:
-            shadow[key] = (word >> lsb) & top
+        self._commit(plan.reg, word, plan)
 
     def write_word_changed(self, name: str, word: int) -> bool:
         """:meth:`write_word`, skipped when ``word`` is what this map last wrote to register

@@ -22,6 +22,8 @@ import threading
 
 import numpy as np
 
+from sw.jit import built
+
 __all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
 
 _K = []
@@ -51,13 +53,8 @@ def _f64_work(x, name):
     return _f64(x)
 
 
-def _build():
-    """The jitted kernels as a dict, or None without numba."""
-    try:
-        import numba
-    except ImportError:                       # a board image without numba: numpy code
-        return None
-    jit = numba.njit(cache=True, nogil=True)
+def _build(jit):
+    """The jitted kernels as a dict (``jit``: :func:`sw.jit.njit`)."""
 
     @jit
     def clip(x, q):
@@ -401,9 +398,7 @@ def _build():
 
 
 def _kernels():
-    if not _K:
-        _K.append(_build())
-    return _K[0]
+    return built(_K, _build)
 
 
 def available() -> bool:

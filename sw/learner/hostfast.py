@@ -11,6 +11,8 @@ The kernels are compiled on first use and cached on disk (``cache=True``).
 
 import numpy as np
 
+from sw.jit import MODES, built, rounder
+
 from .layout import region, word_bytes
 
 __all__ = ["available", "batch_images", "dqn_params", "dqn_batch"]
@@ -18,12 +20,7 @@ __all__ = ["available", "batch_images", "dqn_params", "dqn_batch"]
 _K = []
 
 
-def _build():
-    try:
-        import numba
-    except ImportError:                       # a board image without numba: numpy code
-        return None
-    jit = numba.njit(cache=True, nogil=True)
+def _build(jit):
 
     @jit
     def put(words, w, bit, v, lb):
@@ -67,15 +64,7 @@ def _build():
             put(words, b // S, (b % S) * lb, lane, lb)
         return True
 
-    @jit
-    def rnd(v, scale, mode):
-        """The format's rounding of ``v * scale`` (``scale`` a power of two: exact)."""
-        s = v * scale
-        if mode == 0:
-            return np.floor(s)
-        if mode == 1:
-            return np.floor(s + 0.5)
-        return np.rint(s)
+    rnd = rounder(jit)
 
     @jit
     def dqn(obs, nxt, act, rew, done, wt, weighted, S, G, lbm, w, ab, lbs, n_out,
@@ -94,7 +83,7 @@ def _build():
                     v = np.float64(obs[i, j]) if k == 0 else np.float64(nxt[i, j])
                     if not abs(v) < 2.0 ** 960:
                         return False
-                    r = rnd(v, ascale, amode)
+                    r = rnd(v * ascale, amode)
                     if r < alo or r > ahi:
                         return False
                     q = np.int64(r)
@@ -109,7 +98,7 @@ def _build():
             v = np.float64(rew[i])
             if a < 0 or a >= n_out or not (d == 0.0 or d == 1.0) or not abs(v) < 2.0 ** 960:
                 return False
-            r = rnd(v, ascale, amode)
+            r = rnd(v * ascale, amode)
             if r < alo or r > ahi:
                 return False
             q = np.int64(r)
@@ -118,7 +107,7 @@ def _build():
                 x = np.float64(wt[i])
                 if not (x >= 0.0 and x <= 1.0):
                     return False
-                wq = np.int64(min(max(rnd(x, wscale, wmode), wlo), whi))   # saturated
+                wq = np.int64(min(max(rnd(x * wscale, wmode), wlo), whi))   # saturated
                 wt_raw[i] = wq
             rew_raw[i] = q
             act_out[i] = a
@@ -132,9 +121,7 @@ def _build():
 
 
 def _kernels():
-    if not _K:
-        _K.append(_build())
-    return _K[0]
+    return built(_K, _build)
 
 
 def available() -> bool:
@@ -218,7 +205,7 @@ def dqn_params(config) -> tuple:
     if (act.width > 53 or wfmt.width > 53 or 1 << wfmt.frac > wfmt.max_raw
             or region(config, "next_obs").lane_bits != m.lane_bits):
         return None
-    modes = ("floor", "half_up", "half_even")
+    modes = MODES
     return (config.array, m.col_groups(config), m.lane_bits, config.width, config.action_bits,
             smp.lane_bits, config.n_out, 2.0 ** act.frac, modes.index(act.rounding),
             float(max(act.min_raw, lane_lo)), float(min(act.max_raw, lane_hi)),

@@ -9,17 +9,15 @@ error. The kernels are compiled on first use and cached on disk (``cache=True``)
 
 import numpy as np
 
+from sw.jit import MODES, built, rounder
+
 __all__ = ["available", "update_params", "stage_update", "sampled"]
 
 _K = []
 
 
-def _build():
-    try:
-        import numba
-    except ImportError:                       # a board image without numba: numpy code
-        return None
-    jit = numba.njit(cache=True, nogil=True)
+def _build(jit):
+    rnd = rounder(jit)
 
     @jit
     def stage(idx, prio, cap, maxv, scale, mode, lo, hi, idx_out, raw_out):
@@ -34,13 +32,7 @@ def _build():
                 return False, top, clamped
             if j > top:
                 top = j
-            s = min(p, maxv) * scale            # ldexp: exact, scale is a power of two
-            if mode == 0:
-                r = np.floor(s)
-            elif mode == 1:
-                r = np.floor(s + 0.5)
-            else:
-                r = np.rint(s)
+            r = rnd(min(p, maxv) * scale, mode)     # scale a power of two: exact
             raw = np.int64(min(max(r, lo), hi))
             if raw == 0 and p > 0.0:         # the numpy code clamps it to 1 and warns
                 clamped += 1
@@ -69,9 +61,7 @@ def _build():
 
 
 def _kernels():
-    if not _K:
-        _K.append(_build())
-    return _K[0]
+    return built(_K, _build)
 
 
 def available() -> bool:
@@ -86,7 +76,7 @@ def update_params(config) -> tuple:
     if _kernels() is None or fmt.width > 53:
         return None
     return (config.capacity, float(fmt.max_value), 2.0 ** fmt.frac,
-            ("floor", "half_up", "half_even").index(fmt.rounding), float(fmt.min_raw),
+            MODES.index(fmt.rounding), float(fmt.min_raw),
             float(fmt.max_raw))
 
 
