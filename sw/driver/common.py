@@ -119,6 +119,20 @@ def hw_field_mismatches(register_map, regs, want, got):
     return bad
 
 
+def written_registers(device) -> dict:
+    """Offset -> the word last written to ``device``'s registers through a driver's register
+    map in this process, one dict per device object, shared by its drivers
+    (:meth:`~sw.driver.regmap.RegisterMapAccess.write_word_changed`)."""
+    words = getattr(device, "_written_registers", None)
+    if words is None:
+        words = {}
+        try:
+            device._written_registers = words
+        except AttributeError:           # a device without a __dict__: this driver's own
+            pass
+    return words
+
+
 class ControlOf(Mmio):
     """``device.control``, looked up at each access (so a wrapper installed later applies)."""
 

@@ -69,8 +69,9 @@ Hot paths
     :meth:`~RegisterMapAccess.fields_of` (a read word's fields), and
     :meth:`~RegisterMapAccess.write_word_changed`, which skips the write when the word is
     what this map last wrote to that register (registers of ``rw`` fields only: the
-    arguments). A write by another master, or not through this map, is not seen:
-    :meth:`~RegisterMapAccess.forget` makes the next writes unconditional.
+    arguments), by any map sharing its ``written`` dict (the drivers of one device object
+    share one). A write by another master or process, or not through such a map, is not
+    seen: :meth:`~RegisterMapAccess.forget` makes the next writes unconditional.
 """
 
 import difflib
@@ -359,6 +360,10 @@ class RegisterMapAccess:
         path of a ``*_regs.json`` file.
     mmio : Mmio
         The control port (anything with ``read32(offset)`` and ``write32(offset, value)``).
+    written : dict or None
+        Offset -> word last written, shared by the maps of one set of registers (the drivers
+        pass :func:`sw.driver.common.written_registers` of their device, so two drivers of
+        one device never skip a write the other made); None: this map's own.
 
     Registers are attributes (``rm.CTRL``, :class:`RegisterAccess`) and items (``rm["CTRL"]``);
     assigning to one writes it (see the module docstring). Own attributes start with ``_``
@@ -374,7 +379,7 @@ class RegisterMapAccess:
         A value outside its field, or a raw word setting read-only or reserved bits.
     """
 
-    def __init__(self, regmap, mmio: Mmio):
+    def __init__(self, regmap, mmio: Mmio, *, written=None):
         rm = load_register_map(regmap)
         if not (callable(getattr(mmio, "read32", None))
                 and callable(getattr(mmio, "write32", None))):
@@ -389,8 +394,11 @@ class RegisterMapAccess:
         for name, access in self._by_name.items():
             if not name.startswith("_"):
                 object.__setattr__(self, name, access)
-        # name -> the word last written through this map, for write_word_changed
-        object.__setattr__(self, "_written", {})
+        # offset -> the word last written, for write_word_changed: this map's own, or one
+        # shared by every map on the same registers (``written``)
+        if written is not None and not isinstance(written, dict):
+            raise TypeError(f"written must be a dict or None, not {written!r}")
+        object.__setattr__(self, "_written", {} if written is None else written)
         object.__setattr__(self, "_shadow", {
             (r.name, f.name): f.reset for r in rm for f in r.fields if f.access in ("rw", "wo")})
         # registers that are one writable field of their own name: a write is that field alone
@@ -488,14 +496,15 @@ class RegisterMapAccess:
         self._commit(plan.reg, word, plan)
 
     def write_word_changed(self, name: str, word: int) -> bool:
-        """:meth:`write_word`, skipped when ``word`` is what this map last wrote to register
-        ``name`` (a register of ``rw`` fields only, which hold what is written: an argument).
-        Returns whether it wrote. Writes by other masters, or through other paths than this
-        map, are not seen: call :meth:`forget` after them (or after a reset)."""
+        """:meth:`write_word`, skipped when ``word`` is what was last written to register
+        ``name`` through this map, or through any map sharing its ``written`` dict (a register
+        of ``rw`` fields only, which hold what is written: an argument). Returns whether it
+        wrote. Writes by other masters or processes, or not through such a map, are not seen:
+        call :meth:`forget` after them (or after a reset)."""
         plan = self._plans.get(name) or self._named(name)
         if not plan.storage:
             raise ValueError(f"{name}: only a register of rw fields keeps what was written")
-        if type(word) is int and self._written.get(name) == word:
+        if type(word) is int and self._written.get(plan.offset) == word:
             return False
         self.write_word(name, word)
         return True
@@ -575,7 +584,7 @@ class RegisterMapAccess:
         if plan is None:
             plan = self._plan(reg)
         self._mmio.write32(plan.offset, word)
-        self._written[reg.name] = word
+        self._written[plan.offset] = word
         shadow = self._shadow
         for key, lsb, top in plan.on_write:
             shadow[key] = (word >> lsb) & top

@@ -47,6 +47,7 @@ from sw.driver.common import (
     DriverBase,
     use_interrupt_arg,
     warn_level,
+    written_registers,
 )
 from sw.driver.common import positive as _positive
 from sw.driver.mmio import Device
@@ -211,7 +212,8 @@ class GaeDriver(DriverBase):
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         # Nothing above touched the device; now read the hardware's own description.
         self._config = config = self._attach(device, config, read_hw_config, check_against)
-        self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device))
+        self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device),
+                                              written=written_registers(device))
         if pipeline is None:
             pipeline = GaeQuantizationPipeline(bits=config.code_bits,
                                                reg_format=config.reg_format,

@@ -71,6 +71,7 @@ from sw.driver.common import (
     integer_in,
     use_interrupt_arg,
     warn_level,
+    written_registers,
 )
 from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
@@ -184,7 +185,8 @@ class LearnerDriver(DriverBase):
         config = self._attach(device, config, read_learner_config, check_against)
         require_dqn(config, sync_period, "sync_period")
         self._config = config
-        self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device))
+        self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device),
+                                              written=written_registers(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
         # Once per driver, for the step's hot path: CTRL's AP_IDLE, the input regions' byte
         # offsets, the compiled DQN pass's constants (None: the numpy code).

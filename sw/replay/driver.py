@@ -41,7 +41,8 @@ import warnings
 import numpy as np
 
 from sw.config import check_real
-from sw.driver.common import ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level
+from sw.driver.common import (ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level,
+                              written_registers)
 from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
 from sw.gae.driver import StartRefusedWarning
@@ -181,7 +182,8 @@ class ReplayDriver(DriverBase):
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._config = config = self._attach(device, config, read_replay_config,
                                              _check_against)
-        self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device))
+        self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device),
+                                              written=written_registers(device))
         self.last_status = {}
         self._idle_mask = self.register_map.CTRL._register.field("AP_IDLE").mask
         self._op_words = {}            # (op, prng, relaxed) -> OP's word

@@ -329,3 +329,31 @@ def test_write_word_changed_skips_what_this_map_wrote(demo):
         acc.write_word_changed("CTRL", 1)            # AP_START is self-clearing
     with pytest.raises(ValueError, match="only a register of rw fields"):
         acc.write_word_changed("MIXED", 0)           # a write-only field
+
+
+def test_maps_sharing_written_never_skip_each_others_writes(demo):
+    """Two maps of one set of registers (two drivers of one device) share what was written:
+    a word one wrote is not skipped by the other when it differs from the hardware's."""
+    acc, model, log = demo
+    shared = {}
+    a = RegisterMapAccess(demo_map(), acc._mmio, written=shared)
+    b = RegisterMapAccess(demo_map(), acc._mmio, written=shared)
+    assert a.write_word_changed("ARG0", 5)
+    assert b.write_word_changed("ARG0", 6)
+    assert a.write_word_changed("ARG0", 5) and model.q["ARG0", "ARG0"] == 5
+    assert not b.write_word_changed("ARG0", 5)
+    with pytest.raises(TypeError, match="written must be a dict"):
+        RegisterMapAccess(demo_map(), acc._mmio, written=[])
+
+
+def test_drivers_of_one_device_share_what_was_written():
+    from sw.driver import InstantDevice, ReplayDriver
+    from sw.driver.common import written_registers
+
+    dev = InstantDevice.for_kernel("replay_kernel_k16")
+    one, two = ReplayDriver(dev), ReplayDriver(dev)
+    assert one.register_map._written is two.register_map._written is written_registers(dev)
+    one.register_map.write_word_changed("BATCH_SIZE", 7)
+    two.register_map.write_word_changed("BATCH_SIZE", 9)
+    assert one.register_map.write_word_changed("BATCH_SIZE", 7)      # not skipped
+    assert dev.control.read32(one.register_map.BATCH_SIZE._offset) == 7
