@@ -195,6 +195,10 @@ class DriverBase:
                 "isr": rm.word("IP_ISR", AP_DONE=1)}
         return words
 
+    def _idle(self) -> bool:
+        """One read of CTRL (which also clears a stale AP_DONE): whether AP_IDLE is set."""
+        return bool(self.register_map.read_word("CTRL") & self._ctrl_words()["idle"])
+
     def _start(self):
         """Arm the interrupt (clear what IP_ISR holds, enable AP_DONE, GIER) or disable it
         for polling, then write AP_START (AUTO_RESTART off). Raw words by name

@@ -435,7 +435,7 @@ class GaeDriver(DriverBase):
                                  f"{'signed' if is_signed else 'unsigned'}), not {value}")
             words[reg] = value & ((1 << width) - 1)
         rm = self.register_map
-        if not rm.read_word("CTRL") & self._ctrl_words()["idle"]:
+        if not self._idle():
             raise GaeBusyError("the accelerator is busy (CTRL.AP_IDLE = 0): a run is in "
                                "progress")
         for name, word in words.items():     # only when they change (raw words by name)

@@ -188,9 +188,8 @@ class LearnerDriver(DriverBase):
         self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device),
                                               written=written_registers(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
-        # Once per driver, for the step's hot path: CTRL's AP_IDLE, the input regions' byte
-        # offsets, the compiled DQN pass's constants (None: the numpy code).
-        self._idle_mask = self.register_map.CTRL._register.field("AP_IDLE").mask
+        # Once per driver, for the step's hot path: the input regions' byte offsets, the
+        # compiled DQN pass's constants (None: the numpy code).
         self._bases = {r.name: region_base(config, r.name) for r in regions(config)}
         self._dqn_params = hostfast.dqn_params(config)
         self._since_sync = 0                      # host emulation of the sync counter
@@ -371,7 +370,7 @@ class LearnerDriver(DriverBase):
 
     def _require_idle(self):
         """Read CTRL (which also clears a stale AP_DONE); raise if a step is in progress."""
-        if not self.register_map.read_word("CTRL") & self._idle_mask:
+        if not self._idle():
             raise LearnerBusyError("the learner is busy (CTRL.AP_IDLE = 0): a step is in "
                                    "progress")
 

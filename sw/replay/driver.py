@@ -185,7 +185,6 @@ class ReplayDriver(DriverBase):
         self.register_map = RegisterMapAccess(replay_register_map(config), ControlOf(device),
                                               written=written_registers(device))
         self.last_status = {}
-        self._idle_mask = self.register_map.CTRL._register.field("AP_IDLE").mask
         self._op_words = {}            # (op, prng, relaxed) -> OP's word
         self._update_params = hostfast.update_params(config)
         # Per configuration, once: the regions' byte offsets and a uint64 staging buffer per
@@ -375,7 +374,7 @@ class ReplayDriver(DriverBase):
 
     def _run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=None):
         rm = self.register_map
-        if not rm.read_word("CTRL") & self._idle_mask:
+        if not self._idle():
             raise ReplayBusyError("the replay accelerator is busy (CTRL.AP_IDLE = 0)")
         key = (op, prng, relaxed)
         word = self._op_words.get(key)
