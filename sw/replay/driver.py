@@ -316,12 +316,13 @@ class ReplayDriver(DriverBase):
         ``name`` as little-endian 64-bit words, through the region's staging buffer."""
         self._load_blocks([(name, values)])
 
-    def _load_blocks(self, blocks):
+    def _load_blocks(self, blocks, staged=()):
         """:meth:`_load` of ``[(name, values), ...]`` (input regions in the order of
-        :data:`~sw.replay.spec.REGIONS`) as one :meth:`~sw.driver.mmio.MemoryPort.
-        write_blocks`: the rows between them belong to input regions, so a backend may move
-        them as one transfer."""
-        out = []
+        :data:`~sw.replay.spec.REGIONS`), after ``staged`` ``[(name, n), ...]`` (the first
+        ``n`` words already in a region's staging buffer, regions before those of
+        ``blocks``), as one :meth:`~sw.driver.mmio.MemoryPort.write_blocks`: the rows between
+        them belong to input regions, so a backend may move them as one transfer."""
+        out = [(self._bases[name], self._stage[name][:n]) for name, n in staged]
         for name, values in blocks:
             buf = self._stage[name][:len(values)]
             buf[:] = values
@@ -352,25 +353,18 @@ class ReplayDriver(DriverBase):
             return None
         return idx.size
 
-    def _load_staged(self, n, extra=()):
-        """The first ``n`` words of the IDX_IN and PRIO_IN staging buffers (and ``extra``
-        blocks, as :meth:`_load_blocks`) as one write."""
-        blocks = [(self._bases["IDX_IN"], self._stage["IDX_IN"][:n]),
-                  (self._bases["PRIO_IN"], self._stage["PRIO_IN"][:n])]
-        for name, values in extra:
-            buf = self._stage[name][:len(values)]
-            buf[:] = values
-            blocks.append((self._bases[name], buf))
-        self._device.memory.write_blocks(blocks, gaps_are_inputs=True)
-
     def _fetch(self, name, n):
         return self._fetch_blocks((name,), n)[0]
 
-    def _fetch_blocks(self, names, n):
-        """``n`` int64 words of each region ``names``, through one
-        :meth:`~sw.driver.mmio.MemoryPort.read_blocks`."""
+    def _fetch_words(self, names, n):
+        """``n`` little-endian uint64 words of each region ``names`` (read-only views), through
+        one :meth:`~sw.driver.mmio.MemoryPort.read_blocks`."""
         got = self._device.memory.read_blocks([(self._bases[name], 8 * n) for name in names])
-        return [np.frombuffer(data, "<u8").astype(np.int64) for data in got]
+        return [np.frombuffer(data, "<u8") for data in got]
+
+    def _fetch_blocks(self, names, n):
+        """:meth:`_fetch_words` as int64 arrays of their own."""
+        return [w.astype(np.int64) for w in self._fetch_words(names, n)]
 
     def _run(self, op, batch=1, update_size=1, *, prng=False, relaxed=False, seed=None):
         rm = self.register_map
@@ -469,7 +463,7 @@ class ReplayDriver(DriverBase):
         raw ``priorities`` (keyword, >= 0). Batches above ``max_batch`` run in chunks."""
         n = self._staged_update(indices, td_errors, priorities)
         if n is not None:                                   # compiled: staged in one pass
-            self._load_staged(n)
+            self._load_blocks((), staged=(("IDX_IN", n), ("PRIO_IN", n)))
             self._run(ReplayOp.UPDATE, n)
             return
         idx = self._indices(indices)
@@ -482,13 +476,11 @@ class ReplayDriver(DriverBase):
 
     def _sampled(self, n, total, beta):
         cfg = self._config
-        got = self._device.memory.read_blocks([(self._bases[name], 8 * n)
-                                               for name in ("IDX_OUT", "PRIO_OUT")])
+        words = self._fetch_words(("IDX_OUT", "PRIO_OUT"), n)
         size = self.size
         if hostfast.available():                # one compiled pass, the same arithmetic
-            return hostfast.sampled(cfg, np.frombuffer(got[0], "<u8"),
-                                    np.frombuffer(got[1], "<u8"), total, size, beta)
-        idx, raw = (np.frombuffer(data, "<u8").astype(np.int64) for data in got)
+            return hostfast.sampled(cfg, *words, total, size, beta)
+        idx, raw = (w.astype(np.int64) for w in words)
         p = raw.astype(np.float64) / float(total)
         w = (max(size, 1) * p) ** -beta
         w = w / w.max()
@@ -523,7 +515,8 @@ class ReplayDriver(DriverBase):
         x = self._targets(targets, n)
         u = self._staged_update(indices, td_errors, priorities)
         if u is not None:                                   # compiled: staged in one pass
-            self._load_staged(u, [] if x is None else [("TARGET_IN", x)])
+            self._load_blocks([] if x is None else [("TARGET_IN", x)],
+                              staged=(("IDX_IN", u), ("PRIO_IN", u)))
         else:
             idx = self._indices(indices)
             u = _count(idx.size, "len(indices)", self._config.max_batch)
