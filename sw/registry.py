@@ -305,7 +305,7 @@ SHIPPED = [
     ("learner_kernel_s4", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 4,
                                              "max_batch": 256, "sub_batch": 8,
                                              "axi_data_width": 128}),
-    # The same network on 8 x 8 tensor units (one DSP per cell: ~800 DSPs, under half of the
+    # The same network on 8 x 8 tensor units (one DSP per cell: 755 DSPs, 44 % of the
     # ZCU106's): a step of 64 samples in 5,611 cycles instead of 20,304 (docs/learner.md).
     ("learner_kernel_s8", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 8,
                                              "max_batch": 256, "sub_batch": 8,

@@ -484,13 +484,13 @@ class RegisterMapAccess:
     def read_word(self, name: str) -> int:
         """One bus read of register ``name``: its raw word (``int(rm.NAME)`` without the
         attribute machinery; ``rw`` shadows refreshed, ``ro_cor`` fields cleared)."""
-        plan = self._plans.get(name) or self._named(name)
+        plan = self._named(name)
         return self._read_word(plan.reg, plan)
 
     def write_word(self, name: str, word: int):
         """One bus write of the raw ``word`` to register ``name``, as ``rm.NAME.write(word)``:
         only host-writable bits may be set (``ValueError``); shadows refreshed."""
-        plan = self._plans.get(name) or self._named(name)
+        plan = self._named(name)
         if type(word) is not int or word < 0 or word & ~plan.writable:
             self._write_word(plan.reg, word)          # raises, naming the register
         self._commit(plan.reg, word, plan)
@@ -501,7 +501,7 @@ class RegisterMapAccess:
         of ``rw`` fields only, which hold what is written: an argument). Returns whether it
         wrote. Writes by other masters or processes, or not through such a map, are not seen:
         call :meth:`forget` after them (or after a reset)."""
-        plan = self._plans.get(name) or self._named(name)
+        plan = self._named(name)
         if not plan.storage:
             raise ValueError(f"{name}: only a register of rw fields keeps what was written")
         if type(word) is int and self._written.get(plan.offset) == word:

@@ -136,7 +136,7 @@ def _matrix(config, name, x):
             or not 1 <= n <= r.rows:
         return None
     lb = r.lane_bits
-    lo, hi = (-(1 << (lb - 1)), (1 << (lb - 1)) - 1) if r.signed else (0, (1 << lb) - 1)
+    lo, hi = r.lane_range
     G = r.col_groups(config)
     words = np.zeros((config.groups(n) * G, word_bytes(config, name)), np.uint8)
     return words if _kernels()["matrix"](x, config.array, G, lb, lo, hi, words) else None
@@ -200,17 +200,16 @@ def dqn_params(config) -> tuple:
     num = config.numerics
     act, wfmt = num.act_format, num.loss_weight_format
     m, smp = region(config, "obs"), region(config, "samples")
-    lane_lo, lane_hi = ((-(1 << (m.lane_bits - 1)), (1 << (m.lane_bits - 1)) - 1) if m.signed
-                        else (0, (1 << m.lane_bits) - 1))
+    lane_lo, lane_hi = m.lane_range
     if (act.width > 53 or wfmt.width > 53 or 1 << wfmt.frac > wfmt.max_raw
             or region(config, "next_obs").lane_bits != m.lane_bits):
         return None
-    modes = MODES
     return (config.array, m.col_groups(config), m.lane_bits, config.width, config.action_bits,
-            smp.lane_bits, config.n_out, 2.0 ** act.frac, modes.index(act.rounding),
+            smp.lane_bits, config.n_out, 2.0 ** act.frac, MODES.index(act.rounding),
             float(max(act.min_raw, lane_lo)), float(min(act.max_raw, lane_hi)),
-            2.0 ** wfmt.frac, modes.index(wfmt.rounding), float(wfmt.min_raw),
-            float(wfmt.max_raw), 1 << wfmt.frac, word_bytes(config, "obs"), word_bytes(config, "samples"))
+            2.0 ** wfmt.frac, MODES.index(wfmt.rounding), float(wfmt.min_raw),
+            float(wfmt.max_raw), 1 << wfmt.frac, word_bytes(config, "obs"),
+            word_bytes(config, "samples"))
 
 
 def dqn_batch(config, params, obs, actions, rewards, next_obs, dones, loss_weights):

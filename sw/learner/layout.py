@@ -69,6 +69,12 @@ class Region:
     host_write: bool
     doc: str
 
+    @property
+    def lane_range(self) -> tuple:
+        """``(lo, hi)``: the raw values one lane holds."""
+        lb = self.lane_bits
+        return (-(1 << (lb - 1)), (1 << (lb - 1)) - 1) if self.signed else (0, (1 << lb) - 1)
+
     def row_groups(self, config: LearnerConfig) -> int:
         return config.groups(self.rows)
 
@@ -207,7 +213,7 @@ def pack_matrix(config: LearnerConfig, name: str, matrix) -> bytes:
         raise ValueError(f"matrix must be n × {r.cols} for region {name!r}, not shape {x.shape}")
     _check_rows(config, r, x.shape[0], "matrix")
     S, lb = config.array, r.lane_bits
-    lo, hi = (-(1 << (lb - 1)), (1 << (lb - 1)) - 1) if r.signed else (0, (1 << lb) - 1)
+    lo, hi = r.lane_range
     if x.size and (x.min() < lo or x.max() > hi):
         raise ValueError(f"values of region {name!r} must be raw {lb}-bit integers in "
                          f"{lo}..{hi}")
