@@ -187,7 +187,6 @@ def stream_rows(quick: bool, env, shapes=None) -> list:
     time is added to the rollout. Against numba GAE on the whole batch, timed in the same
     rounds."""
     import time
-
     import warnings
 
     from sw.driver import GaeDriver

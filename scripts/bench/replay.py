@@ -2,9 +2,9 @@
 of priorities, and both as a DQN step does them (update the last batch, sample the next).
 
 Accelerator: :class:`sw.replay.driver.ReplayDriver` ``sample(B, beta)`` (on-chip PRNG),
-``update(indices, td_errors)`` and ``update_and_sample`` (one fused run) on the shipped Alveo kernels ``replay_kernel_k16`` (K = 16,
-2^16 leaves) and ``replay_kernel_k16_1m`` (K = 16, 2^20 leaves), host code timed against
-:class:`sw.driver.stub.InstantDevice`, the bytes through the PCIe model, the run's cycles
+``update(indices, td_errors)`` and ``update_and_sample`` (one fused run) on the shipped
+Alveo kernels ``replay_kernel_k16`` (K = 16, 2^16 leaves) and ``replay_kernel_k16_1m``
+(K = 16, 2^20 leaves), host code timed against :class:`sw.driver.stub.InstantDevice`, the bytes through the PCIe model, the run's cycles
 (:func:`sw.replay.spec.run_cycles`) plus the window shell's copies, at each module's clock.
 
 CPU baselines on a float64 tree of the same fan-out and size:
