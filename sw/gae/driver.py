@@ -322,14 +322,16 @@ class GaeDriver(DriverBase):
         self.stream_reference = None
 
     # -- streaming (HEPPO's FILO stack filled during the rollout) -----------------------------
-    def stream(self, n_envs, horizon, gamma, lam):
+    def stream(self, n_envs, horizon, gamma, lam, *, flush_rows=None):
         """A :class:`~sw.gae.stream.GaeStream` of ``horizon`` time steps of ``n_envs``
         trajectories: ``push`` each step as the rollout produces it, ``finish`` with the
-        bootstrap values (:mod:`sw.gae.stream`). One stream at a time; :meth:`compute` and
-        :meth:`run` refuse while one is open."""
+        bootstrap values (:mod:`sw.gae.stream`). ``flush_rows``: steps staged on the host
+        per write to the accelerator (default :data:`~sw.gae.stream.FLUSH_ROWS`; 1 writes
+        every step). One stream at a time; :meth:`compute` and :meth:`run` refuse while one
+        is open."""
         from .stream import GaeStream
         self._check_no_stream()
-        self._stream = GaeStream(self, n_envs, horizon, gamma, lam)
+        self._stream = GaeStream(self, n_envs, horizon, gamma, lam, flush_rows)
         return self._stream
 
     def _check_no_stream(self):

@@ -6,13 +6,18 @@
         stream.push(rewards_t, values_t, dones_t)    # [N] each, as the rollout produces them
     adv, ret = stream.finish(last_values)            # [T, N] each
 
-Each :meth:`GaeStream.push` quantizes one time step and writes its codes into row ``t`` of the
-rewards, values and dones regions (:func:`sw.gae.layout.row_offset`; three bursts of
-``ceil(N / n_pe)`` memory words), HEPPO's push in time order (§IV, Algorithm 2), while the
-rollout goes on. :meth:`GaeStream.finish` writes the bootstrap row and the in-place result
-registers, starts the run, waits and reads the results back: after the last environment step
-only that remains. The same :class:`~sw.driver.mmio.Device` interface as every other call, so
-it works on the golden model, the simulator, PYNQ and XRT.
+Each :meth:`GaeStream.push` quantizes one time step into row ``t`` of the host's images of the
+rewards, values and dones regions, HEPPO's push in time order (§IV, Algorithm 2), while the
+rollout goes on; every ``flush_rows`` steps (:data:`FLUSH_ROWS` by default) the rows staged
+since the last write go to the accelerator's memory, one write per region
+(:func:`sw.gae.layout.row_offset`: rows are contiguous). A write costs a fixed time on every
+bus (17 µs per transfer through XRT on PCIe, docs/benchmarks.md), so writing every step would
+cost three of them per environment step. :meth:`GaeStream.finish` writes the rows not yet
+written with the bootstrap row (the last push never writes: its rows go with the bootstrap
+row, in the same three writes) and the in-place result registers, starts the run, waits and
+reads the results back: after the last environment step only that remains. The same
+:class:`~sw.driver.mmio.Device` interface as every other call, so it works on the golden
+model, the simulator, PYNQ and XRT.
 
 Scales (the consequence for accuracy: docs/gae.md, "Streaming")
     A dequantizer register holds one affine map for the whole run, so each stream's scales are
@@ -67,7 +72,13 @@ from . import hostfast
 from .layout import pack_rows, row_offset, word_bytes
 from .spec import MAX_RUN_TRAJECTORIES, GaeCoreArgs
 
-__all__ = ["GaeStream", "StreamReference", "STREAM_MARGIN", "VALUE_STD_MARGIN", "FIXED_ARGS"]
+__all__ = ["GaeStream", "StreamReference", "STREAM_MARGIN", "VALUE_STD_MARGIN", "FIXED_ARGS",
+           "FLUSH_ROWS"]
+
+#: Time steps a stream stages on the host before it writes them (``flush_rows`` default): the
+#: three writes' fixed cost (51 µs through XRT, 3 µs through PYNQ's MMIO window) is then under
+#: 1 µs per pushed step, and ``finish`` writes at most this many rows after the last step.
+FLUSH_ROWS = 64
 
 #: How many times the previous batch's half-range a stream's range is (caller's units).
 STREAM_MARGIN = 1.5
@@ -137,6 +148,10 @@ class GaeStream:
         ``horizon`` and ``n_envs``.
     pushed : int
         Time steps pushed so far.
+    flush_rows : int
+        Steps staged on the host per write (:data:`FLUSH_ROWS` unless given).
+    written : int
+        Steps written to the accelerator's memory so far (0 for a deferred stream).
     deferred : bool
         No reference statistics yet: the batch is quantized and loaded at ``finish``.
     clipped : dict
@@ -148,9 +163,11 @@ class GaeStream:
         accelerator gives the same results bit for bit).
     """
 
-    def __init__(self, driver, n_envs, horizon, gamma, lam):
+    def __init__(self, driver, n_envs, horizon, gamma, lam, flush_rows=None):
         M = integer_in(n_envs, "n_envs", 1, MAX_RUN_TRAJECTORIES)
         T = integer_in(horizon, "horizon", 1, 65536)
+        self.flush_rows = (FLUSH_ROWS if flush_rows is None
+                           else integer_in(flush_rows, "flush_rows", 1, 65536))
         driver.check_shape(T, M)
         self._gamma, self._lam = coefficient(gamma, "gamma"), coefficient(lam, "lam")
         cfg = driver.config
@@ -171,6 +188,7 @@ class GaeStream:
         self._raw_dmax = 0.0
         self._prev = self._prev_hat = None
         self._vals = None
+        self.written = 0
         if self.deferred:
             self._r = np.empty((T, M))
             self._v = np.empty((T, M))
@@ -205,6 +223,11 @@ class GaeStream:
         self._rc = np.zeros((T, M), dtype)
         self._vc = np.zeros((T + 1, M), dtype)
         self._dc = np.zeros((T, M), bool)
+        # the host's images of the three regions, rows staged until written (_write_rows)
+        self._G = G = -(-M // cfg.n_pe)
+        self._images = {region: np.zeros((rows * G, word_bytes(cfg, region)), np.uint8)
+                        for region, rows in (("rewards", T), ("values", T + 1), ("dones", T))}
+        self._bases = {region: row_offset(cfg, region, 0, M) for region in self._images}
         self._carry = np.zeros(M)
         # caller's units: the values as pushed, for the returns (advantages + values, as the
         # batch path's), so finish reads back and decodes the advantages only
@@ -318,12 +341,29 @@ class GaeStream:
             rc = self._codes(y, "reward")
         vc = self._codes((v * self._u - self._vo) / self._vs, "value")
         self._rc[t], self._vc[t], self._dc[t] = rc, vc, d
-        cfg, mem, M = self._cfg, self._drv.device.memory, self.M
+        G = self._G
         for region, row in (("rewards", self._rc[t]), ("values", self._vc[t]),
                             ("dones", self._dc[t])):
-            mem.write(row_offset(cfg, region, t, M), pack_rows(cfg, region, row[None]))
+            pack_rows(self._cfg, region, row[None], out=self._images[region][t * G:(t + 1) * G])
         self._result_stats(rc * self._rs + self._ro, vc * self._vs + self._vo, d)
+        self._pushed()
+
+    def _pushed(self):
+        """Count the step; write the staged rows once ``flush_rows`` are (not after the last
+        step: ``finish`` writes those with the bootstrap row)."""
         self.pushed += 1
+        if self.pushed - self.written >= self.flush_rows and self.pushed < self.T:
+            self._write_rows(self.pushed)
+
+    def _write_rows(self, end, values_end=None):
+        """Write the staged rows ``written..end-1`` of the three regions (the values' up to
+        ``values_end``), one write each."""
+        G, mem, t0 = self._G, self._drv.device.memory, self.written
+        for region, image in self._images.items():
+            stop = values_end if region == "values" and values_end is not None else end
+            block = image[t0 * G:stop * G]
+            mem.write(self._bases[region] + t0 * G * image.shape[1], block)
+        self.written = end
 
     def _push_fast(self, t, r, v, d):
         """:meth:`push` after the checks, in compiled passes (:mod:`sw.gae.hostfast`): the
@@ -334,21 +374,17 @@ class GaeStream:
             x, u, ro = self._drv.pipeline.rewards(r)[0], 1.0, 0.0   # statistics per push
         else:
             x, u, ro = r, self._u, self._ro
-        cfg, M = self._cfg, self.M
-        images = {region: np.zeros((-(-M // cfg.n_pe), word_bytes(cfg, region)), np.uint8)
-                  for region in ("rewards", "values", "dones")}
+        cfg, M, G, img = self._cfg, self.M, self._G, self._images
+        rows = slice(t * G, (t + 1) * G)
         rh, vh = np.empty(M), np.empty(M)
         cr, cv = k["push_row"](x, v, d, u, ro, self._rs, self._vo, self._vs, self._qmax,
                                self._feedback, self._carry, self._rc[t], self._vc[t],
                                self._dc[t], rh, vh, cfg.n_pe, cfg.code_bits // 8,
-                               images["rewards"], images["values"], images["dones"])
+                               img["rewards"][rows], img["values"][rows], img["dones"][rows])
         self.clipped["reward"] += int(cr)
         self.clipped["value"] += int(cv)
-        mem = self._drv.device.memory
-        for region, image in images.items():
-            mem.write(row_offset(cfg, region, t, M), image.tobytes())
         self._result_stats_fast(k, rh, vh, d)
-        self.pushed += 1
+        self._pushed()
 
     def _raw_stats_fast(self, k, r, v, d):
         """:meth:`_raw_stats` in one compiled pass (numpy's dot for the second moment)."""
@@ -449,8 +485,9 @@ class GaeStream:
         cfg = self._cfg
         vc = self._codes((last * self._u - self._vo) / self._vs, "value")
         self._vc[T] = vc
-        drv.device.memory.write(row_offset(cfg, "values", T, M),
-                                pack_rows(cfg, "values", self._vc[T][None]))
+        G = self._G
+        pack_rows(cfg, "values", self._vc[T][None], out=self._images["values"][T * G:])
+        self._write_rows(T, values_end=T + 1)      # the staged rows and the bootstrap row
         if fast:
             self._result_stats_fast(hostfast._kernels(), None, vc * self._vs + self._vo, None)
         else:

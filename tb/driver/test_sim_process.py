@@ -34,10 +34,11 @@ def test_user_batch_on_rtl_equals_golden():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("units", ["caller", "standardized"])
-def test_streamed_batches_on_rtl_equal_golden(units):
-    """GaeDriver.stream on the Verilated RTL: each step pushed into its rows while the
-    accelerator idles, then the bootstrap row, the result registers and one run. The second
+@pytest.mark.parametrize("units, flush_rows", [("caller", 5), ("standardized", None)])
+def test_streamed_batches_on_rtl_equal_golden(units, flush_rows):
+    """GaeDriver.stream on the Verilated RTL: the steps written into their rows while the
+    accelerator idles (5 rows at a time, or all with the bootstrap row at the default
+    ``flush_rows``), then the result registers and one run. The second
     stream of a driver is a pushed one (the first takes the batch path); both give the golden
     device's results bit for bit, with the same CYCLES (the cycle model's)."""
     rng = np.random.default_rng(11)
@@ -49,7 +50,7 @@ def test_streamed_batches_on_rtl_equal_golden(units):
             drv = GaeDriver(device, units=units)
             out = []
             for r, v, d, last in batches:
-                s = drv.stream(r.shape[1], r.shape[0], 0.97, 0.9)
+                s = drv.stream(r.shape[1], r.shape[0], 0.97, 0.9, flush_rows=flush_rows)
                 for t in range(r.shape[0]):
                     s.push(r[t], v[t], d[t])
                 adv, ret = s.finish(last)

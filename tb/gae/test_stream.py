@@ -3,8 +3,9 @@
 On the golden device: the streamed run gives exactly what :meth:`GaeDriver.execute` gives for
 the same codes and registers loaded as a whole batch (random shapes, episode ends, truncation,
 both units, in-place and full results); the first stream of a driver is the batch path; bad
-pushes are refused naming the argument; the bus traffic after the last step is the bootstrap
-row, the result registers and the read-back.
+pushes are refused naming the argument; pushes write their rows ``flush_rows`` steps at a
+time, and the bus traffic after the last step is the unwritten rows with the bootstrap row, the
+result registers and the read-back.
 """
 
 import warnings
@@ -18,10 +19,10 @@ from sw.driver import InstantDevice
 from sw.gae.device import GoldenDevice
 from sw.gae.driver import ClippingWarning, GaeDriver
 from sw.gae.golden import gae_reference
-from sw.gae.layout import row_offset, word_bytes
+from sw.gae.layout import pack_rows, row_offset, word_bytes
 from sw.gae.model import gae_core
 from sw.gae.spec import GaeCoreConfig, gae_register_map, hw_info_values
-from sw.gae.stream import FIXED_ARGS, VALUE_STD_MARGIN
+from sw.gae.stream import FIXED_ARGS, FLUSH_ROWS, VALUE_STD_MARGIN
 from sw.registry import shipped_config
 
 CONFIGS = {
@@ -104,9 +105,12 @@ def test_episode_ends_and_truncation_as_gymnasium_flags():
         assert rel(adv, ref_a) < 0.08, (it, rel(adv, ref_a))
 
 
-def test_pushes_write_each_step_into_its_rows():
-    """After push t the device memory holds exactly step t's codes at row t of each region,
-    and what the rest of the batch path would have loaded (compared image to image)."""
+@pytest.mark.parametrize("flush_rows", [1, 5, None])
+def test_pushes_write_their_rows_every_flush_rows_steps(flush_rows):
+    """Pushes stage their rows on the host and write them ``flush_rows`` at a time (one write
+    per region, rows contiguous); after each write the device memory holds exactly the pushed
+    steps' codes in their rows; the last push never writes: ``finish`` writes the rest with the
+    bootstrap row (three writes), and the memory then holds what the batch path loads."""
     cfg = CONFIGS["n8"]
     rng = np.random.default_rng(2)
     T, M = 12, 13
@@ -115,24 +119,40 @@ def test_pushes_write_each_step_into_its_rows():
     drv = GaeDriver(dev)
     r, v, d, last = rollout(rng, T, M)
     stream_batch(drv, r, v, d, last)                      # the first stream: the batch path
-    s = drv.stream(M, T, 0.99, 0.95)
+    kw = {} if flush_rows is None else {"flush_rows": flush_rows}
+    s = drv.stream(M, T, 0.99, 0.95, **kw)
+    k = s.flush_rows
+    assert k == (FLUSH_ROWS if flush_rows is None else flush_rows)
     regs = dev.registers()
     assert {n.upper() for n in FIXED_ARGS} <= set(regs)
+    G = -(-M // cfg.n_pe)
+    nbytes = {x: G * word_bytes(cfg, x) for x in ("rewards", "values", "dones")}
     dev.traffic.reset()
+    expect = []
     for t in range(T):
         s.push(r[t], v[t], d[t])
-    G = -(-M // cfg.n_pe)
-    assert dev.traffic.writes == 3 * T and dev.traffic.reg_writes == 0
-    assert [n for _, _, n in dev.traffic.transfers[:3]] == \
-        [G * word_bytes(cfg, x) for x in ("rewards", "values", "dones")]
-    assert dev.traffic.transfers[3][1] == row_offset(cfg, "rewards", 1, M)
+        end = (t + 1) // k * k if t + 1 < T else (T - 1) // k * k
+        assert s.pushed == t + 1 and s.written == end
+        if (t + 1) % k == 0 and t + 1 < T:             # a write of rows t + 1 - k .. t
+            expect += [("write", row_offset(cfg, x, t + 1 - k, M), k * nbytes[x])
+                       for x in ("rewards", "values", "dones")]
+        assert dev.traffic.transfers == expect and dev.traffic.reg_writes == 0
+    w = s.written
+    assert w == (T - 1) // k * k
+    if w:                                             # the written rows hold the pushed codes
+        for x, rows in (("rewards", s._rc), ("values", s._vc), ("dones", s._dc)):
+            lo = row_offset(cfg, x, 0, M)
+            np.testing.assert_array_equal(dev.image[lo:lo + w * nbytes[x]],
+                                          np.frombuffer(pack_rows(cfg, x, rows[:w]), np.uint8))
     dev.traffic.reset()
     s.finish(last)
     t = dev.traffic
-    # after the last step: the bootstrap row, the four result registers, the run, read-back
-    # of the advantages (caller's units: the returns are the advantages plus the values)
-    assert (t.writes, t.reads, t.starts) == (1, 1, 1)
-    assert t.transfers[0][1] == row_offset(cfg, "values", T, M)
+    # after the last step: the unwritten rows with the bootstrap row, the four result
+    # registers, the run, read-back of the advantages (caller's units: the returns are the
+    # advantages plus the values)
+    assert (t.writes, t.reads, t.starts) == (3, 1, 1)
+    assert t.transfers[:3] == [("write", row_offset(cfg, x, w, M), (T - w + (x == "values"))
+                                * nbytes[x]) for x in ("rewards", "values", "dones")]
     image = dev.image.copy()
     batch_dev = InstantDevice(gae_register_map(cfg), hw_info_values(cfg),
                               1 << cfg.mem_addr_bits, store=True)
@@ -191,6 +211,9 @@ def test_bad_pushes_are_refused_naming_the_argument():
         drv.stream(8, 33, 0.99, 0.95)
     with pytest.raises(ValueError, match="lam must be a real number in"):
         drv.stream(4, 4, 0.99, 1.5)
+    for bad in (0, 2.5, True, "8"):
+        with pytest.raises(ValueError, match="flush_rows must be an integer in 1..65536"):
+            drv.stream(4, 4, 0.99, 0.95, flush_rows=bad)
     rng = np.random.default_rng(1)
     r, v, d, last = rollout(rng, 4, 3)
     stream_batch(drv, r, v, d, last)
