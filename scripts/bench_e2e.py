@@ -94,7 +94,8 @@ def host_shares(rows) -> list:
             continue
         device, kernel = r["bus_us"] + r["kernel_us"], r["kernel_us"]
         share = r["host_us"] / device if device > 0 else math.inf
-        out.append((r["block"], r["config"].split(" ")[0], r["shape"], share,
+        label = r["config"].split(" (")[0].split(", ")[0]   # "gae_kernel_n8 streamed: ..."
+        out.append((r["block"], label, r["shape"], share,
                     r["host_us"] / kernel if kernel > 0 else math.inf,
                     share <= HOST_SHARE_GOAL))
     return out

@@ -29,14 +29,21 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench_e2e.main(["--quick", "--rounds", "5", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
-    assert [r["block"] for r in rows] == ["gae"] * 5 + ["learner"] * 4 + ["replay"] * 6
-    assert [r["shape"].split(" B=")[0] for r in rows[9:12]] == ["sample", "update",
-                                                               "update+sample"]
-    assert [r["config"].split()[0] for r in rows[5:9]] == \
+    assert [r["block"] for r in rows] == ["gae"] * 8 + ["learner"] * 4 + ["replay"] * 6
+    assert [r["shape"].split(" B=")[0] for r in rows[12:15]] == ["sample", "update",
+                                                                "update+sample"]
+    assert [r["config"].split()[0] for r in rows[8:12]] == \
         ["learner_kernel_s4", "learner_kernel_s8"] * 2
-    assert ["streamed" in r["config"] for r in rows[:5]] == [False, False, True, True, True]
-    assert [r["config"].split()[0] for r in rows[:5]] == [
-        "gae_kernel_n8", "gae_kernel_n64", "gae_kernel_n8", "gae_kernel_n64", "gae_accel_n64"]
+    assert ["streamed" in r["config"] for r in rows[:8]] == [False] * 2 + [True] * 6
+    assert [r["config"].split()[0] for r in rows[:8]] == [
+        "gae_kernel_n8", "gae_kernel_n64"] + [m for m in ("gae_kernel_n8", "gae_kernel_n64",
+                                                          "gae_accel_n64") for _ in "ab"]
+    for last, whole in zip(rows[2:8:2], rows[3:8:2]):   # the iteration holds the last step
+        assert "after the last env step" in last["config"]
+        assert "whole iteration (8 pushes + finish)" in whole["config"]
+        assert whole["shape"] == last["shape"] and whole["baseline_us"] == last["baseline_us"]
+        for k in ("host_us", "bus_us", "kernel_us"):
+            assert whole[k] >= last[k]
     for r in rows:
         assert tuple(r) == common.ROW_KEYS
         assert r["baseline"] in ("numba", "numpy", "torch", "cpprb")

@@ -15,11 +15,12 @@ CPU baselines on the same float32 arrays, results float32 ``[T, N]``:
 * ``numpy``: the same loop over T vectorized over N (Stable-Baselines3's shape);
 * ``torch``: the loop over T on tensors (CleanRL's shape), if torch is installed.
 
-The PPO view "time the accelerator adds after the last environment step" (:func:`stream_rows`):
-the rollout pushes each step's codes into the accelerator's memory as it is collected
-(:meth:`sw.gae.driver.GaeDriver.stream`), and only ``finish`` (bootstrap row, result registers,
-run, read-back, de-quantization) follows the last step; rows for the shipped Alveo kernel
-(PCIe) and the 64-PE accelerator (ZCU106), against numba GAE on the whole batch.
+The PPO view (:func:`stream_rows`): the rollout pushes each step's codes towards the
+accelerator as it is collected (:meth:`sw.gae.driver.GaeDriver.stream`); one row gives the time
+after the last environment step (its push and ``finish``: the rows not yet written, the
+bootstrap row, result registers, run, read-back, de-quantization), another the whole
+iteration (every push too); rows for the shipped Alveo kernels (PCIe) and the 64-PE
+accelerator (ZCU106), against numba GAE on the whole batch.
 """
 
 import numpy as np
@@ -176,22 +177,28 @@ def _stub(module):
 
 
 def stream_rows(quick: bool, env, shapes=None) -> list:
-    """The PPO view: time added to one iteration after the last environment step. The rollout
-    pushes each step into the accelerator (:meth:`sw.gae.driver.GaeDriver.stream`); after the
-    last step, ``finish`` writes the bootstrap row and the result registers, starts the run,
-    waits, reads the results back and de-quantizes them. ``host_us``: ``finish`` on the
-    instant stub; ``bus_us``: what ``finish`` moves; ``kernel_us``: the run (and, on the
-    Alveo kernel, the window shell's copies of ``finish``'s transfers) at the estimated
-    clock. The pushes (host, bus and copy time per step) are stated in the notes: they
-    overlap the environment steps only if the bus transfers are asynchronous, and their host
-    time is added to the rollout. Against numba GAE on the whole batch, timed in the same
-    rounds."""
+    """The PPO view, two rows per configuration and shape. The rollout pushes each step into
+    the accelerator (:meth:`sw.gae.driver.GaeDriver.stream`: rows staged on the host and
+    written ``FLUSH_ROWS`` at a time).
+
+    * **after the last step**: the last step's push and ``finish`` (the unwritten rows and the
+      bootstrap row, the result registers, the run, the read-back, the de-quantization):
+      what the accelerator adds between the last environment step and the advantages;
+    * **whole iteration**: that plus the other ``T - 1`` pushes, host and bus, which the
+      rollout pays step by step (the driver's writes are synchronous): the GAE cost of one
+      PPO iteration, against numba GAE on the whole batch after the rollout, which costs the
+      rollout nothing.
+
+    ``host_us``: the calls on the instant stub; ``bus_us``: what they move; ``kernel_us``:
+    the run (and, on the Alveo kernel, the window shell's copies of the transfers) at the
+    estimated clock. Timed in the same rounds as the baselines."""
     import time
     import warnings
 
     from sw.driver import GaeDriver
     from sw.gae.driver import ClippingWarning
     from sw.gae.spec import run_cycles
+    from sw.gae.stream import FLUSH_ROWS
     from sw.registry import shipped_config
 
     from bench.common import _calls_per_round, window_copy_cycles
@@ -207,25 +214,32 @@ def stream_rows(quick: bool, env, shapes=None) -> list:
             r, v, d, last = batch(T, N, seed=1)
             r64, v64, db, last64 = (np.asarray(x, np.float64) for x in (r, v, d, last))
             db = db.astype(bool)
+            other = (r64 * 1.5, v64 * 0.5, last64 * 1.5)     # a batch of other scales
             drv = GaeDriver(dev, cfg)
             base = {"numpy": lambda: numpy_gae(r, v, d, last, GAMMA, LAM)}
             if nb is not None:
                 adv, ret = np.empty_like(r), np.empty_like(r)
                 base = {"numba": lambda: nb(r, v, d, last, GAMMA, LAM, adv, ret)}
                 base["numba"]()
+            res = (np.empty_like(r), np.empty_like(r))   # as the numba baseline's
 
-            def rollout(k=1.0):
+            def pushes(rr=r64, vv=v64):
+                """A stream with the first T - 1 steps pushed; seconds per push."""
                 s = drv.stream(N, T, GAMMA, LAM)
                 p0 = time.perf_counter()
-                for t in range(T):
-                    s.push(r64[t] * k, v64[t] * k, db[t])
-                return s, (time.perf_counter() - p0) / T
+                for t in range(T - 1):
+                    s.push(rr[t], vv[t], db[t])
+                return s, (time.perf_counter() - p0) / max(1, T - 1)
 
-            res = (np.empty_like(r), np.empty_like(r))   # as the numba baseline's
-            s, _ = rollout()                     # the first stream is the batch path
-            s.finish(last64, out=res)
+            def after(s, rr=r64, vv=v64, ll=last64):
+                """The last step's push and finish."""
+                s.push(rr[T - 1], vv[T - 1], db[T - 1])
+                s.finish(ll, out=res)
+
+            s, _ = pushes()                      # the first stream is the batch path
+            after(s)
             reps = {name: _calls_per_round(fn, 2e-3) for name, fn in base.items()}
-            best = {k: np.inf for k in (*base, "finish", "push")}
+            best = {k: np.inf for k in (*base, "after", "push")}
             for _ in env.progress(range(env.rounds), desc=f"gae stream {module} {T}x{N}",
                                   leave=False):
                 for name, fn in base.items():
@@ -233,44 +247,49 @@ def stream_rows(quick: bool, env, shapes=None) -> list:
                     for _ in range(reps[name]):
                         fn()
                     best[name] = min(best[name], (time.perf_counter() - t0) / reps[name])
-                s, push = rollout()
+                s, push = pushes()
                 best["push"] = min(best["push"], push)
                 t0 = time.perf_counter()
-                s.finish(last64, out=res)
-                best["finish"] = min(best["finish"], time.perf_counter() - t0)
+                after(s)
+                best["after"] = min(best["after"], time.perf_counter() - t0)
             with warnings.catch_warnings():       # ranges fixed from the other batch clip
                 warnings.simplefilter("ignore", ClippingWarning)
-                s, _ = rollout(1.5)           # a batch of other scales first, as in PPO
-                s.finish(last64 * 1.5, out=res)
-                s, _ = rollout()
+                s, _ = pushes(*other[:2])       # a batch of other scales first, as in PPO
+                after(s, *other)
                 dev.traffic.reset()
-                s.finish(last64, out=res)
-            fin = _copy(dev.traffic)
-            # one push's traffic: a fresh stream, one push
-            s = drv.stream(N, T, GAMMA, LAM)
-            dev.traffic.reset()
-            s.push(r64[0], v64[0], db[0])
-            one = _copy(dev.traffic)
-            s.abort()
+                s, _ = pushes()
+                during = _copy(dev.traffic)
+                dev.traffic.reset()
+                after(s)
+                fin = _copy(dev.traffic)
             cycles = run_cycles(cfg, T, N)
             copies = push_copies = 0
             if hasattr(shipped, "accel"):
                 copies = window_copy_cycles(shipped, fin)
-                push_copies = window_copy_cycles(shipped, one)
+                push_copies = window_copy_cycles(shipped, during)
             name = min(base, key=lambda k: best[k])
             env.note(f"gae stream {module} T={T} x N={N}",
-                     f"after the last step: {fin.writes} write ({fin.bytes_written:,} B), "
+                     f"after the last step: {fin.writes} writes ({fin.bytes_written:,} B), "
                      f"{fin.reads} reads ({fin.bytes_read:,} B), "
                      f"{fin.reg_writes + fin.reg_reads} register accesses, {cycles:,} run + "
-                     f"{copies:,} copy cycles; per pushed step (overlapped with the "
-                     f"environments): host {best['push'] * 1e6:,.1f} us, bus "
-                     f"{bus.time_us(one):,.1f} us ({one.writes} writes, "
-                     f"{one.bytes_written:,} B), {push_copies:,} copy cycles")
+                     f"{copies:,} copy cycles; the other {T - 1} pushes: host "
+                     f"{best['push'] * 1e6:,.1f} us each, {during.writes} writes "
+                     f"({during.bytes_written:,} B, rows written {FLUSH_ROWS} at a time) = bus "
+                     f"{bus.time_us(during) / max(1, T - 1):,.2f} us per step, "
+                     f"{push_copies:,} copy cycles in all")
+            kind = bus.name.split(" (")[0]
+            after_us = (best["after"] * 1e6, bus.time_us(fin), (cycles + copies) / hz * 1e6)
             out.append(env.row(
-                block="gae", config=f"{module} streamed: time after the last env step, "
-                f"{bus.name.split(' (')[0]}", shape=f"T={T} x N={N}", baseline=name,
-                baseline_us=best[name] * 1e6, host_us=best["finish"] * 1e6,
-                bus_us=bus.time_us(fin), kernel_us=(cycles + copies) / hz * 1e6))
+                block="gae", config=f"{module} streamed: time after the last env step, {kind}",
+                shape=f"T={T} x N={N}", baseline=name, baseline_us=best[name] * 1e6,
+                host_us=after_us[0], bus_us=after_us[1], kernel_us=after_us[2]))
+            out.append(env.row(
+                block="gae", config=f"{module} streamed: whole iteration ({T} pushes + "
+                f"finish), {kind}", shape=f"T={T} x N={N}", baseline=name,
+                baseline_us=best[name] * 1e6,
+                host_us=after_us[0] + best["push"] * (T - 1) * 1e6,
+                bus_us=after_us[1] + bus.time_us(during),
+                kernel_us=after_us[2] + push_copies / hz * 1e6))
     return out
 
 
