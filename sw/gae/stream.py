@@ -124,7 +124,8 @@ class _Moments:
         m = float(x.mean()) if x_sum is None else float(x_sum) / x.size
         n, total = x.size, self.n + x.size
         d = m - self.mean
-        self.m2 += float(np.dot(x - m, x - m)) + d * d * (self.n * n / total)
+        y = x - m                         # numpy's pairwise sum, which the kernels repeat
+        self.m2 += float(np.add.reduce(y * y)) + d * d * (self.n * n / total)
         self.mean += d * (n / total)
         self.n = total
 
@@ -241,6 +242,13 @@ class GaeStream:
         self._vsum, self._vmin, self._vmax = 0.0, math.inf, -math.inf
         self._seg = np.zeros(M, np.int64)
         self._longest = 0
+        if self._fast:           # the same statistics, kept by the push_step kernel
+            init = {"r_lo": np.inf, "r_hi": -np.inf, "v_lo": np.inf, "v_hi": -np.inf,
+                    "vmin": np.inf, "vmax": -np.inf}
+            self._st = np.array([init.get(k, 0.0) for k in hostfast.STREAM_STATE])
+            self._prevs = np.zeros((4, M))           # raw r, raw v, r hat, v hat of t - 1
+            self._prev_d = np.zeros(M, bool)
+            self._rows = np.empty((3, M))            # r hat, v hat, TD errors of step t
         driver.write_args(self._args, FIXED_ARGS)       # checks the accelerator is idle
 
     # -- pushing ------------------------------------------------------------------------------
@@ -366,25 +374,42 @@ class GaeStream:
         self.written = end
 
     def _push_fast(self, t, r, v, d):
-        """:meth:`push` after the checks, in compiled passes (:mod:`sw.gae.hostfast`): the
-        same codes, images, statistics and counts bit for bit."""
+        """:meth:`push` after the checks, in one compiled pass (``push_step`` of
+        :mod:`sw.gae.hostfast`): the same codes, images, statistics and counts bit for bit."""
         k = hostfast._kernels()
-        self._raw_stats_fast(k, r, v, d)
         if self._units == "standardized":
             x, u, ro = self._drv.pipeline.rewards(r)[0], 1.0, 0.0   # statistics per push
         else:
             x, u, ro = r, self._u, self._ro
-        cfg, M, G, img = self._cfg, self.M, self._G, self._images
-        rows = slice(t * G, (t + 1) * G)
-        rh, vh = np.empty(M), np.empty(M)
-        cr, cv = k["push_row"](x, v, d, u, ro, self._rs, self._vo, self._vs, self._qmax,
-                               self._feedback, self._carry, self._rc[t], self._vc[t],
-                               self._dc[t], rh, vh, cfg.n_pe, cfg.code_bits // 8,
-                               img["rewards"][rows], img["values"][rows], img["dones"][rows])
+        cfg, G, img, rows = self._cfg, self._G, self._images, self._rows
+        w = slice(t * G, (t + 1) * G)
+        cr, cv = k["push_step"](x, r, v, d, u, ro, self._rs, self._vo, self._vs, self._qmax,
+                                self._feedback, self._gamma, self._g, self._carry,
+                                self._rc[t], self._vc[t], self._dc[t], cfg.n_pe,
+                                cfg.code_bits // 8, img["rewards"][w], img["values"][w],
+                                img["dones"][w], self._prevs, self._prev_d, self._seg,
+                                self._st, rows[0], rows[1], rows[2])
         self.clipped["reward"] += int(cr)
         self.clipped["value"] += int(cv)
-        self._result_stats_fast(k, rh, vh, d)
         self._pushed()
+
+    def _load_state(self):
+        """The statistics ``push_step`` kept, into the attributes the numpy path keeps
+        (``finish`` goes on from them)."""
+        st = dict(zip(hostfast.STREAM_STATE, self._st.tolist()))
+        if not st["pushed"]:
+            return
+        self._raw_v.n, self._raw_v.mean, self._raw_v.m2 = (int(st["raw_n"]), st["raw_mean"],
+                                                           st["raw_m2"])
+        self._r_lo, self._r_hi, self._v_lo, self._v_hi = (np.float64(st[k]) for k in (
+            "r_lo", "r_hi", "v_lo", "v_hi"))
+        self._raw_dmax = st["raw_dmax"]
+        self._vsum, self._dmax, self._longest = st["vsum"], st["dmax"], int(st["longest"])
+        self._vmin, self._vmax = np.float64(st["vmin"]), np.float64(st["vmax"])
+        self._delta.n, self._delta.mean, self._delta.m2 = (
+            int(st["delta_n"]), st["delta_mean"], st["delta_m2"])
+        p = self._prevs
+        self._prev, self._prev_hat = (p[0], p[1], self._prev_d), (p[2], p[3], self._prev_d)
 
     def _raw_stats_fast(self, k, r, v, d):
         """:meth:`_raw_stats` in one compiled pass (numpy's dot for the second moment)."""
@@ -474,6 +499,7 @@ class GaeStream:
         drv, T, M = self._drv, self.T, self.M
         fast = not self.deferred and self._fast          # (deferred streams have no _fast)
         if fast:
+            self._load_state()
             self._raw_stats_fast(hostfast._kernels(), None, np.ascontiguousarray(last), None)
         else:
             self._raw_stats(None, last, None)

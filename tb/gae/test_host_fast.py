@@ -90,6 +90,14 @@ def same(a, b, path="out"):
         assert a == b, (path, a, b)
 
 
+def reference_view(ref):
+    """A :class:`~sw.gae.stream.StreamReference`'s fields, numbers as Python floats."""
+    def num(x):
+        return tuple(num(y) for y in x) if isinstance(x, tuple) else (
+            float(x) if isinstance(x, (float, np.floating)) else x)
+    return {k: num(v) for k, v in vars(ref).items()}
+
+
 def batch_view(batch):
     """What a batch holds that the host computed."""
     return {"codes": batch.codes, "args": vars(batch.args), "prepared": batch.prepared,
@@ -212,9 +220,10 @@ def test_errors_same(bad):
 @pytest.mark.parametrize("cfg_name", ["small8", "small16", "full"])
 @pytest.mark.parametrize("units", ["caller", "standardized"])
 def test_stream_same(cfg_name, units):
-    """Two streams (the first deferred, the second on the first's scales), step by step."""
+    """Three streams (the first deferred, each next on the previous one's scales), step by
+    step; the references they leave for the next stream (the statistics pushes keep) too."""
     rng = np.random.default_rng(zlib.crc32(f"{cfg_name} {units} stream".encode()))
-    kinds = [("gauss", "discrete", "sparse"), ("zero", "constant", "gauss")]
+    kinds = [("gauss", "discrete", "sparse"), ("zero", "constant", "gauss", "sparse")]
     for i, (T, M) in enumerate(shapes(cfg_name, rng, 6)):
         batches = [data(rng, T, M, k) for k in kinds[i % 2]]
 
@@ -225,7 +234,8 @@ def test_stream_same(cfg_name, units):
                     s = drv.stream(M, T, 0.99, 0.95)
                     for t in range(T):
                         s.push(r[t], v[t], d[t])
-                    out.append((s.finish(last), batch_view(s.batch), dict(s.clipped)))
+                    out.append((s.finish(last), batch_view(s.batch), dict(s.clipped),
+                                reference_view(drv.stream_reference)))
             except (ValueError, ZeroDivisionError) as e:      # the same error, or none
                 out.append((type(e).__name__, str(e)))
             return out
