@@ -67,6 +67,33 @@ def _build(jit):
     rnd = rounder(jit)
 
     @jit
+    def quantized(x, sl, G, lb, scale, mode, lo, hi, raw, words):
+        """:func:`dqn`'s observations ``x`` ``[B, n_in]``: rounded by ``mode`` at ``scale``
+        into ``raw``, packed as :func:`matrix` does (``S = 1 << sl``); False at a value
+        outside ``lo..hi`` or not finite."""
+        B, n_in = x.shape
+        S = 1 << sl
+        nb = lb >> 3 if lb & 7 == 0 else 0      # whole-byte lanes: plain stores
+        for i in range(B):
+            rg, ln = (i >> sl) * G, (i & (S - 1)) << sl
+            for j in range(n_in):
+                v = np.float64(x[i, j])
+                if not abs(v) < 2.0 ** 960:
+                    return False
+                r = rnd(v * scale, mode)
+                if r < lo or r > hi:
+                    return False
+                q = np.int64(r)
+                raw[i, j] = q
+                w, lane = rg + (j >> sl), ln + (j & (S - 1))
+                if nb:
+                    for b in range(nb):
+                        words[w, lane * nb + b] = np.uint8((q >> (8 * b)) & 0xFF)
+                else:
+                    put(words, w, lane * lb, q, lb)
+        return True
+
+    @jit
     def dqn(obs, nxt, act, rew, done, wt, weighted, S, G, lbm, w, ab, lbs, n_out,
             ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
             obs_raw, nxt_raw, rew_raw, act_out, done_out, wt_raw, obs_w, nxt_w, s_w):
@@ -75,24 +102,14 @@ def _build(jit):
         (zeroed). False at anything the numpy code refuses or warns about (a value outside
         the act format, an action outside 0..n_out-1, a done not 0/1, a weight outside
         [0, 1], NaN or infinity)."""
-        B, n_in = obs.shape
+        B = obs.shape[0]
+        sl = 0                     # S is a power of two (ARRAY_SIZES): shifts and masks, as
+        while (1 << sl) < S:       # 64-bit divisions cost more than the rest of the loop
+            sl += 1
+        if not (quantized(obs, sl, G, lbm, ascale, amode, alo, ahi, obs_raw, obs_w)
+                and quantized(nxt, sl, G, lbm, ascale, amode, alo, ahi, nxt_raw, nxt_w)):
+            return False
         for i in range(B):
-            rg, ln = (i // S) * G, (i % S) * S
-            for j in range(n_in):
-                for k in range(2):
-                    v = np.float64(obs[i, j]) if k == 0 else np.float64(nxt[i, j])
-                    if not abs(v) < 2.0 ** 960:
-                        return False
-                    r = rnd(v * ascale, amode)
-                    if r < alo or r > ahi:
-                        return False
-                    q = np.int64(r)
-                    if k == 0:
-                        obs_raw[i, j] = q
-                        put(obs_w, rg + j // S, (ln + j % S) * lbm, q, lbm)
-                    else:
-                        nxt_raw[i, j] = q
-                        put(nxt_w, rg + j // S, (ln + j % S) * lbm, q, lbm)
             a = np.int64(act[i])
             d = np.float64(done[i])
             v = np.float64(rew[i])
@@ -114,7 +131,7 @@ def _build(jit):
             done_out[i] = d == 1.0
             lane = ((q & ((np.int64(1) << w) - 1)) | a << w
                     | np.int64(1 if d == 1.0 else 0) << (w + ab) | wq << (w + ab + 1))
-            put(s_w, i // S, (i % S) * lbs, lane, lbs)
+            put(s_w, i >> sl, (i & (S - 1)) * lbs, lane, lbs)
         return True
 
     return {"matrix": matrix, "samples": samples, "put": put, "dqn": dqn}
