@@ -8,9 +8,11 @@ callable with the signature of :func:`sw.golden.gae.gae_reference`, e.g.
 * :class:`AcceleratorAdvantages` -- :meth:`sw.gae.driver.GaeDriver.compute` on any device: the
   golden model (:class:`~sw.gae.device.GoldenDevice`, no hardware), the Verilated RTL, a
   ZCU106 with PYNQ or an Alveo card: 8-bit codes in, 8-bit results written back in place.
-  By default the rollout streams each step into the accelerator as it is collected
-  (:meth:`sw.gae.driver.GaeDriver.stream`, the critic evaluated per step) so that only the run
-  and the read-back follow the last environment step; ``--batch-gae`` keeps one call after it;
+  By default one call after the rollout; ``--stream-gae`` pushes each step into the
+  accelerator as it is collected (:meth:`sw.gae.driver.GaeDriver.stream`, the critic evaluated
+  per step), so that only the run and the read-back follow the last environment step, at the
+  price of a driver call per step (docs/benchmarks.md, "After 13": a whole iteration then costs
+  more than the batch call);
 * :class:`CpuAdvantages` -- the float64 reference with the *same* reward normalisation, the
   baseline to compare learning curves against.
 
@@ -186,7 +188,7 @@ class AcceleratorAdvantages:
 
 
 def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
-                units="standardized", reward_standardization="dynamic", streaming=True):
+                units="standardized", reward_standardization="dynamic", streaming=False):
     """:class:`AcceleratorAdvantages` on a device spec (:mod:`sw.rl.devices`: ``golden``, the
     golden model of the shipped ``module``; ``sim``, its Verilated RTL; ``pynq:BITFILE``;
     ``xrt:XCLBIN``), with the quantization pipeline the configuration read from the device
@@ -197,9 +199,10 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
     ``reward_standardization`` (``"dynamic"`` or ``"block"``,
     :data:`sw.gae.quant.REWARD_STANDARDIZATIONS`), or ``"caller"``: textbook GAE of the raw
     rewards, both streams quantized per batch and de-standardized (the pipeline unused).
-    ``streaming`` (default): the rollout pushes each step (False: one batch call after the
-    rollout; block-standardized rewards need the whole batch, so their streams only collect
-    the steps and run the batch at ``finish``)."""
+    ``streaming``: the rollout pushes each step (default False: one batch call after the
+    rollout, which costs less host time per iteration than a push per step; block-standardized
+    rewards need the whole batch, so their streams only collect the steps and run the batch at
+    ``finish``)."""
     from sw.driver import GaeDriver
     from sw.gae.driver import read_hw_config
     from sw.gae.pipeline import GaeQuantizationPipeline
@@ -215,7 +218,7 @@ def accelerator(device="golden", module="gae_accel_n8", *, reward_norm="scale",
                                  streaming=streaming)
 
 
-def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale", streaming=True):
+def golden_accelerator(module="gae_accel_n8", *, reward_norm="scale", streaming=False):
     """:class:`AcceleratorAdvantages` on the golden model of a shipped GAE configuration."""
     return accelerator("golden", module, reward_norm=reward_norm, streaming=streaming)
 
@@ -403,9 +406,9 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=1, metavar="N",
                     help="train with seeds 0..N-1 per backend (N at least 1) and report mean "
                          "and spread")
-    ap.add_argument("--batch-gae", action="store_true",
-                    help="give the accelerator the whole rollout after its last step instead "
-                         "of streaming each step into it as it is collected")
+    ap.add_argument("--stream-gae", action="store_true",
+                    help="push each step into the accelerator as it is collected (GaeDriver."
+                         "stream) instead of one call after the rollout's last step")
     ap.add_argument("--reward-norm", choices=("scale", "center"), default="scale",
                     help="reward normalisation before GAE (sw.gae.quant)")
     ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
@@ -438,7 +441,7 @@ def main(argv=None):
     if args.backend in ("golden", "accel", "both"):
         makers.append(lambda: accelerator(args.device, args.module,
                                           reward_norm=args.reward_norm,
-                                          streaming=not args.batch_gae))
+                                          streaming=args.stream_gae))
     if args.backend in ("cpu", "both"):
         makers.append(lambda: CpuAdvantages(args.reward_norm))
     results, finals = [], {}

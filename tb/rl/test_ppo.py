@@ -25,7 +25,7 @@ def test_ppo_learns_cartpole_with_gae_on_the_golden_accelerator(tmp_path):
     below 1 % in every batch) (175 measured on the development machine, CPU float
     GAE 214 with the same seed; over 3 seeds at 100k steps 234 vs 246). Every batch is one
     accelerator run of exactly ``gae_spec.run_cycles(cfg, 128, 8)`` cycles."""
-    adv = golden_accelerator("gae_accel_n8")
+    adv = golden_accelerator("gae_accel_n8", streaming=True)
     cfg = PPOConfig(total_steps=60_000, seed=0)
     res = train(cfg, adv, progress=False)
     assert res.gae_calls == cfg.iterations == 58
