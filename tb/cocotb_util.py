@@ -126,15 +126,19 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
 
     from rtl_gen.emit import port_table
 
+    from sw.driver.sim_process import BUILD_ARGS, public_ports
+
     text = verilog.convert(component, name=module, emit_src=False)
-    key = hashlib.sha256(json.dumps([text, vlt, manifest], sort_keys=True).encode())
+    key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS],
+                                    sort_keys=True).encode())
     build_dir = ROOT / "build" / "sim" / f"{module}-{key.hexdigest()[:12]}"
     src_dir = build_dir / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
     _write_if_changed(src_dir / f"{module}.v", text)
     full = {"module": module, "ports": port_table(component), **(manifest or {})}
     _write_if_changed(src_dir / f"{module}.json", json.dumps(full, indent=2) + "\n")
-    sources = [VerilatorControlFile(WAIVERS)]
+    _write_if_changed(src_dir / "public.vlt", public_ports(module))
+    sources = [VerilatorControlFile(WAIVERS), VerilatorControlFile(src_dir / "public.vlt")]
     if vlt:
         _write_if_changed(src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")
         sources.append(VerilatorControlFile(src_dir / "extra.vlt"))
@@ -144,7 +148,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         sources=sources + [src_dir / f"{module}.v"],
         hdl_toplevel=module,
         build_dir=build_dir,
-        build_args=["-O2", "--x-assign", "0", "--x-initial", "0"],
+        build_args=list(BUILD_ARGS),
     )
     test_module, test_dir = _test_module(test_file)
     env = {
