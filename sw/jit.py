@@ -1,6 +1,7 @@
 """Compiled host passes when numba is installed: what the drivers' ``hostfast`` modules
-(:mod:`sw.gae.hostfast`, :mod:`sw.learner.hostfast`, :mod:`sw.replay.hostfast`) share. A
-board image without numba gets None, and the drivers their numpy code."""
+(:mod:`sw.gae.hostfast`, :mod:`sw.gae.streamfast`, :mod:`sw.learner.hostfast`,
+:mod:`sw.replay.hostfast`) share. A board image without numba gets None, and the drivers
+their numpy code."""
 
 __all__ = ["njit", "built", "MODES", "rounder"]
 

@@ -24,18 +24,11 @@ import numpy as np
 
 from sw.jit import built
 
-__all__ = ["STREAM_STATE", "available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
+__all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
 
 _K = []
 _SCRATCH = threading.local()
 
-#: The scalars of a stream the ``push_step`` kernel keeps (``GaeStream``'s attributes):
-#: whether a step was pushed, the raw values' moments, the raw reward and value ranges, the
-#: largest raw TD error, the dequantized values' sum and range, the moments and largest
-#: magnitude of their TD errors, the longest episode stretch.
-STREAM_STATE = ("pushed", "raw_n", "raw_mean", "raw_m2", "r_lo", "r_hi", "v_lo", "v_hi",
-                "raw_dmax", "vsum", "vmin", "vmax", "delta_n", "delta_mean", "delta_m2",
-                "dmax", "longest")
 
 
 def _scratch(name, shape, dtype=np.float64, *, zeros=False):
@@ -344,131 +337,12 @@ def _build(jit):
         mean = (0.0 + pairwise(a, 0, n)) / n
         return mean, np.sqrt((0.0 + pairwise_sq(a, 0, n, mean)) / n)
 
-    @jit
-    def push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh, n,
-                 lane_bytes, rimg, vimg, dimg):
-        """One stream step: reward codes ``clip(rint((x u - ro) / rs))`` (error feedback
-        forward in time through ``carry``, or nearest), value codes, the dequantized rows
-        ``rh``, ``vh``, the three row images; the clipped counts."""
-        M = x.size
-        cr = cv = 0
-        for j in range(M):
-            y = (x[j] * u - ro) / rs
-            if abs(y) > q + 0.5:
-                cr += 1
-            if feedback:
-                a = clip(y, q) + carry[j]
-                c = clip(np.rint(a), q)
-                carry[j] = a - c
-            else:
-                c = clip(np.rint(y), q)
-            y = (v[j] * u - vo) / vs
-            if abs(y) > q + 0.5:
-                cv += 1
-            cw = clip(np.rint(y), q)
-            rc[j], vc[j], dc[j] = c, cw, d[j]
-            rh[j], vh[j] = c * rs + ro, cw * vs + vo
-            w, p = j // n, j % n
-            ci, wi = np.int64(c), np.int64(cw)
-            for b in range(lane_bytes):
-                rimg[w, p * lane_bytes + b] = (ci >> (8 * b)) & 0xFF
-                vimg[w, p * lane_bytes + b] = (wi >> (8 * b)) & 0xFF
-            if d[j]:
-                dimg[w, p >> 3] |= np.uint8(1 << (p & 7))
-        return cr, cv
-
-    @jit
-    def row_stats(r, v, pr, pv, pd, g, prev, delta):
-        """(min, max) of ``r`` (if given) and ``v``, the pairwise sum of ``v``, and with a
-        previous step the TD errors ``pr + g v (1 - pd) - pv`` into ``delta``, their pairwise
-        sum and max magnitude."""
-        M = v.size
-        rlo, rhi = np.inf, -np.inf
-        for j in range(r.size):
-            rlo, rhi = min(rlo, r[j]), max(rhi, r[j])
-        vlo, vhi = np.inf, -np.inf
-        for j in range(M):
-            vlo, vhi = min(vlo, v[j]), max(vhi, v[j])
-        dmax = 0.0
-        if prev:
-            for j in range(M):
-                nd = 0.0 if pd[j] else 1.0
-                delta[j] = pr[j] + g * v[j] * nd - pv[j]
-                dmax = max(dmax, abs(delta[j]))
-        return (rlo, rhi, vlo, vhi, 0.0 + pairwise(v, 0, M),
-                0.0 + pairwise(delta, 0, M) if prev else 0.0, dmax)
-
-    @jit
-    def merge(st, i, x, xsum):
-        """:class:`sw.gae.stream._Moments` ``add`` of ``x`` (``xsum``: its pairwise sum) into
-        ``st[i:i + 3]`` = (count, mean, sum of squared deviations): the same floats."""
-        n = x.size
-        m = xsum / n
-        n0 = st[i]
-        total = n0 + n
-        dd = m - st[i + 1]
-        st[i + 2] += (0.0 + pairwise_sq(x, 0, n, m)) + dd * dd * (n0 * n / total)
-        st[i + 1] += dd * (n / total)
-        st[i] = total
-
-    @jit
-    def push_step(x, r, v, d, u, ro, rs, vo, vs, q, feedback, gamma, g, carry, rc, vc, dc,
-                  n, lane_bytes, rimg, vimg, dimg, prev, prev_d, seg, st, rh, vh, delta):
-        """One stream step in one pass (``GaeStream._push_fast``): the raw statistics of
-        ``r``, ``v`` (the next stream's reference), :func:`push_row` (codes, images, the
-        dequantized rows ``rh``, ``vh``), their statistics (the result scale), the episode
-        stretches; the previous step's rows in ``prev`` ``[4, M]`` (raw r, raw v, r hat,
-        v hat) and ``prev_d``. ``st``: the stream's scalars (:data:`STREAM_STATE`). Returns the
-        clipped counts."""
-        M = v.size
-        has_prev = st[0] != 0.0
-        # the raw batch (GaeStream._raw_stats)
-        rlo, rhi, vlo, vhi, dmax = np.inf, -np.inf, np.inf, -np.inf, 0.0
-        for j in range(M):
-            rlo, rhi = min(rlo, r[j]), max(rhi, r[j])
-            vlo, vhi = min(vlo, v[j]), max(vhi, v[j])
-            if has_prev:
-                nd = 0.0 if prev_d[j] else 1.0
-                dmax = max(dmax, abs(prev[0, j] + gamma * v[j] * nd - prev[1, j]))
-        merge(st, 1, v, 0.0 + pairwise(v, 0, M))
-        st[4], st[5] = min(st[4], rlo), max(st[5], rhi)
-        st[6], st[7] = min(st[6], vlo), max(st[7], vhi)
-        if has_prev:
-            st[8] = max(st[8], dmax)
-        cr, cv = push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh,
-                          n, lane_bytes, rimg, vimg, dimg)
-        # the dequantized batch (GaeStream._result_stats)
-        hlo, hhi, dmax = np.inf, -np.inf, 0.0
-        for j in range(M):
-            hlo, hhi = min(hlo, vh[j]), max(hhi, vh[j])
-            if has_prev:
-                nd = 0.0 if prev_d[j] else 1.0
-                delta[j] = prev[2, j] + g * vh[j] * nd - prev[3, j]
-                dmax = max(dmax, abs(delta[j]))
-        st[9] += 0.0 + pairwise(vh, 0, M)
-        st[10], st[11] = min(st[10], hlo), max(st[11], hhi)
-        if has_prev:
-            merge(st, 12, delta, 0.0 + pairwise(delta, 0, M))
-            st[15] = max(st[15], dmax)
-        longest = 0
-        for j in range(M):
-            seg[j] += 1
-            if d[j]:
-                longest = max(longest, seg[j])
-                seg[j] = 0
-        st[16] = max(st[16], longest)
-        for j in range(M):
-            prev[0, j], prev[1, j], prev[2, j], prev[3, j] = r[j], v[j], rh[j], vh[j]
-            prev_d[j] = d[j]
-        st[0] = 1.0
-        return cr, cv
-
-    return {"push_row": push_row, "push_step": push_step, "row_stats": row_stats,
-            "pack": pack, "decode": decode,
+    return {"pack": pack, "decode": decode,
             "input_stats": input_stats, "quantize": quantize, "deq_stats": deq_stats,
             "matched_targets": matched_targets, "matched_codes": matched_codes,
             "mean_std": mean_std, "lookup": lookup, "decode_rows": decode_rows,
-            "pack8": pack8}
+            "pack8": pack8, "clip": clip, "pairwise": pairwise,
+            "pairwise_sq": pairwise_sq}
 
 
 def _kernels():

@@ -68,7 +68,7 @@ from .batch import (
     unit_scale_for,
 )
 from .golden import quantize_coefs
-from . import hostfast
+from . import streamfast
 from .layout import pack_rows, row_offset, word_bytes
 from .spec import MAX_RUN_TRAJECTORIES, GaeCoreArgs
 
@@ -235,7 +235,7 @@ class GaeStream:
         self._vals = np.empty((T, M)) if units == "caller" else None
         self._feedback = driver.pipeline.reward_rounding == "error_feedback"
         # (a zero scale divides by zero: numpy's warnings and NaN, on the numpy path)
-        self._fast = hostfast.available() and bits in (8, 16) and self._rs != 0 != self._vs
+        self._fast = streamfast.available() and bits in (8, 16) and self._rs != 0 != self._vs
         # statistics of the dequantized batch (the in-place result scale)
         self._delta = _Moments()
         self._dmax = 0.0
@@ -245,7 +245,7 @@ class GaeStream:
         if self._fast:           # the same statistics, kept by the push_step kernel
             init = {"r_lo": np.inf, "r_hi": -np.inf, "v_lo": np.inf, "v_hi": -np.inf,
                     "vmin": np.inf, "vmax": -np.inf}
-            self._st = np.array([init.get(k, 0.0) for k in hostfast.STREAM_STATE])
+            self._st = np.array([init.get(k, 0.0) for k in streamfast.STREAM_STATE])
             self._prevs = np.zeros((4, M))           # raw r, raw v, r hat, v hat of t - 1
             self._prev_d = np.zeros(M, bool)
             self._rows = np.empty((3, M))            # r hat, v hat, TD errors of step t
@@ -375,8 +375,8 @@ class GaeStream:
 
     def _push_fast(self, t, r, v, d):
         """:meth:`push` after the checks, in one compiled pass (``push_step`` of
-        :mod:`sw.gae.hostfast`): the same codes, images, statistics and counts bit for bit."""
-        k = hostfast._kernels()
+        :mod:`sw.gae.streamfast`): the same codes, images, statistics and counts bit for bit."""
+        k = streamfast.kernels()
         if self._units == "standardized":
             x, u, ro = self._drv.pipeline.rewards(r)[0], 1.0, 0.0   # statistics per push
         else:
@@ -396,7 +396,7 @@ class GaeStream:
     def _load_state(self):
         """The statistics ``push_step`` kept, into the attributes the numpy path keeps
         (``finish`` goes on from them)."""
-        st = dict(zip(hostfast.STREAM_STATE, self._st.tolist()))
+        st = dict(zip(streamfast.STREAM_STATE, self._st.tolist()))
         if not st["pushed"]:
             return
         self._raw_v.n, self._raw_v.mean, self._raw_v.m2 = (int(st["raw_n"]), st["raw_mean"],
@@ -500,7 +500,7 @@ class GaeStream:
         fast = not self.deferred and self._fast          # (deferred streams have no _fast)
         if fast:
             self._load_state()
-            self._raw_stats_fast(hostfast._kernels(), None, np.ascontiguousarray(last), None)
+            self._raw_stats_fast(streamfast.kernels(), None, np.ascontiguousarray(last), None)
         else:
             self._raw_stats(None, last, None)
         if self.deferred:
@@ -515,7 +515,7 @@ class GaeStream:
         pack_rows(cfg, "values", self._vc[T][None], out=self._images["values"][T * G:])
         self._write_rows(T, values_end=T + 1)      # the staged rows and the bootstrap row
         if fast:
-            self._result_stats_fast(hostfast._kernels(), None, vc * self._vs + self._vo, None)
+            self._result_stats_fast(streamfast.kernels(), None, vc * self._vs + self._vo, None)
         else:
             self._result_stats(None, vc * self._vs + self._vo, None)
         self._longest = max(self._longest, int(self._seg.max()))
