@@ -137,8 +137,8 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     _write_if_changed(src_dir / f"{module}.v", text)
     full = {"module": module, "ports": port_table(component), **(manifest or {})}
     _write_if_changed(src_dir / f"{module}.json", json.dumps(full, indent=2) + "\n")
-    _write_if_changed(src_dir / "public.vlt", public_ports(module))
-    sources = [VerilatorControlFile(WAIVERS), VerilatorControlFile(src_dir / "public.vlt")]
+    sources = [VerilatorControlFile(WAIVERS),
+               VerilatorControlFile(public_ports(src_dir, module))]
     if vlt:
         _write_if_changed(src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")
         sources.append(VerilatorControlFile(src_dir / "extra.vlt"))

@@ -47,10 +47,15 @@ WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 BUILD_ARGS = ("-O2", "--x-assign", "0", "--x-initial", "0", "--no-public-flat-rw")
 
 
-def public_ports(module: str) -> str:
-    """Verilator control-file text making the signals of top module ``module`` (its ports)
-    public, which VPI (cocotb) needs to drive them."""
-    return f'`verilator_config\npublic_flat_rw -module "{module}" -var "*"\n'
+def public_ports(src_dir: Path, module: str) -> Path:
+    """``src_dir/public.vlt``: the Verilator control file making the signals of top module
+    ``module`` (its ports) public, which VPI (cocotb) needs to drive them; rewritten only
+    when its text changes (make then keeps the model)."""
+    path = Path(src_dir) / "public.vlt"
+    text = f'`verilator_config\npublic_flat_rw -module "{module}" -var "*"\n'
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return path
 
 
 #: Blocks with the ports :class:`~sw.driver.sim.SimDevice` drives (AXI4-Lite control, AXI4
@@ -112,12 +117,8 @@ def build_sim(block: str, params: dict, *, cache_dir=None) -> tuple:
                 dst = src_dir / f.name
                 if not dst.exists() or dst.read_bytes() != f.read_bytes():
                     shutil.copyfile(f, dst)
-        public = src_dir / "public.vlt"
-        text = public_ports(manifest["module"])
-        if not public.exists() or public.read_text() != text:
-            public.write_text(text)
         sources = [VerilatorControlFile(WAIVERS)] if WAIVERS.exists() else []
-        sources.append(VerilatorControlFile(public))
+        sources.append(VerilatorControlFile(public_ports(src_dir, manifest["module"])))
         args = [] if WAIVERS.exists() else ["-Wno-fatal"]
         log = build_dir / "build.log"
         try:

@@ -30,7 +30,6 @@ _K = []
 _SCRATCH = threading.local()
 
 
-
 def _scratch(name, shape, dtype=np.float64, *, zeros=False):
     """This thread's work array of call site ``name``: the one of the last call if it has
     this shape and dtype (as that call left it), else a new one (zeroed if ``zeros``, else

@@ -228,7 +228,6 @@ class GaeStream:
         self._G = G = -(-M // cfg.n_pe)
         self._images = {region: np.zeros((rows * G, word_bytes(cfg, region)), np.uint8)
                         for region, rows in (("rewards", T), ("values", T + 1), ("dones", T))}
-        self._bases = {region: row_offset(cfg, region, 0, M) for region in self._images}
         self._carry = np.zeros(M)
         # caller's units: the values as pushed, for the returns (advantages + values, as the
         # batch path's), so finish reads back and decodes the advantages only
@@ -369,8 +368,7 @@ class GaeStream:
         G, mem, t0 = self._G, self._drv.device.memory, self.written
         for region, image in self._images.items():
             stop = values_end if region == "values" and values_end is not None else end
-            block = image[t0 * G:stop * G]
-            mem.write(self._bases[region] + t0 * G * image.shape[1], block)
+            mem.write(row_offset(self._cfg, region, t0, self.M), image[t0 * G:stop * G])
         self.written = end
 
     def _push_fast(self, t, r, v, d):
@@ -397,8 +395,6 @@ class GaeStream:
         """The statistics ``push_step`` kept, into the attributes the numpy path keeps
         (``finish`` goes on from them)."""
         st = dict(zip(streamfast.STREAM_STATE, self._st.tolist()))
-        if not st["pushed"]:
-            return
         self._raw_v.n, self._raw_v.mean, self._raw_v.m2 = (int(st["raw_n"]), st["raw_mean"],
                                                            st["raw_m2"])
         self._r_lo, self._r_hi, self._v_lo, self._v_hi = (np.float64(st[k]) for k in (
@@ -412,7 +408,7 @@ class GaeStream:
         self._prev, self._prev_hat = (p[0], p[1], self._prev_d), (p[2], p[3], self._prev_d)
 
     def _raw_stats_fast(self, k, r, v, d):
-        """:meth:`_raw_stats` in one compiled pass (numpy's dot for the second moment)."""
+        """:meth:`_raw_stats` in one compiled pass."""
         prev = self._prev is not None
         pr, pv, pd = self._prev if prev else (v, v, d if d is not None else v > 0)
         delta = np.empty(v.size)

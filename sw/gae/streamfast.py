@@ -113,15 +113,10 @@ def _build(jit):
         clipped counts."""
         M = v.size
         has_prev = st[0] != 0.0
-        # the raw batch (GaeStream._raw_stats)
-        rlo, rhi, vlo, vhi, dmax = np.inf, -np.inf, np.inf, -np.inf, 0.0
-        for j in range(M):
-            rlo, rhi = min(rlo, r[j]), max(rhi, r[j])
-            vlo, vhi = min(vlo, v[j]), max(vhi, v[j])
-            if has_prev:
-                nd = 0.0 if prev_d[j] else 1.0
-                dmax = max(dmax, abs(prev[0, j] + gamma * v[j] * nd - prev[1, j]))
-        merge(st, 1, v, 0.0 + pairwise(v, 0, M))
+        # the raw batch (GaeStream._raw_stats; its TD errors go to ``delta``, overwritten below)
+        rlo, rhi, vlo, vhi, vsum, _, dmax = row_stats(r, v, prev[0], prev[1], prev_d, gamma,
+                                                      has_prev, delta)
+        merge(st, 1, v, vsum)
         st[4], st[5] = min(st[4], rlo), max(st[5], rhi)
         st[6], st[7] = min(st[6], vlo), max(st[7], vhi)
         if has_prev:
@@ -129,17 +124,12 @@ def _build(jit):
         cr, cv = push_row(x, v, d, u, ro, rs, vo, vs, q, feedback, carry, rc, vc, dc, rh, vh,
                           n, lane_bytes, rimg, vimg, dimg)
         # the dequantized batch (GaeStream._result_stats)
-        hlo, hhi, dmax = np.inf, -np.inf, 0.0
-        for j in range(M):
-            hlo, hhi = min(hlo, vh[j]), max(hhi, vh[j])
-            if has_prev:
-                nd = 0.0 if prev_d[j] else 1.0
-                delta[j] = prev[2, j] + g * vh[j] * nd - prev[3, j]
-                dmax = max(dmax, abs(delta[j]))
-        st[9] += 0.0 + pairwise(vh, 0, M)
+        _, _, hlo, hhi, hsum, dsum, dmax = row_stats(vh[:0], vh, prev[2], prev[3], prev_d, g,
+                                                     has_prev, delta)
+        st[9] += hsum
         st[10], st[11] = min(st[10], hlo), max(st[11], hhi)
         if has_prev:
-            merge(st, 12, delta, 0.0 + pairwise(delta, 0, M))
+            merge(st, 12, delta, dsum)
             st[15] = max(st[15], dmax)
         longest = 0
         for j in range(M):

@@ -94,7 +94,7 @@ def _build(jit):
         return True
 
     @jit
-    def dqn(obs, nxt, act, rew, done, wt, weighted, S, G, lbm, w, ab, lbs, n_out,
+    def dqn(obs, nxt, act, rew, done, wt, weighted, sl, G, lbm, w, ab, lbs, n_out,
             ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
             obs_raw, nxt_raw, rew_raw, act_out, done_out, wt_raw, obs_w, nxt_w, s_w):
         """One DQN batch of the caller's arrays, checked, quantized and packed in one pass:
@@ -102,10 +102,9 @@ def _build(jit):
         (zeroed). False at anything the numpy code refuses or warns about (a value outside
         the act format, an action outside 0..n_out-1, a done not 0/1, a weight outside
         [0, 1], NaN or infinity)."""
-        B = obs.shape[0]
-        sl = 0                     # S is a power of two (ARRAY_SIZES): shifts and masks, as
-        while (1 << sl) < S:       # 64-bit divisions cost more than the rest of the loop
-            sl += 1
+        # S = 2 ** sl (config.log_array): shifts and masks, as 64-bit divisions cost more
+        # than the rest of the loop
+        B, S = obs.shape[0], 1 << sl
         if not (quantized(obs, sl, G, lbm, ascale, amode, alo, ahi, obs_raw, obs_w)
                 and quantized(nxt, sl, G, lbm, ascale, amode, alo, ahi, nxt_raw, nxt_w)):
             return False
@@ -221,7 +220,7 @@ def dqn_params(config) -> tuple:
     if (act.width > 53 or wfmt.width > 53 or 1 << wfmt.frac > wfmt.max_raw
             or region(config, "next_obs").lane_bits != m.lane_bits):
         return None
-    return (config.array, m.col_groups(config), m.lane_bits, config.width, config.action_bits,
+    return (config.log_array, m.col_groups(config), m.lane_bits, config.width, config.action_bits,
             smp.lane_bits, config.n_out, 2.0 ** act.frac, MODES.index(act.rounding),
             float(max(act.min_raw, lane_lo)), float(min(act.max_raw, lane_hi)),
             2.0 ** wfmt.frac, MODES.index(wfmt.rounding), float(wfmt.min_raw),
@@ -247,7 +246,7 @@ def dqn_batch(config, params, obs, actions, rewards, next_obs, dones, loss_weigh
             and _array(dones, (B,), (np.dtype(np.bool_),))
             and (loss_weights is None or _array(loss_weights, (B,), _FLOATS))):
         return None
-    (S, G, lbm, w, ab, lbs, n_out, ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
+    (sl, G, lbm, w, ab, lbs, n_out, ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
      mbytes, sbytes) = params
     raw = {"obs": np.empty((B, n_in), np.int64), "next_obs": np.empty((B, n_in), np.int64),
            "rewards": np.empty(B, np.int64), "actions": np.empty(B, np.int64),
@@ -259,7 +258,7 @@ def dqn_batch(config, params, obs, actions, rewards, next_obs, dones, loss_weigh
               "samples": np.zeros((rows, sbytes), np.uint8)}
     weighted = loss_weights is not None
     ok = _K[0]["dqn"](obs, next_obs, actions, rewards, dones,
-                      loss_weights if weighted else rewards, weighted, S, G, lbm, w, ab, lbs,
+                      loss_weights if weighted else rewards, weighted, sl, G, lbm, w, ab, lbs,
                       n_out, ascale, amode, alo, ahi, wscale, wmode, wlo, whi, wone,
                       raw["obs"], raw["next_obs"], raw["rewards"], raw["actions"],
                       raw["dones"], raw["loss_weights"] if weighted else raw["actions"],
