@@ -97,7 +97,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sw.driver.common import check_finite
+from sw.driver.common import bool_flags, check_finite
 
 from . import hostfast
 from .layout import pack_rows
@@ -138,9 +138,7 @@ def flags(x, name, shape):
     if a.shape != shape:
         raise ValueError(f"{name} must have the shape of rewards {shape}, not {a.shape}"
                          if len(shape) == 2 else f"{name} must have shape {shape}, not {a.shape}")
-    if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
-        raise ValueError(f"{name} must be bool-like: bool, or numbers that are all 0 or 1")
-    return a.astype(bool)
+    return bool_flags(a, name)
 
 
 def coefficient(value, name):
@@ -577,10 +575,7 @@ def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_sh
                           ("bootstrap_codes", bootstrap_codes, 1), ("dones", dones, 2)):
         a = numeric(x, name, ndim=ndim)
         if name == "dones":
-            if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
-                raise ValueError("dones must be bool-like: bool, or numbers that are all "
-                                 "0 or 1")
-            a = a.astype(bool)
+            a = bool_flags(a, name)
         else:
             if a.dtype.kind not in "iu" or (a.size and (a.min() < lo or a.max() > hi)):
                 raise ValueError(f"{name} must be integer codes in {lo}..{hi}")

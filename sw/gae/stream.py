@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sw.driver.common import integer_in, warn_level
+from sw.driver.common import bool_flags, integer_in, warn_level
 
 from .batch import (
     GaeBatch,
@@ -259,10 +259,7 @@ class GaeStream:
             a = numeric(x, name, ndim=1)
             if a.shape != M:
                 raise ValueError(f"{name} must have shape {M}, not {a.shape}")
-            if a.dtype.kind != "b" and not np.isin(a, (0, 1)).all():
-                raise ValueError(f"{name} must be bool-like: bool, or numbers that are all "
-                                 f"0 or 1")
-            return a.astype(bool)
+            return bool_flags(a, name)
 
         if (dones is None) == (terminated is None):
             raise ValueError("push needs exactly one of dones (ended at t) and terminated "

@@ -68,6 +68,7 @@ import numpy as np
 from sw.driver.common import (
     ControlOf,
     DriverBase,
+    bool_flags,
     integer_in,
     use_interrupt_arg,
     warn_level,
@@ -332,15 +333,13 @@ class LearnerDriver(DriverBase):
                              f"= {int(a[bad])}")
         r = array_arg(rewards, "rewards", shape=(B,), kinds="biuf")
         xn = array_arg(next_obs, "next_obs", shape=(B, n_in), kinds="iuf")
-        d = array_arg(dones, "dones", shape=(B,), kinds="biuf")
-        if d.dtype.kind != "b" and not np.isin(d, (0, 1)).all():
-            raise ValueError("dones must be bool-like: bool, or numbers that are all 0 or 1")
+        d = bool_flags(array_arg(dones, "dones", shape=(B,), kinds="biuf"), "dones")
         gamma = real_arg(gamma, "gamma", 0.0, 1.0)
         g_raw, _ = num.coef_format.quantize(gamma, return_overflow=True)
         batch.actions = a.astype(np.int64)
         batch.rewards = self._quantize(r.astype(np.float64), act, "rewards")
         batch.next_obs = self._quantize(xn, act, "next_obs")
-        batch.dones = d.astype(bool)
+        batch.dones = d
         batch.gamma, batch.gamma_value = int(g_raw), gamma
         if loss_weights is not None:
             lw = array_arg(loss_weights, "loss_weights", shape=(B,), kinds="iuf")

@@ -255,3 +255,26 @@ def test_check_finite_passes_overflowing_sums_and_names_bad_elements(dtype):
         with pytest.raises(ValueError, match="x must be finite: .* the first at "
                            + re.escape(first)):
             check_finite(np.array(bad, dtype), "x")
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint16, np.int64, np.float32,
+                                   np.float64])
+def test_bool_flags_takes_zeros_and_ones_and_names_anything_else(dtype):
+    """``bool_flags`` (the drivers' dones check): a new bool array of the 0/1 elements (never
+    the caller's array), a ValueError naming the argument for any other value, NaN included."""
+    from sw.driver.common import bool_flags
+    a = np.array([[0, 1, 1], [0, 0, 1]], dtype)
+    b = bool_flags(a, "dones")
+    assert b.dtype == np.bool_ and b.tolist() == [[False, True, True], [False, False, True]]
+    assert not np.shares_memory(a, b)
+    assert bool_flags(np.zeros(0, dtype), "dones").shape == (0,)
+    bads = [2] if dtype != np.bool_ else []
+    if np.dtype(dtype).kind == "i":
+        bads.append(-1)
+    if np.dtype(dtype).kind == "f":
+        bads += [0.5, np.nan, np.inf, -0.0 + 1e-30]
+    for bad in bads:
+        with pytest.raises(ValueError, match="^dones must be bool-like"):
+            bool_flags(np.array([0, 1, bad], dtype), "dones")
+    if np.dtype(dtype).kind == "f":                  # -0.0 is a 0
+        assert bool_flags(np.array([-0.0, 1.0], dtype), "dones").tolist() == [False, True]
