@@ -283,7 +283,8 @@ class LearnerCore(wiring.Component):
         req = register_host_requests(m, self.host, busy=busy, start=self.ctrl.start)
         addr = req.addr
         local = addr[:local_bits]
-        idle = ~busy
+        idle = Signal(name="host_idle")
+        m.d.comb += idle.eq(~busy)
         # Which region the request is in, and whether it is within the region's words:
         # decoded from the port's address into registers beside the request's (the decode
         # and the byte-enable and port-select logic after it would not fit one cycle), the
@@ -300,7 +301,11 @@ class LearnerCore(wiring.Component):
                 bounds[key] = lt_const_registered(m, p_local[key[0]:], key[1],
                                                    name=f"host_inside_{len(bounds)}")
             inside.append(bounds[key])
-        hit_q = Cat(*[reg_q[idx] & b for idx, b in enumerate(inside)])
+        # A signal, not an expression: Amaranth copies an expression's logic into every
+        # statement that uses it (there is no sharing of common subexpressions), and each
+        # region's hit is used once per D-bit piece of its word.
+        hit_q = Signal(len(inside), name="host_hit")
+        m.d.comb += hit_q.eq(Cat(*[reg_q[idx] & b for idx, b in enumerate(inside)]))
 
         def pieces_q(word, bits, sub, keep, name):
             """The word's D-bit pieces registered, each zeroed unless its bit of ``keep``
@@ -324,7 +329,8 @@ class LearnerCore(wiring.Component):
         dp = cfg.dp
         pb = (cfg.sub_batch // cfg.array - 1).bit_length()     # row groups per sub-batch
         db = (dp - 1).bit_length()
-        rsel = idle & req.re
+        rsel = Signal(name="host_rsel")
+        m.d.comb += rsel.eq(idle & req.re)
         for idx, r in enumerate(regions(cfg)):
             sub = sub_words(cfg, r)
             sbits = (sub - 1).bit_length()
