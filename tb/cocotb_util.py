@@ -38,12 +38,6 @@ TRACE_ENV = "RLK_TRACE"
 
 
 # -- pytest side ----------------------------------------------------------------------------------
-def _write_if_changed(path: Path, text: str):
-    """Keep the file's time stamp when its text is unchanged, so make does not rebuild."""
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-
-
 def _test_module(test_file) -> tuple[str, Path]:
     """``(dotted module name, directory to import it from)`` of a test file: its package path
     (the folders above it that hold an ``__init__.py``) and the first folder that does not.
@@ -110,7 +104,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
 
     from rtl_gen.emit import port_table
 
-    from sw.driver.sim_process import BUILD_ARGS, public_ports, verilator_env
+    from sw.driver.sim_process import BUILD_ARGS, public_ports, verilator_env, write_if_changed
 
     text = verilog.convert(component, name=module, emit_src=False)
     key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS],
@@ -118,14 +112,14 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     build_dir = ROOT / "build" / "sim" / f"{module}-{key.hexdigest()[:12]}"
     src_dir = build_dir / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
-    _write_if_changed(src_dir / f"{module}.v", text)
+    write_if_changed(src_dir / f"{module}.v", text)
     full = {"module": module, "ports": port_table(component), **(manifest or {})}
-    _write_if_changed(src_dir / f"{module}.json", json.dumps(full, indent=2) + "\n")
+    write_if_changed(src_dir / f"{module}.json", json.dumps(full, indent=2) + "\n")
     sources = [VerilatorControlFile(WAIVERS),
                VerilatorControlFile(public_ports(src_dir, module))]
     if vlt:
-        _write_if_changed(src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")
-        sources.append(VerilatorControlFile(src_dir / "extra.vlt"))
+        sources.append(VerilatorControlFile(write_if_changed(
+            src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")))
     runner = get_runner("verilator")
     verilator_env()
     runner.build(

@@ -47,15 +47,21 @@ WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 BUILD_ARGS = ("-O2", "--x-assign", "0", "--x-initial", "0", "--no-public-flat-rw")
 
 
-def public_ports(src_dir: Path, module: str) -> Path:
-    """``src_dir/public.vlt``: the Verilator control file making the signals of top module
-    ``module`` (its ports) public, which VPI (cocotb) needs to drive them; rewritten only
-    when its text changes (make then keeps the model)."""
-    path = Path(src_dir) / "public.vlt"
-    text = f'`verilator_config\npublic_flat_rw -module "{module}" -var "*"\n'
+def write_if_changed(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` unless it already holds it (keeping its time stamp, so
+    make keeps the model built from it); ``path``."""
+    path = Path(path)
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path
+
+
+def public_ports(src_dir: Path, module: str) -> Path:
+    """``src_dir/public.vlt`` (:func:`write_if_changed`): the Verilator control file making
+    the signals of top module ``module`` (its ports) public, which VPI (cocotb) needs to
+    drive them."""
+    return write_if_changed(Path(src_dir) / "public.vlt",
+                            f'`verilator_config\npublic_flat_rw -module "{module}" -var "*"\n')
 
 
 #: Blocks with the ports :class:`~sw.driver.sim.SimDevice` drives (AXI4-Lite control, AXI4
