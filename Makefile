@@ -3,8 +3,9 @@
 #               generator only, no torch; see README), emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, timing, test-fast, test-heavy, bench, bench-floor, ppo, dqn, dist-dqn,
-# dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay, vivado, vivado-scripts, clean.
+# Other targets: docs, lint, estimate, estimate-candidates, timing, test-fast, test-heavy, bench,
+# bench-floor, ppo, dqn, dist-dqn, dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay,
+# vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 # Extras installed into .venv: the RL programs, the test tools, Ray, the real PYNQ, the
@@ -27,7 +28,8 @@ export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', \
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
-.PHONY: all hdl docs test test-heavy test-fast lint estimate timing bench bench-floor ppo dqn dist-dqn dist-curves \
+.PHONY: all hdl docs test test-heavy test-fast lint estimate estimate-candidates timing bench \
+	bench-floor ppo dqn dist-dqn dist-curves \
 	dist-scaling clean iverilog
 
 all: hdl
@@ -76,6 +78,16 @@ lint: hdl
 
 estimate: hdl
 	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
+
+# The DSE's picks that are not shipped (sw.registry.CANDIDATES) against their devices, with a
+# native Yosys (the Debian package, installed when missing): YoWASP's runs out of its 4 GB.
+# Tens of minutes per design (docs/learner.md); build/estimate_candidates.json.
+estimate-candidates: $(STAMP)
+	@command -v yosys >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq yosys >/dev/null; }
+	$(PY) scripts/estimate.py --candidate all --yosys yosys -j $(JOBS) \
+	  --json build/estimate_candidates.json
 
 # Estimated clock of every shipped module (docs/timing.md): Yosys + an UltraScale+ -2 delay
 # model; writes build/timing.json and hdl/timing.json, refreshes the manifests' clock_mhz and

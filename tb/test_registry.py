@@ -236,6 +236,19 @@ def test_shipped_lookups():
     assert (cfg.n_pe, cfg.max_trajectories, cfg.capacity) == (64, 64, 1024)
 
 
+def test_candidates_are_valid_and_not_shipped():
+    """The DSE's unshipped picks: a valid configuration of their block and a module name no
+    shipped module uses (their devices: tb/test_estimate.py)."""
+    from sw.learner.spec import LearnerConfig
+    shipped = {m for m, _, _ in SHIPPED}
+    for module, name, params, _ in registry.CANDIDATES:
+        assert module not in shipped
+        cfg = BLOCKS[name].config.from_dict(params)
+        if isinstance(cfg, LearnerConfig):      # faster than the shipped learners it follows
+            _, s8 = registry.shipped_config("learner_kernel_s8")
+            assert step_cycles(cfg, 64) < step_cycles(s8, 64)
+
+
 def test_block_of_module():
     # a block's default module name
     for name, b in BLOCKS.items():

@@ -32,13 +32,12 @@ CONFIGS = {
         "axi_data_width": 32},
 }
 # Longer Verilator builds (minutes), on request: the DSE's ZCU106 candidate (two pipelines of
-# per-stage arrays on 8 x 8 blocks; not shipped until its fit is measured, docs/learner.md);
+# per-stage arrays on 8 x 8 blocks; sw.registry.CANDIDATES, not shipped, docs/learner.md);
 # 8 x 8 arrays everywhere; two 4 x 4 pipelines.
 if os.environ.get("LEARNER_S8"):
-    CONFIGS["cartpole-s8"] = {
-        "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 256, "sub_batch": 8, "dp": 2,
-        "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4",
-        "axi_data_width": 128}
+    from sw.registry import CANDIDATES
+    CONFIGS["cartpole-s8"] = next(dict(p) for m, _, p, _ in CANDIDATES
+                                  if m == "learner_zcu106_dp2")
 if os.environ.get("LEARNER_STAGES"):          # per-stage arrays on 8 x 8 blocks (384 cells)
     CONFIGS["cartpole-stages"] = {
         "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64, "sub_batch": 8,
