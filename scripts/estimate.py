@@ -602,15 +602,27 @@ def main(argv=None) -> int:
         ap.error("give Verilog files, --block or --candidate")
     if (args.param or args.name) and not args.block:
         ap.error("--param and --name need --block")
-    if args.yosys:
-        os.environ[NATIVE_ENV] = args.yosys
     from sw.registry import CANDIDATES
     names = [c[0] for c in CANDIDATES]
     wanted = names if "all" in args.candidate else args.candidate
     for name in wanted:
         if name not in names:
             ap.error(f"--candidate must be one of {', '.join(names)} or all, not {name!r}")
+    before = os.environ.get(NATIVE_ENV)
+    if args.yosys:                  # for this run only: the functions read it, threads too
+        os.environ[NATIVE_ENV] = args.yosys
+    try:
+        return _run(args, [c for c in CANDIDATES if c[0] in wanted])
+    finally:
+        if before is None:
+            os.environ.pop(NATIVE_ENV, None)
+        else:
+            os.environ[NATIVE_ENV] = before
 
+
+def _run(args, candidates) -> int:
+    """Estimate what ``args`` names and the ``candidates`` (entries of ``CANDIDATES``); print
+    the tables; the exit status."""
     try:
         designs = [design_from_file(p) for p in args.verilog]
         with tempfile.TemporaryDirectory(prefix="block-") as tmp:
@@ -618,11 +630,10 @@ def main(argv=None) -> int:
                 params = parse_params(args.block, args.param)
                 designs.append(design_from_block(args.block, params, tmp, args.name))
             devices = {d.name: DEVICES[args.device] for d in designs} if args.device else {}
-            for module, block_name, params, device in CANDIDATES:
-                if module in wanted:
-                    design = design_from_block(block_name, params, Path(tmp) / module, module)
-                    designs.append(design)
-                    devices[design.name] = DEVICES[args.device or device]
+            for module, block_name, params, device in candidates:
+                design = design_from_block(block_name, params, Path(tmp) / module, module)
+                designs.append(design)
+                devices[design.name] = DEVICES[args.device or device]
             results, errors = estimate(designs, jobs=args.jobs, cache_dir=args.cache_dir,
                                        use_cache=not args.no_cache, progress=not args.quiet)
     except EstimateError as e:

@@ -6,6 +6,7 @@ The parsing and caching tests are fast; the one marked ``slow`` runs Yosys on a 
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -199,6 +200,8 @@ def test_native_yosys_run_and_fit_table(tmp_path, monkeypatch, capsys):
     assert est.main([str(tmp_path / "d.v"), "--yosys", str(_fake_yosys(tmp_path)),
                      "--device", "zcu106", "--cache-dir", str(tmp_path / "cache"),
                      "--json", str(out), "--quiet"]) == 0
+    # --yosys holds for that run only: the next one in this process uses YoWASP's again.
+    assert est.NATIVE_ENV not in os.environ and est.native_yosys() is None
     text = capsys.readouterr().out
     doc = json.loads(out.read_text())
     assert doc["tool"] == "yosys 0.23 (native)"
