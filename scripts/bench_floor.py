@@ -148,7 +148,7 @@ LEARNER_VARIANTS = (
     ("4x4 arrays (shipped learner_kernel_s4, 203 DSP)", {}, "learner_kernel_s4"),
     ("8x8 arrays (shipped learner_kernel_s8, 755 DSP: 44 % of the ZCU106)", {"array": 8},
      "learner_kernel_s8"),
-    ("DSE ZCU106 pick: dp=2, 8x8 per stage (816 DSP modelled)",
+    ("DSE ZCU106 pick: dp=2, 8x8 per stage (816 DSP modelled; 435 BRAM36: does not fit)",
      {k: v for m, _, p, _ in CANDIDATES if m == "learner_zcu106_dp2" for k, v in p.items()
       if k in ("array", "dp", "stage_arrays", "sub_batch", "max_batch")},
      "learner_kernel_s8"),

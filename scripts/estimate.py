@@ -13,6 +13,12 @@ Each Verilog file is synthesized on its own by YoWASP's Yosys (WebAssembly, from
     ltp -noff t:FD* t:RAMB* %u t:URAM* %u t:BUFG* %u %n
     select -module <module> *; write_json -selected netlist.json
 
+Designs beyond YoWASP's 4 GB of address space (the design space exploration's candidates,
+``--candidate``) need a native Yosys: ``--yosys PATH`` or ``$RLK_YOSYS`` (Debian's 0.23,
+``make estimate-candidates``; it counts the same FFs, DSPs and block RAM as YoWASP's 0.70 on
+``learner_cartpole_s4``, 12 % more LUT cells, and leaves inverters as INV cells). ``--device``
+adds each design's use of a part.
+
 The top module comes from the ``<module>.json`` manifest that ``python -m rtl_gen`` writes next
 to the Verilog (key ``"module"``); without a manifest the file's stem is used. ``--block`` and
 ``--param`` elaborate one configuration on the fly through :func:`rtl_gen.emit.emit`.

@@ -320,6 +320,7 @@ CANDIDATES = [
     # The fastest point of `scripts/dse_learner.py --device zcu106` with a DSP margin: two
     # pipelines of 8 x 8 blocks with CF'22's per-stage sizing (22 tensor units, 816 modelled
     # DSPs), B up to 256: a step of 64 samples in 3,872 cycles against learner_kernel_s8's 5,611.
+    # As generated it does not fit: 435 BRAM36 of the XCZU7EV's 312 (Yosys 0.23, 2026-12-02).
     ("learner_zcu106_dp2", "learner", {
         "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 256, "sub_batch": 8, "dp": 2,
         "stage_arrays": "fw0:4x8,tfw0:4x8,wa0:4x8,fw2:4x2,tfw2:4x2,wa2:4x2,bw2:2x4",
