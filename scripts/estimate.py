@@ -99,6 +99,17 @@ select -module {top} *
 write_json -selected netlist.json
 """
 
+
+def yosys_script(top: str) -> str:
+    """The Yosys script for ``top``: :data:`YOSYS_SCRIPT`, except that a native Yosys writes
+    the whole netlist (Debian's 0.23 has no ``write_json -selected``; the flattened design's
+    other modules are the cell library's blackboxes, and readers index the netlist by ``top``)."""
+    script = YOSYS_SCRIPT.format(top=top)
+    if native_yosys():
+        script = script.replace(f"select -module {top} *\nwrite_json -selected",
+                                "write_json")
+    return script
+
 #: LUTs occupied by each LUT-RAM / shift-register primitive.
 LUTRAM_WEIGHTS = {
     "RAM16X1S": 1, "RAM16X1D": 2, "RAM32X1S": 1, "RAM32X1D": 2, "RAM32X2S": 2,
@@ -385,7 +396,7 @@ def tool_name() -> str:
 
 def cache_key(text: str, top: str) -> str:
     """SHA-256 of the Verilog text, salted with what else decides the result."""
-    salt = f"{CACHE_VERSION}\n{yosys_version()}\n{YOSYS_SCRIPT.format(top=top)}\n"
+    salt = f"{CACHE_VERSION}\n{yosys_version()}\n{yosys_script(top)}\n"
     return hashlib.sha256((salt + text).encode()).hexdigest()
 
 
@@ -423,7 +434,7 @@ def synthesize(design: Design, text: str, cache_dir: Path) -> Estimate:
     with tempfile.TemporaryDirectory(prefix="work-", dir=cache_dir) as work:
         work = Path(work)
         (work / "design.v").write_text(text)
-        (work / "script.ys").write_text(YOSYS_SCRIPT.format(top=design.top))
+        (work / "script.ys").write_text(yosys_script(design.top))
         start = time.monotonic()
         # -q with -l: YoWASP's in-process ABC cuts off Yosys' stdout, the log file is complete.
         proc = subprocess.run(yosys_command() + ["-q", "-l", "yosys.log", "-s", "script.ys"],

