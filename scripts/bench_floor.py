@@ -135,7 +135,8 @@ def replay_rows(baselines):
         for op, goal, pay in (("sample", 50.0, B * 8), ("update", 10.0, B * 8)):
             kern = replay_spec.run_cycles(cfg, replay_spec.ReplayOp[op.upper()], B)
             rows.append(_row(f"replay {op}",
-                             f"{module}: K=16, 2^{cap.bit_length() - 1} leaves", f"B={B}", baselines.get(("replay", op, cap)), goal, 0.0, pay, 1, 1,
+                             f"{module}: K=16, 2^{cap.bit_length() - 1} leaves", f"B={B}",
+                             baselines.get(("replay", op, cap)), goal, 0.0, pay, 1, 1,
                              kern, mhz, label))
     return rows
 

@@ -110,6 +110,7 @@ def yosys_script(top: str) -> str:
                                 "write_json")
     return script
 
+
 #: LUTs occupied by each LUT-RAM / shift-register primitive.
 LUTRAM_WEIGHTS = {
     "RAM16X1S": 1, "RAM16X1D": 2, "RAM32X1S": 1, "RAM32X1D": 2, "RAM32X2S": 2,
@@ -568,9 +569,9 @@ def fit_table(results, devices) -> str:
                 "FF": s["ff"], "DSP": s["dsp"], "BRAM36": s["bram36"], "URAM": s["uram"]}
         budget = {"LUT": dev.lut, "LUT w/o INV": dev.lut, "FF": dev.ff, "DSP": dev.dsp,
                   "BRAM36": dev.bram36, "URAM": dev.uram}
-        rows.append([r.design.name, dev.part] + [f"{used[c]:,} ({100 * used[c] / budget[c]:.0f} %)"
-                                                 if budget[c] else f"{used[c]:,}"
-                                                 for c in head[2:]])
+        rows.append([r.design.name, dev.part]
+                    + [f"{used[c]:,} ({100 * used[c] / budget[c]:.0f} %)" if budget[c]
+                       else f"{used[c]:,}" for c in head[2:]])
     widths = [max(len(row[c]) for row in [head] + rows) for c in range(len(head))]
     return "\n".join("  ".join(cell.ljust(w) if c < 2 else cell.rjust(w)
                                for c, (cell, w) in enumerate(zip(row, widths)))
@@ -648,7 +649,9 @@ def _run(args, candidates) -> int:
                 designs.append(design_from_block(args.block, params, tmp, args.name))
             devices = {d.name: DEVICES[args.device] for d in designs} if args.device else {}
             for module, block_name, params, device in candidates:
-                design = design_from_block(block_name, params, Path(tmp) / module, module)
+                design = dataclasses.replace(
+                    design_from_block(block_name, params, Path(tmp) / module, module),
+                    name=module)
                 designs.append(design)
                 devices[design.name] = DEVICES[args.device or device]
             results, errors = estimate(designs, jobs=args.jobs, cache_dir=args.cache_dir,
