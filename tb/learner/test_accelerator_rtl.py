@@ -24,12 +24,6 @@ def _shipped(module):
 CONFIGS = {
     # CartPole DQN, 4 x 4 arrays (11 tensor units), batch up to 256 in sub-batches of 8.
     "cartpole-s4": _shipped("learner_cartpole_s4"),
-    # The shape of learner_cartpole_s8 (two pipelines, per-stage arrays, B up to 256) on a
-    # 4-8-8-2 network with 4 x 4 blocks: a Verilator build of seconds instead of many minutes.
-    "small-dp2-stages": {
-        "sizes": [4, 8, 8, 2], "array": 4, "max_batch": 256, "sub_batch": 4, "dp": 2,
-        "stage_arrays": "fw0:2x4,tfw0:2x4,wa0:2x4,fw2:2x2,tfw2:2x2,wa2:2x2,bw2:2x2",
-        "axi_data_width": 32},
 }
 # Longer Verilator builds (minutes), on request: the DSE's ZCU106 candidate (two pipelines of
 # per-stage arrays on 8 x 8 blocks; sw.registry.CANDIDATES, not shipped, docs/learner.md);
@@ -49,9 +43,19 @@ if os.environ.get("LEARNER_DP2"):
                                   "sub_batch": 8, "dp": 2, "axi_data_width": 128}
 
 
-#: The shipped 8 x 8 learner (``learner_kernel_s8``'s accelerator): ``heavy``, minutes of C++
-#: compile for the generator's code paths at array = 4 (``make test-heavy``).
-HEAVY = {"kernel-s8": _shipped("learner_kernel_s8")}
+#: ``heavy`` (``make test-heavy``): the shipped 8 x 8 learner (``learner_kernel_s8``'s
+#: accelerator), minutes of C++ compile for the generator's code paths at array = 4; and the
+#: shape of the DSE's ZCU106 candidate (two pipelines, per-stage arrays, B up to 256; no
+#: shipped module has it) on a 4-8-8-2 network with 4 x 4 blocks, 90 s of the suite's 20
+#: minutes (its pipelines and stages are checked cycle by cycle in Amaranth's simulator in
+#: tb/learner/test_stages_sim.py, ``dqn_dp2`` and ``dqn3_rxc``).
+HEAVY = {
+    "kernel-s8": _shipped("learner_kernel_s8"),
+    "small-dp2-stages": {
+        "sizes": [4, 8, 8, 2], "array": 4, "max_batch": 256, "sub_batch": 4, "dp": 2,
+        "stage_arrays": "fw0:2x4,tfw0:2x4,wa0:2x4,fw2:2x2,tfw2:2x2,wa2:2x2,bw2:2x2",
+        "axi_data_width": 32},
+}
 
 
 @pytest.mark.slow
