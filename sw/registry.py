@@ -24,7 +24,7 @@ from sw.shell import spec as shell
 
 __all__ = ["Block", "BLOCKS", "SHIPPED", "CANDIDATES", "FAMILIES", "VENDOR", "LIBRARY",
            "VERSION", "vlnv", "block", "shipped", "shipped_modules", "shipped_config",
-           "family_vlnvs", "block_of_module"]
+           "candidate_config", "family_vlnvs", "block_of_module"]
 
 #: IP-XACT vendor, library and version of every packaged accelerator: ``rlk:accel:<module>:1.0``.
 VENDOR = "rlk"
@@ -354,6 +354,16 @@ def shipped_config(module: str):
         if m == module:
             return BLOCKS[b], BLOCKS[b].config.from_dict(params)
     raise ValueError(f"module must be a shipped module ({', '.join(m for m, _, _ in SHIPPED)}), "
+                     f"not {module!r}")
+
+
+def candidate_config(module: str):
+    """``(block, config, device)`` of a configuration of :data:`CANDIDATES` (``ValueError``
+    naming the choices)."""
+    for m, b, params, device in CANDIDATES:
+        if m == module:
+            return BLOCKS[b], BLOCKS[b].config.from_dict(params), device
+    raise ValueError(f"module must be a candidate ({', '.join(m for m, *_ in CANDIDATES)}), "
                      f"not {module!r}")
 
 

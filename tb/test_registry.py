@@ -241,9 +241,10 @@ def test_candidates_are_valid_and_not_shipped():
     shipped module uses (their devices: tb/test_estimate.py)."""
     from sw.learner.spec import LearnerConfig
     shipped = {m for m, _, _ in SHIPPED}
-    for module, name, params, _ in registry.CANDIDATES:
+    for module, name, params, device in registry.CANDIDATES:
         assert module not in shipped
         cfg = BLOCKS[name].config.from_dict(params)
+        assert registry.candidate_config(module) == (BLOCKS[name], cfg, device)
         if isinstance(cfg, LearnerConfig):      # faster than the shipped learners it follows
             _, s8 = registry.shipped_config("learner_kernel_s8")
             assert step_cycles(cfg, 64) < step_cycles(s8, 64)
@@ -281,3 +282,6 @@ def test_unknown_names_name_the_choices():
     with pytest.raises(ValueError, match=re.escape(
             f"module must be a shipped module ({modules}), not 'gae_accel'")):
         registry.shipped_config("gae_accel")
+    with pytest.raises(ValueError, match=re.escape(
+            "module must be a candidate (learner_zcu106_dp2), not 'learner_kernel_s8'")):
+        registry.candidate_config("learner_kernel_s8")

@@ -29,9 +29,8 @@ CONFIGS = {
 # per-stage arrays on 8 x 8 blocks; sw.registry.CANDIDATES, not shipped, docs/learner.md);
 # 8 x 8 arrays everywhere; two 4 x 4 pipelines.
 if os.environ.get("LEARNER_S8"):
-    from sw.registry import CANDIDATES
-    CONFIGS["cartpole-s8"] = next(dict(p) for m, _, p, _ in CANDIDATES
-                                  if m == "learner_zcu106_dp2")
+    from sw.registry import candidate_config
+    CONFIGS["cartpole-s8"] = candidate_config("learner_zcu106_dp2")[1].to_dict()
 if os.environ.get("LEARNER_STAGES"):          # per-stage arrays on 8 x 8 blocks (384 cells)
     CONFIGS["cartpole-stages"] = {
         "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64, "sub_batch": 8,
