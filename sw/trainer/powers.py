@@ -170,9 +170,9 @@ def exp2_raw(cfg: PowerConfig, y, out_frac: int, out_width: int):
     m = _interp(cfg.exp_table, f >> (F - T), f & ((1 << (F - T)) - 1), F - T)
     s = n + out_frac - Ft                                 # value = m · 2**s
     top = (np.int64(1) << out_width) - 1
-    big = s > out_width                                   # m >= 2**Ft > 0: past any output
+    big = s >= out_width - Ft                             # m >= 2**Ft: 2**out_width or more
     tiny = s < -(Ft + 2)                                  # m < 2**(Ft+2): rounds to 0
-    sl = np.clip(s, -(Ft + 2), out_width)
+    sl = np.clip(s, -(Ft + 2), out_width - Ft - 1)        # m << sl < 2**out_width: no wrap
     left = m << np.maximum(sl, 0)
     sh = np.maximum(-sl, 0)
     right = (m + np.where(sh > 0, np.int64(1) << np.maximum(sh - 1, 0), 0)) >> sh
