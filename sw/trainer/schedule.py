@@ -1,0 +1,88 @@
+"""The trainer's cycle model: cycles per gradient step and per launch (pure Python).
+
+A step has two sides that the core runs in parallel when ``delay`` >= 1:
+
+*replay side* (the sum tree, the power unit, the gather engine)
+    the boundary's tree writes (the write-back of B leaves once one is due, and per inserted
+    record its leaf and one eviction), then B stratified samples, one tree operation per cycle,
+    plus the tree's pipeline latency; the stratum ``root // B`` (a sequential divider,
+    ``root_width`` cycles); the gather of B records (``beats`` storage words each, one word per
+    cycle, after the memory's read latency); the IS weights (B logarithms, their minimum, B
+    powers: ``2·B + 2·power latency``).
+*learner side*
+    the learner step (:func:`sw.learner.schedule.step_cycles`), then the new priority of the
+    last sample (the power unit's latency plus two cycles: ``|δ| + ε`` and the queue write).
+
+With ``delay`` >= 1 step t's replay side overlaps step t-1's learner side, so a step costs the
+longer of the two (the first step of a launch both); with ``delay`` = 0 their sum. Each step
+adds :data:`HANDOFF` cycles (the batch buffers change hands). A launch adds its commands
+(CLEAR: one cycle per word of the tree's levels; LOAD: the weight image's words after one read
+latency) and a snapshot's write (the weight image's words) per snapshot.
+
+The memory's read latency is an argument (``read_latency``), not a property of the core: the
+model assumes the storage answers every read burst after that many cycles and never stalls a
+beat, which is what the RTL's cycle counter matches when the memory keeps to it.
+"""
+
+from sw.learner.schedule import step_cycles as learner_step_cycles
+
+from .layout import record_bytes, weight_bytes
+from .spec import TrainerConfig
+
+__all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "replay_cycles", "learner_cycles",
+           "step_cycles", "launch_cycles"]
+
+#: Cycles between two steps in which the batch buffers change hands.
+HANDOFF = 4
+#: Pipeline latency of the power unit (log2, multiply, exp2), cycles.
+POWER_LATENCY = 12
+#: Default read latency of the storage (cycles from a read burst's address to its first beat):
+#: a DDR4 controller behind an AXI interconnect at 300 MHz.
+READ_LATENCY = 64
+
+
+def _beats(nbytes, config):
+    return -(-nbytes // (config.storage_width // 8))
+
+
+def replay_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, writeback=True,
+                  read_latency: int = READ_LATENCY) -> int:
+    """Cycles of a step's replay side (the module docstring)."""
+    t = config.tree
+    ops = (batch if writeback else 0) + 2 * inserts + batch
+    gather = batch * _beats(record_bytes(config), config) + read_latency
+    return ops + t.latency + t.root_width + gather + 2 * batch + 2 * POWER_LATENCY
+
+
+def learner_cycles(config: TrainerConfig, batch: int) -> int:
+    """Cycles of a step's learner side: the learner step and the last priority."""
+    return learner_step_cycles(config.learner, batch) + POWER_LATENCY + 2
+
+
+def step_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, first=False,
+                writeback=True, read_latency: int = READ_LATENCY) -> int:
+    """Cycles of one step in a launch (``first``: the launch's first step, nothing to overlap
+    with; ``inserts``: records taken at its boundary)."""
+    rep = replay_cycles(config, batch, inserts, writeback=writeback, read_latency=read_latency)
+    lrn = learner_cycles(config, batch)
+    if config.delay == 0 or first:
+        return rep + lrn + HANDOFF
+    return max(rep, lrn) + HANDOFF
+
+
+def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_step=0,
+                  clear=False, load=False, snapshot_period=0,
+                  read_latency: int = READ_LATENCY) -> int:
+    """Cycles of a launch of ``steps`` steps with ``inserts_per_step`` records taken at each
+    boundary (the steady state: every write-back due)."""
+    total = 1
+    if clear:
+        total += sum(config.tree.level_groups)
+    if load:
+        total += read_latency + _beats(weight_bytes(config), config)
+    for s in range(steps):
+        total += step_cycles(config, batch, inserts_per_step, first=s == 0,
+                             read_latency=read_latency)
+        if snapshot_period and (s + 1) % snapshot_period == 0:
+            total += _beats(weight_bytes(config), config) + 2
+    return total
