@@ -24,7 +24,7 @@ from sw.driver.golden_base import ApCtrlGoldenDevice, Run
 
 from .golden import LaunchArgs, TrainerCore
 from .layout import storage_bytes, weight_bytes
-from .schedule import HANDOFF, READ_LATENCY, step_cycles
+from .schedule import HANDOFF, READ_LATENCY, snapshot_cycles, step_cycles
 from .spec import (STATUS_FLAGS, TRAINER_ERRORS, TrainerCmd, TrainerConfig, hw_info_values,
                    trainer_register_map)
 
@@ -80,6 +80,7 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
         """``ap_rst_n``: registers to reset values, the launch abandoned, the tree and counters
         cleared (CLEAR); storage and weights keep their contents."""
         super().reset()
+        getattr(self, "_written_registers", {}).clear()   # the drivers' register cache too
         self._launch = None
         self.log = []
         if self.core is not None:
@@ -150,16 +151,19 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
             launch["error"] = TRAINER_ERRORS["empty"]
             end = at + 1
         else:
+            seq = core.snapshot_seq
             rec = core.step(args)
             if self.keep_log:
                 self.log.append(rec)
             launch["next"] = at + step_cycles(self._config, args.batch, inserts,
                                               first=launch["done"] == 0,
                                               read_latency=self._read_latency)
+            if core.snapshot_seq != seq:
+                launch["next"] += snapshot_cycles(self._config)
             launch["done"] += 1
         if end is not None:
             if launch["done"] and core.final_snapshot():
-                end += -(-weight_bytes(self._config) // (self._config.storage_width // 8)) + 2
+                end += snapshot_cycles(self._config)
             self._launch = None
             self._error = launch["error"]
             self._run.cycles = end - self._launch_at - 1

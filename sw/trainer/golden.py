@@ -48,7 +48,10 @@ class LaunchArgs:
 
 @dataclass
 class StepRecord:
-    """What one step did (for tests and the driver's statistics)."""
+    """What one step did, raw: the sampled slots and their priorities, the IS weights, the
+    TD errors ``Q - y`` and new priorities, the loss sum, whether it synced the target, the
+    learner's flags and :class:`~sw.learner.mlp.StepResult`, and the step's inputs
+    (``args``: the gathered batch and the weights it started from)."""
     step: int
     indices: np.ndarray
     priorities: np.ndarray
@@ -58,6 +61,8 @@ class StepRecord:
     loss_sum: int
     synced: bool
     overflow: dict = field(default_factory=dict)
+    learner: object = None
+    args: dict = field(default_factory=dict)
 
 
 def stratified_targets(x_raw, root: int, batch: int, target_bits: int) -> np.ndarray:
@@ -185,6 +190,7 @@ class TrainerCore:
                            lw_fmt.frac, lw_fmt.width)
         self.flags["underflow"] |= bool((w == 0).any())
         synced = self.sync.step()
+        weights, target = self.weights, self.target
         r = train_step(self.weights, obs, num, lr=args.lr, actions=act, rewards=rew,
                        dones=done, next_obs=nxt, target_weights=self.target, gamma=args.gamma,
                        loss_weights=w, sub_batch=c.learner.sub_batch, dp=c.learner.dp,
@@ -200,8 +206,10 @@ class TrainerCore:
         self.steps_in_launch += 1
         self._trace(args, np.abs(td))
         self._snapshot(args)
+        inputs = dict(obs=obs, actions=act, rewards=rew, next_obs=nxt, dones=done,
+                      weights=weights, target_weights=target)
         return StepRecord(self.steps_total, idx, prio, w, td, new, r.loss_sum, synced,
-                          dict(r.overflow))
+                          dict(r.overflow), r, inputs)
 
     # -- outputs for the actors and the monitor ---------------------------------------------
     def _write(self, offset, data):

@@ -116,7 +116,7 @@ def pack_records(config: TrainerConfig, obs, actions, rewards, next_obs, dones) 
     lanes[:, 2 * n_in] = rewards
     code = np.asarray(actions, np.int64) | (np.asarray(dones, np.int64) << top)
     lanes[:, 2 * n_in + 1] = (code - ((code >> top) << (top + 1))).astype(lanes.dtype)
-    return lanes.view(np.uint8).reshape(n, -1)
+    return lanes.view(np.uint8).reshape(n, record_bytes(config))
 
 
 def unpack_records(config: TrainerConfig, raw) -> tuple:

@@ -30,7 +30,7 @@ from .layout import record_bytes, weight_bytes
 from .spec import TrainerConfig
 
 __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "replay_cycles", "learner_cycles",
-           "step_cycles", "launch_cycles"]
+           "step_cycles", "snapshot_cycles", "launch_cycles"]
 
 #: Cycles between two steps in which the batch buffers change hands.
 HANDOFF = 4
@@ -70,11 +70,18 @@ def step_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, first=Fa
     return max(rep, lrn) + HANDOFF
 
 
+def snapshot_cycles(config: TrainerConfig) -> int:
+    """Cycles of a weight snapshot: the header twice and the weight image, one storage word
+    per cycle."""
+    return _beats(weight_bytes(config), config) + 2
+
+
 def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_step=0,
                   clear=False, load=False, snapshot_period=0,
                   read_latency: int = READ_LATENCY) -> int:
     """Cycles of a launch of ``steps`` steps with ``inserts_per_step`` records taken at each
-    boundary (the steady state: every write-back due)."""
+    boundary (the steady state: every write-back due), its snapshots included (every
+    ``snapshot_period`` steps, and at the end unless the last step wrote one)."""
     total = 1
     if clear:
         total += sum(config.tree.level_groups)
@@ -84,5 +91,7 @@ def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_
         total += step_cycles(config, batch, inserts_per_step, first=s == 0,
                              read_latency=read_latency)
         if snapshot_period and (s + 1) % snapshot_period == 0:
-            total += _beats(weight_bytes(config), config) + 2
+            total += snapshot_cycles(config)
+    if steps and not (snapshot_period and steps % snapshot_period == 0):
+        total += snapshot_cycles(config)
     return total

@@ -1,0 +1,42 @@
+"""The trainer configurations the project defines: one per target board, each with the fastest
+learner that is checked to fit its part (``learner_kernel_s8``: 8 × 8 arrays, 243 of the
+XCZU7EV's 312 BRAM36) and CartPole's 4-64-64-2 network.
+
+The trainer's gateware is not written yet: these configurations run on the golden device
+(:class:`~sw.trainer.device.TrainerGoldenDevice`) and feed the cycle model of the benchmark.
+"""
+
+from sw.registry import shipped_config
+from sw.replay.spec import SumTreeConfig
+
+from .spec import TrainerConfig
+
+__all__ = ["TRAINERS", "trainer_config"]
+
+
+def _learner(module="learner_kernel_s8", **changes):
+    from dataclasses import replace
+    _, kernel = shipped_config(module)
+    return replace(kernel.accel, **changes)
+
+
+#: name -> (board, description, factory).
+TRAINERS = {
+    "trainer_zcu106": ("zcu106", "2^16 records in PS DDR over a 128-bit S_AXI_HP port",
+                       lambda: TrainerConfig(
+                           learner=_learner(),
+                           tree=SumTreeConfig(fanout=16, capacity=1 << 16, max_batch=256),
+                           storage_width=128)),
+    "trainer_u250": ("u250", "2^20 records in card DDR over a 512-bit AXI4 master",
+                     lambda: TrainerConfig(
+                         learner=_learner(),
+                         tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=256),
+                         storage_width=512)),
+}
+
+
+def trainer_config(name: str) -> TrainerConfig:
+    """The configuration ``name`` of :data:`TRAINERS` (ValueError naming the choices)."""
+    if name not in TRAINERS:
+        raise ValueError(f"trainer must be one of {', '.join(TRAINERS)}, not {name!r}")
+    return TRAINERS[name][2]()

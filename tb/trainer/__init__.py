@@ -1,0 +1,1 @@
+"""Tests of the trainer: sw/trainer and rtl_gen/trainer."""
