@@ -429,6 +429,9 @@ def main(argv=None):
     ap.add_argument("--replay-device", default="golden",
                     help="golden (model of replay_accel_k16), sim[:MODULE] (its Verilated "
                          "RTL; short runs), pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
+    ap.add_argument("--device", default=None, metavar="trainer:KIND",
+                    help="run the accelerator backend as the fused trainer instead: "
+                         "trainer:golden (its golden model, configuration trainer_zcu106)")
     ap.add_argument("--total-steps", type=int, default=30_000, metavar="N",
                     help="environment steps: at least learning_starts + 1 "
                          f"({DQNConfig.learning_starts + 1}) and at most the replay capacity")
@@ -447,6 +450,12 @@ def main(argv=None):
             parse_spec(getattr(args, opt))
         except ValueError as e:
             ap.error(f"--{opt.replace('_', '-')}: {e}")
+    if args.device is not None:
+        from .dqn_trainer import open_trainer
+        try:
+            open_trainer(args.device)
+        except ValueError as e:
+            ap.error(f"--device: {e}")
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
     try:
@@ -456,6 +465,9 @@ def main(argv=None):
         ap.error(str(e))
 
     def make(backend, cfg):
+        if backend == "accel" and args.device is not None:
+            from .dqn_trainer import open_trainer
+            return open_trainer(args.device, seed=cfg.seed), None
         if backend == "accel":
             return accelerators(target_period=cfg.target_period,
                                 learner_device=args.learner_device,
@@ -469,6 +481,8 @@ def main(argv=None):
             first[backend] = make(backend, configs[0])
         except ValueError as e:
             ap.error(str(e))
+        if first[backend][1] is None:            # the fused trainer keeps a ring on the card
+            continue
         capacity = first[backend][1].capacity
         if args.total_steps > capacity:
             ap.error(f"total_steps ({args.total_steps}) must not exceed the replay capacity "
@@ -478,7 +492,11 @@ def main(argv=None):
         for cfg in configs:
             seed = cfg.seed
             learner, replay = first.pop(backend, None) or make(backend, cfg)
-            res = train(cfg, learner, replay)
+            if replay is None:
+                from .dqn_trainer import train_fused
+                res = train_fused(cfg, learner)
+            else:
+                res = train(cfg, learner, replay)
             results.append(res)
             finals.setdefault(res.name, []).append(res.mean_return())
             print(f"{res.name} seed {seed}: mean return of the last 20 episodes "
@@ -487,7 +505,8 @@ def main(argv=None):
                   f" s, replay {res.replay_seconds:.1f} s)")
             if res.learner_cycles:
                 c = res.cycles_per_grad_step()
-                mhz, label = clock_mhz("learner_cartpole_s4")
+                mhz, label = clock_mhz("learner_kernel_s8" if replay is None
+                                       else "learner_cartpole_s4")
                 print(f"  accelerator cycles per gradient step: {c:,.0f} (learner "
                       f"{res.learner_cycles / res.grad_steps:,.0f}), i.e. "
                       f"{mhz * 1e6 / c:,.0f} gradient steps/s at {mhz:.0f} MHz ({label}) "
@@ -499,4 +518,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from sw.rl.dqn import main as _main    # the importable module's classes (dqn_trainer's)
+    raise SystemExit(_main())
