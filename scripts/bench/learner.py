@@ -33,8 +33,13 @@ def init(sizes, rng):
             for a, b in zip(sizes[:-1], sizes[1:])]
 
 
-def numpy_step(W, tgt, obs, act, rew, nxt, done, gamma, lr):
-    """One DQN SGD step with numpy; updates ``W`` in place, returns the loss."""
+def numpy_step(W, tgt, obs, act, rew, nxt, done, gamma, lr, weights=None, td=None):
+    """One DQN SGD step with numpy; updates ``W`` in place, returns the loss.
+
+    ``weights`` (optional, float32 ``[B]``): per-sample loss weights, the loss
+    ``mean_b weights_b * delta_b ** 2`` (prioritized replay's importance weights); ``td``
+    (optional ``[B]``): receives the TD errors ``delta_b = Q(s_b, a_b) - y_b``.
+    """
     def fwd(ws, x):
         hs = [x]
         for i, w in enumerate(ws):
@@ -47,9 +52,17 @@ def numpy_step(W, tgt, obs, act, rew, nxt, done, gamma, lr):
     hs = fwd(W, obs)
     rows = np.arange(B)
     delta = np.zeros_like(hs[-1])
-    delta[rows, act] = hs[-1][rows, act] - y
-    loss = float((delta[rows, act] ** 2).mean())
-    g = delta * np.float32(2.0 / B)
+    d = hs[-1][rows, act] - y
+    if td is not None:
+        td[:] = d
+    if weights is None:
+        delta[rows, act] = d
+        loss = float((d ** 2).mean())
+        g = delta * np.float32(2.0 / B)
+    else:
+        delta[rows, act] = d * weights * np.float32(2.0 / B)
+        loss = float((weights * d ** 2).mean())
+        g = delta
     for i in range(len(W) - 1, -1, -1):
         gw = hs[i].T @ g
         gb = g.sum(0)
@@ -60,8 +73,14 @@ def numpy_step(W, tgt, obs, act, rew, nxt, done, gamma, lr):
     return loss
 
 
-def make_numba_step(numba):
-    """The jitted step for three layers, or None without numba."""
+def make_numba_layers(numba):
+    """``(dense, back)`` jitted, the layers of :func:`make_numba_step` (other jitted steps call
+    them too), or None without numba.
+
+    ``dense(x, w, relu, out)``: ``out = x @ w[:-1] + w[-1]``, ReLU'd if ``relu``.
+    ``back(h, g, w, lr, g_prev, relu_of_h)``: ``g_prev = (g @ w[:-1].T) * (h > 0)`` if
+    ``relu_of_h``, then ``w -= lr * [h, 1].T @ g``.
+    """
     if numba is None:
         return None
     njit = numba.njit(cache=False, fastmath=True)
@@ -102,7 +121,16 @@ def make_numba_step(numba):
             for o in range(n_out):
                 w[n_in, o] -= lr * g[b, o]
 
-    @njit
+    return dense, back
+
+
+def make_numba_step(numba):
+    """The jitted step for three layers, or None without numba."""
+    if numba is None:
+        return None
+    dense, back = make_numba_layers(numba)
+
+    @numba.njit(cache=False, fastmath=True)
     def step(w1, w2, w3, t1, t2, t3, obs, act, rew, nxt, done, gamma, lr, h1, h2, q, g2, g1):
         B = obs.shape[0]
         dense(nxt, t1, True, h1)
@@ -128,23 +156,26 @@ def make_numba_step(numba):
     return step
 
 
+def torch_net(torch, ws):
+    """A float32 ``torch.nn.Sequential`` (Linear, ReLU, ..., Linear) holding the weights ``ws``
+    (:func:`init`'s layout: ``[n_in + 1, n_out]``, bias in the last row)."""
+    layers = []
+    for i, w in enumerate(ws):
+        lin = torch.nn.Linear(w.shape[0] - 1, w.shape[1])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(w[:-1].T.copy()))
+            lin.bias.copy_(torch.from_numpy(w[-1].copy()))
+        layers += [lin, torch.nn.ReLU()] if i < len(ws) - 1 else [lin]
+    return torch.nn.Sequential(*layers)
+
+
 def _torch_step(sizes, W, tgt, batch):
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(1)
-
-    def net(ws):
-        layers = []
-        for i, w in enumerate(ws):
-            lin = torch.nn.Linear(w.shape[0] - 1, w.shape[1])
-            with torch.no_grad():
-                lin.weight.copy_(torch.from_numpy(w[:-1].T.copy()))
-                lin.bias.copy_(torch.from_numpy(w[-1].copy()))
-            layers += [lin, torch.nn.ReLU()] if i < len(ws) - 1 else [lin]
-        return torch.nn.Sequential(*layers)
-    online, target = net(W), net(tgt)
+    online, target = torch_net(torch, W), torch_net(torch, tgt)
     opt = torch.optim.SGD(online.parameters(), lr=LR)
     obs, act, rew, nxt, done = (torch.from_numpy(x) for x in batch)
     act = act.long()

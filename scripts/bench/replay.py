@@ -93,12 +93,16 @@ def make_numba_tree(numba):
     return build, sample, update
 
 
-def make_numpy_tree(capacity, fanout, prio):
+def make_numpy_tree(capacity, fanout, prio, tree=None):
     """``(sample, update)`` of a float64 K-ary sum tree over ``prio``, vectorized over the
     batch with numpy (module docstring): ``sample(rng, B, beta) -> (idx, weights)``,
-    ``update(idx, prio)`` (for a repeated index the last value wins)."""
+    ``update(idx, prio)`` (for a repeated index the last value wins). ``tree`` (optional):
+    the float64 array of :func:`tree_layout`'s ``offs[-1]`` nodes to keep the tree in (a new
+    one by default), for a caller that reads the sums."""
     offs, depth = tree_layout(capacity, fanout)
-    tree = np.zeros(offs[-1])
+    if tree is None:
+        tree = np.zeros(offs[-1])
+    assert tree.shape == (offs[-1],) and tree.dtype == np.float64
     levels = [tree[offs[lvl]:offs[lvl + 1]] for lvl in range(depth + 1)]   # views
     levels[depth][:] = prio
     kids = np.arange(fanout)
