@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sw.jit import MODES, built, rounder
+from sw.jit import MODES, built
 
 __all__ = ["ROUNDING_MODES", "MAX_INTERMEDIATE_BITS", "FixedFormat", "ScaleFormat",
            "rshift_round_int"]
@@ -181,25 +181,15 @@ class FixedFormat:
 
 #: Array dtypes :meth:`FixedFormat.quantize` hands to its compiled loop (one signature each).
 _FAST_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+#: :func:`sw.fixedkernels.quantize` once loaded, or None without numba (:func:`sw.jit.built`);
+#: tests put ``[None]`` here to run the numpy code.
 _QUANTIZE_KERNEL = []
 
 
-def _quantize_kernel(jit):
-    """The compiled loop of :meth:`FixedFormat.quantize` (the same IEEE operations per element
-    as its numpy code, no fast-math); ``jit``: :func:`sw.jit.njit`."""
-    rnd = rounder(jit)
-
-    @jit
-    def kernel(x, scale, mode, lo, hi, raw, over):
-        for i in range(x.size):
-            v = np.float64(x[i])
-            if not abs(v) < 2.0 ** 960:         # NaN, infinite, or past ldexp's range
-                return False
-            r = rnd(v * scale, mode)            # ldexp: exact, scale is a power of two
-            over[i] = r > hi or r < lo
-            raw[i] = np.int64(min(max(r, lo), hi))
-        return True
-    return kernel
+def _quantize_kernel():
+    """The compiled loop of :meth:`FixedFormat.quantize` (:func:`sw.fixedkernels.quantize`)."""
+    from sw.fixedkernels import quantize
+    return quantize
 
 
 def _quantize_compiled(fmt, x):

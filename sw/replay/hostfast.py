@@ -4,64 +4,28 @@ quantization and staging in one pass, and a sample's importance weights in one p
 :class:`~sw.replay.driver.ReplayDriver` calls them when numba is installed; the results are
 those of its numpy code (``tb/replay/test_host_fast.py`` runs both). Input the numpy code
 would refuse makes :func:`stage_update` return None, and the numpy code then raises its
-error. The kernels are compiled on first use and cached on disk (``cache=True``).
+error. The kernels are module-level functions of :mod:`sw.replay.hostkernels`, compiled on first
+use and cached on disk (``cache=True``: a new process loads them, :mod:`sw.jit`).
 """
 
 import numpy as np
 
-from sw.jit import MODES, built, rounder
+from sw.jit import MODES, built
 
 __all__ = ["available", "update_params", "stage_update", "sampled"]
 
 _K = []
 
 
-def _build(jit):
-    rnd = rounder(jit)
-
-    @jit
-    def stage(idx, prio, cap, maxv, scale, mode, lo, hi, idx_out, raw_out):
-        """Check and quantize one update: ``idx`` in 0..cap-1, ``prio`` finite and >= 0,
-        raw = the format's rounding of ``min(prio, maxv) * scale`` saturated to lo..hi.
-        Returns ``(ok, top index, positive priorities that rounded to 0)``."""
-        top, clamped = np.int64(-1), np.int64(0)
-        for i in range(idx.size):
-            j = idx[i]
-            p = prio[i]
-            if j < 0 or j >= cap or not (p >= 0.0 and p < np.inf):
-                return False, top, clamped
-            if j > top:
-                top = j
-            r = rnd(min(p, maxv) * scale, mode)     # scale a power of two: exact
-            raw = np.int64(min(max(r, lo), hi))
-            if raw == 0 and p > 0.0:         # the numpy code clamps it to 1 and warns
-                clamped += 1
-            idx_out[i] = j
-            raw_out[i] = raw
-        return True, top, clamped
-
-    @jit
-    def weights(idx_words, prio_words, total, size, beta, frac_scale, idx, w, prio):
-        """Leaves, importance weights ``(size * p) ** -beta`` normalised by their maximum
-        (``p = raw / total``) and real priorities of a sample's result words."""
-        m = np.float64(max(size, 1))
-        top = -np.inf
-        for i in range(idx.size):
-            raw = prio_words[i]
-            idx[i] = np.int64(idx_words[i])
-            v = (m * (np.float64(raw) / total)) ** -beta
-            w[i] = v
-            if v > top or v != v:
-                top = v
-            prio[i] = np.float64(raw) * frac_scale
-        for i in range(idx.size):
-            w[i] = w[i] / top
-
-    return {"stage": stage, "weights": weights}
+def _load():
+    """The kernels (:mod:`sw.replay.hostkernels`) as a dict, by name."""
+    from . import hostkernels
+    return {name: getattr(hostkernels, name) for name in hostkernels.KERNELS}
 
 
 def _kernels():
-    return built(_K, _build)
+    """The kernels (a dict), loaded on first use, or None without numba."""
+    return built(_K, _load)
 
 
 def available() -> bool:
