@@ -290,6 +290,23 @@ def test_sums_same_as_numpy(T, M):
         same(hostfast.result_stats(batch, drv.config), reference_result_stats(batch, drv.config))
 
 
+def test_pairwise_kernels_same_as_numpy():
+    """The kernels' pairwise sums (numpy's recursion as a loop) equal numpy's sums of the same
+    elements, at lengths around the block size, the 8-element steps and many halvings, at
+    offsets into the array."""
+    k = hostfast._kernels()
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=300_011) * 2.0 ** rng.integers(-30, 30, 300_011)
+    for n in (0, 1, 7, 8, 9, 127, 128, 129, 135, 136, 137, 255, 256, 257, 1000, 4097, 65_536,
+              300_000):
+        for lo in (0, 3, 11):
+            x = a[lo:lo + n]
+            m = float(x.mean()) if n else 0.0
+            same(float(k["pairwise"](a, lo, n)), float(x.sum()), f"sum n={n} lo={lo}")
+            same(float(k["pairwise_sq"](a, lo, n, m)), float(((x - m) ** 2).sum()),
+                 f"sum of squares n={n} lo={lo}")
+
+
 def test_unusual_inputs_take_the_numpy_path():
     """Inputs the kernels do not take (shapes that disagree, int dones in a batch) give what
     the numpy code gives, error or result."""
