@@ -1,6 +1,7 @@
 """scripts/bench_e2e.py: the framework on tiny shapes (rows, keys, sums, JSON). No wall-clock
 assertion: only that the rows are well formed and add up."""
 
+import importlib.util
 import json
 import math
 import sys
@@ -12,7 +13,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 
 import bench_e2e  # noqa: E402
-from bench import common, gae, learner, replay  # noqa: E402
+from bench import common, gae, learner, replay, trainer  # noqa: E402
 
 
 @pytest.fixture
@@ -22,6 +23,10 @@ def tiny(monkeypatch):
     monkeypatch.setattr(replay, "CAPACITIES", (1 << 16, 1 << 8))
     monkeypatch.setattr(replay, "BATCH", 16)
     monkeypatch.setattr(learner, "BATCHES", (4, 65))
+    monkeypatch.setattr(trainer, "CONFIGS", (("trainer_zcu106", "zcu106"),))
+    monkeypatch.setattr(trainer, "INSERTS", (1,))
+    monkeypatch.setattr(trainer, "STEPS", 4)
+    monkeypatch.setattr(trainer, "CAPACITY", 256)
     monkeypatch.setattr(common, "numba_or_none", lambda: None)
 
 
@@ -29,7 +34,11 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
     out = tmp_path / "bench.json"
     assert bench_e2e.main(["--quick", "--rounds", "5", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())
-    assert [r["block"] for r in rows] == ["gae"] * 8 + ["learner"] * 4 + ["replay"] * 6
+    users = 1 if importlib.util.find_spec("cpprb") else 0     # the torch + cpprb row
+    assert [r["block"] for r in rows] == (["gae"] * 8 + ["learner"] * 4 + ["replay"] * 6
+                                          + ["trainer"] * (1 + users))
+    for r in rows[18:]:
+        assert "modeled cycles" in r["config"] and "2^8 inserts=1/step" in r["shape"]
     assert [r["shape"].split(" B=")[0] for r in rows[12:15]] == ["sample", "update",
                                                                 "update+sample"]
     assert [r["config"].split()[0] for r in rows[8:12]] == \
@@ -46,7 +55,8 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
             assert whole[k] >= last[k]
     for r in rows:
         assert tuple(r) == common.ROW_KEYS
-        assert r["baseline"] in ("numba", "numpy", "torch", "cpprb")
+        assert r["baseline"] in ("numba", "numpy", "torch", "cpprb", "numba+numpy",
+                                 "torch+cpprb")
         assert r["baseline_us"] > 0
         if "REFUSED" in r["config"]:
             assert r["shape"] == "DQN step B=65"
@@ -55,7 +65,7 @@ def test_bench_e2e_rows_and_json(tiny, tmp_path, capsys):
         assert min(r["host_us"], r["bus_us"], r["kernel_us"]) > 0
         assert math.isclose(r["total_us"], r["host_us"] + r["bus_us"] + r["kernel_us"])
         assert math.isclose(r["speedup"], r["baseline_us"] / r["total_us"])
-    assert "NOT SHIPPED" in rows[-1]["config"] and "2^8" in rows[-1]["shape"]
+    assert "NOT SHIPPED" in rows[17]["config"] and "2^8" in rows[17]["shape"]
     meta = json.loads(out.with_suffix(".meta.json").read_text())
     from sw.timing import clock_mhz
     clocks = {k[len("clock ("):-1]: v for k, v in meta["assumptions"].items()

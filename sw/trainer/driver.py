@@ -87,6 +87,7 @@ class TrainerDriver(DriverBase):
         self._ring = region_base(config, "ring")
         self._rb = record_bytes(config)
         self._cleared = False
+        self._raw_args = {}                      # hyper-parameters -> their register values
         self._load = False
         self._host_weights = None
         self.produced = 0
@@ -207,7 +208,7 @@ class TrainerDriver(DriverBase):
             free = c.append_window - ((self.produced - consumed) & _MASK)
             if free <= 0:
                 if self._idle():
-                    self._launch(TrainerCmd.INSERT, steps=0, batch=1)
+                    self._launch(TrainerCmd.INSERT, steps=0, BATCH_SIZE=1)
                     self.wait()
                 else:
                     self._device.sleep(self._poll)
@@ -229,19 +230,19 @@ class TrainerDriver(DriverBase):
             self._cleared = True
             self.produced = 0
             self.register_map.write_word("PRODUCER", 0)
-            self._launch(TrainerCmd.CLEAR | TrainerCmd.INSERT, steps=0, batch=1)
+            self._launch(TrainerCmd.CLEAR | TrainerCmd.INSERT, steps=0, BATCH_SIZE=1)
             self.wait()
 
-    def _launch(self, cmd, *, steps, batch, **raw):
+    def _launch(self, cmd, *, steps, **raw):
         rm = self.register_map
         if self._load and not cmd & TrainerCmd.INSERT:
             cmd |= TrainerCmd.LOAD
             self._load = False
-        values = {"CMD": int(cmd), "STEPS": steps, "BATCH_SIZE": batch,
-                  "SEED": self._seed, **raw}
+        values = {"CMD": int(cmd), "STEPS": steps, "SEED": self._seed, **raw}
         for name, v in values.items():
             rm.write_word_changed(name, int(v))
-        self._expected_cycles = launch_cycles(self._config, steps, batch) if steps else 0
+        self._expected_cycles = (launch_cycles(self._config, steps, raw["BATCH_SIZE"])
+                                 if steps else 0)
         self._start()
 
     def start(self, steps: int, *, batch: int, lr: float, gamma: float = 0.99,
@@ -250,11 +251,26 @@ class TrainerDriver(DriverBase):
         """Start a launch of ``steps`` gradient steps (0: until :meth:`stop`) and return at
         once; :meth:`wait` ends it. Hyper-parameters as the CPU DQN takes them (``lr`` of the
         mean squared TD error; the IS weights normalised by the batch maximum)."""
-        c, num = self._config, self._num
         steps = integer_in(steps, "steps", 0, _MASK)
+        key = (batch, lr, gamma, alpha, beta, eps, sync_period, snapshot_period, trace_period)
+        raw = self._raw_args.get(key)
+        if raw is None:
+            raw = self._raw_args[key] = self._launch_args(*key)
+        if steps == 0 and not raw["SNAPSHOT_PERIOD"]:
+            warnings.warn("a launch until stop() with snapshot_period 0 gives the actors no "
+                          "weights until it ends", TrainerWarning, stacklevel=2)
+        self._ensure_cleared()
+        if not self._idle():
+            raise RuntimeError("a launch is running: wait() or stop() first")
+        self._launch(0, steps=steps, **raw)
+
+    def _launch_args(self, batch, lr, gamma, alpha, beta, eps, sync_period, snapshot_period,
+                     trace_period) -> dict:
+        """The launch's register values, every argument checked (names in the errors)."""
+        c, num = self._config, self._num
         batch = integer_in(batch, "batch", 1, c.max_batch)
         lr = real_arg(lr, "lr", 0.0)
-        raw = {
+        return {"BATCH_SIZE": batch,
             "LR": quantize_coef(lr * 2 / batch, num.lr_format, "lr * 2 / batch"),
             "GAMMA": quantize_coef(real_arg(gamma, "gamma", 0.0, 1.0), num.coef_format,
                                    "gamma"),
@@ -264,13 +280,6 @@ class TrainerDriver(DriverBase):
             "SYNC_PERIOD": integer_in(sync_period, "sync_period", 0, 0xFFFF),
             "SNAPSHOT_PERIOD": integer_in(snapshot_period, "snapshot_period", 0, 0xFFFF),
             "TRACE_PERIOD": integer_in(trace_period, "trace_period", 0, 0xFFFF)}
-        if steps == 0 and not raw["SNAPSHOT_PERIOD"]:
-            warnings.warn("a launch until stop() with snapshot_period 0 gives the actors no "
-                          "weights until it ends", TrainerWarning, stacklevel=2)
-        self._ensure_cleared()
-        if not self._idle():
-            raise RuntimeError("a launch is running: wait() or stop() first")
-        self._launch(0, steps=steps, batch=batch, **raw)
 
     def wait(self, timeout=None) -> dict:
         """Wait for the launch to end; returns :attr:`last_status`. ``TrainerError`` for

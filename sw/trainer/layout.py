@@ -20,6 +20,8 @@ Trace entry ``i % trace_depth``, 16 bytes
     2**32-1) and the samples it sums.
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from .spec import TrainerConfig
@@ -52,22 +54,25 @@ def record_lanes(config: TrainerConfig) -> int:
     return 2 * config.learner.sizes[0] + 2
 
 
+@lru_cache(maxsize=64)
 def record_bytes(config: TrainerConfig) -> int:
     """Bytes of one record: the lanes rounded up to a power of two (at least 8)."""
     n = record_lanes(config) * lane_bytes(config)
     return max(8, 1 << (n - 1).bit_length())
 
 
-def weight_offsets(config: TrainerConfig) -> list:
+@lru_cache(maxsize=64)
+def weight_offsets(config: TrainerConfig) -> tuple:
     """Byte offset of each layer inside a weight image."""
     word = config.storage_width // 8
     out, at = [], 0
     for rows, cols in config.learner.numerics.weight_shapes():
         out.append(at)
         at += _align(rows * cols * lane_bytes(config), word)
-    return out
+    return tuple(out)
 
 
+@lru_cache(maxsize=64)
 def weight_bytes(config: TrainerConfig) -> int:
     """Bytes of a weight image (every layer)."""
     word = config.storage_width // 8
@@ -75,9 +80,10 @@ def weight_bytes(config: TrainerConfig) -> int:
     return weight_offsets(config)[-1] + _align(rows * cols * lane_bytes(config), word)
 
 
+@lru_cache(maxsize=64)
 def regions(config: TrainerConfig) -> dict:
     """Region name -> ``(offset, bytes)``: ``ring``, ``load``, ``snap0``, ``snap1``,
-    ``trace``."""
+    ``trace`` (a dict shared by the callers: do not change it)."""
     sizes = {"ring": config.capacity * record_bytes(config), "load": weight_bytes(config),
              "snap0": HEADER_BYTES + weight_bytes(config),
              "snap1": HEADER_BYTES + weight_bytes(config),

@@ -24,6 +24,8 @@ model assumes the storage answers every read burst after that many cycles and ne
 beat, which is what the RTL's cycle counter matches when the memory keeps to it.
 """
 
+from functools import lru_cache
+
 from sw.learner.schedule import step_cycles as learner_step_cycles
 
 from .layout import record_bytes, weight_bytes
@@ -59,6 +61,7 @@ def learner_cycles(config: TrainerConfig, batch: int) -> int:
     return learner_step_cycles(config.learner, batch) + POWER_LATENCY + 2
 
 
+@lru_cache(maxsize=1024)
 def step_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, first=False,
                 writeback=True, read_latency: int = READ_LATENCY) -> int:
     """Cycles of one step in a launch (``first``: the launch's first step, nothing to overlap
@@ -76,6 +79,7 @@ def snapshot_cycles(config: TrainerConfig) -> int:
     return _beats(weight_bytes(config), config) + 2
 
 
+@lru_cache(maxsize=1024)
 def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_step=0,
                   clear=False, load=False, snapshot_period=0,
                   read_latency: int = READ_LATENCY) -> int:
@@ -87,11 +91,12 @@ def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_
         total += sum(config.tree.level_groups)
     if load:
         total += read_latency + _beats(weight_bytes(config), config)
-    for s in range(steps):
-        total += step_cycles(config, batch, inserts_per_step, first=s == 0,
-                             read_latency=read_latency)
-        if snapshot_period and (s + 1) % snapshot_period == 0:
-            total += snapshot_cycles(config)
-    if steps and not (snapshot_period and steps % snapshot_period == 0):
-        total += snapshot_cycles(config)
-    return total
+    if not steps:
+        return total
+    kw = dict(read_latency=read_latency)
+    total += step_cycles(config, batch, inserts_per_step, first=True, **kw)
+    total += (steps - 1) * step_cycles(config, batch, inserts_per_step, **kw)
+    snaps = steps // snapshot_period if snapshot_period else 0
+    if not (snapshot_period and steps % snapshot_period == 0):
+        snaps += 1                                  # the end of the launch
+    return total + snaps * snapshot_cycles(config)
