@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sw.learner.mlp import TargetSync, train_step
-from sw.replay.prng import fixed_targets
 from sw.replay.sumtree import FixedSumTree
 
 from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, record_bytes, region_base,
@@ -24,7 +23,7 @@ from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, record_bytes, reg
 from .powers import is_weights_raw, priorities_raw
 from .spec import COUNT_BITS, TrainerCmd, TrainerConfig
 
-__all__ = ["LaunchArgs", "StepRecord", "TrainerCore", "stratified_targets"]
+__all__ = ["LaunchArgs", "StepRecord", "TrainerCore", "stratified_fractions"]
 
 _MASK = (1 << COUNT_BITS) - 1
 
@@ -65,13 +64,15 @@ class StepRecord:
     args: dict = field(default_factory=dict)
 
 
-def stratified_targets(x_raw, root: int, batch: int, target_bits: int) -> np.ndarray:
-    """Target ``b`` = ``b·seg + ((x_b·seg) >> target_bits)`` with ``seg = root // batch``:
-    one target per equal stratum of the total (the remainder ``root - batch·seg`` < batch
-    raw units is never drawn)."""
-    seg = int(root) // int(batch)
-    return np.arange(batch, dtype=np.int64) * seg + fixed_targets(x_raw, seg,
-                                                                  target_bits=target_bits)
+def stratified_fractions(x_raw, batch: int, target_bits: int) -> np.ndarray:
+    """The sum tree's SAMPLE fractions of a stratified batch: fraction ``b`` is
+    ``b·F + ((x_b·F) >> target_bits)`` with ``F = 2**target_bits // batch``, so sample b lands
+    in the b-th of B equal strata of the total (the tree turns a fraction x into the target
+    ``(x·root) >> target_bits``). The remainder ``2**target_bits - B·F`` (< B parts in
+    ``2**target_bits``) is never drawn."""
+    F = (1 << target_bits) // int(batch)
+    x = np.asarray(x_raw, dtype=np.int64)
+    return np.arange(batch, dtype=np.int64) * F + ((x * F) >> target_bits)
 
 
 class TrainerCore:
@@ -182,7 +183,7 @@ class TrainerCore:
         c, num = self.config, self.num
         tc, B = c.tree, int(args.batch)
         x = self.tree.prng.fractions(B, bits=tc.target_bits)
-        idx, prio = self.tree.find(stratified_targets(x, self.tree.total, B, tc.target_bits))
+        idx, prio = self.tree.sample_fractions(stratified_fractions(x, B, tc.target_bits))
         self.sampled = (self.sampled + B) & _MASK
         obs, act, rew, nxt, done = self.gather(idx)
         lw_fmt = num.loss_weight_format

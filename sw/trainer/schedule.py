@@ -5,8 +5,8 @@ A step has two sides that the core runs in parallel when ``delay`` >= 1:
 *replay side* (the sum tree, the power unit, the gather engine)
     the boundary's tree writes (the write-back of B leaves once one is due, and per inserted
     record its leaf and one eviction), then B stratified samples, one tree operation per cycle,
-    plus the tree's pipeline latency; the stratum ``root // B`` (a sequential divider,
-    ``root_width`` cycles); the gather of B records (``beats`` storage words each, one word per
+    plus the tree's pipeline latency; the stratum width ``2**target_bits // B`` (a sequential
+    divider, ``target_bits`` cycles); the gather of B records (``beats`` storage words each, one word per
     cycle, after the memory's read latency); the IS weights (B logarithms, their minimum, B
     powers: ``2·B + 2·power latency``).
 *learner side*
@@ -53,7 +53,7 @@ def replay_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, writeb
     t = config.tree
     ops = (batch if writeback else 0) + 2 * inserts + batch
     gather = batch * _beats(record_bytes(config), config) + read_latency
-    return ops + t.latency + t.root_width + gather + 2 * batch + 2 * POWER_LATENCY
+    return ops + t.latency + t.target_bits + gather + 2 * batch + 2 * POWER_LATENCY
 
 
 def learner_cycles(config: TrainerConfig, batch: int) -> int:

@@ -11,9 +11,10 @@ itself, ``STEPS`` gradient steps per launch:
 
 1. *boundary*: the priority write-back of step ``t - 1 - delay`` (if any; slots that are the
    host's to write are skipped), then the inserts the host announced (``PRODUCER``, below);
-2. sample ``B`` leaves of the K-ary sum tree, stratified: target ``b`` is
-   ``b·seg + ((x_b·seg) >> target_bits)`` with ``seg = root // B`` and ``x_b`` the on-chip
-   xorshift32 PRNG's next word (as the replay tree, :mod:`sw.replay.prng`);
+2. sample ``B`` leaves of the K-ary sum tree, stratified: the tree's SAMPLE fraction of sample
+   ``b`` is ``b·F + ((x_b·F) >> target_bits)`` with ``F = 2**target_bits // B`` and ``x_b``
+   the next word of the trainer's xorshift32 PRNG (:mod:`sw.replay.prng`), so sample b lands in
+   the b-th of B equal strata of the total;
 3. gather the B records by burst reads of the ring;
 4. importance-sampling weights ``(p_min / p_i)**β`` over the batch (power unit);
 5. one learner step (:func:`sw.learner.mlp.train_step`: the DQN loss with per-sample loss

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sw.learner.mlp import error_bounds, init_weights, quantize_coef
-from sw.trainer.golden import LaunchArgs, TrainerCore, stratified_targets
+from sw.trainer.golden import LaunchArgs, TrainerCore, stratified_fractions
 from sw.trainer.layout import pack_records, pack_weights, record_bytes, region_base, storage_bytes
 from sw.trainer.spec import TrainerCmd, TrainerConfig
 from sw.learner.spec import LearnerConfig
@@ -82,11 +82,13 @@ def test_step_matches_torch_autograd_within_the_learner_bound():
                                (np.abs(td) + eps) ** alpha, rtol=2e-5, atol=tc.priority_format.ulp)
 
 
-def test_stratified_targets_one_per_stratum():
+def test_stratified_fractions_one_per_stratum():
     x = np.array([0, (1 << 32) - 1, 1 << 31, 12345])
-    t = stratified_targets(x, 1000, 4, 32)
-    seg = 250
-    assert list(t // seg) == [0, 1, 2, 3] and t[0] == 0 and t[1] == 2 * seg - 1
+    f = stratified_fractions(x, 4, 32)
+    F = 1 << 30
+    assert list(f // F) == [0, 1, 2, 3] and f[0] == 0 and f[1] == 2 * F - 1
+    f = stratified_fractions(np.full(3, (1 << 8) - 1), 3, 8)      # B not a power of two
+    assert list(f) == [84, 169, 254] and f.max() < 256
 
 
 class FlatSpec:
@@ -137,9 +139,9 @@ def test_soak_tree_and_insert_protocol_against_the_flat_spec():
             continue
         np.testing.assert_array_equal(core.tree.leaves, flat.leaves)
         x = core.tree.prng.fractions(B, bits=tc.target_bits)
-        t = stratified_targets(x, core.tree.total, B, tc.target_bits)
-        idx, prio = core.tree.find(t)
-        np.testing.assert_array_equal(idx, flat.find(t))
+        f = stratified_fractions(x, B, tc.target_bits)
+        idx, prio = core.tree.sample_fractions(f)
+        np.testing.assert_array_equal(idx, flat.find((f * int(flat.leaves.sum())) >> 32))
         new = rng.integers(0, 1 << 20, B) * (rng.random(B) < 0.95)   # zeros and saturation too
         core.pending.append((idx, new))
         flat.pending.append((idx, new))
