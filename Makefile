@@ -4,8 +4,8 @@
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
 # Other targets: docs, lint, estimate, estimate-candidates, timing, test-fast, test-heavy, bench,
-# bench-floor, ppo, dqn, dist-dqn, dist-curves, dist-scaling, repro-heppo, repro-paal, repro-delay,
-# vivado, vivado-scripts, clean.
+# bench-floor, ppo, dqn, dqn-trainer, dist-dqn, dist-curves, dist-scaling, repro-heppo, repro-paal,
+# repro-delay, vivado, vivado-scripts, clean.
 
 PYTHON  ?= python3
 # Extras installed into .venv: the RL programs, the test tools, Ray, the real PYNQ, the
@@ -29,7 +29,7 @@ PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('py
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
 .PHONY: all hdl docs test test-heavy test-fast lint estimate estimate-candidates timing bench \
-	bench-floor ppo dqn dist-dqn dist-curves \
+	bench-floor ppo dqn dqn-trainer dist-dqn dist-curves \
 	dist-scaling clean iverilog
 
 all: hdl
@@ -120,6 +120,12 @@ ppo: $(STAMP)
 # vs float32 torch and the CPU sum tree: learning curves.
 dqn: $(STAMP)
 	$(PY) -m sw.rl.dqn --backend both --seeds 3 --total-steps 20000 --plot build/dqn_cartpole.png
+
+# DQN on CartPole with the fused trainer's golden model (docs/trainer.md) vs the CPU program,
+# three seeds: the learning table and build/dqn_trainer.png.
+dqn-trainer: $(STAMP)
+	$(PY) -m sw.rl.dqn --backend both --device trainer:golden --seeds 3 --total-steps 30000 \
+	  --plot build/dqn_trainer.png
 
 # Distributed DQN on a local Ray (docs/dist.md): one run of the CLI; the learning curves of
 # docs/dist_cartpole.png (1 vs 2 learners, H = 1 vs 10, golden accelerators vs CPU); the
