@@ -1,0 +1,5 @@
+"""The fused trainer's gateware: its power unit (``log2``/``exp2`` by interpolated tables, and
+``x**p``), bit for bit as :mod:`sw.trainer.powers`."""
+from .powers import Exp2Unit, Log2Unit, LogScaleUnit, PowerUnit
+
+__all__ = ["Log2Unit", "Exp2Unit", "LogScaleUnit", "PowerUnit"]
