@@ -409,29 +409,30 @@ def measure(cfg=CONFIGS["default"]):
     rel = m * 2.0 ** -cfg.table_frac / np.exp2(y * ulp) - 1
     out["exp2 mantissa (relative)"] = (f"{exp2_bound(cfg):.3g}", f"{np.abs(rel).max():.3g}")
     x = np.arange(1, 1 << 16, dtype=np.int64)
-    for p in (0.4, 0.6, 1.0, 2.0):
-        ulps, used = check_power(cfg, x, 8, round(p * 2 ** 16), 16, 16, 40)
+    for p in (0.4, 0.6, 1.0, 2.0):                  # 40 fraction bits: no output rounding
+        v, _, ref, err = power_errors(cfg, x, 8, round(p * 2 ** 16), 16, 40, 62)
+        check_power(cfg, x, 8, round(p * 2 ** 16), 16, 40, 62)
         rel = power_bound(cfg, p, 16, log2_bounds(cfg)[0])
-        out[f"x**{p}, x < 256"] = (f"{rel:.3g} relative + 0.5 ulp",
-                                    f"{ulps.max():.2f} ulp, {used.max():.0%} of the bound")
+        out[f"x**{p}, x = 1/256..256 (relative)"] = (
+            f"{rel:.3g}", f"{np.max(np.abs(err) / ref):.3g}")
+    u = (np.abs(TD_CODES) << (EPS_FRAC - ACT_FRAC)) + EPS_RAW
     for alpha in (0.4, 0.6, 1.0):
         a_raw = round(alpha * 2 ** COEF_FRAC)
-        u = (np.abs(TD_CODES) << (EPS_FRAC - ACT_FRAC)) + EPS_RAW
-        ulps, used = check_power(cfg, u, EPS_FRAC, a_raw, COEF_FRAC, PRIO_FRAC, PRIO_WIDTH)
+        ulps, _ = check_power(cfg, u, EPS_FRAC, a_raw, COEF_FRAC, PRIO_FRAC, PRIO_WIDTH)
         rel = power_bound(cfg, alpha, COEF_FRAC, log2_bounds(cfg)[0])
-        out[f"priorities, alpha {alpha}"] = (f"{rel:.3g} relative + 0.5 ulp",
-                                             f"{ulps.max():.2f} ulp, {used.max():.0%}")
+        top = (u.max() * 2.0 ** -EPS_FRAC) ** alpha
+        out[f"priorities, alpha {alpha} (ulps of 2**-16)"] = (
+            f"{rel:.3g}·value + 0.5 = {rel * top * 2 ** PRIO_FRAC + 0.5:.2f} at "
+            f"{top:.3g}", f"{ulps.max():.2f}")
     for beta in (0.4, 1.0):
         b_raw = round(beta * 2 ** COEF_FRAC)
-        worst_u, worst_b = 0.0, 0.0
+        worst = 0.0
         for _ in range(200):
             prio = np.exp2(rng.uniform(0, 32, 256)).astype(np.int64).clip(1, (1 << 32) - 1)
-            ulps, used = check_weights(cfg, prio, b_raw)
-            worst_u, worst_b = max(worst_u, ulps.max()), max(worst_b, used.max())
-        lg = log2_bounds(cfg)
-        rel = power_bound(cfg, beta, COEF_FRAC, lg[1] + log2_bounds(cfg, True)[0])
-        out[f"IS weights, beta {beta}"] = (f"{rel:.3g} relative + 0.5 ulp",
-                                           f"{worst_u:.2f} ulp, {worst_b:.0%}")
+            worst = max(worst, check_weights(cfg, prio, b_raw)[0].max())
+        rel = power_bound(cfg, beta, COEF_FRAC, log2_bounds(cfg)[1] + log2_bounds(cfg, True)[0])
+        out[f"IS weights, beta {beta} (ulps of 2**-16)"] = (
+            f"{rel:.3g}·value + 0.5 = {rel * 2 ** W_FRAC + 0.5:.2f} at 1.0", f"{worst:.2f}")
     return out
 
 
