@@ -30,21 +30,16 @@ from amaranth.lib.wiring import In, Out
 
 from sw.config import check_int
 from sw.fixed import FixedFormat
-from sw.trainer.powers import PowerConfig
+from sw.trainer.powers import (EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY,
+                               PowerConfig)
 
 from ..fixed import saturate_fast
 
 __all__ = ["Log2Unit", "Exp2Unit", "LogScaleUnit", "PowerUnit", "LOG2_LATENCY",
            "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY"]
 
-#: Cycles from an input transfer of :class:`Log2Unit` to its result on ``o``.
-LOG2_LATENCY = 5
-#: Cycles of :class:`Exp2Unit`.
-EXP2_LATENCY = 5
-#: Cycles of :class:`LogScaleUnit`.
-SCALE_LATENCY = 4
-#: Cycles of :class:`PowerUnit`.
-POWER_LATENCY = LOG2_LATENCY + SCALE_LATENCY + EXP2_LATENCY
+# The latencies (LOG2_LATENCY, EXP2_LATENCY, SCALE_LATENCY, POWER_LATENCY) are the spec's
+# (sw.trainer.powers): the trainer's cycle model counts them; the pipelines below build them.
 
 #: Widest unsigned input and output (the golden model computes in int64).
 MAX_WIDTH = 62

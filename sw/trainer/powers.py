@@ -36,8 +36,16 @@ import numpy as np
 
 from sw.config import Config, check_int
 
-__all__ = ["PowerConfig", "log2_raw", "exp2_raw", "power_raw", "priorities_raw",
+__all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "PowerConfig", "log2_raw", "exp2_raw", "power_raw", "priorities_raw",
            "is_weights_raw", "round_shift"]
+
+
+#: Pipeline latencies of the gateware (:mod:`rtl_gen.trainer.powers`), cycles from an input
+#: transfer to its result: log2, exp2, the scaling ``round(p·log2 x)``, and ``x**p``.
+LOG2_LATENCY = 5
+EXP2_LATENCY = 5
+SCALE_LATENCY = 4
+POWER_LATENCY = LOG2_LATENCY + SCALE_LATENCY + EXP2_LATENCY
 
 
 def round_shift(v, s: int):

@@ -29,6 +29,7 @@ from functools import lru_cache
 from sw.learner.schedule import step_cycles as learner_step_cycles
 
 from .layout import record_bytes, weight_bytes
+from .powers import POWER_LATENCY
 from .spec import TrainerConfig
 
 __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "replay_cycles", "learner_cycles",
@@ -36,8 +37,6 @@ __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "replay_cycles", "learner
 
 #: Cycles between two steps in which the batch buffers change hands.
 HANDOFF = 4
-#: Pipeline latency of the power unit (log2, multiply, exp2), cycles.
-POWER_LATENCY = 12
 #: Default read latency of the storage (cycles from a read burst's address to its first beat):
 #: a DDR4 controller behind an AXI interconnect at 300 MHz.
 READ_LATENCY = 64
