@@ -178,18 +178,34 @@ class TrainerCore:
         rows = self.storage[off:off + self.config.capacity * rb].reshape(-1, rb)[idx]
         return unpack_records(self.config, rows)
 
-    def step(self, args: LaunchArgs) -> StepRecord:
-        """One gradient step (after :meth:`boundary`); the tree must not be empty."""
-        c, num = self.config, self.num
-        tc, B = c.tree, int(args.batch)
-        x = self.tree.prng.fractions(B, bits=tc.target_bits)
-        idx, prio = self.tree.sample_fractions(stratified_fractions(x, B, tc.target_bits))
-        self.sampled = (self.sampled + B) & _MASK
-        obs, act, rew, nxt, done = self.gather(idx)
-        lw_fmt = num.loss_weight_format
-        w = is_weights_raw(c.power, prio, tc.priority_frac, args.beta, c.coef_frac,
-                           lw_fmt.frac, lw_fmt.width)
+    def sample(self, batch: int, beta: int) -> tuple:
+        """The replay side of a step: ``batch`` stratified samples and their IS weights
+        ``(slots, priorities, weights)`` (raw: leaf format, learner loss-weight format)."""
+        c, tc = self.config, self.config.tree
+        lw_fmt = self.num.loss_weight_format
+        x = self.tree.prng.fractions(int(batch), bits=tc.target_bits)
+        idx, prio = self.tree.sample_fractions(stratified_fractions(x, batch, tc.target_bits))
+        self.sampled = (self.sampled + int(batch)) & _MASK
+        w = is_weights_raw(c.power, prio, tc.priority_frac, beta, c.coef_frac, lw_fmt.frac,
+                           lw_fmt.width)
         self.flags["underflow"] |= bool((w == 0).any())
+        return idx, prio, w
+
+    def queue_priorities(self, idx, td, alpha: int, eps: int) -> np.ndarray:
+        """New priorities ``(|td| + ε)**α`` of the raw TD errors ``td`` of slots ``idx``,
+        queued for the write-back ``delay`` steps later; returns them (raw input format)."""
+        c, tc = self.config, self.config.tree
+        new, _ = priorities_raw(c.power, td, self.num.act_frac, eps, c.eps_frac, alpha,
+                                c.coef_frac, tc.priority_frac, tc.input_width)
+        self.pending.append((np.asarray(idx, np.int64), new))
+        return new
+
+    def step(self, args: LaunchArgs) -> StepRecord:
+        """One gradient step (after :meth:`boundary`); the tree must not be empty:
+        :meth:`sample`, :meth:`gather`, the learner step, :meth:`queue_priorities`."""
+        c, num, B = self.config, self.num, int(args.batch)
+        idx, prio, w = self.sample(B, args.beta)
+        obs, act, rew, nxt, done = self.gather(idx)
         synced = self.sync.step()
         weights, target = self.weights, self.target
         r = train_step(self.weights, obs, num, lr=args.lr, actions=act, rewards=rew,
@@ -198,11 +214,8 @@ class TrainerCore:
                        sync_target=synced)
         self.flags["learner"] |= r.any_overflow
         self.weights, self.target = r.weights, r.next_target_weights
-        rows = np.arange(B)
-        td = r.q[rows, act] - r.target
-        new, _ = priorities_raw(c.power, td, num.act_frac, args.eps, c.eps_frac, args.alpha,
-                                c.coef_frac, tc.priority_frac, tc.input_width)
-        self.pending.append((idx, new))
+        td = r.q[np.arange(B), act] - r.target
+        new = self.queue_priorities(idx, td, args.alpha, args.eps)
         self.steps_total = (self.steps_total + 1) & _MASK
         self.steps_in_launch += 1
         self._trace(args, np.abs(td))
