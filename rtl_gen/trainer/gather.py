@@ -29,12 +29,32 @@ def _is_int(value):
 class RecordGather(wiring.Component):
     """Reads the ring records of a stream of slot indices, one AXI4 INCR burst per record.
 
-    Record ``slot`` lives at ``base + region_base(config, "ring") + slot * record_bytes(config)``
-    (:mod:`sw.trainer.layout`). Each index taken on :attr:`idx` becomes one read burst of
-    :attr:`beats` beats of ``config.storage_width`` bits (a burst never crosses 4 KiB: the record
-    is a power of two of bytes, aligned to its size); the records leave on :attr:`rec` in index
-    order, one per index (duplicates included), while up to ``max_outstanding`` bursts are in
-    flight.
+    Record ``slot`` lives at ``base + region_base(config, "ring") + slot * R`` with R =
+    ``record_bytes(config)`` (:mod:`sw.trainer.layout`). Each index taken on :attr:`idx` becomes
+    one read burst of :attr:`beats` beats of W = ``config.storage_width`` bits (a burst never
+    crosses 4 KiB: R is a power of two and the record aligned to it); the records leave on
+    :attr:`rec` in index order, one per index (duplicates included), while up to
+    ``max_outstanding`` bursts are in flight.
+
+    Timing (cycles of ``clk``; b = :attr:`beats` = ``ceil(R / (W / 8))``; a memory of read
+    latency L: its first R beat L cycles after the AR handshake, the beats of a burst and of
+    consecutive bursts back to back):
+
+    * Latency: an index taken in cycle 0 is on ``ARADDR`` (registered) in cycle 1 and its record
+      on :attr:`rec` (registered) in cycle ``L + b + 1``.
+    * Throughput: one R beat per cycle (``rready`` is the inverse of a register: low only while
+      a finished record waits behind a stalled :attr:`rec`) and at most one index per cycle; a
+      record every b cycles once ``max_outstanding`` O covers the memory's round trip.
+    * B indices sent back to back (the first taken in cycle 0), no back-pressure: the last
+      record is taken in cycle (:meth:`cycles`)
+      ``L + 1 + b + max((B - 1) b, floor((B - 1) / O) (L + b + 1) + ((B - 1) mod O) b)``,
+      which is ``B b + L + 1`` when ``(O - 1) b >= L + 1``: the read bandwidth or O bursts per
+      round trip of ``L + b + 1`` cycles, whichever is less, bounds it.
+    * Registers: two records (the output and one finished record behind it; with b > 1 the
+      latter is the shift register the beats arrive in), the AR payload, an outstanding count,
+      and with R < W / 8 a ``max_outstanding``-entry LUT-RAM queue of ``log2(W / 8R)``-bit
+      lanes. The longest paths are the 64-bit address sum of ``base`` and the slot, and
+      ``idx.ready`` (combinational from ``ARREADY``).
 
     Parameters
     ----------
@@ -79,27 +99,6 @@ class RecordGather(wiring.Component):
     error : ``Out(1)``
         Registered: an R beat with a SLVERR or DECERR response was taken in the previous cycle
         (its data goes into the record as received).
-
-    Timing
-    ------
-    Cycles of ``clk``; ``beats`` = b = ``ceil(R / (W / 8))``; a memory of read latency L (its
-    first R beat L cycles after the AR handshake, the beats of a burst and of consecutive bursts
-    back to back).
-
-    * Latency: an index taken in cycle 0 is on ``ARADDR`` (registered) in cycle 1 and its record
-      on :attr:`rec` (registered) in cycle ``L + b + 1``.
-    * Throughput: one R beat per cycle (``rready`` is a register: low only while a finished
-      record waits behind a stalled :attr:`rec`), at most one index per cycle; a record every b
-      cycles once ``max_outstanding`` O covers the memory's round trip.
-    * B indices sent back to back (the first taken in cycle 0), no back-pressure: the last
-      record leaves in cycle (:meth:`cycles`)
-      ``L + 1 + b + max((B - 1) b, floor((B - 1) / O) (L + b + 1) + ((B - 1) mod O) b)``,
-      which is ``B b + L + 1`` when ``(O - 1) b >= L + 1``. In memory's terms: the read
-      bandwidth, or O bursts per round trip of ``L + b + 1`` cycles, whichever is less.
-    * Registers: two records (the output and one finished record behind it; with b > 1 the
-      latter is the shift register the beats arrive in), the AR payload, an outstanding count,
-      and with R < W / 8 a ``max_outstanding``-entry LUT-RAM queue of ``log2(W / 8R)``-bit
-      lanes. The longest path is the 64-bit address sum of ``base`` and the slot.
 
     Raises
     ------
