@@ -56,10 +56,12 @@ class ReadMemory:
 
     A burst's first beat is due ``latency`` cycles after its AR handshake (plus up to
     ``jitter`` random cycles, in order), beats of due bursts back to back. ``stall``: chance of
-    dropping ARREADY or RVALID in a cycle. Records every AR handshake ``(cycle, addr)``.
+    dropping ARREADY or RVALID in a cycle; beats at the byte addresses in ``bad`` answer SLVERR.
+    Records every AR handshake ``(cycle, addr)`` and the cycles of SLVERR beats taken.
     """
 
-    def __init__(self, dut, storage, base, *, latency, stall=0.0, jitter=0, rng=None):
+    def __init__(self, dut, storage, base, *, latency, stall=0.0, jitter=0, rng=None,
+                 bad=()):
         self.dut, self.storage, self.base = dut, storage, base
         self.nbytes = dut.config.storage_width // 8
         self.latency, self.stall, self.jitter = latency, stall, jitter
@@ -68,6 +70,7 @@ class ReadMemory:
         self.reads = []                         # [due cycle, addr, beats left]
         self.held = None
         self.max_in_flight = 0
+        self.bad, self.errors = set(bad), []
 
     def _go(self):
         return not (self.stall and self.rng.random() < self.stall)
@@ -83,7 +86,7 @@ class ReadMemory:
             ctx.set(a("rdata"), int.from_bytes(self.storage[off:off + self.nbytes].tobytes(),
                                                "little"))
             ctx.set(a("rlast"), left == 1)
-            ctx.set(a("rresp"), 0)
+            ctx.set(a("rresp"), 2 if addr in self.bad else 0)
 
     def sample(self, ctx, cycle):
         a, d = self.dut.axi, self.dut
@@ -106,6 +109,8 @@ class ReadMemory:
         else:
             self.held = payload if valid else None
         if ctx.get(a("rvalid")) and ctx.get(a("rready")):
+            if self.reads[0][1] in self.bad:
+                self.errors.append(cycle)
             self.reads[0][1] += self.nbytes
             self.reads[0][2] -= 1
             if not self.reads[0][2]:
@@ -115,12 +120,14 @@ class ReadMemory:
 
 
 def run_gather(dut, storage, slots, *, latency, stall=0.0, idle=0.0, jitter=0, seed=0,
-               max_cycles=100_000):
+               bad=(), max_cycles=100_000):
     """Send ``slots`` to ``dut`` (base :data:`BASE`) and collect the records. Returns
     ``(records as n x record_bytes uint8, index handshake cycles, record handshake cycles,
-    the memory model)``."""
+    the memory model)``; the memory model's ``error_out`` lists the cycles ``error`` was high."""
     rng = np.random.default_rng(seed)
-    mem = ReadMemory(dut, storage, BASE, latency=latency, stall=stall, jitter=jitter, rng=rng)
+    mem = ReadMemory(dut, storage, BASE, latency=latency, stall=stall, jitter=jitter, rng=rng,
+                     bad=bad)
+    mem.error_out = []
     rb = dut.record_bytes
     out, t_idx, t_rec = [], [], []
 
@@ -148,6 +155,8 @@ def run_gather(dut, storage, slots, *, latency, stall=0.0, idle=0.0, jitter=0, s
             if valid and ready:
                 out.append(payload)
                 t_rec.append(cycle)
+            if ctx.get(dut.error):
+                mem.error_out.append(cycle)
             mem.sample(ctx, cycle)
             await ctx.tick()
             if len(out) == len(slots):
@@ -289,3 +298,18 @@ def test_single_record_and_idle():
     raw, t_idx, t_rec, _ = run_gather(dut, storage, np.array([200]), latency=2)
     check_records(config, storage, np.array([200]), raw)
     assert t_rec[0] - t_idx[0] == dut.cycles(1, 2) == 2 + 2 + 1
+
+
+def test_error_responses():
+    """SLVERR beats: ``error`` is high in the cycle after each, and the records still come out
+    whole (with the data as received)."""
+    config = small_config(64)                       # 4 beats per record
+    rng = np.random.default_rng(SEED + 1)
+    storage = random_storage(config, rng)
+    slots = np.array([3, 7, 3, 100, 7])
+    dut = RecordGather(config)
+    bad = {BASE + 7 * 32 + 8, BASE + 100 * 32 + 24}   # beat 1 of slot 7, beat 3 of slot 100
+    raw, _, _, mem = run_gather(dut, storage, slots, latency=2, stall=0.2, seed=1, bad=bad)
+    check_records(config, storage, slots, raw)
+    assert len(mem.errors) == 3
+    assert mem.error_out == [c + 1 for c in mem.errors]
