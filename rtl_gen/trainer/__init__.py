@@ -1,5 +1,7 @@
 """The fused trainer's gateware: its power unit (``log2``/``exp2`` by interpolated tables, and
-``x**p``), bit for bit as :mod:`sw.trainer.powers`."""
+``x**p``), bit for bit as :mod:`sw.trainer.powers`, and the gather engine that reads sampled
+records from the ring in device memory."""
+from .gather import RecordGather
 from .powers import Exp2Unit, Log2Unit, LogScaleUnit, PowerUnit
 
-__all__ = ["Log2Unit", "Exp2Unit", "LogScaleUnit", "PowerUnit"]
+__all__ = ["Log2Unit", "Exp2Unit", "LogScaleUnit", "PowerUnit", "RecordGather"]

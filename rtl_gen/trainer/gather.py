@@ -10,6 +10,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from sw.trainer.layout import PAGE, record_bytes, region_base
+from sw.trainer.schedule import gather_cycles
 from sw.trainer.spec import TrainerConfig
 
 __all__ = ["RecordGather"]
@@ -63,7 +64,8 @@ class RecordGather(wiring.Component):
         the record size R = :func:`~sw.trainer.layout.record_bytes` bytes (at most 4096 and at
         most 256 beats) and the ring's offset.
     max_outstanding : int
-        Most bursts in flight (index taken, last R beat not yet received), 1 to 256; default 8.
+        Most bursts in flight (index taken, last R beat not yet received), 1 to 256; default
+        ``config.gather_outstanding``.
         To read at the full bandwidth of one beat per cycle it must reach
         ``1 + ceil((L + 1) / beats)`` for a memory of read latency L (see *Timing*).
     id_width : int
@@ -108,7 +110,9 @@ class RecordGather(wiring.Component):
         For a parameter out of range; the message names the parameter.
     """
 
-    def __init__(self, config, *, max_outstanding=8, id_width=1, prefix="m_axi_gmem"):
+    def __init__(self, config, *, max_outstanding=None, id_width=1, prefix="m_axi_gmem"):
+        if max_outstanding is None and isinstance(config, TrainerConfig):
+            max_outstanding = config.gather_outstanding
         try:
             self._check(config, max_outstanding, id_width, prefix)
         except (TypeError, ValueError):
@@ -201,8 +205,7 @@ class RecordGather(wiring.Component):
             raise ValueError(f"batch must be a positive integer, not {batch!r}")
         if not _is_int(read_latency) or read_latency < 1:
             raise ValueError(f"read_latency must be a positive integer, not {read_latency!r}")
-        b, L, O, n = self.beats, read_latency, self._max_outstanding, batch - 1
-        return L + 1 + b + max(n * b, n // O * (L + b + 1) + n % O * b)
+        return gather_cycles(self.beats, self._max_outstanding, batch, read_latency)
 
     # -- hardware -------------------------------------------------------------------------------
     def elaborate(self, platform):

@@ -32,7 +32,8 @@ from .layout import record_bytes, weight_bytes
 from .powers import POWER_LATENCY
 from .spec import TrainerConfig
 
-__all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "replay_cycles", "learner_cycles",
+__all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "gather_cycles", "replay_cycles",
+           "learner_cycles",
            "step_cycles", "snapshot_cycles", "launch_cycles"]
 
 #: Cycles between two steps in which the batch buffers change hands.
@@ -46,12 +47,23 @@ def _beats(nbytes, config):
     return -(-nbytes // (config.storage_width // 8))
 
 
+def gather_cycles(beats: int, outstanding: int, batch: int, read_latency: int) -> int:
+    """Cycles of the gather engine (:class:`rtl_gen.trainer.gather.RecordGather`) from the
+    first of ``batch`` slots to the last record, ``beats`` storage words per record, at most
+    ``outstanding`` bursts in flight, a memory answering after ``read_latency`` cycles and
+    never stalling: one record takes ``L + b + 1`` cycles; with ``(O - 1)·b >= L + 1`` the
+    bursts cover the round trip and ``B`` records take ``B·b + L + 1``."""
+    b, L, O, n = beats, read_latency, outstanding, batch - 1
+    return L + 1 + b + max(n * b, n // O * (L + b + 1) + n % O * b)
+
+
 def replay_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, writeback=True,
                   read_latency: int = READ_LATENCY) -> int:
     """Cycles of a step's replay side (the module docstring)."""
     t = config.tree
     ops = (batch if writeback else 0) + 2 * inserts + batch
-    gather = batch * _beats(record_bytes(config), config) + read_latency
+    gather = gather_cycles(_beats(record_bytes(config), config), config.gather_outstanding,
+                           batch, read_latency)
     return ops + t.latency + t.target_bits + gather + 2 * batch + 2 * POWER_LATENCY
 
 

@@ -89,6 +89,10 @@ class TrainerConfig(Config):
         Data bits of the AXI4 master to the storage (:data:`STORAGE_WIDTHS`).
     trace_depth : int
         Entries of the trace ring in storage, a power of two, 1..4096.
+    gather_outstanding : int
+        Read bursts the gather engine keeps in flight, 1..256: enough to cover the memory's
+        round trip (``1 + ceil((read latency + 1) / beats per record)``) gathers a record
+        every ``beats`` cycles (:func:`sw.trainer.schedule.gather_cycles`).
 
     Raises
     ------
@@ -107,6 +111,7 @@ class TrainerConfig(Config):
     eps_frac: int = 16
     storage_width: int = 128
     trace_depth: int = 256
+    gather_outstanding: int = 128
 
     def __post_init__(self):
         for name, cls in (("learner", LearnerConfig), ("tree", SumTreeConfig),
@@ -134,6 +139,7 @@ class TrainerConfig(Config):
             raise ValueError(f"storage_width must be one of "
                              f"{', '.join(map(str, STORAGE_WIDTHS))}, not {self.storage_width!r}")
         check_int("trace_depth", self.trace_depth, 1, 4096)
+        check_int("gather_outstanding", self.gather_outstanding, 1, 256)
         if self.trace_depth & (self.trace_depth - 1):
             raise ValueError(f"trace_depth must be a power of two, not {self.trace_depth}")
         if not self.power.input_width_ok(self.tree.input_width + 2, self.eps_frac):
@@ -203,7 +209,7 @@ TRAINER_ARGS = {
     "SNAPSHOT_PERIOD": (16, "weight snapshot every this many steps; 0: never"),
     "TRACE_PERIOD": (16, "trace entry every this many steps; 0: never"),
     "SEED": (32, "PRNG seed, loaded with CLEAR (0 loads the default seed)"),
-    "BASE_LO": (32, "storage base address, bits 31..0 (storage_width / 8 aligned)"),
+    "BASE_LO": (32, "storage base address, bits 31..0 (4 KiB aligned)"),
     "BASE_HI": (32, "storage base address, bits 63..32"),
 }
 
