@@ -47,10 +47,11 @@ BUSES = {
             "trainer reads device memory itself, no window-shell copy)"),
 }
 
-#: (configuration, bus, replay capacity) of each row group.
-CONFIGS = (("trainer_zcu106", "zcu106"), ("trainer_u250", "alveo"))
-#: Gradient steps per launch, batch, inserts per gradient step.
-STEPS, BATCH, INSERTS = 100, 64, (1, 4)
+#: (configuration, bus, inserts per gradient step) of each row group.
+CONFIGS = (("trainer_zcu106", "zcu106", (0, 1, 4)), ("trainer_u250", "alveo", (0, 1, 4)),
+           ("trainer_lunarlander", "alveo", (1,)))
+#: Gradient steps per launch, batch.
+STEPS, BATCH = 100, 64
 #: Replay capacity instead of the configuration's (None; the framework's test sets a small one).
 CAPACITY = None
 
@@ -84,7 +85,8 @@ def _stub(config):
 def launch_iteration(driver, records, hyper):
     """The host's work per launch (module docstring)."""
     def run():
-        driver.insert(*records)
+        if records is not None:
+            driver.insert(*records)
         driver.train(STEPS, **hyper)
         driver.weights()
     return run
@@ -108,23 +110,28 @@ def rows(quick: bool, env) -> list:
     rng = np.random.default_rng(0)
     hyper = dict(batch=BATCH, lr=0.02, sync_period=250)
     out = []
-    for name, bus_name in CONFIGS:
+    for name, bus_name, inserts in CONFIGS:
         cfg = trainer_config(name)
         if CAPACITY is not None:
             cfg = replace(cfg, tree=replace(cfg.tree, capacity=CAPACITY),
                           append_window=min(cfg.append_window, CAPACITY // 2))
-        learner = "learner_kernel_s8"                      # the configurations' learner
-        hz, label = env.clock(learner)
+        module = TRAINERS[name][3]
+        if module is None:
+            hz, label = 300e6, "assumed"
+            env.note(f"clock ({name})", "300 MHz assumed: the target; no timing estimate")
+        else:
+            hz, label = env.clock(module)
         bus = BUSES[bus_name]
         env.note(f"bus: {bus.name}", bus.why)
-        for ins in INSERTS:
+        for ins in inserts:
             base = time_trainers(env, sizes=cfg.learner.sizes, capacity=cfg.capacity,
                                  batch=BATCH, inserts=ins)
             best = min(base, key=base.get)
             dev = _stub(cfg)
             drv = TrainerDriver(dev, cfg)
             drv.init_weights(0)
-            run = launch_iteration(drv, _records(cfg, STEPS * ins, rng), hyper)
+            run = launch_iteration(drv, _records(cfg, STEPS * ins, rng) if ins else None,
+                                   hyper)
             host = env.best_of({"host": run}, desc=f"{name} host")["host"]
             traffic = traffic_of(dev, run)
             cycles = launch_cycles(cfg, STEPS, BATCH, inserts_per_step=ins)
@@ -139,7 +146,8 @@ def rows(quick: bool, env) -> list:
                      f"(modeled) at {hz / 1e6:.0f} MHz ({label}); {traffic.reg_reads} "
                      f"register reads, {traffic.reg_writes} writes, {traffic.bytes_written:,}"
                      f" B written, {traffic.bytes_read:,} B read")
-            config = (f"{name} ({TRAINERS[name][1]}; {learner} learner), M={STEPS}, "
+            learner = f"{module} learner" if module else "learner at 300 MHz assumed"
+            config = (f"{name} ({TRAINERS[name][1]}; {learner}), M={STEPS}, "
                       f"modeled cycles; host {share:.1%} of device time")
             shape = f"GPS B={BATCH} 2^{cfg.capacity.bit_length() - 1} inserts={ins}/step"
             out.append(env.row(block="trainer", config=config, shape=shape, baseline=best,

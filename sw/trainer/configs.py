@@ -1,6 +1,7 @@
 """The trainer configurations the project defines: one per target board, each with the fastest
 learner that is checked to fit its part (``learner_kernel_s8``: 8 × 8 arrays, 243 of the
-XCZU7EV's 312 BRAM36) and CartPole's 4-64-64-2 network.
+XCZU7EV's 312 BRAM36) and CartPole's 4-64-64-2 network; and CF'22's second network,
+LunarLander's 8-256-256-4, on 16 × 16 arrays for the U250 (its fit is not checked).
 
 The trainer's gateware is not written yet: these configurations run on the golden device
 (:class:`~sw.trainer.device.TrainerGoldenDevice`) and feed the cycle model of the benchmark.
@@ -20,18 +21,26 @@ def _learner(module="learner_kernel_s8", **changes):
     return replace(kernel.accel, **changes)
 
 
-#: name -> (board, description, factory).
+#: name -> (board, description, factory, module whose estimated clock applies or None: the
+#: 300 MHz target, assumed).
 TRAINERS = {
     "trainer_zcu106": ("zcu106", "2^16 records in PS DDR over a 128-bit S_AXI_HP port",
                        lambda: TrainerConfig(
                            learner=_learner(),
                            tree=SumTreeConfig(fanout=16, capacity=1 << 16, max_batch=256),
-                           storage_width=128)),
+                           storage_width=128), "learner_kernel_s8"),
     "trainer_u250": ("u250", "2^20 records in card DDR over a 512-bit AXI4 master",
                      lambda: TrainerConfig(
                          learner=_learner(),
                          tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=256),
-                         storage_width=512)),
+                         storage_width=512), "learner_kernel_s8"),
+    "trainer_lunarlander": ("u250", "LunarLander 8-256-256-4, 16 x 16 arrays, 2^20 records, "
+                            "512-bit AXI4 master; fit not checked",
+                            lambda: TrainerConfig(
+                                learner=_learner(sizes=(8, 256, 256, 4), array=16,
+                                                 sub_batch=16),
+                                tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=256),
+                                storage_width=512), None),
 }
 
 
