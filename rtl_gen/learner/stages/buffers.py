@@ -4,8 +4,8 @@ the bit fields of a block word (:mod:`sw.learner.layout`)."""
 from amaranth.hdl import Cat, Const, Mux, Signal, unsigned
 from amaranth.lib import memory
 
-from sw.learner.layout import regions
-from sw.learner.schedule import stages
+# The buffers' sizing is plain arithmetic the resource model (scripts/dse_learner.py) shares.
+from sw.learner.resources import buffer_specs
 
 __all__ = ["ReadPort", "Buffer", "LearnerBuffers", "buffer_specs", "or_all", "select", "gt_const",
            "lt_const_registered",
@@ -243,50 +243,6 @@ class Buffer:
             self.wp.addr.eq(addr),
             self.wp.data.eq(data),
         ]
-
-
-def buffer_specs(config) -> dict:
-    """The buffers of a learner pipeline, in construction order: key -> (shared, parameters
-    of :class:`Buffer` but ``data``).
-
-    Inputs and weights (host-written regions) are shared by the pipelines: key = region name.
-    Activations, errors, ReLU masks and gradient scratchpads exist once per pipeline (key
-    ``name@d`` with dp > 1), the sample buffers holding the pipeline's share of the batch.
-    Buffers written by GEMM stages take writes in groups of the narrowest C of their tensor
-    units (a whole block row by default), host-written ones byte enables.
-    """
-    cfg = config
-    S, dp = cfg.array, cfg.dp
-    rows_pp = cfg.max_batch if dp == 1 else cfg.pipe_batch
-    out = {}
-
-    def add(name, d, **kw):
-        key = name if dp == 1 else f"{name}@{d}"
-        out[key] = (False, dict(name=key.replace("@", "_p"), **kw))
-
-    # Narrowest lane group a stage writes: a tensor unit's C outputs (S by default).
-    cmin = min([S] + [x for st in stages(cfg) if st.kind in ("fw", "tfw", "bw", "wa")
-                      for x in cfg.stage_array(st.name)])
-    for r in regions(cfg):
-        row_lanes = S if r.kind == "matrix" else 1
-        gran = 8 if r.host_write else min(row_lanes, cmin) * r.lane_bits
-        kw = dict(word_bits=r.word_bits(cfg), lane_bits=r.lane_bits, row_lanes=row_lanes,
-                  granularity=gran)
-        if r.host_write:
-            out[r.name] = (True, dict(name=r.name, depth=r.depth(cfg), **kw))
-        elif r.name.startswith("grad"):
-            for d in range(dp):
-                add(r.name, d, depth=r.depth(cfg), **kw)
-        else:
-            depth = cfg.groups(rows_pp) * r.col_groups(cfg)
-            for d in range(dp):
-                add(r.name, d, depth=depth, **kw)
-    for l in range(cfg.n_layers - 1):      # ReLU masks of the hidden layers (not mapped)
-        depth = cfg.groups(rows_pp) * cfg.groups_pow2(cfg.sizes[l + 1])
-        for d in range(dp):
-            add(f"mask{l}", d, depth=depth, word_bits=S * S, lane_bits=1, row_lanes=S,
-                granularity=cmin)
-    return out
 
 
 class LearnerBuffers:
