@@ -367,3 +367,25 @@ def test_weight_underflow_and_edge_commands():
 def test_parameters_are_checked():
     with pytest.raises(TypeError, match="config must be a TrainerConfig, not"):
         TrainerReplay(SumTreeConfig())
+
+
+def test_consumed_wraps_at_2_32_off_a_power_of_two():
+    """CONSUMED wraps at 2**32, which 250 slots do not divide: after the wrap the slots are the
+    golden's ``CONSUMED mod 250`` (46 = 2**32 mod 250 slots back), not the ring's next ones.
+    CONSUMED is set, in both, to the last multiple of 250 below 2**32 after a CLEAR."""
+    cfg = small_config(1, capacity=250)
+    start = (1 << 32) - (1 << 32) % cfg.capacity
+
+    async def script(ctx, ch):
+        await ch.begin(ctx, clear=True, seed=3)
+        ctx.set(ch.dut.consumed, start)
+        ch.core.consumed = start
+        W = cfg.append_window
+        for step in range(8):
+            await ch.boundary(ctx, (ch.core.consumed + W - step % 3) & 0xFFFFFFFF)
+            idx = await ch.sample(ctx, 13, ch.coef())
+            await ch.td(ctx, idx, ch.td_errors(13), ch.coef(), ch.eps())
+        assert ch.core.consumed < start
+        await ch.leaves(ctx)
+
+    run(TrainerReplay(cfg), script, seed=SEED + 30)
