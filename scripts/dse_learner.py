@@ -46,19 +46,22 @@ the points. The chosen designs are written as JSON for ``python -m rtl_gen learn
 cycles. The T_pipe and T_WU columns stay the CF'22 model's (the generated WU overlaps WA's last
 sub-batch with one pipeline; the cycles column is exact).
 
-Not modelled for generator points: the generator stores every buffer in S × S blocks
-(S²·16-bit words, S the largest array dimension), and Yosys maps the shallow wide memories to
-LUTRAM (CartPole measured: 3.3k LUTRAM at S = 4, 23k at S = 8); the BRAM model below counts
-neither the width nor the LUTRAM, so a chosen design with S = 16 has not been checked to fit.
+Resources of generator points: block RAM and DSPs are what the generator builds, mapped as
+Yosys maps it (:func:`sw.learner.resources.learner_resources`: every buffer of the core with its
+width, depth, read ports and write-enable groups, placed by ``memory_libmap``'s cost rule for
+``-family xcup``; one DSP48E2 per tensor-unit cell, LOSS's and WU's multipliers), checked
+against the Yosys counts of the shipped learners and of the ZCU106 candidate
+(``tb/learner/test_dse.py``). LUT and FF are the arrays' Yosys estimates (``scripts/estimate.py``,
+cached in ``scripts/learner_tu_estimates.json`` with the command that produced them; transposed
+shapes are taken to cost the same) times DP, plus the LUTs of the buffers Yosys puts in LUT
+RAM, without the sequencers, LOSS, WU and the platform shell; ``--usable`` (default 75 %)
+leaves room for them. URAM: none (Yosys maps none without ``-uram``; Vivado may put deep
+buffers there).
 
-Resources: DSP, LUT and FF of each array are Yosys estimates (``scripts/estimate.py``, cached in
-``scripts/learner_tu_estimates.json`` with the command that produced them; transposed shapes
-are taken to cost the same). Plus 2 DSPs per WU lane (24 × 32-bit products). BRAM36 per buffer
-is ``max(ceil(bits / 36 Kb), ceil(port width / 72))``, per pipeline: one weight copy per FW,
-target-FW and BW stage, the sub-batch's activations and δ for WA, and a 32-bit gradient
-scratchpad per layer. Not counted (not generated yet): the LOSS, ReLU, FIFO, WU adder and
-control logic, and the platform shell; ``--usable`` (default 75 %) leaves room for them.
-URAM is not used by the model.
+``--any-point`` designs (CF'22's space, not buildable) keep CF'22's model: the arrays' DSPs plus
+2 per WU lane, and per pipeline ``max(ceil(bits / 36 Kb), ceil(port width / 72))`` BRAM36 for
+one weight copy per FW, target-FW and BW stage, the sub-batch's activations and δ for WA and a
+32-bit gradient scratchpad per layer (not checked against synthesis).
 
 The projected gradient steps per second (``--mhz``, default the clock :func:`sw.timing.clock_mhz`
 quotes for the shipped ``learner_cartpole_s4``, ``min(300 MHz, estimated Fmax)``: other
@@ -88,6 +91,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from sw import timing  # noqa: E402
+from sw.learner.resources import learner_resources  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.learner.spec import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
 
@@ -296,7 +300,7 @@ class Design:
     dsp: int
     lut: int
     ff: int
-    bram36: int
+    bram36: float
     params: dict = None
     exact_cycles: int = None
 
@@ -343,8 +347,9 @@ def evaluate(sizes, batch, dp, m, f, lanes, est, *, target=True, generator=False
 
     ``generator=True``: only arrays the generator can build for this point (dimensions at
     most m: the block size S divides the sub-batch), WU as generated (S lanes per layer,
-    ``lanes`` ignored), and the exact cycles of the generated pipeline
-    (:attr:`Design.exact_cycles`, :attr:`Design.params`)."""
+    ``lanes`` ignored), the exact cycles of the generated pipeline
+    (:attr:`Design.exact_cycles`, :attr:`Design.params`) and its block RAM, DSPs and LUT RAM
+    (:func:`~sw.learner.resources.learner_resources`)."""
     stages = stages_of(sizes, target=target)
     ratio = stage_ratio(stages, sizes)
     menu = sorted(est)
@@ -385,7 +390,12 @@ def evaluate(sizes, batch, dp, m, f, lanes, est, *, target=True, generator=False
                dp * dsp + DSP_PER_WU_LANE * lanes, dp * lut, dp * ff, dp * mem)
     if generator:
         d.params = learner_params(d, sizes, target=target)
-        d.exact_cycles = step_cycles(LearnerConfig.from_dict(d.params), batch)
+        cfg = LearnerConfig.from_dict(d.params)
+        d.exact_cycles = step_cycles(cfg, batch)
+        # What the generator builds, mapped as Yosys maps it: every buffer, every multiplier.
+        # Memories Yosys puts in LUT RAM take LUTs beside the arrays'.
+        res = learner_resources(cfg)
+        d.bram36, d.dsp, d.lut = res.bram36, res.dsp, d.lut + res.lutram
     return d
 
 
@@ -628,7 +638,7 @@ def main(argv=None) -> int:
             c = cpu.get(b)
 
             def pct(v, tot):
-                return f"{v}({100 * v / tot:.0f}%)"
+                return f"{v if v != int(v) else int(v)}({100 * v / tot:.0f}%)"
             print(f"{key:8} {b:>4} {p.dp:>3} {p.pi:>4} {p.m:>3} {p.f:>6g} {p.wu_lanes:>4} "
                   f"{pct(p.dsp, dev.dsp):>11} {pct(p.lut, dev.lut):>13} "
                   f"{pct(p.ff, dev.ff):>13} {pct(p.bram36, dev.bram36):>10} "
