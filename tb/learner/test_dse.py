@@ -149,3 +149,163 @@ def test_small_dse_point_runs_bit_exact():
     status, got = simulate(cfg, case)
     check_step(cfg, case, status[0], got, golden(cfg, case))
     assert status[0]["cycles"] == p.exact_cycles
+
+
+# -- the resource model: the generator's memories, and Yosys' counts -------------------------------
+from sw.learner.resources import (learner_dsps, learner_memories, learner_resources,  # noqa: E402
+                                  map_memory)
+
+REPO = SCRIPT.parents[1]
+
+#: Small configurations whose cores are elaborated to compare their memories with the model:
+#: one pipeline, two pipelines with per-stage arrays (the ZCU106 candidate's shape), MSE.
+MODEL_CONFIGS = {
+    "dqn-s4": dict(sizes=(4, 8, 8, 2), array=4, max_batch=32, sub_batch=4),
+    "dqn-dp2-stages": dict(sizes=(4, 8, 8, 2), array=4, max_batch=64, sub_batch=4, dp=2,
+                           stage_arrays="fw0:2x4,tfw0:2x4,wa0:2x4,fw2:2x2,tfw2:2x2,wa2:2x2,"
+                                        "bw2:2x2", axi_data_width=32),
+    "mse-dp4": dict(sizes=(3, 6, 5, 2), array=2, max_batch=16, sub_batch=2, dp=4, loss="mse"),
+}
+
+#: Yosys' BRAM36 (RAMB36E2 + RAMB18E2 / 2) and DSP48E2 of configurations not shipped, with
+#: where they were measured. The shipped learners' counts are read from hdl/timing.json.
+YOSYS_COUNTS = {
+    # sw.registry.CANDIDATES' learner_zcu106_dp2 (two 8 x 8 pipelines, per-stage arrays,
+    # B <= 256): Debian's Yosys 0.23, `read_verilog; synth_xilinx -family xcup -flatten; stat`
+    # (make estimate-candidates), 2026-12-02; docs/learner.md, Resources.
+    "learner_zcu106_dp2": {"bram36": 435, "dsp": 822},
+}
+
+#: Model minus Yosys per configuration, as docs/learner.md states them (BRAM36, DSP48E2).
+STATED_DIFFERENCES = {
+    "learner_cartpole_s4": (0, 0),
+    "learner_kernel_s4": (0, 0),
+    "learner_kernel_s8": (0, 0),
+    "learner_zcu106_dp2": (-3, 0),
+}
+
+
+def _yosys_counts():
+    """(config, BRAM36, DSP48E2) of every configuration with a Yosys count."""
+    from sw.registry import candidate_config, shipped_config
+
+    timing = json.loads((REPO / "hdl" / "timing.json").read_text())["modules"]
+    out = {}
+    for name in ("learner_cartpole_s4", "learner_kernel_s4", "learner_kernel_s8"):
+        res = timing[name]["resources"]
+        out[name] = (shipped_config(name)[1], res["bram36"], res["dsp"])
+    for name, counts in YOSYS_COUNTS.items():
+        out[name] = (candidate_config(name)[1], counts["bram36"], counts["dsp"])
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(STATED_DIFFERENCES))
+def test_model_against_yosys(name):
+    """BRAM36 and DSP48E2 of the model within 10 % of Yosys' (the kernels' shell memories
+    have asynchronous reads: LUT RAM, no block RAM), and the differences the docs state."""
+    config, bram, dsp = _yosys_counts()[name]
+    res = learner_resources(config)
+    d_bram, d_dsp = res.bram36 - bram, res.dsp - dsp
+    print(f"{name}: BRAM36 model {res.bram36:g} Yosys {bram} ({d_bram:+g}, "
+          f"{100 * d_bram / bram:+.1f} %); DSP48E2 model {res.dsp} Yosys {dsp} ({d_dsp:+d})")
+    assert abs(d_bram) <= 0.1 * bram and abs(d_dsp) <= 0.1 * dsp
+    assert (d_bram, d_dsp) == STATED_DIFFERENCES[name]
+
+
+def _elaborated_memories(config):
+    """The generator's memories of ``config``'s core: hardware name -> Memory."""
+    from amaranth.hdl import Fragment
+
+    from rtl_gen.learner.core import LearnerCore
+
+    class Core(LearnerCore):
+        def elaborate(self, platform):
+            self.module = super().elaborate(platform)
+            return self.module
+
+    core = Core(config)
+    Fragment.get(core, None)            # the whole core elaborated (nothing left unused)
+    return {x.name: core.module.submodules[f"mem_{x.name}"] for x in learner_memories(config)}
+
+
+@pytest.mark.parametrize("case", sorted(MODEL_CONFIGS) + ["learner_cartpole_s4"])
+def test_memories_are_the_generators(case):
+    """Every modelled memory is one the core builds, with its width, depth, read ports, write
+    port and write granularity."""
+    from sw.learner.spec import LearnerConfig
+    from sw.registry import shipped_config
+
+    config = (shipped_config(case)[1] if case.startswith("learner_")
+              else LearnerConfig(**MODEL_CONFIGS[case]))
+    built = _elaborated_memories(config)
+    for x in learner_memories(config):
+        mem = built[x.name]
+        got = (mem.shape.width, mem.depth, len(mem.read_ports), len(mem.write_ports),
+               mem.write_ports[0].signature.granularity)
+        assert got == (x.width, x.depth, x.read_ports, x.write_ports, x.granularity), x.name
+        assert x.width % x.enable_bits == 0 and x.enable_bits % x.granularity == 0
+
+
+@pytest.mark.parametrize("module", ["learner_cartpole_s4", "learner_kernel_s8"])
+def test_memories_are_those_of_the_shipped_verilog(module):
+    """The core's memories in the shipped Verilog (name, width, depth) are the model's; the
+    others are the shells' FIFOs."""
+    import re
+
+    from sw.registry import shipped_config
+
+    text = (REPO / "hdl" / module / f"{module}.v").read_text()
+    found = {(n, int(w) + 1, int(d) + 1)
+             for w, n, d in re.findall(r"^\s*reg \[(\d+):0\] (\S+) \[(\d+):0\];", text, re.M)}
+    model = {(f"mem_{x.name}", x.width, x.depth)
+             for x in learner_memories(shipped_config(module)[1])}
+    assert model <= found
+    assert {n for n, _, _ in found - model} <= {"storage", "wbuf"}
+
+
+# Yosys 0.70 (synth_xilinx -family xcup -flatten -run :map_ffram on learner_cartpole_s4.v,
+# memory_libmap's log, 2026-12-07): memory -> (cells, primitive).
+S4_MAPPED = {
+    "delta0": (8, "RAMB36E2"), "delta1": (16, "RAMB36E2"), "mask0": (1, "RAMB36E2"),
+    "w1": (8, "RAMB36E2"), "tw1": (4, "RAMB36E2"), "grad1": (30, "RAMB18E2"),
+    "delta2": (80, "RAM64M8"), "samples": (36, "RAM64M8"), "obs": (128, "RAM64M8"),
+    "grad0": (80, "RAM32M16"), "w2": (64, "RAM32M16"), "tw0": (32, "RAM32M16"),
+}
+
+
+def test_memory_mapping_is_yosys():
+    """Single memories of learner_cartpole_s4 mapped as Yosys' memory_libmap mapped them."""
+    from sw.registry import shipped_config
+
+    mems = {x.name: x for x in learner_memories(shipped_config("learner_cartpole_s4")[1])}
+    for name, (cells, cell) in S4_MAPPED.items():
+        mp = map_memory(mems[name])
+        assert (mp.cells, mp.cell) == (cells, cell), name
+    res = learner_resources(shipped_config("learner_cartpole_s4")[1])
+    assert (res.ramb36, res.ramb18) == (86, 30)          # Yosys: 86 RAMB36E2, 30 RAMB18E2
+
+
+def test_dsps_by_part():
+    from sw.learner.spec import LearnerConfig
+
+    cfg = LearnerConfig(sizes=(4, 64, 64, 2), array=4, max_batch=64, sub_batch=8)
+    assert learner_dsps(cfg) == {"tensor_units": 11 * 16, "loss": 3, "wu": 3 * 4 * 2,
+                                 "total": 203}
+    mse = LearnerConfig(sizes=(4, 64, 64, 2), array=4, max_batch=64, sub_batch=8, loss="mse",
+                        dp=2)
+    assert learner_dsps(mse)["loss"] == 2 * 4                 # S squares per pipeline
+    assert learner_dsps(mse)["tensor_units"] == 2 * 8 * 16    # no target network
+
+
+def test_generator_points_use_the_model():
+    """A generator design point's BRAM36 and DSPs are the model's of its configuration; its
+    LUTs include the LUT RAM."""
+    from sw.learner.spec import LearnerConfig
+
+    points = dse.explore(SIZES, 64, dse.load_estimates(), generator=True)
+    est = dse.load_estimates()
+    for p in points[::11]:
+        res = learner_resources(LearnerConfig.from_dict(p.params))
+        assert (p.bram36, p.dsp) == (res.bram36, res.dsp)
+        arrays_lut = p.dp * sum(est[rc]["lut"] for rc in p.arrays.values())
+        assert p.lut == arrays_lut + res.lutram
