@@ -21,7 +21,8 @@ from .powers import PowerUnit
 from .strata import FRACTION_LATENCY, StratifiedFractions
 from .weights import WEIGHTS_TAIL, ISWeightUnit
 
-__all__ = ["TrainerReplay", "ReplayCmd", "replay_command_layout"]
+__all__ = ["TrainerReplay", "ReplayCmd", "replay_command_layout", "clear_cycles",
+           "boundary_cycles", "sample_cycles", "td_cycles", "read_cycles"]
 
 #: Cycles a BOUNDARY waits after its last tree write, so that ``total`` holds it: the tree's
 #: input buffer, command register, the three old-value stages and the root stage.
@@ -169,18 +170,18 @@ class TrainerReplay(wiring.Component):
     stratum width is divided anew, one bit per cycle), else 0:
 
     =========  ===========================================================================
-    CLEAR      ``level_groups[-1] + 6`` (:meth:`clear_cycles`; more if a TD batch is open
+    CLEAR      ``level_groups[-1] + 6`` (:func:`clear_cycles`; more if a TD batch is open
                or the tree still has operations in flight)
     BOUNDARY   ``w + [w > 0] + 2k + 10``: w entries written back (0 if none is due) and
-               k records (:meth:`boundary_cycles`); ``SETTLE`` = 7 of the 10 let the root
+               k records (:func:`boundary_cycles`); ``SETTLE`` = 7 of the 10 let the root
                take the last write
-    SAMPLE     ``2B + d + L + 22`` (:meth:`sample_cycles`): B fractions one per cycle, the
+    SAMPLE     ``2B + d + L + 22`` (:func:`sample_cycles`): B fractions one per cycle, the
                tree's latency, the IS weights' 16-cycle tail, B weights; ``B + d + 7`` on an
                empty tree; 2 for a B out of range
     TD         2 to ``done`` (the handoff, when the engine is idle); ``B + 17`` to
-               ``td_done`` (:meth:`td_cycles`: ``B + POWER_LATENCY + 3``) with the TD errors
+               ``td_done`` (:func:`td_cycles`: ``B + POWER_LATENCY + 3``) with the TD errors
                offered from the transfer on, taken in cycles 2 .. B + 1
-    READ       ``n + L + 2`` for n leaves (:meth:`read_cycles`), 2 for none
+    READ       ``n + L + 2`` for n leaves (:func:`read_cycles`), 2 for none
     =========  ===========================================================================
 
     A step of the trainer thus costs its replay side ``w + [w > 0] + 2k + 2B + d + L + 32``
@@ -239,34 +240,6 @@ class TrainerReplay(wiring.Component):
         """Bits of a TD error on :attr:`td` (signed): the activation format's and one more,
         the difference of two activations."""
         return self._td_width
-
-    # -- the cycle model (the class docstring's table) ---------------------------------------
-    def clear_cycles(self) -> int:
-        """Cycles of CLEAR on an idle tree, no TD in progress: ``level_groups[-1] + 6``."""
-        return self._config.tree.level_groups[-1] + 6
-
-    def boundary_cycles(self, writeback: int, inserts: int) -> int:
-        """Cycles of BOUNDARY writing back a batch of ``writeback`` entries (0: none due) and
-        taking ``inserts`` records: ``writeback + 1 (if any) + 2·inserts + SETTLE + 3``."""
-        return (writeback + 1 if writeback else 0) + 2 * inserts + SETTLE + 3
-
-    def sample_cycles(self, batch: int, divide: bool = True, empty: bool = False) -> int:
-        """Cycles of SAMPLE of ``batch`` samples (``divide``: B differs from the previous
-        SAMPLE's): ``2·B + X·divide + L + 22``; from an empty tree ``B + X·divide + 7``."""
-        t = self._config.tree
-        d = t.target_bits if divide else 0
-        if empty:
-            return batch + d + FRACTION_LATENCY + 3
-        return 2 * batch + d + t.latency + FRACTION_LATENCY + WEIGHTS_TAIL + 2
-
-    def td_cycles(self, batch: int) -> int:
-        """Cycles from a TD command's transfer to its ``td_done``, the engine idle and the TD
-        errors offered from the transfer on: ``B + POWER_LATENCY + 3``."""
-        return batch + POWER_LATENCY + 3
-
-    def read_cycles(self, count: int) -> int:
-        """Cycles of READ of ``count`` leaves: ``count + L + 2`` (2 for none)."""
-        return count + self._config.tree.latency + 2 if count else 2
 
     # -- gateware ---------------------------------------------------------------------------
     def elaborate(self, platform):
@@ -605,3 +578,37 @@ class TrainerReplay(wiring.Component):
             m.d.sync += j_out.eq(j_out + 1)
             with m.If(j_out == tn - 1):
                 m.d.sync += [r.td_active.eq(0), self.td_done.eq(1)]
+
+
+# -- the cycle model (TrainerReplay's table; plain arithmetic on the configuration) ----------
+def clear_cycles(config: TrainerConfig) -> int:
+    """Cycles of CLEAR on an idle tree, no TD batch open: ``level_groups[-1] + 6``."""
+    return config.tree.level_groups[-1] + 6
+
+
+def boundary_cycles(config: TrainerConfig, writeback: int, inserts: int) -> int:
+    """Cycles of BOUNDARY writing back a batch of ``writeback`` entries (0: none due) and
+    taking ``inserts`` records: ``writeback + 1 (if any) + 2·inserts + SETTLE + 3``."""
+    return (writeback + 1 if writeback else 0) + 2 * inserts + SETTLE + 3
+
+
+def sample_cycles(config: TrainerConfig, batch: int, divide: bool = True,
+                  empty: bool = False) -> int:
+    """Cycles of SAMPLE of ``batch`` samples (``divide``: B differs from the previous
+    SAMPLE's): ``2·B + X·divide + L + 22``; from an empty tree ``B + X·divide + 7``."""
+    t = config.tree
+    d = t.target_bits if divide else 0
+    if empty:
+        return batch + d + FRACTION_LATENCY + 3
+    return 2 * batch + d + t.latency + FRACTION_LATENCY + WEIGHTS_TAIL + 2
+
+
+def td_cycles(config: TrainerConfig, batch: int) -> int:
+    """Cycles from a TD command's transfer to its ``td_done``, the engine idle and the TD
+    errors offered from the transfer on: ``B + POWER_LATENCY + 3``."""
+    return batch + POWER_LATENCY + 3
+
+
+def read_cycles(config: TrainerConfig, count: int) -> int:
+    """Cycles of READ of ``count`` leaves: ``count + L + 2`` (2 for none)."""
+    return count + config.tree.latency + 2 if count else 2
