@@ -4,8 +4,8 @@ an 8-ary tree of 3000 leaves with a window of 100 and delay 0, against the golde
 the fast tier's checker (:mod:`trainer.test_replay_sim`): the ring filled, then random steps
 with exact cycles and every leaf read back every 8 steps (16 with 2**16 leaves); then steps
 with the TD errors streaming (with gaps) during the next BOUNDARY and SAMPLE and stalls on
-``sample`` and ``weight``. The new priorities are checked through the tree (its total after every command,
-the samples, the leaves)."""
+``sample`` and ``weight``. The new priorities are checked through the tree (its total after
+every command, the samples, the leaves)."""
 
 import numpy as np
 import pytest
