@@ -27,7 +27,7 @@ where W is the word, D the depth, E the write enables and ``padded`` the word wi
 write-enable group rounded up to whole bytes of the cell (9 bits for block RAM of width 9 or
 more, the width itself for LUT RAM): a host-written region's 8-bit byte enables take 9 bits
 each, a GEMM stage's enable group of n lanes (a block row, or the granularity where a unit
-writes C < S lanes) ``ceil(16·n/9)·9``. RAMB18E2 costs 129, RAMB36E2
+writes C < S lanes or two stages write the port) ``ceil(16·n/9)·9``. RAMB18E2 costs 129, RAMB36E2
 257, a LUT RAM cell 16 per unit of width; a memory in flip-flops costs ``W·D``. The cheapest
 wins (ties to the first in the library's order). Shallow wide words go to LUT RAM (RAM64M8: 7
 bits × 64 words, RAM32M16: 14 × 32, 8 LUTs each); 1,024-deep sample buffers of S²·16 bits to
@@ -123,8 +123,8 @@ class LearnerMemory:
         Bits per write enable of the write port.
     enable_bits : int
         Bits that always share one write enable in what drives the port (the synthesis tool
-        sees no finer groups): 8 for host-written regions, a block row (S lanes) where every
-        writer writes whole rows, the granularity where one writes C < S lanes.
+        sees no finer groups): 8 for host-written regions, a block row (S lanes) where a single
+        writer writes whole rows, else the granularity.
     shared : bool
         Read by every pipeline (inputs and weights).
     """
@@ -184,15 +184,17 @@ def _port_users(cfg) -> dict:
 
 
 def _enable_lanes(cfg) -> dict:
-    """Buffer key -> lanes per write-enable group of the stages' writes (S: whole rows; a
-    writer of C < S lanes enables granularity-wide groups)."""
+    """Buffer key -> lanes per write-enable group as synthesis sees them: S (a block row) where
+    one writer writes whole rows (its enables are one bit per row, repeated); the port's
+    granularity where a writer writes C < S lanes (a lane mask per group) or where several
+    writers share the port (the or of their enables is a distinct bit per group: pipeline 0's
+    gradient scratchpad, which WA and, with dp > 1, WU's reduction write)."""
     S, dp, L = cfg.array, cfg.dp, cfg.n_layers
-    cmin = _narrowest_c(cfg)
-    lanes = {}
+    gran = min(S, _narrowest_c(cfg))
+    writers = {}
 
     def write(name, d, c):
-        k = name if dp == 1 else f"{name}@{d}"
-        lanes[k] = min(lanes.get(k, S), S if c >= S else min(S, cmin))
+        writers.setdefault(name if dp == 1 else f"{name}@{d}", []).append(c)
 
     for st in stages(cfg):
         l, d, k = st.layer, st.pipe, st.kind
@@ -211,7 +213,7 @@ def _enable_lanes(cfg) -> dict:
             write(f"grad{l}", d, c)
         elif k == "wu" and dp > 1:                     # the reduced gradient, whole rows
             write(f"grad{l}", 0, S)
-    return lanes
+    return {key: S if len(cs) == 1 and cs[0] >= S else gran for key, cs in writers.items()}
 
 
 @functools.lru_cache(maxsize=256)
