@@ -13,6 +13,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sw.trainer.powers import POWER_LATENCY
+from sw.trainer.schedule import (SETTLE, boundary_cycles, clear_cycles, read_cycles,
+                                 sample_cycles, td_cycles)
 from sw.trainer.spec import COUNT_BITS, TrainerConfig
 
 from ..replay.layouts import SumTreeOp
@@ -24,9 +26,6 @@ from .weights import WEIGHTS_TAIL, ISWeightUnit
 __all__ = ["TrainerReplay", "ReplayCmd", "replay_command_layout", "clear_cycles",
            "boundary_cycles", "sample_cycles", "td_cycles", "read_cycles"]
 
-#: Cycles a BOUNDARY waits after its last tree write, so that ``total`` holds it: the tree's
-#: input buffer, command register, the three old-value stages and the root stage.
-SETTLE = 7
 
 
 class ReplayCmd(enum.Enum, shape=3):
@@ -578,37 +577,3 @@ class TrainerReplay(wiring.Component):
             m.d.sync += j_out.eq(j_out + 1)
             with m.If(j_out == tn - 1):
                 m.d.sync += [r.td_active.eq(0), self.td_done.eq(1)]
-
-
-# -- the cycle model (TrainerReplay's table; plain arithmetic on the configuration) ----------
-def clear_cycles(config: TrainerConfig) -> int:
-    """Cycles of CLEAR on an idle tree, no TD batch open: ``level_groups[-1] + 6``."""
-    return config.tree.level_groups[-1] + 6
-
-
-def boundary_cycles(config: TrainerConfig, writeback: int, inserts: int) -> int:
-    """Cycles of BOUNDARY writing back a batch of ``writeback`` entries (0: none due) and
-    taking ``inserts`` records: ``writeback + 1 (if any) + 2·inserts + SETTLE + 3``."""
-    return (writeback + 1 if writeback else 0) + 2 * inserts + SETTLE + 3
-
-
-def sample_cycles(config: TrainerConfig, batch: int, divide: bool = True,
-                  empty: bool = False) -> int:
-    """Cycles of SAMPLE of ``batch`` samples (``divide``: B differs from the previous
-    SAMPLE's): ``2·B + X·divide + L + 22``; from an empty tree ``B + X·divide + 7``."""
-    t = config.tree
-    d = t.target_bits if divide else 0
-    if empty:
-        return batch + d + FRACTION_LATENCY + 3
-    return 2 * batch + d + t.latency + FRACTION_LATENCY + WEIGHTS_TAIL + 2
-
-
-def td_cycles(config: TrainerConfig, batch: int) -> int:
-    """Cycles from a TD command's transfer to its ``td_done``, the engine idle and the TD
-    errors offered from the transfer on: ``B + POWER_LATENCY + 3``."""
-    return batch + POWER_LATENCY + 3
-
-
-def read_cycles(config: TrainerConfig, count: int) -> int:
-    """Cycles of READ of ``count`` leaves: ``count + L + 2`` (2 for none)."""
-    return count + config.tree.latency + 2 if count else 2

@@ -8,15 +8,13 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sw.replay.spec import PRNG_BITS
+from sw.trainer.schedule import FRACTION_LATENCY
 from sw.trainer.spec import TrainerConfig
 
 from ..replay.prng import Xorshift32
 
 __all__ = ["StratifiedFractions", "FRACTION_LATENCY"]
 
-#: Cycles from a sample's PRNG draw to its fraction on ``o``: the word, the partial products,
-#: their sum, the stratum's base added.
-FRACTION_LATENCY = 4
 
 #: Operand chunks of the multiplier ``x·F`` (unsigned 17 x 26 bits: one DSP48E2 each, as the
 #: sum tree's target multiplier).

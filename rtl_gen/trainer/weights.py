@@ -8,15 +8,13 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from sw.trainer.powers import EXP2_LATENCY, LOG2_LATENCY, SCALE_LATENCY
+from sw.trainer.schedule import WEIGHTS_TAIL
 from sw.trainer.spec import TrainerConfig
 
 from .powers import Exp2Unit, Log2Unit, LogScaleUnit
 
 __all__ = ["ISWeightUnit", "WEIGHTS_TAIL"]
 
-#: Cycles from a batch's last priority (its transfer on ``i``) to its first weight on ``o``:
-#: the logarithm, the memory write, the read, the scaling and exp2.
-WEIGHTS_TAIL = LOG2_LATENCY + 2 + SCALE_LATENCY + EXP2_LATENCY
 
 
 class ISWeightUnit(wiring.Component):

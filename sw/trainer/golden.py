@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sw.learner.mlp import TargetSync, train_step
+from sw.replay.prng import fixed_targets
 from sw.replay.sumtree import FixedSumTree
 
 from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, record_bytes, region_base,
@@ -71,8 +72,8 @@ def stratified_fractions(x_raw, batch: int, target_bits: int) -> np.ndarray:
     ``(x·root) >> target_bits``). The remainder ``2**target_bits - B·F`` (< B parts in
     ``2**target_bits``) is never drawn."""
     F = (1 << target_bits) // int(batch)
-    x = np.asarray(x_raw, dtype=np.int64)
-    return np.arange(batch, dtype=np.int64) * F + ((x * F) >> target_bits)
+    return (np.arange(batch, dtype=np.int64) * F
+            + fixed_targets(x_raw, F, target_bits=target_bits))     # x·F exactly
 
 
 class TrainerCore:

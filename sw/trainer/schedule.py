@@ -29,11 +29,12 @@ from functools import lru_cache
 from sw.learner.schedule import step_cycles as learner_step_cycles
 
 from .layout import record_bytes, weight_bytes
-from .powers import POWER_LATENCY
+from .powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY
 from .spec import TrainerConfig
 
-__all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "gather_cycles", "replay_cycles",
-           "learner_cycles",
+__all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATENCY",
+           "WEIGHTS_TAIL", "clear_cycles", "boundary_cycles", "sample_cycles", "td_cycles",
+           "read_cycles", "gather_cycles", "replay_cycles", "learner_cycles",
            "step_cycles", "snapshot_cycles", "launch_cycles"]
 
 #: Cycles between two steps in which the batch buffers change hands.
@@ -45,6 +46,52 @@ READ_LATENCY = 64
 
 def _beats(nbytes, config):
     return -(-nbytes // (config.storage_width // 8))
+
+
+#: Cycles a BOUNDARY waits after its last tree write, so that the tree's ``total`` holds it:
+#: the tree's input buffer, command register, the three old-value stages and the root stage.
+SETTLE = 7
+#: Cycles from a sample's PRNG draw to its stratified fraction: the word, the partial
+#: products, their sum, the stratum's base added (:class:`rtl_gen.trainer.strata.StratifiedFractions`).
+FRACTION_LATENCY = 4
+#: Cycles from a batch's last priority to its first IS weight: the logarithm, the memory
+#: write, the read, the scaling and exp2 (:class:`rtl_gen.trainer.weights.ISWeightUnit`).
+WEIGHTS_TAIL = LOG2_LATENCY + 2 + SCALE_LATENCY + EXP2_LATENCY
+
+
+# -- the replay side's commands (rtl_gen.trainer.replay.TrainerReplay), no back-pressure ----
+def clear_cycles(config: TrainerConfig) -> int:
+    """Cycles of CLEAR on an idle tree, no TD batch open: ``level_groups[-1] + 6``."""
+    return config.tree.level_groups[-1] + 6
+
+
+def boundary_cycles(config: TrainerConfig, writeback: int, inserts: int) -> int:
+    """Cycles of BOUNDARY writing back a batch of ``writeback`` entries (0: none due) and
+    taking ``inserts`` records: ``writeback + 1 (if any) + 2·inserts + SETTLE + 3``."""
+    return (writeback + 1 if writeback else 0) + 2 * inserts + SETTLE + 3
+
+
+def sample_cycles(config: TrainerConfig, batch: int, divide: bool = True,
+                  empty: bool = False) -> int:
+    """Cycles of SAMPLE of ``batch`` samples with their IS weights (``divide``: B differs
+    from the previous SAMPLE's, so the stratum width is divided anew): ``2·B + X·divide + L +
+    22`` (X target bits, L the tree's latency); from an empty tree ``B + X·divide + 7``."""
+    t = config.tree
+    d = t.target_bits if divide else 0
+    if empty:
+        return batch + d + FRACTION_LATENCY + 3
+    return 2 * batch + d + t.latency + FRACTION_LATENCY + WEIGHTS_TAIL + 2
+
+
+def td_cycles(config: TrainerConfig, batch: int) -> int:
+    """Cycles from a TD command to its ``td_done``, the TD errors offered from the command on:
+    ``B + POWER_LATENCY + 3``."""
+    return batch + POWER_LATENCY + 3
+
+
+def read_cycles(config: TrainerConfig, count: int) -> int:
+    """Cycles of READ of ``count`` leaves: ``count + L + 2`` (2 for none)."""
+    return count + config.tree.latency + 2 if count else 2
 
 
 def gather_cycles(beats: int, outstanding: int, batch: int, read_latency: int) -> int:
@@ -60,16 +107,15 @@ def gather_cycles(beats: int, outstanding: int, batch: int, read_latency: int) -
 def replay_cycles(config: TrainerConfig, batch: int, inserts: int = 0, *, writeback=True,
                   read_latency: int = READ_LATENCY) -> int:
     """Cycles of a step's replay side (the module docstring)."""
-    t = config.tree
-    ops = (batch if writeback else 0) + 2 * inserts + batch
     gather = gather_cycles(_beats(record_bytes(config), config), config.gather_outstanding,
                            batch, read_latency)
-    return ops + t.latency + t.target_bits + gather + 2 * batch + 2 * POWER_LATENCY
+    return (boundary_cycles(config, batch if writeback else 0, inserts)
+            + sample_cycles(config, batch, divide=False) + gather)
 
 
 def learner_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles of a step's learner side: the learner step and the last priority."""
-    return learner_step_cycles(config.learner, batch) + POWER_LATENCY + 2
+    return learner_step_cycles(config.learner, batch) + td_cycles(config, batch)
 
 
 @lru_cache(maxsize=1024)

@@ -70,8 +70,8 @@ class TrainerConfig(Config):
     learner : LearnerConfig
         The learner pipeline (``loss="dqn"``); its ``max_batch`` is the largest B.
     tree : SumTreeConfig
-        The sum tree; its ``capacity`` is the ring's (records), its ``max_batch`` at least the
-        learner's.
+        The sum tree; its ``capacity`` is the ring's (records), a power of two, its
+        ``max_batch`` at least the learner's.
     power : PowerConfig
         The power unit (log2/exp2) of the IS weights and the new priorities.
     append_window : int
@@ -128,8 +128,10 @@ class TrainerConfig(Config):
         if self.tree.max_batch < self.learner.max_batch:
             raise ValueError(f"tree.max_batch must be at least learner.max_batch "
                              f"({self.learner.max_batch}), not {self.tree.max_batch}")
-        if self.tree.capacity < 2:
-            raise ValueError(f"tree.capacity must be at least 2, not {self.tree.capacity}")
+        cap = self.tree.capacity
+        if cap < 2 or cap & (cap - 1):
+            raise ValueError(f"tree.capacity must be a power of two (a slot is CONSUMED mod "
+                             f"capacity, and CONSUMED wraps at 2**32), not {cap}")
         check_int("append_window", self.append_window, 1, self.tree.capacity // 2)
         check_int("delay", self.delay, 0, 4)
         check_int("coef_frac", self.coef_frac, 8, 24)

@@ -24,7 +24,7 @@ CASES = [(64, 8), (128, 1), (256, 3), (512, 1), (512, 5), (512, 256)]
 def test_gather_verilog_is_lint_clean(tmp_path, width, outstanding):
     config = TrainerConfig(learner=LearnerConfig(sizes=(4, 16, 2), array=4, max_batch=32,
                                                  sub_batch=8),
-                           tree=SumTreeConfig(fanout=4, capacity=1000, max_batch=32),
+                           tree=SumTreeConfig(fanout=4, capacity=1024, max_batch=32),
                            append_window=16, storage_width=width)
     path = tmp_path / "record_gather.v"
     path.write_text(to_verilog(RecordGather(config, max_outstanding=outstanding),

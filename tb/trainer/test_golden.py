@@ -89,6 +89,8 @@ def test_stratified_fractions_one_per_stratum():
     assert list(f // F) == [0, 1, 2, 3] and f[0] == 0 and f[1] == 2 * F - 1
     f = stratified_fractions(np.full(3, (1 << 8) - 1), 3, 8)      # B not a power of two
     assert list(f) == [84, 169, 254] and f.max() < 256
+    x = np.array([(1 << 32) - 1, 1 << 31, 0])
+    assert list(stratified_fractions(x, 1, 32)) == list(x)        # B = 1: F = 2**32, exact
 
 
 class FlatSpec:
@@ -197,6 +199,7 @@ def test_records_round_trip():
     (dict(learner=LearnerConfig(loss="mse")), "learner.loss"),
     (dict(tree=SumTreeConfig(capacity=1024, max_batch=8)), "tree.max_batch"),
     (dict(eps_frac=4), "eps_frac"), (dict(learner="x"), "learner must be"),
+    (dict(tree=SumTreeConfig(capacity=3000, max_batch=64)), "power of two"),
 ])
 def test_config_errors_name_the_parameter(kw, match):
     with pytest.raises(ValueError, match=match):

@@ -1,6 +1,6 @@
 """The trainer replay side's Verilog is lint-clean: ``verilator --lint-only -Wall`` with the
 project's waiver list (Amaranth's own patterns only), for the tests' small trainer, one with
-delay 0 (a one-batch queue), 250 slots and narrow formats, and
+delay 0 (a one-batch queue), 128 slots and narrow formats, and
 the default trainer (slow)."""
 
 import shutil
@@ -27,7 +27,7 @@ def _small(delay, **tree):
 
 CASES = {
     "small": lambda: _small(1),
-    "narrow-delay0": lambda: _small(0, capacity=250, priority_width=20, target_bits=8),
+    "narrow-delay0": lambda: _small(0, capacity=128, priority_width=20, target_bits=8),
     "default": TrainerConfig,
 }
 #: The default trainer (2**16 leaves, fanout 16) takes the longest to convert.

@@ -1,6 +1,6 @@
 """The trainer's replay side under Verilator (thorough tier): :class:`TrainerReplay` of the
 default trainer (a 16-ary tree of 2**16 leaves, B up to 64, a window of 256, delay 1) and of
-an 8-ary tree of 3000 leaves with a window of 100 and delay 0, against the golden core with
+an 8-ary tree of 4096 leaves with a window of 100 and delay 0, against the golden core with
 the fast tier's checker (:mod:`trainer.test_replay_sim`): the ring filled, then random steps
 with exact cycles and every leaf read back every 8 steps (16 with 2**16 leaves); then steps
 with the TD errors streaming (with gaps) during the next BOUNDARY and SAMPLE and stalls on
@@ -24,8 +24,8 @@ SEED = 20261210
 
 CONFIGS = {
     "default": TrainerConfig,
-    "k8-n3000-delay0": lambda: TrainerConfig(
-        tree=SumTreeConfig(fanout=8, capacity=3000, max_batch=64), append_window=100, delay=0),
+    "k8-n4096-delay0": lambda: TrainerConfig(
+        tree=SumTreeConfig(fanout=8, capacity=4096, max_batch=64), append_window=100, delay=0),
 }
 
 

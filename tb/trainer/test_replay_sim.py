@@ -318,8 +318,8 @@ def test_replay_matches_golden_steps_and_cycles(delay):
 
 def test_replay_narrow_priorities_and_coarse_fractions():
     """Leaves of 20 bits (priorities saturate), 8-bit fractions (B = 1 and the first stratum's
-    target 0), 250 slots (the ring and the window wrap off a power of two), delay 2."""
-    cfg = small_config(2, capacity=250, priority_width=20, target_bits=8)
+    target 0), 128 slots (the ring and the window wrap often), delay 2."""
+    cfg = small_config(2, capacity=128, priority_width=20, target_bits=8)
     ch = run(TrainerReplay(cfg), lambda ctx, ch: random_steps(ctx, ch, 20), seed=SEED + 2)
     assert ch.seen["saturated"] and ch.seen["overrun"] and ch.seen["skipped"]
 
@@ -376,12 +376,11 @@ def test_parameters_are_checked():
         TrainerReplay(SumTreeConfig())
 
 
-def test_consumed_wraps_at_2_32_off_a_power_of_two():
-    """CONSUMED wraps at 2**32, which 250 slots do not divide: after the wrap the slots are the
-    golden's ``CONSUMED mod 250`` (46 = 2**32 mod 250 slots back), not the ring's next ones.
-    CONSUMED is set, in both, to the last multiple of 250 below 2**32 after a CLEAR."""
-    cfg = small_config(1, capacity=250)
-    start = (1 << 32) - (1 << 32) % cfg.capacity
+def test_consumed_wraps_at_2_32():
+    """CONSUMED wraps at 2**32, which the power-of-two capacity divides: the slots go on round
+    the ring across the wrap. CONSUMED is set, in both, to 2**32 - 64 after a CLEAR."""
+    cfg = small_config(1, capacity=256)
+    start = (1 << 32) - 64
 
     async def script(ctx, ch):
         await ch.begin(ctx, clear=True, seed=3)
