@@ -378,16 +378,16 @@ def test_parameters_are_checked():
 
 def test_consumed_wraps_at_2_32():
     """CONSUMED wraps at 2**32, which the power-of-two capacity divides: the slots go on round
-    the ring across the wrap. CONSUMED is set, in both, to 2**32 - 64 after a CLEAR."""
+    the ring across the wrap. CONSUMED is set, in both, to 2**32 - capacity after a CLEAR."""
     cfg = small_config(1, capacity=256)
-    start = (1 << 32) - 64
+    start = (1 << 32) - cfg.capacity
 
     async def script(ctx, ch):
         await ch.begin(ctx, clear=True, seed=3)
         ctx.set(ch.dut.consumed, start)
         ch.core.consumed = start
         W = cfg.append_window
-        for step in range(8):
+        for step in range(24):
             await ch.boundary(ctx, (ch.core.consumed + W - step % 3) & 0xFFFFFFFF)
             idx = await ch.sample(ctx, 13, ch.coef())
             await ch.td(ctx, idx, ch.td_errors(13), ch.coef(), ch.eps())
