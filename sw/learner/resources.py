@@ -216,12 +216,20 @@ def _enable_lanes(cfg) -> dict:
     return {key: S if len(cs) == 1 and cs[0] >= S else gran for key, cs in writers.items()}
 
 
-@functools.lru_cache(maxsize=256)
+def _check(config):
+    if not isinstance(config, LearnerConfig):
+        raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+
+
 def learner_memories(config: LearnerConfig) -> tuple:
     """Every memory of the learner core for ``config`` (:class:`LearnerMemory`), in the
     generator's order of construction."""
-    if not isinstance(config, LearnerConfig):
-        raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+    _check(config)
+    return _memories(config)
+
+
+@functools.lru_cache(maxsize=256)
+def _memories(config):
     users = _port_users(config)
     lanes = _enable_lanes(config)
     out = []
@@ -344,6 +352,7 @@ def dsp48e2_per_product(a_bits: int, b_bits: int) -> int:
 def learner_dsps(config: LearnerConfig) -> dict:
     """DSP48E2s by part: ``tensor_units`` (one per cell of every GEMM stage's R × C unit),
     ``loss`` and ``wu`` (see the module docstring), and ``total``."""
+    _check(config)
     cfg = config
     num = cfg.numerics
     S, w, aw = cfg.array, num.width, num.acc_width
@@ -380,9 +389,20 @@ class LearnerResources:
     dsps: dict
 
 
-@functools.lru_cache(maxsize=256)
 def learner_resources(config: LearnerConfig) -> LearnerResources:
-    """Block RAM, LUT RAM and DSPs of the learner core for ``config``, as Yosys maps them."""
+    """Block RAM, LUT RAM and DSPs of the learner core for ``config``, as Yosys maps them.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`~sw.learner.spec.LearnerConfig`.
+    """
+    _check(config)
+    return _resources(config)
+
+
+@functools.lru_cache(maxsize=256)
+def _resources(config):
     mems = tuple((m, map_memory(m)) for m in learner_memories(config))
     dsps = learner_dsps(config)
     return LearnerResources(

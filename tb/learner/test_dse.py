@@ -333,3 +333,10 @@ def test_generator_points_use_the_model():
         assert (p.bram36, p.dsp) == (res.bram36, res.dsp)
         arrays_lut = p.dp * sum(est[rc]["lut"] for rc in p.arrays.values())
         assert p.lut == arrays_lut + res.lutram
+
+
+@pytest.mark.parametrize("bad", [None, {"sizes": (4, 8, 2)}])
+def test_resource_model_refuses_a_non_config(bad):
+    for f in (learner_memories, learner_dsps, learner_resources):
+        with pytest.raises(TypeError, match="config must be a LearnerConfig, not"):
+            f(bad)
