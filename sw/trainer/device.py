@@ -103,8 +103,10 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
         if not 1 <= args.batch <= cfg.max_batch:
             return Run(error=TRAINER_ERRORS["batch_size"], length=1)
         base = (self._arg("BASE_HI") << 32) | self._arg("BASE_LO")
-        if base:
-            raise NotImplementedError("the golden device's storage starts at address 0")
+        if base % 4096:
+            return Run(error=TRAINER_ERRORS["base"], length=1)
+        # The model's memory is the storage alone: every base address reaches it (a board
+        # decodes BASE into its DDR; here the address bits above the storage are not used).
         self.core.begin(args)
         at = 1
         if args.cmd & TrainerCmd.CLEAR:

@@ -183,9 +183,10 @@ class TrainerCmd(enum.IntFlag):
 
 
 #: STATUS.ERROR codes of a start.
-TRAINER_ERRORS = {"ok": 0, "batch_size": 1, "empty": 2}
+TRAINER_ERRORS = {"ok": 0, "batch_size": 1, "empty": 2, "base": 3}
 ERRORS = {0: "ok", 1: "BATCH_SIZE 0 or above max_batch",
-          2: "the tree was empty when a step was due"}
+          2: "the tree was empty when a step was due",
+          3: "BASE_HI:BASE_LO not 4 KiB aligned"}
 
 #: STATUS flags: name -> (bit, doc). Sticky during a launch, cleared at its start.
 STATUS_FLAGS = {

@@ -163,3 +163,12 @@ def test_saturation_flag_becomes_a_warning():
     with pytest.warns(TrainerWarning, match="PRIORITY_SATURATED"):
         for _ in range(3):
             drv.train(2, batch=16, lr=0.001, alpha=1.0)
+
+
+def test_misaligned_base_is_an_error(drv):
+    drv.insert(*batch(20))
+    drv.register_map.write_word("BASE_LO", 0x100)
+    with pytest.raises(TrainerError, match="4 KiB"):
+        drv.train(1, **HYPER)
+    drv.register_map.write_word("BASE_LO", 0)
+    assert drv.train(1, **HYPER)["STEPS_DONE"] == 1
