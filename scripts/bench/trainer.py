@@ -49,6 +49,7 @@ BUSES = {
 
 #: (configuration, bus, inserts per gradient step) of each row group.
 CONFIGS = (("trainer_zcu106", "zcu106", (0, 1, 4)), ("trainer_u250", "alveo", (0, 1, 4)),
+           ("trainer_zcu106_dse", "zcu106", (1,)), ("trainer_u250_dse", "alveo", (1,)),
            ("trainer_lunarlander", "alveo", (1,)))
 #: Gradient steps per launch, batch.
 STEPS, BATCH = 100, 64

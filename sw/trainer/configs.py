@@ -1,13 +1,16 @@
-"""The trainer configurations the project defines: one per target board, each with the fastest
-learner that is checked to fit its part (``learner_kernel_s8``: 8 × 8 arrays, 243 of the
-XCZU7EV's 312 BRAM36) and CartPole's 4-64-64-2 network; and CF'22's second network,
-LunarLander's 8-256-256-4, on 16 × 16 arrays for the U250 (its fit is not checked).
+"""The trainer configurations the project defines: one per target board with the fastest
+learner that is synthesized and fits its part (``learner_kernel_s8``: 8 × 8 arrays, 243 of
+the XCZU7EV's 312 BRAM36), one per board with the learner the design space exploration picks
+for B <= 64 (``sw.registry.CANDIDATES``: fits by the resource model, which matches Yosys on
+BRAM36 and DSP, but not generated and synthesized yet), all with CartPole's 4-64-64-2 network;
+and CF'22's second network, LunarLander's 8-256-256-4, on 16 × 16 arrays for the U250 (its fit
+is not checked).
 
 The trainer's gateware is not written yet: these configurations run on the golden device
 (:class:`~sw.trainer.device.TrainerGoldenDevice`) and feed the cycle model of the benchmark.
 """
 
-from sw.registry import shipped_config
+from sw.registry import candidate_config, shipped_config
 from sw.replay.spec import SumTreeConfig
 
 from .spec import TrainerConfig
@@ -19,6 +22,10 @@ def _learner(module="learner_kernel_s8", **changes):
     from dataclasses import replace
     _, kernel = shipped_config(module)
     return replace(kernel.accel, **changes)
+
+
+def _candidate(module):
+    return candidate_config(module)[1]
 
 
 #: name -> (board, description, factory, module whose estimated clock applies or None: the
@@ -34,6 +41,20 @@ TRAINERS = {
                          learner=_learner(),
                          tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=256),
                          storage_width=512), "learner_kernel_s8"),
+    "trainer_zcu106_dse": ("zcu106", "the DSE's ZCU106 learner for B <= 64 (two 8 x 8 "
+                           "pipelines; modelled 70 % DSP, 50 % BRAM36, 68 % LUT; not generated "
+                           "yet), 2^16 records, 128-bit S_AXI_HP",
+                           lambda: TrainerConfig(
+                               learner=_candidate("learner_zcu106_b64"),
+                               tree=SumTreeConfig(fanout=16, capacity=1 << 16, max_batch=64),
+                               storage_width=128), None),
+    "trainer_u250_dse": ("u250", "the DSE's U250 learner for B <= 64 (four 16 x 16 pipelines; "
+                         "modelled 63 % DSP, 57 % LUT; not generated yet), 2^20 records, "
+                         "512-bit AXI4 master",
+                         lambda: TrainerConfig(
+                             learner=_candidate("learner_u250_b64"),
+                             tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=64),
+                             storage_width=512), None),
     "trainer_lunarlander": ("u250", "LunarLander 8-256-256-4, 16 x 16 arrays, 2^20 records, "
                             "512-bit AXI4 master; fit not checked",
                             lambda: TrainerConfig(
