@@ -84,6 +84,19 @@ SCRIPT = textwrap.dedent('''
                           rng.normal(size=(B, sizes[0])), rng.random(B) < 0.1, lr=1e-3)
     assert np.isfinite(loss) and loss > 0
 
+    # A launch of the fused trainer on its golden device (configuration trainer_zcu106).
+    from sw.trainer.configs import trainer_config
+    from sw.trainer.device import TrainerGoldenDevice
+    from sw.trainer.driver import TrainerDriver
+    trn = TrainerDriver(TrainerGoldenDevice(trainer_config("trainer_zcu106")))
+    trn.init_weights(0)
+    n = 300
+    trn.insert(rng.normal(size=(n, 4)), rng.integers(0, 2, n), np.full(n, 0.1),
+               rng.normal(size=(n, 4)), rng.random(n) < 0.05)
+    st = trn.train(3, batch=32, lr=0.02)
+    assert st["STEPS_DONE"] == 3 and st["CYCLES"] > 0
+    assert [w.shape for w in trn.weights()[0]] == [(4, 64), (64, 64), (64, 2)]
+
     # The adapters' package and their drivers, without the RL libraries.
     import sw.adapters
     from sw.adapters.common import gae_driver, replay_driver
