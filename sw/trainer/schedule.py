@@ -157,3 +157,39 @@ def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_
     if not (snapshot_period and steps % snapshot_period == 0):
         snaps += 1                                  # the end of the launch
     return total + snaps * snapshot_cycles(config)
+
+
+# -- the sequential core (rtl_gen.trainer.learner_adapter.LearnerAdapter), no back-pressure --
+def adapter_pack_cycles(config: TrainerConfig, batch: int) -> int:
+    """Cycles of :class:`~rtl_gen.trainer.learner_adapter.LearnerAdapter` from a command's
+    transfer to the learner's start, the records and weights offered from the transfer on:
+    ``3 + 2·n_in·Bp + g·(S + sub)`` with ``g = ceil(B / S)`` row groups, ``Bp = g·S`` rows
+    (one obs and one next_obs element per cycle, padding rows as zeros) and ``sub`` host words
+    per ``samples`` word (S cycles to assemble its lanes)."""
+    from sw.learner.layout import region, sub_words
+    lc = config.learner
+    S = lc.array
+    g = -(-int(batch) // S)
+    sub = sub_words(lc, region(lc, "samples"))
+    return 3 + 2 * lc.sizes[0] * g * S + g * (S + sub)
+
+
+def adapter_readback_cycles(config: TrainerConfig, batch: int) -> int:
+    """Cycles of the adapter from the learner's ``done`` to its own ``done`` with ``td``
+    always ready: ``B·(n_out + 1)`` host reads (``tq`` of a sample and its ``Q[a]``), the
+    port's read latency, one result stage, then B TD errors:
+    ``B·(n_out + 2) + HOST_READ_LATENCY + 1``."""
+    from sw.shell.spec import HOST_READ_LATENCY
+    return int(batch) * (config.learner.n_out + 2) + HOST_READ_LATENCY + 1
+
+
+def adapter_cycles(config: TrainerConfig, batch: int) -> int:
+    """Cycles of one adapter command (pack, learner step, read back) from its transfer to
+    its ``done``, without back-pressure."""
+    return (adapter_pack_cycles(config, batch) + learner_step_cycles(config.learner, batch)
+            + ADAPTER_START + adapter_readback_cycles(config, batch))
+
+
+#: Cycles of the adapter's learner start beyond the learner's ``step_cycles`` (the start
+#: cycle: the learner's ``done`` comes ``step_cycles + 1`` cycles after it).
+ADAPTER_START = 1
