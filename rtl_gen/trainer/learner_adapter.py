@@ -18,7 +18,7 @@ from sw.trainer.spec import TrainerConfig
 from ..fixed import rshift_round, saturate
 from ..shell.signatures import ArgsSignature, MemoryPortSignature, RunControlSignature
 
-__all__ = ["LearnerAdapter", "learner_step_layout"]
+__all__ = ["LearnerAdapter", "learner_step_layout", "element_addr", "region_geometry"]
 
 
 def learner_step_layout(config: TrainerConfig) -> data.StructLayout:
@@ -32,6 +32,27 @@ def learner_step_layout(config: TrainerConfig) -> data.StructLayout:
 
 def _log2(n):
     return n.bit_length() - 1
+
+
+def region_geometry(lc, name):
+    """``(base word, host words per memory word, stored column groups)`` of learner region
+    ``name`` on the host port."""
+    r = region(lc, name)
+    return (region_base(lc, name) // (lc.axi_data_width // 8), sub_words(lc, r),
+            r.col_groups(lc))
+
+
+def element_addr(lc, name, b, j):
+    """Combinational: host word address and bit offset of element ``(b, j)`` (row, column) of
+    matrix region ``name`` of learner ``lc`` (S, G, sub and D are powers of two)."""
+    S, w, D = lc.array, lc.numerics.width, lc.axi_data_width
+    base, sub, G = region_geometry(lc, name)
+    lS = _log2(S)
+    block = ((b >> lS) << _log2(G)) | (j >> lS)
+    lane = Cat(j[:lS], b[:lS])
+    bit = lane * w
+    addr = base + (block << _log2(sub)) + (bit >> _log2(D))
+    return addr, bit[:_log2(D)]
 
 
 class LearnerAdapter(wiring.Component):
@@ -130,23 +151,10 @@ class LearnerAdapter(wiring.Component):
 
     # -----------------------------------------------------------------------------------------
     def _geometry(self, name):
-        lc = self._config.learner
-        r = region(lc, name)
-        return (region_base(lc, name) // (lc.axi_data_width // 8), sub_words(lc, r),
-                r.col_groups(lc))
+        return region_geometry(self._config.learner, name)
 
     def _element_addr(self, name, b, j):
-        """Host word address and bit offset of element ``(b, j)`` of matrix region ``name``
-        (combinational; S, G, sub and D are powers of two)."""
-        lc = self._config.learner
-        S, w, D = lc.array, lc.numerics.width, lc.axi_data_width
-        base, sub, G = self._geometry(name)
-        lS = _log2(S)
-        block = ((b >> lS) << _log2(G)) | (j >> lS)
-        lane = Cat(j[:lS], b[:lS]) if lS else Const(0, 1)
-        bit = lane * w
-        addr = base + (block << _log2(sub)) + (bit >> _log2(D))
-        return addr, bit[:_log2(D)]
+        return element_addr(self._config.learner, name, b, j)
 
     def elaborate(self, platform):
         m = Module()
