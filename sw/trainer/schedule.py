@@ -193,3 +193,121 @@ def adapter_cycles(config: TrainerConfig, batch: int) -> int:
 #: Cycles of the adapter's learner start beyond the learner's ``step_cycles`` (the start
 #: cycle: the learner's ``done`` comes ``step_cycles + 1`` cycles after it).
 ADAPTER_START = 1
+
+
+# -- the sequential core (rtl_gen.trainer.core.TrainerCore), no back-pressure ---------------
+def _bursts(offset: int, beats: int, config: TrainerConfig) -> list:
+    """Beats of the bursts the core splits ``beats`` storage words from byte ``offset`` into
+    (at most 256 beats, never across 4 KiB)."""
+    nb = config.storage_width // 8
+    out = []
+    while beats:
+        n = min(beats, (4096 - offset % 4096) // nb, 256)
+        out.append(n)
+        offset += n * nb
+        beats -= n
+    return out
+
+
+def sequential_load_cycles(config: TrainerConfig, read_latency: int = READ_LATENCY) -> int:
+    """Cycles of LOAD in :class:`~rtl_gen.trainer.core.TrainerCore`, from its state to the
+    next: per burst ``L + beats`` (AR, first beat after the read latency L, one cycle per
+    later beat) and per storage word's lane 2 cycles (a weight into ``w<l>`` and ``tw<l>``)
+    or 1 (padding), plus 2: ``2 + Σ (L + beats) + N_w + words·lanes``."""
+    from .layout import lane_bytes, region_base
+    nb = config.storage_width // 8
+    words = weight_bytes(config) // nb
+    lanes = nb // lane_bytes(config)
+    n_w = sum(r * c for r, c in config.learner.numerics.weight_shapes())
+    bursts = _bursts(region_base(config, "load"), words, config)
+    return 2 + sum(read_latency + n for n in bursts) + n_w + words * lanes
+
+
+def _write_cycles(bursts_cost, write_latency):
+    return sum(c + write_latency + 1 for c in bursts_cost)
+
+
+def sequential_snapshot_cycles(config: TrainerConfig, write_latency: int = 1) -> int:
+    """Cycles of a snapshot, from the core's SNAP (or FINAL) state to the next: the BUSY
+    header, the weights, the header, each burst ``c + Wl + 1`` cycles (AW, c cycles of beats,
+    the B response ``Wl`` cycles after the last beat; a header's c is its beats, a weight
+    word's ``HOST_READ_LATENCY + 10``: its lanes read from the learner, one per cycle),
+    plus 2."""
+    from sw.shell.spec import HOST_READ_LATENCY
+    from .layout import HEADER_BYTES, region_base
+    nb = config.storage_width // 8
+    words = weight_bytes(config) // nb
+    at = region_base(config, "snap0")
+    hdr = [n for n in _bursts(at, HEADER_BYTES // nb, config)]
+    wts = [n * (HOST_READ_LATENCY + 10) for n in _bursts(at + HEADER_BYTES, words, config)]
+    return 2 + _write_cycles(hdr + wts + hdr, write_latency)
+
+
+def sequential_trace_cycles(config: TrainerConfig, write_latency: int = 1) -> int:
+    """Cycles of a trace entry, from the core's TRACE state to the next: ``3 + beats + Wl``
+    (one beat, two with a 64-bit storage port)."""
+    from .layout import TRACE_BYTES
+    return 3 + max(1, TRACE_BYTES // (config.storage_width // 8)) + write_latency
+
+
+def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0,
+                           inserts: int = 0, *, divide: bool = False, trace: bool = False,
+                           snapshot: bool = False, read_latency: int = READ_LATENCY,
+                           write_latency: int = 1) -> int:
+    """Cycles of one step of the sequential core, from its BOUNDARY to the next command's
+    (``delay`` >= 1; with 0 a BOUNDARY that writes back waits for the last new priority):
+
+    ``boundary_cycles(w, k) + 2`` (the boundary and the decision), then from SAMPLE's
+    transfer ``max(S0 + G1 + 2·n_in·Bp + 1, sample_cycles(B, divide))`` until the adapter's
+    rows and weights are in (S0 = ``d + FRACTION_LATENCY + tree latency + 3``: the first
+    sample; G1 = ``gather_cycles(b, O, 1, L)``: its record; the adapter then takes a record
+    every ``2·n_in`` cycles, Bp = B rounded up to S), ``1 + g·(S + sub)`` for the samples
+    words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
+    (:func:`adapter_readback_cycles`), then 1 and a trace entry (or 1) and a snapshot
+    (or 1). Needs ``2·n_in >= b`` (the adapter slower than the gather)."""
+    from sw.learner.layout import region, sub_words
+    lc = config.learner
+    S = lc.array
+    g = -(-int(batch) // S)
+    sub = sub_words(lc, region(lc, "samples"))
+    b = _beats(record_bytes(config), config)
+    d = config.tree.target_bits if divide else 0
+    s0 = d + FRACTION_LATENCY + config.tree.latency + 3
+    g1 = gather_cycles(b, config.gather_outstanding, 1, read_latency)
+    pack = max(s0 + g1 + 2 * lc.sizes[0] * g * S + 1,
+               sample_cycles(config, batch, divide=divide))
+    return (boundary_cycles(config, writeback, inserts) + 2 + pack + 1 + g * (S + sub)
+            + learner_step_cycles(lc, batch) + ADAPTER_START
+            + adapter_readback_cycles(config, batch) + 1
+            + (sequential_trace_cycles(config, write_latency) if trace else 1)
+            + (sequential_snapshot_cycles(config, write_latency) if snapshot else 1))
+
+
+def sequential_launch_cycles(config: TrainerConfig, boundaries, *, clear=False, load=False,
+                             insert=False, final_snapshot=False,
+                             read_latency: int = READ_LATENCY,
+                             write_latency: int = 1) -> int:
+    """CYCLES of a launch of the sequential core whose tree is idle at the start:
+    ``boundaries`` lists each boundary as ``(writeback, inserts, step)``, ``step`` None for
+    one that ends the launch or an INSERT launch's, else a dict of
+    :func:`sequential_step_cycles`' keywords (``batch``, ``divide``, ``trace``,
+    ``snapshot``). CLEAR adds ``1 + clear_cycles``, LOAD :func:`sequential_load_cycles`, a
+    boundary without a step ``boundary_cycles + 2``, the end 1, a final snapshot
+    :func:`sequential_snapshot_cycles` (else 1 after a non-INSERT launch's last boundary).
+    A launch refused for its batch size takes 1."""
+    total = 1
+    if clear:
+        total += 1 + clear_cycles(config)
+    if load:
+        total += sequential_load_cycles(config, read_latency)
+    for w, k, st in boundaries:
+        if st is None:
+            total += boundary_cycles(config, w, k) + 2
+        else:
+            total += sequential_step_cycles(config, writeback=w, inserts=k,
+                                            read_latency=read_latency,
+                                            write_latency=write_latency, **st)
+    if boundaries and not insert:
+        total += (sequential_snapshot_cycles(config, write_latency) if final_snapshot
+                  else 1)
+    return total

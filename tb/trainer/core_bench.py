@@ -11,6 +11,7 @@ from sw.learner.spec import LearnerConfig
 from sw.replay.spec import SumTreeConfig
 from sw.trainer.golden import LaunchArgs, TrainerCore
 from sw.trainer.layout import pack_records, pack_weights, region_base, storage_bytes
+from sw.trainer.schedule import sequential_launch_cycles
 from sw.trainer.spec import TrainerCmd, TrainerConfig
 
 
@@ -64,7 +65,8 @@ def launch_args(cfg, *, steps, batch, cmd=0, sync_period=3, snapshot_period=2,
 
 def scenario(cfg, batch=5):
     """Launches: CLEAR + LOAD + INSERT of 40 records, 6 steps with inserts, a launch that
-    STOP ends at once, 5 more steps with a different B, an empty-tree error after CLEAR."""
+    STOP ends at once, 5 more steps with a different B, an empty-tree error after CLEAR, a batch
+    size error."""
     C = TrainerCmd
     return [
         Launch(launch_args(cfg, steps=0, batch=batch, cmd=C.CLEAR | C.LOAD | C.INSERT), 40),
@@ -73,20 +75,26 @@ def scenario(cfg, batch=5):
         Launch(launch_args(cfg, steps=5, batch=batch + 3, snapshot_period=3,
                            trace_period=1), 70),
         Launch(launch_args(cfg, steps=2, batch=batch, cmd=C.CLEAR), 0),
+        Launch(launch_args(cfg, steps=2, batch=cfg.max_batch + 1), 0),
     ]
 
 
-def golden_launch(core: TrainerCore, launch: Launch) -> dict:
-    """The golden core through one launch as the RTL runs it; returns the end state."""
+def golden_launch(core: TrainerCore, launch: Launch, history=None, **latencies) -> dict:
+    """The golden core through one launch as the RTL runs it; returns the end state and
+    ``cycles``, the sequential core's :func:`sequential_launch_cycles` of what it did
+    (``history``: a dict the calls share, the previous SAMPLE's B)."""
     args = launch.args
     cfg = core.config
+    history = {} if history is None else history
     if not 1 <= args.batch <= cfg.max_batch:
-        return {"error": 1}
+        return {"error": 1, "cycles": 1}
     core.begin(args)
     error, stopped, done = 0, False, 0
-    slots = []
+    slots, bounds = [], []
     while True:
-        core.boundary(launch.producer)
+        w = len(core.pending[0][0]) if len(core.pending) > cfg.delay else 0
+        k = core.boundary(launch.producer)
+        bounds.append((w, k, None))
         if args.cmd & TrainerCmd.INSERT:
             if (launch.producer - core.consumed) & 0xFFFFFFFF == 0:
                 break
@@ -99,12 +107,20 @@ def golden_launch(core: TrainerCore, launch: Launch) -> dict:
         if not core.can_step():
             error = 2
             break
+        seq, tc = core.snapshot_seq, core.trace_count
         rec = core.step(args)
         slots.append(rec.indices)
+        bounds[-1] = (w, k, {"batch": args.batch, "divide": history.get("B") != args.batch,
+                             "trace": core.trace_count != tc,
+                             "snapshot": core.snapshot_seq != seq})
+        history["B"] = args.batch
         done += 1
-    if done:
-        core.final_snapshot()
-    return {"error": error, "stopped": stopped, "steps_done": done,
+    final = bool(done) and core.final_snapshot()
+    cycles = sequential_launch_cycles(cfg, bounds, clear=bool(args.cmd & TrainerCmd.CLEAR),
+                                      load=bool(args.cmd & TrainerCmd.LOAD),
+                                      insert=bool(args.cmd & TrainerCmd.INSERT),
+                                      final_snapshot=final, **latencies)
+    return {"error": error, "stopped": stopped, "steps_done": done, "cycles": cycles,
             "consumed": core.consumed, "steps_total": core.steps_total,
             "sampled": core.sampled, "snapshot_seq": core.snapshot_seq,
             "trace_count": core.trace_count, "slots": slots,
