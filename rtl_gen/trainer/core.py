@@ -446,7 +446,7 @@ class _StorageIO:
         tr_strb = Signal(max(nb, TRACE_BYTES), name="io_trace_strb")
         m.d.comb += [tr_data.eq(entry << tr_shift),
                      tr_strb.eq(Const((1 << TRACE_BYTES) - 1, TRACE_BYTES) << (tr_shift >> 3))]
-        widx = Signal(range(max(1, trace_beats)), name="io_widx")
+        widx = Signal(range(trace_beats + 1), name="io_widx")
 
         m.d.comb += [ax("awid").eq(0), ax("awsize").eq(_log2(nb)), ax("awburst").eq(1),
                      ax("bready").eq(1)]

@@ -174,9 +174,13 @@ class LearnerAdapter(wiring.Component):
         lr = Signal(num.lr_width)
         gamma = Signal(cw)
         sync = Signal()
+        # SYNC_PERIOD 0 (the trainer decides each sync) from a register: a constant port
+        # would be folded into the learner's counter compare (Verilator's UNSIGNED warning)
+        period = Signal.like(self.learner_args.sync_period, name="sync_period_zero")
+        m.d.sync += period.eq(0)
         m.d.comb += [self.learner_args.batch_size.eq(B), self.learner_args.lr.eq(lr),
                      self.learner_args.gamma.eq(gamma), self.learner_args.sync_target.eq(sync),
-                     self.learner_args.sync_period.eq(0)]
+                     self.learner_args.sync_period.eq(period)]
         groups = Signal(range(maxb + 1))          # row groups of B
         m.d.comb += groups.eq((B + S - 1) >> _log2(S))
 

@@ -231,15 +231,16 @@ def sequential_snapshot_cycles(config: TrainerConfig, write_latency: int = 1) ->
     """Cycles of a snapshot, from the core's SNAP (or FINAL) state to the next: the BUSY
     header, the weights, the header, each burst ``c + Wl + 1`` cycles (AW, c cycles of beats,
     the B response ``Wl`` cycles after the last beat; a header's c is its beats, a weight
-    word's ``HOST_READ_LATENCY + 10``: its lanes read from the learner, one per cycle),
-    plus 2."""
+    word's ``lanes + HOST_READ_LATENCY + 2``: its lanes read from the learner, one per
+    cycle), plus 2."""
     from sw.shell.spec import HOST_READ_LATENCY
-    from .layout import HEADER_BYTES, region_base
+    from .layout import HEADER_BYTES, lane_bytes, region_base
     nb = config.storage_width // 8
+    lanes = nb // lane_bytes(config)
     words = weight_bytes(config) // nb
     at = region_base(config, "snap0")
     hdr = [n for n in _bursts(at, HEADER_BYTES // nb, config)]
-    wts = [n * (HOST_READ_LATENCY + 10) for n in _bursts(at + HEADER_BYTES, words, config)]
+    wts = [n * (lanes + HOST_READ_LATENCY + 2) for n in _bursts(at + HEADER_BYTES, words, config)]
     return 2 + _write_cycles(hdr + wts + hdr, write_latency)
 
 
