@@ -9,10 +9,10 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.shell.spec import HOST_READ_LATENCY
 from sw.trainer.layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, lane_bytes,
                                region_base, weight_offsets, weight_bytes)
-from sw.shell.spec import HOST_READ_LATENCY
-from sw.trainer.spec import COUNT_BITS, TrainerCmd, TrainerConfig, trainer_register_map
+from sw.trainer.spec import COUNT_BITS, TrainerConfig, trainer_register_map
 
 from ..learner.core import FLAG_FIELDS, LearnerCore
 from ..shell.signatures import ArgsSignature, RunControlSignature, StatusSignature

@@ -3,7 +3,7 @@ one learner step, and the TD errors ``Q[a] - y`` read back, bit for bit as the w
 :func:`sw.learner.layout.pack_matrix` / :func:`~sw.learner.layout.pack_samples` write and
 the target :func:`sw.learner.mlp.dqn_targets` computes."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out

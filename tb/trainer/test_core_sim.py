@@ -12,7 +12,6 @@ from amaranth.sim import Simulator
 
 from rtl_gen.trainer.core import TrainerCore as RtlCore
 from sw.trainer.golden import TrainerCore
-from sw.trainer.spec import TrainerCmd
 
 from .core_bench import golden_launch, random_storage, scenario, small_config
 
