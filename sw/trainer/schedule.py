@@ -255,8 +255,7 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
                            inserts: int = 0, *, divide: bool = False, trace: bool = False,
                            snapshot: bool = False, read_latency: int = READ_LATENCY,
                            write_latency: int = 1) -> int:
-    """Cycles of one step of the sequential core, from its BOUNDARY to the next command's
-    (``delay`` >= 1; with 0 a BOUNDARY that writes back waits for the last new priority):
+    """Cycles of one step of the sequential core, from its BOUNDARY to the next one's:
 
     ``boundary_cycles(w, k) + 2`` (the boundary and the decision), then from SAMPLE's
     transfer ``max(S0 + G1 + 2·n_in·Bp + 1, sample_cycles(B, divide))`` until the adapter's
@@ -265,7 +264,9 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     every ``2·n_in`` cycles, Bp = B rounded up to S), ``1 + g·(S + sub)`` for the samples
     words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
     (:func:`adapter_readback_cycles`), then 1 and a trace entry (or 1) and a snapshot
-    (or 1). Needs ``2·n_in >= b`` (the adapter slower than the gather)."""
+    (or 1); with ``delay`` 0 the next BOUNDARY's write-back waits for this step's last new
+    priority, ``POWER_LATENCY`` cycles after the read-back minus those. Needs
+    ``2·n_in >= b`` (the adapter slower than the gather)."""
     from sw.learner.layout import region, sub_words
     lc = config.learner
     S = lc.array
@@ -277,18 +278,23 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     g1 = gather_cycles(b, config.gather_outstanding, 1, read_latency)
     pack = max(s0 + g1 + 2 * lc.sizes[0] * g * S + 1,
                sample_cycles(config, batch, divide=divide))
+    after = (1 + (sequential_trace_cycles(config, write_latency) if trace else 1)
+             + (sequential_snapshot_cycles(config, write_latency) if snapshot else 1))
+    # delay 0: the next BOUNDARY writes this step's batch back, after its last priority
+    # (POWER_LATENCY + 2 cycles after the last TD error), so it waits for what is left
+    wait = max(0, POWER_LATENCY - after) if config.delay == 0 else 0
     return (boundary_cycles(config, writeback, inserts) + 2 + pack + 1 + g * (S + sub)
             + learner_step_cycles(lc, batch) + ADAPTER_START
-            + adapter_readback_cycles(config, batch) + 1
-            + (sequential_trace_cycles(config, write_latency) if trace else 1)
-            + (sequential_snapshot_cycles(config, write_latency) if snapshot else 1))
+            + adapter_readback_cycles(config, batch) + after + wait)
 
 
 def sequential_launch_cycles(config: TrainerConfig, boundaries, *, clear=False, load=False,
                              insert=False, final_snapshot=False,
                              read_latency: int = READ_LATENCY,
                              write_latency: int = 1) -> int:
-    """CYCLES of a launch of the sequential core whose tree is idle at the start:
+    """CYCLES of a launch of the sequential core whose tree is idle at the start (a CLEAR
+    right after a launch that ended on a write-back waits for the tree's pipeline, up to
+    its latency):
     ``boundaries`` lists each boundary as ``(writeback, inserts, step)``, ``step`` None for
     one that ends the launch or an INSERT launch's, else a dict of
     :func:`sequential_step_cycles`' keywords (``batch``, ``divide``, ``trace``,

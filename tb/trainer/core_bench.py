@@ -15,11 +15,11 @@ from sw.trainer.schedule import sequential_launch_cycles
 from sw.trainer.spec import TrainerCmd, TrainerConfig
 
 
-def small_config(**kw):
+def small_config(*, delay=1, **kw):
     learner = LearnerConfig(sizes=(4, 8, 2), array=2, max_batch=16, sub_batch=4, loss="dqn")
     return TrainerConfig(learner=learner,
                          tree=SumTreeConfig(fanout=4, capacity=256, max_batch=16),
-                         append_window=16, delay=1, trace_depth=8, **kw)
+                         append_window=16, delay=delay, trace_depth=8, **kw)
 
 
 def random_storage(cfg, rng):
@@ -63,17 +63,20 @@ def launch_args(cfg, *, steps, batch, cmd=0, sync_period=3, snapshot_period=2,
                       trace_period=trace_period, seed=seed, cmd=int(cmd))
 
 
-def scenario(cfg, batch=5):
+def scenario(cfg, batch=5, *, long=False):
     """Launches: CLEAR + LOAD + INSERT of 40 records, 6 steps with inserts, a launch that
-    STOP ends at once, 5 more steps with a different B, an empty-tree error after CLEAR, a batch
-    size error."""
+    STOP ends at once, 5 more steps with a different B, (``long``: 20 steps of max_batch
+    with 30 more records), an empty-tree error after CLEAR, a batch size error."""
     C = TrainerCmd
+    more = [Launch(launch_args(cfg, steps=20, batch=cfg.max_batch, sync_period=5,
+                               snapshot_period=4, trace_period=3), 100)] if long else []
     return [
         Launch(launch_args(cfg, steps=0, batch=batch, cmd=C.CLEAR | C.LOAD | C.INSERT), 40),
         Launch(launch_args(cfg, steps=6, batch=batch), 44),
         Launch(launch_args(cfg, steps=3, batch=batch), 50, stop=1),
         Launch(launch_args(cfg, steps=5, batch=batch + 3, snapshot_period=3,
                            trace_period=1), 70),
+        *more,
         Launch(launch_args(cfg, steps=2, batch=batch, cmd=C.CLEAR), 0),
         Launch(launch_args(cfg, steps=2, batch=cfg.max_batch + 1), 0),
     ]

@@ -1,8 +1,8 @@
 """The trainer core (:class:`rtl_gen.trainer.core.TrainerCore`) in Amaranth's simulator (fast
 tier): a small trainer (4-8-2 learner on 2 × 2 units, a 4-ary tree of 256 leaves) on a
 cycle-level AXI4 memory, launches of CLEAR + LOAD + INSERT, steps with inserts, STOP, another
-batch size, an empty tree and a refused batch size, storage widths 64, 128 and 512,
-against the golden core driven the same way: the whole storage
+batch size, an empty tree and a refused batch size, storage widths 64, 128 and 512, delay 1
+and 0, against the golden core driven the same way: the whole storage
 (snapshots, trace) after every launch, the counters, the flags, ERROR, and ``CYCLES`` against
 :func:`sw.trainer.schedule.sequential_launch_cycles` when the memory never stalls."""
 
@@ -137,9 +137,10 @@ def run_rtl(cfg, storage, launches, *, stall=0.0, seed=0):
     return out
 
 
-@pytest.mark.parametrize("width,stall", [(128, 0.0), (128, 0.25), (64, 0.0), (512, 0.0)])
-def test_launches_against_golden(width, stall):
-    cfg = small_config(storage_width=width)
+@pytest.mark.parametrize("width,stall,delay", [(128, 0.0, 1), (128, 0.25, 1), (64, 0.0, 1),
+                                               (512, 0.0, 1), (128, 0.0, 0)])
+def test_launches_against_golden(width, stall, delay):
+    cfg = small_config(storage_width=width, delay=delay)
     rng = np.random.default_rng(7)
     storage = random_storage(cfg, rng)
     gold_st = storage.copy()
