@@ -2,7 +2,7 @@
 records and a load-region weight image), launch scenarios, and the golden core
 (:class:`sw.trainer.golden.TrainerCore`) driven the way the RTL core runs a launch."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,11 +42,19 @@ def random_storage(cfg, rng):
 
 @dataclass
 class Launch:
-    """One launch: the arguments, PRODUCER and STOP as the host leaves them."""
+    """One launch: the arguments, PRODUCER and STOP as the host leaves them; ``doorbells``:
+    PRODUCER rung during the launch, the value the j-th boundary sees (the last one from
+    then on; a non-INSERT launch)."""
     args: LaunchArgs
     producer: int
     stop: int = 0
-    expect: dict = field(default_factory=dict)
+    doorbells: tuple = ()
+
+    def producer_at(self, j: int) -> int:
+        """PRODUCER at the launch's boundary j."""
+        if not self.doorbells:
+            return self.producer
+        return self.doorbells[min(j, len(self.doorbells) - 1)]
 
 
 def launch_args(cfg, *, steps, batch, cmd=0, sync_period=3, snapshot_period=2,
@@ -65,7 +73,8 @@ def launch_args(cfg, *, steps, batch, cmd=0, sync_period=3, snapshot_period=2,
 
 def scenario(cfg, batch=5, *, long=False):
     """Launches: CLEAR + LOAD + INSERT of 40 records, 6 steps with inserts, a launch that
-    STOP ends at once, 5 more steps with a different B, (``long``: 20 steps of max_batch
+    STOP ends at once, 5 more steps with a different B and doorbells during the launch
+    (the last one more than the window ahead), (``long``: 20 steps of max_batch
     with 30 more records), an empty-tree error after CLEAR, a batch size error."""
     C = TrainerCmd
     more = [Launch(launch_args(cfg, steps=20, batch=cfg.max_batch, sync_period=5,
@@ -75,7 +84,7 @@ def scenario(cfg, batch=5, *, long=False):
         Launch(launch_args(cfg, steps=6, batch=batch), 44),
         Launch(launch_args(cfg, steps=3, batch=batch), 50, stop=1),
         Launch(launch_args(cfg, steps=5, batch=batch + 3, snapshot_period=3,
-                           trace_period=1), 70),
+                           trace_period=1), 70, doorbells=(70, 70, 73, 73, 80, 99)),
         *more,
         Launch(launch_args(cfg, steps=2, batch=batch, cmd=C.CLEAR), 0),
         Launch(launch_args(cfg, steps=2, batch=cfg.max_batch + 1), 0),
@@ -96,7 +105,7 @@ def golden_launch(core: TrainerCore, launch: Launch, history=None, **latencies) 
     slots, bounds = [], []
     while True:
         w = len(core.pending[0][0]) if len(core.pending) > cfg.delay else 0
-        k = core.boundary(launch.producer)
+        k = core.boundary(launch.producer_at(len(bounds)))
         bounds.append((w, k, None))
         if args.cmd & TrainerCmd.INSERT:
             if (launch.producer - core.consumed) & 0xFFFFFFFF == 0:

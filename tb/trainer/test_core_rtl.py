@@ -2,12 +2,12 @@
 of the small trainer (4-8-2 learner on 2 × 2 units, 16 samples, a 4-ary tree of 256 leaves,
 a window of 16, delay 1) on cocotbext-axi's ``AxiRam`` holding the storage at a base above
 4 GiB: the launches of :func:`trainer.core_bench.scenario` (CLEAR + LOAD + INSERT, steps
-with inserts, STOP, another batch size, 20 steps of 16 samples, an empty tree, a refused
-batch size: 31 steps) against the
-golden core driven the same way. After each launch the storage (ring, load region, both
-snapshots and the trace), the counters, the flags and ERROR must be the golden's; without
-pauses ``CYCLES`` must be :func:`sw.trainer.schedule.sequential_launch_cycles` at
-``AxiRam``'s latencies; a second pass pauses every AXI channel at random.
+with inserts, STOP, another batch size with doorbells during the launch, 20 steps of 16
+samples, an empty tree, a refused batch size: 31 steps) against the golden core driven the
+same way. After each launch the storage (ring, load region, both snapshots and the trace),
+the counters, the flags and ERROR must be the golden's; without pauses ``CYCLES`` must be
+:func:`sw.trainer.schedule.sequential_launch_cycles` at ``AxiRam``'s latencies; a second
+pass pauses every AXI channel at random. About 50 s to build, 15 s to run.
 """
 
 import random
@@ -103,12 +103,19 @@ if cocotb is not None:
             done = int(dut.ctrl__done.value)
             await FallingEdge(dut.clk)
             dut.ctrl__start.value = 0
+            rung = 0
             for _ in range(200_000):
                 if done:
                     break
                 await RisingEdge(dut.clk)
                 await ReadOnly()
                 done = int(dut.ctrl__done.value)
+                steps = int(dut.status__steps_done.value)
+                if steps != rung and not done:
+                    # a doorbell for the boundary after step `steps` (at least 2 cycles on)
+                    rung = steps
+                    await FallingEdge(dut.clk)
+                    dut.args__producer.value = launch.producer_at(steps)
             else:
                 raise AssertionError(f"launch {i} did not end")
             await RisingEdge(dut.clk)

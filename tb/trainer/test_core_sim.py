@@ -1,16 +1,18 @@
 """The trainer core (:class:`rtl_gen.trainer.core.TrainerCore`) in Amaranth's simulator (fast
 tier): a small trainer (4-8-2 learner on 2 × 2 units, a 4-ary tree of 256 leaves) on a
 cycle-level AXI4 memory, launches of CLEAR + LOAD + INSERT, steps with inserts, STOP, another
-batch size, an empty tree and a refused batch size, storage widths 64, 128 and 512, delay 1
-and 0, against the golden core driven the same way: the whole storage
-(snapshots, trace) after every launch, the counters, the flags, ERROR, and ``CYCLES`` against
-:func:`sw.trainer.schedule.sequential_launch_cycles` when the memory never stalls."""
+batch size with doorbells during the launch, an empty tree and a refused batch size, at
+storage widths 64, 128 and 512, delay 1 and 0, against the golden core driven the same way:
+the whole storage (snapshots, trace) after every launch, the counters, the flags, ERROR, and
+``CYCLES`` against :func:`sw.trainer.schedule.sequential_launch_cycles` when the memory
+never stalls."""
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
 from rtl_gen.trainer.core import TrainerCore as RtlCore
+from rtl_gen.trainer.replay import ReplayCmd
 from sw.trainer.golden import TrainerCore
 
 from .core_bench import golden_launch, random_storage, scenario, small_config
@@ -88,7 +90,7 @@ def run_rtl(cfg, storage, launches, *, stall=0.0, seed=0):
     out = []
 
     async def bench(ctx):
-        a, c, s = dut.args, dut.ctrl, dut.status
+        a, c, s, rp = dut.args, dut.ctrl, dut.status, dut.replay
         sigs = [dut.axi(n) for n in NAMES]
         while not ctx.get(dut.replay.cmd.ready):       # the tree's sweep after reset
             mem.drive(ctx)
@@ -106,12 +108,17 @@ def run_rtl(cfg, storage, launches, *, stall=0.0, seed=0):
                               ("producer", launch.producer), ("stop", launch.stop)):
                 ctx.set(getattr(a, name), val)
             ctx.set(c.start, 1)
-            started = False
+            started, seen = False, 0
             while True:
                 mem.drive(ctx)
-                _, _, ready, done, stop_clear, *vals = await ctx.tick().sample(
-                    c.ready, c.done, dut.stop_clear, *sigs)
+                _, _, ready, done, stop_clear, bv, br, op, *vals = await ctx.tick().sample(
+                    c.ready, c.done, dut.stop_clear, rp.cmd.valid, rp.cmd.ready,
+                    rp.cmd.payload.op, *sigs)
+                bnd = bv and br and op == ReplayCmd.BOUNDARY
                 mem.sample(ctx, dict(zip(NAMES, vals)))
+                if bnd:                               # the host rings for the next boundary
+                    seen += 1
+                    ctx.set(a.producer, launch.producer_at(seen))
                 if ready:
                     ctx.set(c.start, 0)
                     started = True
