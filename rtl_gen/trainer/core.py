@@ -5,25 +5,21 @@ TrainerCore` around :class:`~rtl_gen.trainer.replay.TrainerReplay`,
 :class:`~rtl_gen.learner.core.LearnerCore`, with the storage's LOAD, snapshot and trace
 traffic on one AXI4 master."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.shell.spec import HOST_READ_LATENCY
-from sw.trainer.layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, lane_bytes,
-                               region_base, weight_offsets, weight_bytes)
 from sw.trainer.spec import COUNT_BITS, TrainerConfig, trainer_register_map
 
 from ..learner.core import FLAG_FIELDS, LearnerCore
 from ..shell.signatures import ArgsSignature, RunControlSignature, StatusSignature
 from .gather import RecordGather
-from .learner_adapter import LearnerAdapter, element_addr
+from .learner_adapter import LearnerAdapter
 from .replay import ReplayCmd, TrainerReplay
+from .storage_io import StorageIO
 
 __all__ = ["TrainerCore"]
 
-_MAX_BURST = 256
-_PAGE = 4096
 _MASK = (1 << COUNT_BITS) - 1
 
 
@@ -82,6 +78,7 @@ class TrainerCore(wiring.Component):
         self.gather = RecordGather(config, prefix="g")
         self.adapter = LearnerAdapter(config)
         self.learner = LearnerCore(config.learner)
+        self.storage_io = StorageIO(config)
         super().__init__({
             "ctrl": In(RunControlSignature(error_bits=2)),
             "args": In(ArgsSignature(regmap)),
@@ -111,6 +108,7 @@ class TrainerCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
+        W = cfg.storage_width
         m.submodules.replay = rp = self.replay
         m.submodules.gather = ga = self.gather
         m.submodules.adapter = ad = self.adapter
@@ -166,7 +164,16 @@ class TrainerCore(wiring.Component):
             m.d.sync += [trace_sum.eq(Mux(tot[32], _MASK, tot[:32])), trace_n.eq(trace_n + 1)]
 
         # -- the storage traffic (LOAD, snapshots, trace) -----------------------------------
-        io = _StorageIO(self, m, base)
+        m.submodules.storage_io = io = self.storage_io
+        m.d.comb += io.base.eq(base)
+        for n in ("awaddr", "awlen", "awvalid", "wdata", "wstrb", "wlast", "wvalid",
+                  "bready"):
+            m.d.comb += self.axi(n).eq(getattr(io, n))
+        for n in ("awready", "wready", "bvalid"):
+            m.d.comb += getattr(io, n).eq(self.axi(n))
+        m.d.comb += [self.axi("awid").eq(0), self.axi("awsize").eq(_log2(W // 8)),
+                     self.axi("awburst").eq(1), io.rdata.eq(self.axi("rdata")),
+                     io.arready.eq(self.axi("arready")), io.rvalid.eq(self.axi("rvalid"))]
 
         # -- the learner's host port: the adapter's, or the storage traffic's ---------------
         for name in ("addr", "re", "we", "wdata"):
@@ -175,9 +182,12 @@ class TrainerCore(wiring.Component):
         m.d.comb += [ad.host.rdata.eq(ln.host.rdata), io.host.rdata.eq(ln.host.rdata)]
 
         # -- the AXI master: AR/R to the gather engine or to LOAD ---------------------------
-        for n in ("arid", "araddr", "arlen", "arsize", "arburst", "arvalid"):
+        for n in ("araddr", "arlen", "arvalid"):
             m.d.comb += self.axi(n).eq(Mux(io.reading, getattr(io, n),
                                            getattr(ga, f"g_{n}")))
+        m.d.comb += [self.axi("arid").eq(Mux(io.reading, 0, ga.g_arid)),
+                     self.axi("arsize").eq(Mux(io.reading, _log2(W // 8), ga.g_arsize)),
+                     self.axi("arburst").eq(Mux(io.reading, 1, ga.g_arburst))]
         m.d.comb += [self.axi("rready").eq(Mux(io.reading, io.rready, ga.g_rready)),
                      ga.g_arready.eq(self.axi("arready") & ~io.reading),
                      ga.g_rvalid.eq(self.axi("rvalid") & ~io.reading)]
@@ -331,243 +341,3 @@ class TrainerCore(wiring.Component):
                      io.consumed.eq(rp.consumed), io.trace_sum.eq(trace_sum),
                      io.trace_n.eq(trace_n), io.trace_index.eq(trace_count)]
         return m
-
-
-class _StorageIO:
-    """The storage traffic beside the loop, built into the core's module: LOAD (AR/R bursts
-    of the load region, each weight lane into ``w<l>`` and ``tw<l>``), a snapshot (AW/W/B:
-    the BUSY header, the weights read from ``w<l>``, the header) and a trace entry. One job
-    at a time (``load``, ``snapshot``, ``trace``: one-cycle starts while idle), ``done`` one
-    cycle at its end."""
-
-    def __init__(self, core, m, base):
-        cfg = core.config
-        lc = cfg.learner
-        W = cfg.storage_width
-        nb = W // 8
-        LB = 8 * lane_bytes(cfg)
-        NL = W // LB
-        w = lc.numerics.width
-        lat = HOST_READ_LATENCY
-        host_sig = core.learner.host.signature.flip()
-        self.host = host_sig.create(path=("io_host",))
-        for n in ("load", "snapshot", "trace", "done", "reading", "rready", "arvalid"):
-            setattr(self, n, Signal(name=f"io_{n}"))
-        self.arid, self.arburst = Const(0, 1), Const(1, 2)
-        self.araddr, self.arlen = Signal(64, name="io_araddr"), Signal(8, name="io_arlen")
-        self.arsize = Const(_log2(nb), 3)
-        self.seq = Signal(32, name="io_seq")
-        self.steps_total = Signal(32, name="io_steps_total")
-        self.consumed = Signal(32, name="io_consumed")
-        self.trace_sum = Signal(32, name="io_trace_sum")
-        self.trace_n = Signal(32, name="io_trace_n")
-        self.trace_index = Signal(32, name="io_trace_index")
-        ax = core.axi
-
-        # -- the weight walker: image lanes in order, their (layer, row, col) --------------
-        shapes = lc.numerics.weight_shapes()
-        nlay = len(shapes)
-        words = [(o2 - o1) // nb for o1, o2 in
-                 zip(weight_offsets(cfg), list(weight_offsets(cfg)[1:]) + [weight_bytes(cfg)])]
-        total_words = weight_bytes(cfg) // nb
-        lay = Signal(range(nlay), name="io_layer")
-        row = Signal(range(max(r for r, _ in shapes) + 1), name="io_row")
-        col = Signal(range(max(c for _, c in shapes) + 1), name="io_col")
-        k = Signal(range(NL), name="io_lane")
-        lw = Signal(range(max(words) + 1), name="io_layer_word")
-        rows_a = Array(Const(r, len(row)) for r, _ in shapes)
-        cols_a = Array(Const(c, len(col)) for _, c in shapes)
-        words_a = Array(Const(n, len(lw)) for n in words)
-        real = Signal(name="io_real")
-        m.d.comb += real.eq(row < rows_a[lay])
-        walk_reset = [lay.eq(0), row.eq(0), col.eq(0), k.eq(0), lw.eq(0)]
-
-        def advance():
-            """The next lane of the image."""
-            last_col = col == cols_a[lay] - 1
-            with m.If(real):
-                m.d.sync += [col.eq(Mux(last_col, 0, col + 1)),
-                             row.eq(Mux(last_col, row + 1, row))]
-            with m.If(k == NL - 1):
-                m.d.sync += k.eq(0)
-                with m.If(lw == words_a[lay] - 1):
-                    m.d.sync += [lw.eq(0), lay.eq(lay + 1), row.eq(0), col.eq(0)]
-                with m.Else():
-                    m.d.sync += lw.eq(lw + 1)
-            with m.Else():
-                m.d.sync += k.eq(k + 1)
-
-        def addr_of(prefix):
-            addrs = [element_addr(lc, f"{prefix}{l}", row, col) for l in range(nlay)]
-            return (Array(x for x, _ in addrs)[lay], Array(o for _, o in addrs)[lay])
-
-        wa, wo = addr_of("w")
-        ta, to = addr_of("tw")
-
-        # -- bursts: at most 256 beats, never across 4 KiB -----------------------------------
-        addr = Signal(64, name="io_addr")          # next burst's byte address
-        left = Signal(range(total_words + HEADER_BYTES // nb + 2), name="io_left")
-        bcnt = Signal(9, name="io_bcnt")
-        to_page = Signal(range(_PAGE // nb + 1), name="io_to_page")
-        m.d.comb += to_page.eq((_PAGE - addr[:12]) >> _log2(nb))
-        nxt_len = Signal(9, name="io_next_len")
-        m.d.comb += nxt_len.eq(Mux((left < to_page) & (left <= _MAX_BURST), left,
-                                   Mux(to_page <= _MAX_BURST, to_page, _MAX_BURST)))
-
-        beat = Signal(W, name="io_beat")
-        phase = Signal(name="io_phase")
-        job = Signal(2, name="io_job")               # 0 busy header, 1 weights, 2 header
-        tags = [Signal(name=f"io_tag{t}") for t in range(lat)]
-        otags = [Signal(range(NL), name=f"io_otag{t}") for t in range(lat)]
-        offs = [Signal(range(W), name=f"io_off{t}") for t in range(lat)]
-        rtags = [Signal(name=f"io_rtag{t}") for t in range(lat)]
-        m.d.sync += [rtags[t + 1].eq(rtags[t]) for t in range(lat - 1)]
-        m.d.sync += [tags[t + 1].eq(tags[t]) for t in range(lat - 1)]
-        m.d.sync += [otags[t + 1].eq(otags[t]) for t in range(lat - 1)]
-        m.d.sync += [offs[t + 1].eq(offs[t]) for t in range(lat - 1)]
-        m.d.sync += tags[0].eq(0)
-        issued = Signal(range(NL + 1), name="io_issued")
-        arrived = Signal(range(NL + 1), name="io_arrived")
-        slot = Signal(64, name="io_slot")
-        snap0 = region_base(cfg, "snap0")
-        snap1 = region_base(cfg, "snap1")
-        m.d.comb += slot.eq(base + Mux(self.seq[0], snap1, snap0))
-        hdr_beats = HEADER_BYTES // nb
-        trace_beats = max(1, TRACE_BYTES // nb)
-        entry = Cat(self.steps_total, self.consumed, self.trace_sum, self.trace_n)
-        tr_addr = Signal(64, name="io_trace_addr")
-        tr_index = (self.trace_index[:_log2(cfg.trace_depth)] if cfg.trace_depth > 1
-                    else Const(0, 1))
-        m.d.comb += tr_addr.eq(base + region_base(cfg, "trace")
-                               + (tr_index << _log2(TRACE_BYTES)))
-        tr_shift = Signal(range(max(nb, TRACE_BYTES) * 8), name="io_trace_shift")
-        m.d.comb += tr_shift.eq((tr_addr[:_log2(nb)] if nb > TRACE_BYTES else 0) << 3)
-        tr_data = Signal(max(nb, TRACE_BYTES) * 8, name="io_trace_data")
-        tr_strb = Signal(max(nb, TRACE_BYTES), name="io_trace_strb")
-        m.d.comb += [tr_data.eq(entry << tr_shift),
-                     tr_strb.eq(Const((1 << TRACE_BYTES) - 1, TRACE_BYTES) << (tr_shift >> 3))]
-        widx = Signal(range(trace_beats + 1), name="io_widx")
-
-        m.d.comb += [ax("awid").eq(0), ax("awsize").eq(_log2(nb)), ax("awburst").eq(1),
-                     ax("bready").eq(1)]
-
-        with m.FSM(name="storage_io"):
-            with m.State("IDLE"):
-                with m.If(self.load):
-                    m.d.sync += [addr.eq(base + region_base(cfg, "load")),
-                                 left.eq(total_words), *walk_reset]
-                    m.next = "L_AR"
-                with m.If(self.snapshot):
-                    m.d.sync += [addr.eq(slot), left.eq(hdr_beats), job.eq(0), *walk_reset]
-                    m.next = "W_AW"
-                with m.If(self.trace):
-                    m.d.sync += [addr.eq(tr_addr & ~(nb - 1)), left.eq(trace_beats),
-                                 job.eq(3), widx.eq(0)]
-                    m.next = "W_AW"
-            # -- LOAD: read bursts, two host writes per real lane ----------------------------
-            with m.State("L_AR"):
-                m.d.comb += [self.reading.eq(1), self.arvalid.eq(1), self.araddr.eq(addr),
-                             self.arlen.eq(nxt_len - 1)]
-                with m.If(ax("arready")):
-                    m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
-                                 left.eq(left - nxt_len), bcnt.eq(nxt_len)]
-                    m.next = "L_R"
-            with m.State("L_R"):
-                m.d.comb += [self.reading.eq(1), self.rready.eq(1)]
-                with m.If(ax("rvalid")):
-                    m.d.sync += [beat.eq(ax("rdata")), bcnt.eq(bcnt - 1), phase.eq(0)]
-                    m.next = "L_LANE"
-            with m.State("L_LANE"):
-                m.d.comb += self.reading.eq(1)
-                v = beat.word_select(k, LB)[:w]
-                o = Mux(phase, to, wo)
-                with m.If(real):
-                    m.d.comb += [self.host.addr.eq(Mux(phase, ta, wa)),
-                                 self.host.we.eq(((1 << (w // 8)) - 1) << (o >> 3)),
-                                 self.host.wdata.eq(v << o)]
-                last_lane = k == NL - 1
-                with m.If(real & ~phase):
-                    m.d.sync += phase.eq(1)
-                with m.Else():
-                    m.d.sync += phase.eq(0)
-                    advance()
-                    with m.If(last_lane):
-                        with m.If(bcnt != 0):
-                            m.next = "L_R"
-                        with m.Elif(left != 0):
-                            m.next = "L_AR"
-                        with m.Else():
-                            m.next = "DONE"
-            # -- writes: AW, then beats, then B ------------------------------------------
-            with m.State("W_AW"):
-                m.d.comb += [ax("awvalid").eq(1), ax("awaddr").eq(addr),
-                             ax("awlen").eq(nxt_len - 1)]
-                with m.If(ax("awready")):
-                    m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
-                                 left.eq(left - nxt_len), bcnt.eq(nxt_len),
-                                 issued.eq(0), arrived.eq(0), beat.eq(0)]
-                    with m.If(job == 1):
-                        m.next = "W_FETCH"
-                    with m.Else():
-                        m.next = "W_BEAT"
-            with m.State("W_FETCH"):
-                # NL host reads of the beat's lanes (padding lanes read nothing)
-                with m.If(issued < NL):
-                    m.d.comb += [self.host.addr.eq(wa), self.host.re.eq(real)]
-                    m.d.sync += [tags[0].eq(1), rtags[0].eq(real), otags[0].eq(k),
-                                 offs[0].eq(wo),
-                                 issued.eq(issued + 1)]
-                    advance()
-                with m.If(arrived == NL):
-                    m.next = "W_BEAT"
-            with m.State("W_BEAT"):
-                first = bcnt == hdr_beats
-                with m.Switch(job):
-                    with m.Case(0):
-                        m.d.comb += ax("wdata").eq(Mux(first, SNAPSHOT_BUSY, 0))
-                    with m.Case(1):
-                        m.d.comb += ax("wdata").eq(beat)
-                    with m.Case(2):
-                        m.d.comb += ax("wdata").eq(Mux(first, Cat(self.seq, self.steps_total),
-                                                       0))
-                    with m.Case(3):
-                        m.d.comb += ax("wdata").eq(tr_data.word_select(widx, W)
-                                                   if trace_beats > 1 else tr_data[:W])
-                m.d.comb += [ax("wvalid").eq(1), ax("wlast").eq(bcnt == 1),
-                             ax("wstrb").eq((1 << nb) - 1)]
-                with m.If(job == 3):
-                    m.d.comb += ax("wstrb").eq(tr_strb.word_select(widx, nb)
-                                               if trace_beats > 1 else tr_strb[:nb])
-                with m.If(ax("wready")):
-                    m.d.sync += [bcnt.eq(bcnt - 1), issued.eq(0), arrived.eq(0),
-                                 beat.eq(0)]
-                    with m.If(job == 3):
-                        m.d.sync += widx.eq(widx + 1)
-                    with m.If(bcnt == 1):
-                        m.next = "W_B"
-                    with m.Elif(job == 1):
-                        m.next = "W_FETCH"
-            with m.State("W_B"):
-                with m.If(ax("bvalid")):
-                    with m.If(left != 0):
-                        m.next = "W_AW"
-                    with m.Elif(job == 0):
-                        m.d.sync += [job.eq(1), left.eq(total_words),
-                                     addr.eq(slot + HEADER_BYTES)]
-                        m.next = "W_AW"
-                    with m.Elif(job == 1):
-                        m.d.sync += [job.eq(2), left.eq(hdr_beats), addr.eq(slot)]
-                        m.next = "W_AW"
-                    with m.Else():
-                        m.next = "DONE"
-            with m.State("DONE"):
-                m.d.comb += self.done.eq(1)
-                m.next = "IDLE"
-
-        # the fetched lanes into the beat (padding lanes stay 0)
-        tl, rl, ol, fl = tags[-1], rtags[-1], otags[-1], offs[-1]
-        with m.If(tl):
-            m.d.sync += arrived.eq(arrived + 1)
-            with m.If(rl):
-                val = self.host.rdata.bit_select(fl, w).as_signed()
-                m.d.sync += beat.word_select(ol, LB).eq(val)

@@ -1,0 +1,325 @@
+"""The trainer core's storage traffic beside its loop, in gateware: LOAD (the load region's
+weight image into the learner's ``w<l>`` and ``tw<l>``), weight snapshots and trace entries
+(:mod:`sw.trainer.layout`), on the AR/R and AW/W/B channels of the core's AXI4 master and
+the learner's host port."""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sw.learner.layout import mem_addr_bits
+from sw.shell.spec import HOST_READ_LATENCY
+from sw.trainer.layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, lane_bytes,
+                               region_base, weight_offsets, weight_bytes)
+from sw.trainer.spec import TrainerConfig
+
+from ..shell.signatures import MemoryPortSignature
+from .learner_adapter import element_addr
+
+__all__ = ["StorageIO"]
+
+_MAX_BURST = 256
+_PAGE = 4096
+
+
+def _log2(n):
+    return n.bit_length() - 1
+
+
+class StorageIO(wiring.Component):
+    """One storage job at a time beside the trainer's loop.
+
+    Jobs (one-cycle starts while idle; ``done`` one cycle at the end):
+
+    ``load``
+        AR bursts of the load region (at most 256 beats, never across 4 KiB), one beat
+        taken at a time; each lane of a beat that holds a weight is written into ``w<l>``
+        (one cycle) and ``tw<l>`` (one cycle) through :attr:`host`, a padding lane takes one
+        cycle (:func:`sw.trainer.schedule.sequential_load_cycles`).
+    ``snapshot``
+        Slot ``seq % 2``: the header as ``SNAPSHOT_BUSY``, the weight image (each beat's
+        lanes read from ``w<l>``, one read per cycle, assembled, then written), the header
+        with ``seq`` and ``steps_total``; each burst waits for its B response
+        (:func:`~sw.trainer.schedule.sequential_snapshot_cycles`).
+    ``trace``
+        Entry ``trace_index % trace_depth`` (STEPS_TOTAL, CONSUMED, Σ|Q - y|, its count) with
+        its byte strobes (:func:`~sw.trainer.schedule.sequential_trace_cycles`).
+
+    Parameters
+    ----------
+    config : TrainerConfig
+
+    Members
+    -------
+    load, snapshot, trace : ``In(1)``
+    done : ``Out(1)``
+    base : ``In(64)``
+        The storage's byte address (4 KiB aligned), held during a job.
+    seq, steps_total, consumed, trace_sum, trace_n, trace_index : ``In(32)``
+        The snapshot's sequence number and the header and trace words, held during a job.
+    host : ``Out(MemoryPortSignature(...))``
+        To the learner's host port (the learner idle).
+    reading : ``Out(1)``
+        A LOAD owns AR and R (the core's multiplexer).
+    araddr, arlen, arvalid, rready : ``Out``; arready, rdata, rvalid : ``In``
+        AR and R (INCR bursts of ``storage_width / 8``-byte beats; R's ID, RESP and LAST
+        are not checked).
+    awaddr, awlen, awvalid, wdata, wstrb, wlast, wvalid, bready : ``Out``;
+    awready, wready, bvalid : ``In``
+        AW, W and B.
+
+    Raises
+    ------
+    TypeError
+        ``config`` is not a :class:`~sw.trainer.spec.TrainerConfig`.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, TrainerConfig):
+            raise TypeError(f"config must be a TrainerConfig, not {config!r}")
+        self._config = config
+        lc = config.learner
+        D = lc.axi_data_width
+        W = config.storage_width
+        super().__init__({
+            "load": In(1), "snapshot": In(1), "trace": In(1), "done": Out(1),
+            "base": In(64), "seq": In(32), "steps_total": In(32), "consumed": In(32),
+            "trace_sum": In(32), "trace_n": In(32), "trace_index": In(32),
+            "host": Out(MemoryPortSignature(
+                data_width=D, addr_width=mem_addr_bits(lc) - (D // 8 - 1).bit_length(),
+                read_latency=HOST_READ_LATENCY)),
+            "reading": Out(1),
+            "araddr": Out(64), "arlen": Out(8), "arvalid": Out(1), "arready": In(1),
+            "rdata": In(W), "rvalid": In(1), "rready": Out(1),
+            "awaddr": Out(64), "awlen": Out(8), "awvalid": Out(1), "awready": In(1),
+            "wdata": Out(W), "wstrb": Out(W // 8), "wlast": Out(1), "wvalid": Out(1),
+            "wready": In(1), "bvalid": In(1), "bready": Out(1),
+        })
+
+    @property
+    def config(self) -> TrainerConfig:
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        lc = cfg.learner
+        W = cfg.storage_width
+        nb = W // 8
+        LB = 8 * lane_bytes(cfg)
+        NL = W // LB
+        w = lc.numerics.width
+        lat = HOST_READ_LATENCY
+        base = self.base
+
+        def ax(name):
+            return getattr(self, name)
+
+
+        # -- the weight walker: image lanes in order, their (layer, row, col) --------------
+        shapes = lc.numerics.weight_shapes()
+        nlay = len(shapes)
+        words = [(o2 - o1) // nb for o1, o2 in
+                 zip(weight_offsets(cfg), list(weight_offsets(cfg)[1:]) + [weight_bytes(cfg)])]
+        total_words = weight_bytes(cfg) // nb
+        lay = Signal(range(nlay), name="io_layer")
+        row = Signal(range(max(r for r, _ in shapes) + 1), name="io_row")
+        col = Signal(range(max(c for _, c in shapes) + 1), name="io_col")
+        k = Signal(range(NL), name="io_lane")
+        lw = Signal(range(max(words) + 1), name="io_layer_word")
+        rows_a = Array(Const(r, len(row)) for r, _ in shapes)
+        cols_a = Array(Const(c, len(col)) for _, c in shapes)
+        words_a = Array(Const(n, len(lw)) for n in words)
+        real = Signal(name="io_real")
+        m.d.comb += real.eq(row < rows_a[lay])
+        walk_reset = [lay.eq(0), row.eq(0), col.eq(0), k.eq(0), lw.eq(0)]
+
+        def advance():
+            """The next lane of the image."""
+            last_col = col == cols_a[lay] - 1
+            with m.If(real):
+                m.d.sync += [col.eq(Mux(last_col, 0, col + 1)),
+                             row.eq(Mux(last_col, row + 1, row))]
+            with m.If(k == NL - 1):
+                m.d.sync += k.eq(0)
+                with m.If(lw == words_a[lay] - 1):
+                    m.d.sync += [lw.eq(0), lay.eq(lay + 1), row.eq(0), col.eq(0)]
+                with m.Else():
+                    m.d.sync += lw.eq(lw + 1)
+            with m.Else():
+                m.d.sync += k.eq(k + 1)
+
+        def addr_of(prefix):
+            addrs = [element_addr(lc, f"{prefix}{l}", row, col) for l in range(nlay)]
+            return (Array(x for x, _ in addrs)[lay], Array(o for _, o in addrs)[lay])
+
+        wa, wo = addr_of("w")
+        ta, to = addr_of("tw")
+
+        # -- bursts: at most 256 beats, never across 4 KiB -----------------------------------
+        addr = Signal(64, name="io_addr")          # next burst's byte address
+        left = Signal(range(total_words + HEADER_BYTES // nb + 2), name="io_left")
+        bcnt = Signal(9, name="io_bcnt")
+        to_page = Signal(range(_PAGE // nb + 1), name="io_to_page")
+        m.d.comb += to_page.eq((_PAGE - addr[:12]) >> _log2(nb))
+        nxt_len = Signal(9, name="io_next_len")
+        m.d.comb += nxt_len.eq(Mux((left < to_page) & (left <= _MAX_BURST), left,
+                                   Mux(to_page <= _MAX_BURST, to_page, _MAX_BURST)))
+
+        beat = Signal(W, name="io_beat")
+        phase = Signal(name="io_phase")
+        job = Signal(2, name="io_job")               # 0 busy header, 1 weights, 2 header
+        tags = [Signal(name=f"io_tag{t}") for t in range(lat)]
+        otags = [Signal(range(NL), name=f"io_otag{t}") for t in range(lat)]
+        offs = [Signal(range(W), name=f"io_off{t}") for t in range(lat)]
+        rtags = [Signal(name=f"io_rtag{t}") for t in range(lat)]
+        m.d.sync += [rtags[t + 1].eq(rtags[t]) for t in range(lat - 1)]
+        m.d.sync += [tags[t + 1].eq(tags[t]) for t in range(lat - 1)]
+        m.d.sync += [otags[t + 1].eq(otags[t]) for t in range(lat - 1)]
+        m.d.sync += [offs[t + 1].eq(offs[t]) for t in range(lat - 1)]
+        m.d.sync += tags[0].eq(0)
+        issued = Signal(range(NL + 1), name="io_issued")
+        arrived = Signal(range(NL + 1), name="io_arrived")
+        slot = Signal(64, name="io_slot")
+        snap0 = region_base(cfg, "snap0")
+        snap1 = region_base(cfg, "snap1")
+        m.d.comb += slot.eq(base + Mux(self.seq[0], snap1, snap0))
+        hdr_beats = HEADER_BYTES // nb
+        trace_beats = max(1, TRACE_BYTES // nb)
+        entry = Cat(self.steps_total, self.consumed, self.trace_sum, self.trace_n)
+        tr_addr = Signal(64, name="io_trace_addr")
+        tr_index = (self.trace_index[:_log2(cfg.trace_depth)] if cfg.trace_depth > 1
+                    else Const(0, 1))
+        m.d.comb += tr_addr.eq(base + region_base(cfg, "trace")
+                               + (tr_index << _log2(TRACE_BYTES)))
+        tr_shift = Signal(range(max(nb, TRACE_BYTES) * 8), name="io_trace_shift")
+        m.d.comb += tr_shift.eq((tr_addr[:_log2(nb)] if nb > TRACE_BYTES else 0) << 3)
+        tr_data = Signal(max(nb, TRACE_BYTES) * 8, name="io_trace_data")
+        tr_strb = Signal(max(nb, TRACE_BYTES), name="io_trace_strb")
+        m.d.comb += [tr_data.eq(entry << tr_shift),
+                     tr_strb.eq(Const((1 << TRACE_BYTES) - 1, TRACE_BYTES) << (tr_shift >> 3))]
+        widx = Signal(range(trace_beats + 1), name="io_widx")
+
+        m.d.comb += ax("bready").eq(1)
+
+        with m.FSM(name="storage_io"):
+            with m.State("IDLE"):
+                with m.If(self.load):
+                    m.d.sync += [addr.eq(base + region_base(cfg, "load")),
+                                 left.eq(total_words), *walk_reset]
+                    m.next = "L_AR"
+                with m.If(self.snapshot):
+                    m.d.sync += [addr.eq(slot), left.eq(hdr_beats), job.eq(0), *walk_reset]
+                    m.next = "W_AW"
+                with m.If(self.trace):
+                    m.d.sync += [addr.eq(tr_addr & ~(nb - 1)), left.eq(trace_beats),
+                                 job.eq(3), widx.eq(0)]
+                    m.next = "W_AW"
+            # -- LOAD: read bursts, two host writes per real lane ----------------------------
+            with m.State("L_AR"):
+                m.d.comb += [self.reading.eq(1), self.arvalid.eq(1), self.araddr.eq(addr),
+                             self.arlen.eq(nxt_len - 1)]
+                with m.If(ax("arready")):
+                    m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
+                                 left.eq(left - nxt_len), bcnt.eq(nxt_len)]
+                    m.next = "L_R"
+            with m.State("L_R"):
+                m.d.comb += [self.reading.eq(1), self.rready.eq(1)]
+                with m.If(ax("rvalid")):
+                    m.d.sync += [beat.eq(ax("rdata")), bcnt.eq(bcnt - 1), phase.eq(0)]
+                    m.next = "L_LANE"
+            with m.State("L_LANE"):
+                m.d.comb += self.reading.eq(1)
+                v = beat.word_select(k, LB)[:w]
+                o = Mux(phase, to, wo)
+                with m.If(real):
+                    m.d.comb += [self.host.addr.eq(Mux(phase, ta, wa)),
+                                 self.host.we.eq(((1 << (w // 8)) - 1) << (o >> 3)),
+                                 self.host.wdata.eq(v << o)]
+                last_lane = k == NL - 1
+                with m.If(real & ~phase):
+                    m.d.sync += phase.eq(1)
+                with m.Else():
+                    m.d.sync += phase.eq(0)
+                    advance()
+                    with m.If(last_lane):
+                        with m.If(bcnt != 0):
+                            m.next = "L_R"
+                        with m.Elif(left != 0):
+                            m.next = "L_AR"
+                        with m.Else():
+                            m.next = "DONE"
+            # -- writes: AW, then beats, then B ------------------------------------------
+            with m.State("W_AW"):
+                m.d.comb += [ax("awvalid").eq(1), ax("awaddr").eq(addr),
+                             ax("awlen").eq(nxt_len - 1)]
+                with m.If(ax("awready")):
+                    m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
+                                 left.eq(left - nxt_len), bcnt.eq(nxt_len),
+                                 issued.eq(0), arrived.eq(0), beat.eq(0)]
+                    with m.If(job == 1):
+                        m.next = "W_FETCH"
+                    with m.Else():
+                        m.next = "W_BEAT"
+            with m.State("W_FETCH"):
+                # NL host reads of the beat's lanes (padding lanes read nothing)
+                with m.If(issued < NL):
+                    m.d.comb += [self.host.addr.eq(wa), self.host.re.eq(real)]
+                    m.d.sync += [tags[0].eq(1), rtags[0].eq(real), otags[0].eq(k),
+                                 offs[0].eq(wo),
+                                 issued.eq(issued + 1)]
+                    advance()
+                with m.If(arrived == NL):
+                    m.next = "W_BEAT"
+            with m.State("W_BEAT"):
+                first = bcnt == hdr_beats
+                with m.Switch(job):
+                    with m.Case(0):
+                        m.d.comb += ax("wdata").eq(Mux(first, SNAPSHOT_BUSY, 0))
+                    with m.Case(1):
+                        m.d.comb += ax("wdata").eq(beat)
+                    with m.Case(2):
+                        m.d.comb += ax("wdata").eq(Mux(first, Cat(self.seq, self.steps_total),
+                                                       0))
+                    with m.Case(3):
+                        m.d.comb += ax("wdata").eq(tr_data.word_select(widx, W)
+                                                   if trace_beats > 1 else tr_data[:W])
+                m.d.comb += [ax("wvalid").eq(1), ax("wlast").eq(bcnt == 1),
+                             ax("wstrb").eq((1 << nb) - 1)]
+                with m.If(job == 3):
+                    m.d.comb += ax("wstrb").eq(tr_strb.word_select(widx, nb)
+                                               if trace_beats > 1 else tr_strb[:nb])
+                with m.If(ax("wready")):
+                    m.d.sync += [bcnt.eq(bcnt - 1), issued.eq(0), arrived.eq(0),
+                                 beat.eq(0)]
+                    with m.If(job == 3):
+                        m.d.sync += widx.eq(widx + 1)
+                    with m.If(bcnt == 1):
+                        m.next = "W_B"
+                    with m.Elif(job == 1):
+                        m.next = "W_FETCH"
+            with m.State("W_B"):
+                with m.If(ax("bvalid")):
+                    with m.If(left != 0):
+                        m.next = "W_AW"
+                    with m.Elif(job == 0):
+                        m.d.sync += [job.eq(1), left.eq(total_words),
+                                     addr.eq(slot + HEADER_BYTES)]
+                        m.next = "W_AW"
+                    with m.Elif(job == 1):
+                        m.d.sync += [job.eq(2), left.eq(hdr_beats), addr.eq(slot)]
+                        m.next = "W_AW"
+                    with m.Else():
+                        m.next = "DONE"
+            with m.State("DONE"):
+                m.d.comb += self.done.eq(1)
+                m.next = "IDLE"
+
+        # the fetched lanes into the beat (padding lanes stay 0)
+        tl, rl, ol, fl = tags[-1], rtags[-1], otags[-1], offs[-1]
+        with m.If(tl):
+            m.d.sync += arrived.eq(arrived + 1)
+            with m.If(rl):
+                val = self.host.rdata.bit_select(fl, w).as_signed()
+                m.d.sync += beat.word_select(ol, LB).eq(val)
+        return m
