@@ -107,12 +107,21 @@ class TrainerCore(wiring.Component):
     # -----------------------------------------------------------------------------------------
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        W = cfg.storage_width
-        m.submodules.replay = rp = self.replay
-        m.submodules.gather = ga = self.gather
-        m.submodules.adapter = ad = self.adapter
-        m.submodules.learner = ln = self.learner
+        m.submodules.replay = self.replay
+        m.submodules.gather = self.gather
+        m.submodules.adapter = self.adapter
+        m.submodules.learner = self.learner
+        m.submodules.storage_io = self.storage_io
+        self._connect_blocks(m)
+        base = Signal(64)
+        self._bind_bus(m, base)
+        self._sequencer(m, base)
+        return m
+
+    def _connect_blocks(self, m):
+        """The loop's data path: replay slots to the gather engine, records and IS weights
+        to the learner adapter, the adapter on the learner, TD errors back to the replay."""
+        rp, ga, ad, ln = self.replay, self.gather, self.adapter, self.learner
         wiring.connect(m, ad.learner_ctrl, ln.ctrl)
         wiring.connect(m, ad.learner_args, ln.args)
         wiring.connect(m, ga.rec, ad.rec)
@@ -121,13 +130,51 @@ class TrainerCore(wiring.Component):
         m.d.comb += [ga.idx.payload.eq(rp.sample.payload.slot),
                      ga.idx.valid.eq(rp.sample.valid), rp.sample.ready.eq(ga.idx.ready)]
 
+    def _bind_bus(self, m, base):
+        """The AXI4 master (AR/R: the gather engine, or StorageIO during LOAD; AW/W/B:
+        StorageIO) and the learner's host port (the adapter while it runs, else
+        StorageIO)."""
+        ga, ad, ln, io = self.gather, self.adapter, self.learner, self.storage_io
+        W = self._config.storage_width
+        m.d.comb += [ga.base.eq(base), io.base.eq(base)]
+        # -- the storage traffic (LOAD, snapshots, trace) -----------------------------------
+        for n in ("awaddr", "awlen", "awvalid", "wdata", "wstrb", "wlast", "wvalid",
+                  "bready"):
+            m.d.comb += self.axi(n).eq(getattr(io, n))
+        for n in ("awready", "wready", "bvalid"):
+            m.d.comb += getattr(io, n).eq(self.axi(n))
+        m.d.comb += [self.axi("awid").eq(0), self.axi("awsize").eq(_log2(W // 8)),
+                     self.axi("awburst").eq(1), io.rdata.eq(self.axi("rdata")),
+                     io.arready.eq(self.axi("arready")), io.rvalid.eq(self.axi("rvalid"))]
+
+        # -- the learner's host port: the adapter's, or the storage traffic's ---------------
+        for name in ("addr", "re", "we", "wdata"):
+            m.d.comb += getattr(ln.host, name).eq(
+                Mux(ad.busy, getattr(ad.host, name), getattr(io.host, name)))
+        m.d.comb += [ad.host.rdata.eq(ln.host.rdata), io.host.rdata.eq(ln.host.rdata)]
+
+        # -- the AXI master: AR/R to the gather engine or to LOAD ---------------------------
+        for n in ("araddr", "arlen", "arvalid"):
+            m.d.comb += self.axi(n).eq(Mux(io.reading, getattr(io, n),
+                                           getattr(ga, f"g_{n}")))
+        m.d.comb += [self.axi("arid").eq(Mux(io.reading, 0, ga.g_arid)),
+                     self.axi("arsize").eq(Mux(io.reading, _log2(W // 8), ga.g_arsize)),
+                     self.axi("arburst").eq(Mux(io.reading, 1, ga.g_arburst))]
+        m.d.comb += [self.axi("rready").eq(Mux(io.reading, io.rready, ga.g_rready)),
+                     ga.g_arready.eq(self.axi("arready") & ~io.reading),
+                     ga.g_rvalid.eq(self.axi("rvalid") & ~io.reading)]
+        for n in ("rid", "rdata", "rresp", "rlast"):
+            m.d.comb += getattr(ga, f"g_{n}").eq(self.axi(n))
+
+    def _sequencer(self, m, base):
+        """The launch and step sequence, the latched arguments, the counters and flags."""
+        cfg = self._config
+        rp, ad, ln, io = self.replay, self.adapter, self.learner, self.storage_io
         a = self.args
         # -- latched arguments --------------------------------------------------------------
         L = {n: Signal(len(getattr(a, n)), name=f"arg_{n}") for n in (
             "cmd", "steps", "batch_size", "lr", "gamma", "alpha", "beta", "eps",
             "sync_period", "snapshot_period", "trace_period", "seed")}
-        base = Signal(64)
-        m.d.comb += ga.base.eq(base)
 
         # -- counters -----------------------------------------------------------------------
         steps_done, steps_total, sampled = Signal(32), Signal(32), Signal(32)
@@ -162,37 +209,6 @@ class TrainerCore(wiring.Component):
             tot = Signal(33)
             m.d.comb += tot.eq(trace_sum + mag)
             m.d.sync += [trace_sum.eq(Mux(tot[32], _MASK, tot[:32])), trace_n.eq(trace_n + 1)]
-
-        # -- the storage traffic (LOAD, snapshots, trace) -----------------------------------
-        m.submodules.storage_io = io = self.storage_io
-        m.d.comb += io.base.eq(base)
-        for n in ("awaddr", "awlen", "awvalid", "wdata", "wstrb", "wlast", "wvalid",
-                  "bready"):
-            m.d.comb += self.axi(n).eq(getattr(io, n))
-        for n in ("awready", "wready", "bvalid"):
-            m.d.comb += getattr(io, n).eq(self.axi(n))
-        m.d.comb += [self.axi("awid").eq(0), self.axi("awsize").eq(_log2(W // 8)),
-                     self.axi("awburst").eq(1), io.rdata.eq(self.axi("rdata")),
-                     io.arready.eq(self.axi("arready")), io.rvalid.eq(self.axi("rvalid"))]
-
-        # -- the learner's host port: the adapter's, or the storage traffic's ---------------
-        for name in ("addr", "re", "we", "wdata"):
-            m.d.comb += getattr(ln.host, name).eq(
-                Mux(ad.busy, getattr(ad.host, name), getattr(io.host, name)))
-        m.d.comb += [ad.host.rdata.eq(ln.host.rdata), io.host.rdata.eq(ln.host.rdata)]
-
-        # -- the AXI master: AR/R to the gather engine or to LOAD ---------------------------
-        for n in ("araddr", "arlen", "arvalid"):
-            m.d.comb += self.axi(n).eq(Mux(io.reading, getattr(io, n),
-                                           getattr(ga, f"g_{n}")))
-        m.d.comb += [self.axi("arid").eq(Mux(io.reading, 0, ga.g_arid)),
-                     self.axi("arsize").eq(Mux(io.reading, _log2(W // 8), ga.g_arsize)),
-                     self.axi("arburst").eq(Mux(io.reading, 1, ga.g_arburst))]
-        m.d.comb += [self.axi("rready").eq(Mux(io.reading, io.rready, ga.g_rready)),
-                     ga.g_arready.eq(self.axi("arready") & ~io.reading),
-                     ga.g_rvalid.eq(self.axi("rvalid") & ~io.reading)]
-        for n in ("rid", "rdata", "rresp", "rlast"):
-            m.d.comb += getattr(ga, f"g_{n}").eq(self.axi(n))
 
         # -- the sequencer ------------------------------------------------------------------
         rc = rp.cmd.payload
@@ -340,4 +356,3 @@ class TrainerCore(wiring.Component):
         m.d.comb += [io.seq.eq(snap_seq + 1), io.steps_total.eq(steps_total),
                      io.consumed.eq(rp.consumed), io.trace_sum.eq(trace_sum),
                      io.trace_n.eq(trace_n), io.trace_index.eq(trace_count)]
-        return m
