@@ -93,8 +93,8 @@ class LearnerCore(wiring.Component):
     which registers the row of the ReLU mask it applies, ``2R + C + 7`` for WA, which reads the
     scratchpad row, adds and writes it back). LOSS handles one sample and S
     outputs per cycle, WU S weights per layer per cycle. :mod:`sw.learner.schedule` gives
-    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11985 cycles on
-    4 × 4 units, 3532 on 8 × 8 (sub-batches of 8), and 3639 with 8 × 8 units on the
+    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11987 cycles on
+    4 × 4 units, 3534 on 8 × 8 (sub-batches of 8), and 3641 with 8 × 8 units on the
     64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
 
     Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW), each
