@@ -32,7 +32,7 @@ class TrainerCore(wiring.Component):
     learner step).
 
     A launch (``ctrl.start`` while idle; the arguments latched): BATCH_SIZE outside
-    1..max_batch ends it with ERROR 1; else CLEAR (the tree, the queue, the counters, the
+    1..max_batch ends it with ERROR 1, a BASE not 4 KiB aligned with ERROR 3; else CLEAR (the tree, the queue, the counters, the
     target-sync count; the PRNG seeded), then LOAD (the load region's weight image into the
     learner's ``w<l>`` and ``tw<l>``), then steps. A step: BOUNDARY with PRODUCER; the launch
     ends if STOP is set (STATUS.STOPPED, ``stop_clear`` pulses), STEPS steps are done, or the
@@ -236,6 +236,9 @@ class TrainerCore(wiring.Component):
                     m.d.comb += rp.clear_flags.eq(1)
                     with m.If((a.batch_size == 0) | (a.batch_size > cfg.max_batch)):
                         m.d.sync += err.eq(1)
+                        m.next = "END"
+                    with m.Elif(a.base_lo[:12] != 0):       # BASE not 4 KiB aligned
+                        m.d.sync += err.eq(3)
                         m.next = "END"
                     with m.Elif(a.cmd[0]):
                         m.next = "CLEAR"

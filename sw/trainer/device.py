@@ -11,8 +11,11 @@ a virtual clock, on the shared ``ap_ctrl_hs`` shell model
   core reaches through its AXI4 master: unlike an accelerator's memory window it is never
   locked, the host appends records while a launch runs;
 * a launch: the golden core (:class:`~sw.trainer.golden.TrainerCore`) steps lazily as the
-  clock advances, each boundary at the cycle the cycle model (:mod:`sw.trainer.schedule`)
-  puts it, so a doorbell written between two boundaries is seen at the second, as in the RTL.
+  clock advances, each boundary at the cycle the sequential core's cycle model
+  (:func:`sw.trainer.schedule.sequential_launch_cycles` and its parts, which the gateware
+  :class:`~rtl_gen.trainer.core.TrainerCore` is tested against) puts it, so a doorbell
+  written between two boundaries is seen at the second, as in the RTL, and CYCLES reads what
+  the RTL's reads with a memory of ``read_latency`` that never stalls.
   The launch ends after STEPS steps, at the first boundary that sees STOP (STATUS.STOPPED),
   or with STATUS.ERROR = 2 at a boundary whose tree is empty; the core then writes a weight
   snapshot if it ran a step (the actors' copy is always the newest).
@@ -23,8 +26,9 @@ import numpy as np
 from sw.driver.golden_base import ApCtrlGoldenDevice, Run
 
 from .golden import LaunchArgs, TrainerCore
-from .layout import storage_bytes, weight_bytes
-from .schedule import HANDOFF, READ_LATENCY, snapshot_cycles, step_cycles
+from .layout import storage_bytes
+from .schedule import (READ_LATENCY, boundary_cycles, clear_cycles, sequential_load_cycles,
+                       sequential_snapshot_cycles, sequential_step_cycles)
 from .spec import (STATUS_FLAGS, TRAINER_ERRORS, TrainerCmd, TrainerConfig, hw_info_values,
                    trainer_register_map)
 
@@ -82,6 +86,7 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
         super().reset()
         getattr(self, "_written_registers", {}).clear()   # the drivers' register cache too
         self._launch = None
+        self._last_batch = None                  # the divider's B (kept across launches)
         self.log = []
         if self.core is not None:
             self.core.clear(0)
@@ -101,18 +106,18 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
         cfg = self._config
         self._q["STOP", "STOP"] = 0                   # a stale STOP does not end the launch
         if not 1 <= args.batch <= cfg.max_batch:
-            return Run(error=TRAINER_ERRORS["batch_size"], length=1)
+            return Run(error=TRAINER_ERRORS["batch_size"], length=2, cycles=1)
         base = (self._arg("BASE_HI") << 32) | self._arg("BASE_LO")
         if base % 4096:
-            return Run(error=TRAINER_ERRORS["base"], length=1)
+            return Run(error=TRAINER_ERRORS["base"], length=2, cycles=1)
         # The model's memory is the storage alone: every base address reaches it (a board
         # decodes BASE into its DDR; here the address bits above the storage are not used).
         self.core.begin(args)
         at = 1
         if args.cmd & TrainerCmd.CLEAR:
-            at += sum(cfg.tree.level_groups)
+            at += 1 + clear_cycles(cfg)
         if args.cmd & TrainerCmd.LOAD:
-            at += self._read_latency + -(-weight_bytes(cfg) // (cfg.storage_width // 8))
+            at += sequential_load_cycles(cfg, self._read_latency)
         self._launch = {"args": args, "next": self.cycle + at, "done": 0, "error": 0,
                         "stopped": False}
         self._launch_at = self.cycle
@@ -132,43 +137,44 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
 
     def _boundary(self):
         """One step boundary of the running launch, at cycle ``self._launch['next']``."""
-        launch, core, args = self._launch, self.core, self._launch["args"]
+        launch, core, args, cfg = self._launch, self.core, self._launch["args"], self._config
         at = launch["next"]
+        writeback = len(core.pending[0][0]) if len(core.pending) > cfg.delay else 0
         inserts = core.boundary(self._q["PRODUCER", "PRODUCER"])
-        only = bool(args.cmd & TrainerCmd.INSERT)
+        boundary = boundary_cycles(cfg, writeback, inserts) + 2
         end = None
-        if only:
-            ahead = (self._q["PRODUCER", "PRODUCER"] - core.consumed) & 0xFFFFFFFF
-            if not ahead:
-                end = at + 2 * inserts + HANDOFF
+        if args.cmd & TrainerCmd.INSERT:
+            if (self._q["PRODUCER", "PRODUCER"] - core.consumed) & 0xFFFFFFFF:
+                launch["next"] = at + boundary
             else:
-                launch["next"] = at + 2 * inserts + HANDOFF
+                end = at + boundary
         elif self._q["STOP", "STOP"]:
             self._q["STOP", "STOP"] = 0
             launch["stopped"] = True
-            end = at + 1
+            end = at + boundary
         elif args.steps and launch["done"] >= args.steps:
-            end = at + 1
+            end = at + boundary
         elif not core.can_step():
             launch["error"] = TRAINER_ERRORS["empty"]
-            end = at + 1
+            end = at + boundary
         else:
-            seq = core.snapshot_seq
+            seq, traces = core.snapshot_seq, core.trace_count
             rec = core.step(args)
             if self.keep_log:
                 self.log.append(rec)
-            launch["next"] = at + step_cycles(self._config, args.batch, inserts,
-                                              first=launch["done"] == 0,
-                                              read_latency=self._read_latency)
-            if core.snapshot_seq != seq:
-                launch["next"] += snapshot_cycles(self._config)
+            launch["next"] = at + sequential_step_cycles(
+                cfg, args.batch, writeback, inserts, divide=self._last_batch != args.batch,
+                trace=core.trace_count != traces, snapshot=core.snapshot_seq != seq,
+                read_latency=self._read_latency)
+            self._last_batch = args.batch
             launch["done"] += 1
         if end is not None:
-            if launch["done"] and core.final_snapshot():
-                end += snapshot_cycles(self._config)
+            if not args.cmd & TrainerCmd.INSERT:
+                end += (sequential_snapshot_cycles(cfg) if launch["done"]
+                        and core.final_snapshot() else 1)
             self._launch = None
             self._error = launch["error"]
-            self._run.cycles = end - self._launch_at - 1
+            self._run.cycles = end - self._launch_at
             self._done_at = end
             self._flags_out = {**{n: int(core.flags[f]) for n, f in _FLAG_OF.items()},
                                "STOPPED": int(launch["stopped"])}

@@ -35,7 +35,10 @@ from .spec import TrainerConfig
 __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATENCY",
            "WEIGHTS_TAIL", "clear_cycles", "boundary_cycles", "sample_cycles", "td_cycles",
            "read_cycles", "gather_cycles", "replay_cycles", "learner_cycles",
-           "step_cycles", "snapshot_cycles", "launch_cycles"]
+           "step_cycles", "snapshot_cycles", "launch_cycles", "adapter_pack_cycles",
+           "adapter_readback_cycles", "adapter_cycles", "sequential_load_cycles",
+           "sequential_snapshot_cycles", "sequential_trace_cycles", "sequential_step_cycles",
+           "sequential_launch_cycles"]
 
 #: Cycles between two steps in which the batch buffers change hands.
 HANDOFF = 4

@@ -9,8 +9,7 @@ pytest.importorskip("gymnasium")
 
 from sw.rl.dqn import DQNConfig, main, plot_curves  # noqa: E402
 from sw.rl.dqn_trainer import open_trainer, train_fused  # noqa: E402
-from sw.trainer.layout import weight_bytes  # noqa: E402
-from sw.trainer.schedule import READ_LATENCY, snapshot_cycles, step_cycles  # noqa: E402
+from sw.trainer.schedule import sequential_launch_cycles  # noqa: E402
 
 
 def test_short_run_accounts_every_launch():
@@ -20,12 +19,21 @@ def test_short_run_accounts_every_launch():
     assert res.grad_steps == 200                      # one per environment step after 200
     chunks, n, B = 200 // cfg.actor_refresh, cfg.actor_refresh, cfg.batch
     c = drv.config
-
-    def launch(first_inserts):          # the records a launch takes arrive at its first step
-        return (1 + step_cycles(c, B, first_inserts, first=True)
-                + (n - 1) * step_cycles(c, B) + snapshot_cycles(c))
-    load = READ_LATENCY + -(-weight_bytes(c) // (c.storage_width // 8))
-    want = load + launch(210) + (chunks - 1) * launch(n)
+    # The sequential core's CYCLES of each launch (sw.trainer.schedule): the records arrive
+    # at its first boundary (210 at the first launch, which also loads the weights, 10 at
+    # the others); with delay 1 a boundary writes a batch back when two are queued.
+    want, queued, divide = 0, 0, True
+    for launch in range(chunks):
+        bounds = []
+        for i in range(n + 1):
+            w = B if queued > c.delay else 0
+            queued -= bool(w)
+            k = (210 if launch == 0 else n) if i == 0 else 0
+            step = {"batch": B, "divide": divide} if i < n else None
+            divide = divide and step is None
+            queued += step is not None
+            bounds.append((w, k, step))
+        want += sequential_launch_cycles(c, bounds, load=launch == 0, final_snapshot=True)
     assert res.learner_cycles == want
     st = drv.stats()
     assert st["consumed"] == cfg.total_steps == drv.produced

@@ -8,7 +8,7 @@ from sw.learner.spec import LearnerConfig
 from sw.replay.spec import SumTreeConfig
 from sw.trainer.device import TrainerGoldenDevice
 from sw.trainer.driver import TrainerDriver, TrainerError, TrainerWarning
-from sw.trainer.schedule import launch_cycles
+from sw.trainer.schedule import sequential_launch_cycles
 from sw.trainer.spec import TrainerConfig
 
 CFG = TrainerConfig(learner=LearnerConfig(sizes=(4, 16, 2), array=4, max_batch=32, sub_batch=8),
@@ -44,8 +44,15 @@ def test_train_counts_cycles_snapshot_and_trace(drv):
     drv.train(1, **HYPER)                             # takes the last window
     st = drv.train(12, **HYPER, snapshot_period=5, trace_period=4)
     assert st["STEPS_DONE"] == 12 and st["ERROR"] == 0
-    # no inserts in the launch; two snapshots by period, one at the end (step 12)
-    assert st["CYCLES"] == launch_cycles(CFG, 12, 16, snapshot_period=5)
+    # The sequential core's CYCLES: no inserts; from the first step on a write-back at every
+    # boundary (delay 1: one batch queued by the previous launch); B as before (no divide);
+    # snapshots after steps 5 and 10, trace entries after steps 4, 8, 12 (counted from the
+    # trace's start: the previous launch had none), the end snapshot, the closing boundary.
+    steps = [(16, 0, {"batch": 16, "divide": False, "trace": (i + 1) % 4 == 0,
+                      "snapshot": (i + 1) % 5 == 0}) for i in range(12)]
+    steps[0] = (0,) + steps[0][1:]
+    bounds = steps + [(16, 0, None)]
+    assert st["CYCLES"] == sequential_launch_cycles(CFG, bounds, final_snapshot=True)
     s = drv.stats()
     assert s["steps_total"] == 13 and s["snapshot_seq"] == 4 and s["trace_count"] == 3
     assert s["trace"].shape == (3, 3) and list(s["trace"][:, 0]) == [5, 9, 13]
