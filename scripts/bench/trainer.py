@@ -12,13 +12,16 @@ run the launch (:meth:`TrainerDriver.train`) and read the newest weight snapshot
   announced);
 * ``bus_us``: what that iteration moved (register accesses, the records written, the snapshot
   read, one launch) through a stated bus model (:data:`BUSES`);
-* ``kernel_us``: :func:`sw.trainer.schedule.launch_cycles` of the M steps with their inserts
-  and the end snapshot, at ``min(300 MHz, the estimated Fmax of the configuration's learner)``.
+* ``kernel_us``: the cycles of the M steps with their inserts and the end snapshot on the
+  sequential trainer core (:func:`sw.trainer.schedule.sequential_launch_cycles`, which the
+  gateware :class:`rtl_gen.trainer.core.TrainerCore` is tested against, at a memory read
+  latency of 64 cycles), at ``min(300 MHz, the estimated Fmax of the configuration's
+  learner)``; the notes give the overlapped design's cycles too
+  (:func:`sw.trainer.schedule.launch_cycles`, not built yet).
 
-The trainer's gateware is not written yet, so ``kernel_us`` is the cycle model's, not a
-simulated RTL's: the rows say *modeled*. A row compares one gradient step: ``baseline_us`` is
-the best CPU trainer step, ``total_us`` the iteration's time divided by M, so ``speedup`` is
-the GPS ratio.
+The trainer core has no shell, Verilog module or timing estimate of its own yet, so the rows say
+*modeled*. A row compares one gradient step: ``baseline_us`` is the best CPU trainer step,
+``total_us`` the iteration's time divided by M, so ``speedup`` is the GPS ratio.
 """
 
 from dataclasses import replace
@@ -93,6 +96,22 @@ def launch_iteration(driver, records, hyper):
     return run
 
 
+def steady_launch(config, steps, batch, inserts):
+    """The boundaries of a launch in the steady state (one batch queued by the previous
+    launch; the host's ``steps·inserts`` records taken a window at a time from the first
+    boundary on), for :func:`sw.trainer.schedule.sequential_launch_cycles`."""
+    bounds, queued, left = [], 1, steps * inserts
+    for i in range(steps + 1):
+        w = batch if queued > config.delay else 0
+        queued -= bool(w)
+        k = min(left, config.append_window)
+        left -= k
+        step = {"batch": batch} if i < steps else None
+        queued += step is not None
+        bounds.append((w, k, step))
+    return bounds
+
+
 def _records(config, n, rng):
     n_in, n_out = config.learner.sizes[0], config.learner.sizes[-1]
     return (rng.uniform(-1, 1, (n, n_in)).astype(np.float32), rng.integers(0, n_out, n),
@@ -106,7 +125,7 @@ def rows(quick: bool, env) -> list:
 
     from sw.trainer.configs import TRAINERS, trainer_config
     from sw.trainer.driver import TrainerDriver
-    from sw.trainer.schedule import launch_cycles
+    from sw.trainer.schedule import launch_cycles, sequential_launch_cycles
 
     rng = np.random.default_rng(0)
     hyper = dict(batch=BATCH, lr=0.02, sync_period=250)
@@ -135,7 +154,9 @@ def rows(quick: bool, env) -> list:
                                    hyper)
             host = env.best_of({"host": run}, desc=f"{name} host")["host"]
             traffic = traffic_of(dev, run)
-            cycles = launch_cycles(cfg, STEPS, BATCH, inserts_per_step=ins)
+            cycles = sequential_launch_cycles(cfg, steady_launch(cfg, STEPS, BATCH, ins),
+                                              final_snapshot=True)
+            overlapped = launch_cycles(cfg, STEPS, BATCH, inserts_per_step=ins)
             kernel_us = cycles / hz * 1e6
             bus_us = bus.time_us(traffic)
             share = host / kernel_us
@@ -143,13 +164,14 @@ def rows(quick: bool, env) -> list:
                      "CPU trainer step " + ", ".join(f"{k} {v:,.1f} us" for k, v in
                                                      base.items())
                      + f"; per launch of {STEPS} steps: host {host:,.1f} us ({share:.1%} of "
-                     f"the modeled device time), bus {bus_us:,.1f} us, {cycles:,} cycles "
-                     f"(modeled) at {hz / 1e6:.0f} MHz ({label}); {traffic.reg_reads} "
+                     f"the modeled device time), bus {bus_us:,.1f} us, {cycles:,} cycles of "
+                     f"the sequential core ({overlapped:,} overlapped, not built) at "
+                     f"{hz / 1e6:.0f} MHz ({label}); {traffic.reg_reads} "
                      f"register reads, {traffic.reg_writes} writes, {traffic.bytes_written:,}"
                      f" B written, {traffic.bytes_read:,} B read")
             learner = f"{module} learner" if module else "learner at 300 MHz assumed"
             config = (f"{name} ({TRAINERS[name][1]}; {learner}), M={STEPS}, "
-                      f"modeled cycles; host {share:.1%} of device time")
+                      f"modeled cycles (sequential core); host {share:.1%} of device time")
             shape = f"GPS B={BATCH} 2^{cfg.capacity.bit_length() - 1} inserts={ins}/step"
             out.append(env.row(block="trainer", config=config, shape=shape, baseline=best,
                                baseline_us=base[best], host_us=host / STEPS,
