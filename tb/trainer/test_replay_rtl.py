@@ -1,6 +1,7 @@
-"""The trainer's replay side under Verilator (thorough tier): :class:`TrainerReplay` of the
-default trainer (a 16-ary tree of 2**16 leaves, B up to 64, a window of 256, delay 1) and of
-an 8-ary tree of 4096 leaves with a window of 100 and delay 0, against the golden core with
+"""The trainer's replay side under Verilator (thorough tier): :class:`TrainerReplay` of an
+8-ary tree of 4096 leaves with a window of 100 and delay 0, and (``make test-heavy``: a C++
+build of minutes, the same code paths) of the default trainer (a 16-ary tree of 2**16 leaves,
+B up to 64, a window of 256, delay 1), against the golden core with
 the fast tier's checker (:mod:`trainer.test_replay_sim`): the ring filled, then random steps
 with exact cycles and every leaf read back every 8 steps (16 with 2**16 leaves); then steps
 with the TD errors streaming (with gaps) during the next BOUNDARY and SAMPLE and stalls on
@@ -30,7 +31,8 @@ CONFIGS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", [pytest.param("default", marks=pytest.mark.heavy),
+                                  "k8-n4096-delay0"])
 def test_replay_rtl(name):
     config = CONFIGS[name]()
     run_component(TrainerReplay(config), "trainer_replay", __file__,
