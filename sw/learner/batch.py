@@ -2,15 +2,18 @@
 (:class:`LearnerBatch`) and what it returns (:class:`StepDetails`)."""
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sw.driver.common import check_finite
+from sw.driver.common import check_finite, warn_level
 
+from .errors import LearnerRangeWarning
 from .spec import LearnerConfig
 
-__all__ = ["LearnerBatch", "StepDetails", "array_arg", "real_arg", "require_dqn"]
+__all__ = ["LearnerBatch", "StepDetails", "array_arg", "real_arg", "require_dqn",
+           "quantize_arg", "quantize_weights"]
 
 
 def require_dqn(config: LearnerConfig, flag, what: str):
@@ -44,6 +47,48 @@ def real_arg(value, name, lo, hi=None):
         rng = f"in [{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
         raise ValueError(f"{name} must be a real number {rng}, not {value!r}")
     return v
+
+
+def quantize_arg(x, fmt, name, on_range="error"):
+    """Real values ``x`` as raw int64 of ``fmt``; values outside its range raise a ValueError
+    naming ``name`` and the first such element (``on_range="error"``) or saturate with a
+    :class:`~sw.learner.errors.LearnerRangeWarning` (``"clip"``)."""
+    raw, over = fmt.quantize(x, return_overflow=True)
+    if over.any():
+        idx = tuple(int(i) for i in np.argwhere(over)[0])
+        where = f"{name}[{', '.join(map(str, idx))}]" if idx else name
+        value = np.asarray(x, np.float64)[idx] if idx else float(x)
+        msg = (f"{name}: {int(over.sum())} value(s) outside the {fmt} range "
+               f"[{fmt.min_value:g}, {fmt.max_value:g}], the first {where} = {value:g}")
+        if on_range == "error":
+            raise ValueError(msg + " (scale them, or on_range='clip' to saturate)")
+        warnings.warn(msg + ": saturated", LearnerRangeWarning, stacklevel=warn_level())
+    return raw.astype(np.int64, copy=False)
+
+
+def quantize_weights(sizes, fmt, weights, biases, on_range="error") -> list:
+    """Float ``weights[l]`` (``sizes[l] x sizes[l+1]``) and ``biases[l]`` (``sizes[l+1]``)
+    as the raw ``(sizes[l] + 1) x sizes[l+1]`` matrices of ``fmt`` the hardware stores (bias
+    in the last row); shapes and ranges checked (:func:`quantize_arg`)."""
+    shapes = [(a, b) for a, b in zip(sizes[:-1], sizes[1:])]
+    L = len(shapes)
+    for name, seq in (("weights", weights), ("biases", biases)):
+        if isinstance(seq, np.ndarray) or not hasattr(seq, "__len__") or len(seq) != L:
+            raise ValueError(f"{name} must be a sequence of {L} arrays (one per layer), "
+                             f"not {type(seq).__name__}"
+                             + (f" of length {len(seq)}" if hasattr(seq, "__len__") else ""))
+    out = []
+    for l, ((n_in, n_out), w, b) in enumerate(zip(shapes, weights, biases)):
+        a = np.asarray(w) if not isinstance(w, np.ndarray) else w
+        if a.ndim == 2 and a.shape == (n_out, n_in) and n_in != n_out:
+            raise ValueError(f"weights[{l}] must have shape ({n_in}, {n_out}) (n_in x n_out, "
+                             f"y = x @ W + b), not {a.shape}: transpose torch's "
+                             f"nn.Linear.weight")
+        a = array_arg(w, f"weights[{l}]", shape=(n_in, n_out), kinds="iuf")
+        bb = array_arg(b, f"biases[{l}]", shape=(n_out,), kinds="iuf")
+        out.append(np.vstack([quantize_arg(a, fmt, f"weights[{l}]", on_range),
+                              quantize_arg(bb, fmt, f"biases[{l}]", on_range)[None]]))
+    return out
 
 
 @dataclass

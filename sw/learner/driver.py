@@ -80,7 +80,8 @@ from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from . import hostfast
-from .batch import LearnerBatch, StepDetails, array_arg, real_arg, require_dqn
+from .batch import (LearnerBatch, StepDetails, array_arg, quantize_arg, quantize_weights,
+                    real_arg, require_dqn)
 from .errors import (
     LearnerBusyError,
     LearnerConfigMismatchError,
@@ -215,44 +216,15 @@ class LearnerDriver(DriverBase):
 
     # -- host values -> raw ----------------------------------------------------------------------
     def _quantize(self, x, fmt, name):
-        raw, over = fmt.quantize(x, return_overflow=True)
-        if over.any():
-            idx = tuple(int(i) for i in np.argwhere(over)[0])
-            where = f"{name}[{', '.join(map(str, idx))}]" if idx else name
-            value = np.asarray(x, np.float64)[idx] if idx else float(x)
-            msg = (f"{name}: {int(over.sum())} value(s) outside the {fmt} range "
-                   f"[{fmt.min_value:g}, {fmt.max_value:g}], the first {where} = {value:g}")
-            if self._on_range == "error":
-                raise ValueError(msg + " (scale them, or on_range='clip' to saturate)")
-            warnings.warn(msg + ": saturated", LearnerRangeWarning, stacklevel=warn_level())
-        return raw.astype(np.int64, copy=False)
+        return quantize_arg(x, fmt, name, self._on_range)
 
     def quantize_weights(self, weights, biases) -> list:
         """Float ``weights[l]`` (``sizes[l] x sizes[l+1]``) and ``biases[l]`` (``sizes[l+1]``)
         as the raw ``(sizes[l] + 1) x sizes[l+1]`` matrices the hardware stores (bias in the
         last row). No bus access."""
         cfg = self._config
-        shapes = [(a, b) for a, b in zip(cfg.sizes[:-1], cfg.sizes[1:])]
-        L = len(shapes)
-        for name, seq in (("weights", weights), ("biases", biases)):
-            if isinstance(seq, np.ndarray) or not hasattr(seq, "__len__") or len(seq) != L:
-                raise ValueError(f"{name} must be a sequence of {L} arrays (one per layer), "
-                                 f"not {type(seq).__name__}"
-                                 + (f" of length {len(seq)}" if hasattr(seq, "__len__") else ""))
-        fmt = cfg.numerics.weight_format
-        out = []
-        for l, ((n_in, n_out), w, b) in enumerate(zip(shapes, weights, biases)):
-            a = np.asarray(w) if not isinstance(w, np.ndarray) else w
-            if a.ndim == 2 and a.shape == (n_out, n_in) and n_in != n_out:
-                raise ValueError(f"weights[{l}] must have shape ({n_in}, {n_out}) (n_in x n_out, "
-                                 f"y = x @ W + b), not {a.shape}: transpose torch's "
-                                 f"nn.Linear.weight")
-            a = array_arg(w, f"weights[{l}]", shape=(n_in, n_out), kinds="iuf")
-            bb = array_arg(b, f"biases[{l}]", shape=(n_out,), kinds="iuf")
-            raw = np.vstack([self._quantize(a, fmt, f"weights[{l}]"),
-                             self._quantize(bb, fmt, f"biases[{l}]")[None]])
-            out.append(raw)
-        return out
+        return quantize_weights(cfg.sizes, cfg.numerics.weight_format, weights, biases,
+                                self._on_range)
 
     def prepare(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
                 targets=None, gamma=0.99, lr, loss_weights=None) -> LearnerBatch:

@@ -15,16 +15,16 @@ import warnings
 
 import numpy as np
 
-from sw.driver.common import (ControlOf, DriverBase, bool_flags, integer_in, use_interrupt_arg,
-                              written_registers)
+from sw.driver.common import (ControlOf, DriverBase, bool_flags, hw_field_mismatches,
+                              integer_in, use_interrupt_arg, written_registers)
 from sw.driver.regmap import RegisterMapAccess
-from sw.learner.batch import array_arg, real_arg
+from sw.learner.batch import array_arg, quantize_arg, quantize_weights, real_arg
 from sw.learner.mlp import quantize_coef
 
 from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, pack_records, pack_weights,
                      record_bytes, region_base, unpack_weights, weight_bytes)
 from .schedule import launch_cycles
-from .spec import ERRORS, TrainerCmd, TrainerConfig, trainer_register_map
+from .spec import ERRORS, TrainerCmd, TrainerConfig, hw_info_values, trainer_register_map
 
 __all__ = ["TrainerDriver", "TrainerError", "TrainerTimeoutError", "TrainerWarning"]
 
@@ -94,16 +94,13 @@ class TrainerDriver(DriverBase):
         self.last_status = {}
 
     def _check_hw(self):
-        rm, c = self.register_map, self._config
-        want = {"HW_CAPACITY": c.capacity, "HW_WINDOW": c.append_window}
-        got = {k: rm.read_word(k) for k in want}
-        hw = rm.fields_of("HW_TRAINER", rm.read_word("HW_TRAINER"))
-        want.update(MAX_BATCH=c.max_batch, DELAY=c.delay, STORAGE_BYTES=c.storage_width // 8)
-        got.update(MAX_BATCH=hw["MAX_BATCH"], DELAY=hw["DELAY"],
-                   STORAGE_BYTES=hw["STORAGE_BYTES"])
-        bad = [f"{k} {got[k]} (config: {v})" for k, v in want.items() if got[k] != v]
+        """The HW_* words against the configuration's (one read each)."""
+        want = hw_info_values(self._config)
+        got = {name: self.register_map.read_word(name) for name in want}
+        bad = hw_field_mismatches(trainer_register_map(self._config), list(want), want, got)
         if bad:
-            raise ValueError("the trainer's HW registers do not match config: " + ", ".join(bad))
+            raise ValueError("the trainer's HW registers do not match config: "
+                             + "; ".join(bad))
 
     # -- weights -----------------------------------------------------------------------------
     def init_weights(self, seed: int = 0, *, scale: float = 1.0):
@@ -117,18 +114,9 @@ class TrainerDriver(DriverBase):
         """Float ``weights[l]`` (``sizes[l] × sizes[l+1]``, ``y = x @ W + b``) and
         ``biases[l]``, quantized (values outside the weight format: ``ValueError``) and loaded
         by the next launch into the network and its target."""
-        sizes = self._config.learner.sizes
-        L = len(sizes) - 1
-        for name, seq in (("weights", weights), ("biases", biases)):
-            if not hasattr(seq, "__len__") or isinstance(seq, np.ndarray) or len(seq) != L:
-                raise ValueError(f"{name} must be a sequence of {L} arrays (one per layer)")
-        fmt, raw = self._num.weight_format, []
-        for l, (w, b) in enumerate(zip(weights, biases)):
-            w = array_arg(w, f"weights[{l}]", shape=(sizes[l], sizes[l + 1]), kinds="iuf")
-            b = array_arg(b, f"biases[{l}]", shape=(sizes[l + 1],), kinds="iuf")
-            raw.append(np.vstack([self._quantize(w, fmt, f"weights[{l}]"),
-                                  self._quantize(b, fmt, f"biases[{l}]")[None]]))
-        self.load_raw_weights(raw)
+        lc = self._config.learner
+        self.load_raw_weights(quantize_weights(lc.sizes, self._num.weight_format, weights,
+                                               biases))
 
     def load_raw_weights(self, raw):
         """Raw ``(n_in + 1) × n_out`` matrices, loaded by the next launch."""
@@ -170,15 +158,6 @@ class TrainerDriver(DriverBase):
         return [fmt.to_float(m[:-1]) for m in raw], [fmt.to_float(m[-1]) for m in raw]
 
     # -- records -----------------------------------------------------------------------------
-    def _quantize(self, x, fmt, name):
-        raw, over = fmt.quantize(np.asarray(x, np.float64), return_overflow=True)
-        if np.any(over):
-            first = tuple(int(i) for i in np.argwhere(over)[0])
-            raise ValueError(f"{name}: {int(np.sum(over))} value(s) outside the {fmt} range "
-                             f"[{fmt.min_value:g}, {fmt.max_value:g}], the first at {first} "
-                             f"(scale them)")
-        return np.asarray(raw, np.int64)
-
     def _records(self, obs, actions, rewards, next_obs, dones):
         n_in, n_out = self._config.learner.sizes[0], self._config.learner.sizes[-1]
         obs = array_arg(obs, "obs", shape=(None, n_in), kinds="iuf")
@@ -190,9 +169,9 @@ class TrainerDriver(DriverBase):
             raise ValueError(f"actions must be integers in 0..{n_out - 1}")
         done = bool_flags(array_arg(dones, "dones", shape=(n,), kinds="biuf"), "dones")
         fmt = self._num.act_format
-        return pack_records(self._config, self._quantize(obs, fmt, "obs"), act,
-                            self._quantize(rew, fmt, "rewards"),
-                            self._quantize(nxt, fmt, "next_obs"), done)
+        return pack_records(self._config, quantize_arg(obs, fmt, "obs"), act,
+                            quantize_arg(rew, fmt, "rewards"),
+                            quantize_arg(nxt, fmt, "next_obs"), done)
 
     def insert(self, obs, actions, rewards, next_obs, dones) -> int:
         """Append transitions (``obs``/``next_obs`` B × n_in, the rest B): quantized, written
