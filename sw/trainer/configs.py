@@ -15,7 +15,7 @@ from sw.replay.spec import SumTreeConfig
 
 from .spec import TrainerConfig
 
-__all__ = ["TRAINERS", "trainer_config"]
+__all__ = ["BOARDS", "TRAINERS", "trainer_config"]
 
 
 def _learner(module="learner_kernel_s8", **changes):
@@ -24,44 +24,43 @@ def _learner(module="learner_kernel_s8", **changes):
     return replace(kernel.accel, **changes)
 
 
-def _candidate(module):
-    return candidate_config(module)[1]
+#: board -> (ring capacity in records, storage port bits).
+BOARDS = {"zcu106": (1 << 16, 128), "u250": (1 << 20, 512)}
+
+
+def _on(board, learner):
+    """A trainer on ``board`` (:data:`BOARDS`) around ``learner`` (a factory), the tree's
+    batch limit the learner's."""
+    capacity, width = BOARDS[board]
+
+    def make():
+        lc = learner()
+        return TrainerConfig(learner=lc, tree=SumTreeConfig(fanout=16, capacity=capacity,
+                                                            max_batch=lc.max_batch),
+                             storage_width=width)
+    return make
 
 
 #: name -> (board, description, factory, module whose estimated clock applies or None: the
 #: 300 MHz target, assumed).
 TRAINERS = {
     "trainer_zcu106": ("zcu106", "2^16 records in PS DDR over a 128-bit S_AXI_HP port",
-                       lambda: TrainerConfig(
-                           learner=_learner(),
-                           tree=SumTreeConfig(fanout=16, capacity=1 << 16, max_batch=256),
-                           storage_width=128), "learner_kernel_s8"),
+                       _on("zcu106", _learner), "learner_kernel_s8"),
     "trainer_u250": ("u250", "2^20 records in card DDR over a 512-bit AXI4 master",
-                     lambda: TrainerConfig(
-                         learner=_learner(),
-                         tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=256),
-                         storage_width=512), "learner_kernel_s8"),
+                     _on("u250", _learner), "learner_kernel_s8"),
     "trainer_zcu106_dse": ("zcu106", "the DSE's ZCU106 learner for B <= 64 (two 8 x 8 "
                            "pipelines; modelled 70 % DSP, 50 % BRAM36, 68 % LUT; not generated "
                            "yet), 2^16 records, 128-bit S_AXI_HP",
-                           lambda: TrainerConfig(
-                               learner=_candidate("learner_zcu106_b64"),
-                               tree=SumTreeConfig(fanout=16, capacity=1 << 16, max_batch=64),
-                               storage_width=128), None),
+                           _on("zcu106", lambda: candidate_config("learner_zcu106_b64")[1]),
+                           None),
     "trainer_u250_dse": ("u250", "the DSE's U250 learner for B <= 64 (four 16 x 16 pipelines; "
                          "modelled 63 % DSP, 57 % LUT; not generated yet), 2^20 records, "
                          "512-bit AXI4 master",
-                         lambda: TrainerConfig(
-                             learner=_candidate("learner_u250_b64"),
-                             tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=64),
-                             storage_width=512), None),
+                         _on("u250", lambda: candidate_config("learner_u250_b64")[1]), None),
     "trainer_lunarlander": ("u250", "LunarLander 8-256-256-4, 16 x 16 arrays, 2^20 records, "
                             "512-bit AXI4 master; fit not checked",
-                            lambda: TrainerConfig(
-                                learner=_learner(sizes=(8, 256, 256, 4), array=16,
-                                                 sub_batch=16),
-                                tree=SumTreeConfig(fanout=16, capacity=1 << 20, max_batch=256),
-                                storage_width=512), None),
+                            _on("u250", lambda: _learner(sizes=(8, 256, 256, 4), array=16,
+                                                         sub_batch=16)), None),
 }
 
 
