@@ -118,7 +118,7 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
             at += 1 + clear_cycles(cfg)
         if args.cmd & TrainerCmd.LOAD:
             at += sequential_load_cycles(cfg, self._read_latency)
-        self._launch = {"args": args, "next": self.cycle + at, "done": 0, "error": 0,
+        self._launch = {"args": args, "next": self.cycle + at, "error": 0,
                         "stopped": False}
         self._launch_at = self.cycle
         return Run(length=_FOREVER, pending=True)
@@ -152,7 +152,7 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
             self._q["STOP", "STOP"] = 0
             launch["stopped"] = True
             end = at + boundary
-        elif args.steps and launch["done"] >= args.steps:
+        elif args.steps and core.steps_in_launch >= args.steps:
             end = at + boundary
         elif not core.can_step():
             launch["error"] = TRAINER_ERRORS["empty"]
@@ -167,10 +167,9 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
                 trace=core.trace_count != traces, snapshot=core.snapshot_seq != seq,
                 read_latency=self._read_latency)
             self._last_batch = args.batch
-            launch["done"] += 1
         if end is not None:
             if not args.cmd & TrainerCmd.INSERT:
-                end += (sequential_snapshot_cycles(cfg) if launch["done"]
+                end += (sequential_snapshot_cycles(cfg) if core.steps_in_launch
                         and core.final_snapshot() else 1)
             self._launch = None
             self._error = launch["error"]
@@ -185,7 +184,8 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
     # -- registers and storage -------------------------------------------------------------
     def _read_ro(self, reg, f):
         core = self.core
-        values = {"STEPS_DONE": core.steps_in_launch, "CONSUMED": core.consumed, "STEPS_TOTAL": core.steps_total,
+        values = {"STEPS_DONE": core.steps_in_launch, "CONSUMED": core.consumed,
+                  "STEPS_TOTAL": core.steps_total,
                   "SAMPLED": core.sampled, "SNAPSHOT_SEQ": core.snapshot_seq,
                   "TRACE_COUNT": core.trace_count}
         return values.get(reg.name)

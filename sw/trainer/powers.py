@@ -36,8 +36,9 @@ import numpy as np
 
 from sw.config import Config, check_int
 
-__all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "PowerConfig", "log2_raw", "exp2_raw", "power_raw", "priorities_raw",
-           "is_weights_raw", "round_shift"]
+__all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "PowerConfig",
+           "log2_raw", "exp2_raw", "power_raw", "priorities_raw", "is_weights_raw",
+           "round_shift"]
 
 
 #: Pipeline latencies of the gateware (:mod:`rtl_gen.trainer.powers`), cycles from an input

@@ -1,26 +1,27 @@
-"""The trainer's cycle model: cycles per gradient step and per launch (pure Python).
+"""The trainer's cycle models (pure Python): the blocks' commands, the sequential core that is
+built, and the overlapped design that is not.
 
-A step has two sides that the core runs in parallel when ``delay`` >= 1:
+*The blocks* (each asserted against its gateware in ``tb/trainer/``): the replay side's
+commands (:func:`clear_cycles`, :func:`boundary_cycles`, :func:`sample_cycles`,
+:func:`td_cycles`, :func:`read_cycles` of :class:`rtl_gen.trainer.replay.TrainerReplay`), the
+gather engine (:func:`gather_cycles`) and the learner adapter (:func:`adapter_pack_cycles`,
+:func:`adapter_readback_cycles`).
 
-*replay side* (the sum tree, the power unit, the gather engine)
-    the boundary's tree writes (the write-back of B leaves once one is due, and per inserted
-    record its leaf and one eviction), then B stratified samples, one tree operation per cycle,
-    plus the tree's pipeline latency; the stratum width ``2**target_bits // B`` (a sequential
-    divider, ``target_bits`` cycles); the gather of B records (``beats`` storage words each, one word per
-    cycle, after the memory's read latency); the IS weights (B logarithms, their minimum, B
-    powers: ``2·B + 2·power latency``).
-*learner side*
-    the learner step (:func:`sw.learner.schedule.step_cycles`), then the new priority of the
-    last sample (the power unit's latency plus two cycles: ``|δ| + ε`` and the queue write).
+*The sequential core* (:class:`rtl_gen.trainer.core.TrainerCore`, what CYCLES reads and the
+golden device counts): :func:`sequential_step_cycles` per step, the replay side then the
+learner side, and :func:`sequential_launch_cycles` per launch with CLEAR, LOAD, snapshots and
+trace entries.
 
-With ``delay`` >= 1 step t's replay side overlaps step t-1's learner side, so a step costs the
-longer of the two (the first step of a launch both); with ``delay`` = 0 their sum. Each step
-adds :data:`HANDOFF` cycles (the batch buffers change hands). A launch adds its commands
-(CLEAR: one cycle per word of the tree's levels; LOAD: the weight image's words after one read
-latency) and a snapshot's write (the weight image's words) per snapshot.
+*The overlapped design* (not built; the benchmark notes its figures): a step's replay side
+(:func:`replay_cycles`: the boundary, B stratified samples with their IS weights, the gather)
+runs during the previous step's learner side (:func:`learner_cycles`: the learner step and the
+TD errors' priorities), so with ``delay`` >= 1 a step costs the longer of the two plus
+:data:`HANDOFF` (:func:`step_cycles`; the first step of a launch, and every step at ``delay``
+0, both), and :func:`launch_cycles` adds CLEAR, LOAD and one storage word per cycle for each
+snapshot.
 
 The memory's read latency is an argument (``read_latency``), not a property of the core: the
-model assumes the storage answers every read burst after that many cycles and never stalls a
+models assume the storage answers every read burst after that many cycles and never stalls a
 beat, which is what the RTL's cycle counter matches when the memory keeps to it.
 """
 
@@ -55,7 +56,8 @@ def _beats(nbytes, config):
 #: the tree's input buffer, command register, the three old-value stages and the root stage.
 SETTLE = 7
 #: Cycles from a sample's PRNG draw to its stratified fraction: the word, the partial
-#: products, their sum, the stratum's base added (:class:`rtl_gen.trainer.strata.StratifiedFractions`).
+#: products, their sum, the stratum's base added
+#: (:class:`rtl_gen.trainer.strata.StratifiedFractions`).
 FRACTION_LATENCY = 4
 #: Cycles from a batch's last priority to its first IS weight: the logarithm, the memory
 #: write, the read, the scaling and exp2 (:class:`rtl_gen.trainer.weights.ISWeightUnit`).
