@@ -35,7 +35,8 @@ class TrainerCore(wiring.Component):
     1..max_batch ends it with ERROR 1, a BASE not 4 KiB aligned with ERROR 3; else CLEAR
     (the tree, the queue, the counters, the target-sync count; the PRNG seeded), then LOAD
     (the load region's weight image into the learner's ``w<l>`` and ``tw<l>``), then steps.
-    A step: BOUNDARY with PRODUCER; the launch ends if STOP is set (STATUS.STOPPED, ``stop_clear`` pulses), STEPS steps are done, or the
+    A step: BOUNDARY with PRODUCER; the launch ends if STOP is set (STATUS.STOPPED,
+    ``stop_clear`` pulses), STEPS steps are done, or the
     tree is empty (ERROR 2); INSERT launches repeat BOUNDARY until PRODUCER is reached. Else
     SAMPLE(B, β): the slots through the gather engine, the records and IS weights into the
     learner adapter, a learner step (target sync per SYNC_PERIOD, the golden's
