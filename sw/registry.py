@@ -306,7 +306,7 @@ SHIPPED = [
                                              "max_batch": 256, "sub_batch": 8,
                                              "axi_data_width": 128}),
     # The same network on 8 x 8 tensor units (one DSP per cell: 755 DSPs, 44 % of the
-    # ZCU106's): a step of 64 samples in 5,611 cycles instead of 20,304 (docs/learner.md).
+    # ZCU106's): a step of 64 samples in 5,614 cycles instead of 20,307 (docs/learner.md).
     ("learner_kernel_s8", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 8,
                                              "max_batch": 256, "sub_batch": 8,
                                              "axi_data_width": 128}),
@@ -319,7 +319,7 @@ SHIPPED = [
 CANDIDATES = [
     # The fastest point of `scripts/dse_learner.py --device zcu106` with a DSP margin: two
     # pipelines of 8 x 8 blocks with CF'22's per-stage sizing (22 tensor units, 816 modelled
-    # DSPs), B up to 256: a step of 64 samples in 3,872 cycles against learner_kernel_s8's 5,611.
+    # DSPs), B up to 256: a step of 64 samples in 3,874 cycles against learner_kernel_s8's 5,614.
     # As generated it does not fit: 435 BRAM36 of the XCZU7EV's 312 (Yosys 0.23, 2026-12-02).
     ("learner_zcu106_dp2", "learner", {
         "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 256, "sub_batch": 8, "dp": 2,

@@ -89,11 +89,12 @@ class LearnerCore(wiring.Component):
 
     Timing and throughput: every GEMM stage issues one operand pair per cycle into its R × C
     unit (R·C multiply-accumulates per cycle) in tiles of ``max(K, R)`` cycles; an item's
-    results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 7`` for WA,
-    which reads the scratchpad row, adds and writes it back). LOSS handles one sample and S
+    results are written ``2R + C + 5`` cycles after its last operand (``2R + C + 6`` for BW,
+    which registers the row of the ReLU mask it applies, ``2R + C + 7`` for WA, which reads the
+    scratchpad row, adds and writes it back). LOSS handles one sample and S
     outputs per cycle, WU S weights per layer per cycle. :mod:`sw.learner.schedule` gives
-    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11984 cycles on
-    4 × 4 units, 3530 on 8 × 8 (sub-batches of 8), and 3637 with 8 × 8 units on the
+    every stage's item times; for CartPole's 4-64-64-2 and B = 32 a step takes 11987 cycles on
+    4 × 4 units, 3534 on 8 × 8 (sub-batches of 8), and 3641 with 8 × 8 units on the
     64 × 64 layer only (4 × 8, 4 × 2 and 2 × 4 elsewhere: 384 instead of 704 multipliers).
 
     Resources: ``dp·(3L - 1)`` tensor units (``dp·(4L - 1)`` for DQN; layer 0 has no BW), each
@@ -273,9 +274,10 @@ class LearnerCore(wiring.Component):
     def _host_port(self, m, bufs, busy):
         """The host port on the buffers' port 0 and write ports, while not ``busy``: the
         request registered (:func:`~rtl_gen.shell.host_port.register_host_requests`), the
-        block RAMs' data registered piece by piece (D bits), every piece but the one read
-        cleared by a registered flip-flop reset, then the or of the pieces into a register
-        (read latency :data:`~sw.shell.spec.HOST_READ_LATENCY`)."""
+        block RAMs' data cut into D-bit pieces, every piece but the one read zeroed by a
+        registered flag, the pieces of a word or-ed three at a time (one LUT level after the
+        block RAM) into registers, then the or of those into a register (read latency
+        :data:`~sw.shell.spec.HOST_READ_LATENCY`)."""
         cfg = self._config
         D = cfg.axi_data_width
         DB = D // 8
@@ -308,14 +310,19 @@ class LearnerCore(wiring.Component):
         m.d.comb += hit_q.eq(Cat(*[reg_q[idx] & b for idx, b in enumerate(inside)]))
 
         def pieces_q(word, bits, sub, keep, name):
-            """The word's D-bit pieces registered, each zeroed unless its bit of ``keep``
-            (registered: a flip-flop reset, no logic after the block RAM) selects it."""
+            """The word's D-bit pieces, each zeroed unless its bit of ``keep`` (registered
+            beside the block RAM's data) selects it, or-ed in groups of three into registers:
+            a LUT6 takes three pieces' bits and their flags, so one LUT level follows the block
+            RAM (a single piece: a flip-flop reset, no LUT). The registers of a 1,024-bit word
+            of 128-bit pieces are 3 instead of 8, and the or after them has a third of the
+            inputs (its depth in LUTs grew with the pieces: 6 levels for 187 at S = 8)."""
+            pieces = [Mux(keep[i], word[i * D:min((i + 1) * D, bits)], 0)
+                      for i in range(sub) if i * D < bits]
             out = []
-            for i in range(sub):
-                if i * D >= bits:
-                    break
-                q = Signal(min(D, bits - i * D), name=f"{name}_{i}")
-                m.d.sync += q.eq(Mux(keep[i], word[i * D:min((i + 1) * D, bits)], 0))
+            for k in range(0, len(pieces), 3):
+                group = pieces[k:k + 3]
+                q = Signal(max(len(x) for x in group), name=f"{name}_{k // 3}")
+                m.d.sync += q.eq(or_all(group))
                 out.append(q)
             return out
 

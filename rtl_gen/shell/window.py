@@ -199,17 +199,21 @@ class WindowKernel(wiring.Component):
                         m.d.sync += busy.eq(1)
                         m.next = "COMMAND"
             with m.State("COMMAND"):
-                m.d.comb += [dma.cmd.valid.eq(1),
-                             dma.cmd.payload.dev_addr.eq(dev),
-                             dma.cmd.payload.mem_addr.eq(offset[wb:]),
-                             dma.cmd.payload.words.eq(n_words),
-                             dma.cmd.payload.to_device.eq(to_buffer)]
+                m.d.comb += dma.cmd.valid.eq(1)
                 with m.If(dma.cmd.ready):
                     m.next = "COPY"
             with m.State("COPY"):
                 with m.If(dma.done):
                     m.d.sync += [busy.eq(0), done.eq(1)]
                     m.next = "IDLE"
+        # The command's payload comes straight from its registers in every state (the DMA
+        # reads it only with ``valid``): gated by the state, the state's decode reached every
+        # value the DMA derives from it at the handshake (the words' zero and one tests, the
+        # beat count).
+        m.d.comb += [dma.cmd.payload.dev_addr.eq(dev),
+                     dma.cmd.payload.mem_addr.eq(offset[wb:]),
+                     dma.cmd.payload.words.eq(n_words),
+                     dma.cmd.payload.to_device.eq(to_buffer)]
         # Error responses of the copy, by direction.
         with m.If(dma.done & dma.error):
             with m.If(to_buffer):

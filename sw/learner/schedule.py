@@ -64,11 +64,13 @@ __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "
 #: memory read, operand register.
 GEMM_OPERAND_LATENCY = 2
 #: Cycles from an output beat of the tensor unit to its write: FW registers it (ReLU, mask),
-#: BW reads the ReLU mask, WA reads the scratchpad row, registers it, adds, registers the sum.
-GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 1, "wa": 3}
-#: ``loss`` tail: (slot to done) = 7 + output groups for DQN (read, max, γ product, rounding,
-#: target, difference, δ, then one write per group); 3 for MSE (read, difference, δ write).
-LOSS_TAIL = {"dqn": 7, "mse": 3}
+#: BW reads the ReLU mask and registers its row, WA reads the scratchpad row, registers it,
+#: adds, registers the sum.
+GEMM_WRITE_LATENCY = {"fw": 1, "tfw": 1, "bw": 2, "wa": 3}
+#: ``loss`` tail: (slot to done) = 8 + output groups for DQN (read, row select, max, γ product,
+#: rounding, target, difference, δ, then one write per group); 4 for MSE (read, row select,
+#: difference, δ write).
+LOSS_TAIL = {"dqn": 8, "mse": 4}
 #: ``wu`` tail: read address registered, read, row select, η partial products, their sum,
 #: rounding, subtract, saturate (and write); done the next cycle.
 WU_TAIL = 9

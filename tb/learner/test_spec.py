@@ -222,8 +222,9 @@ def test_stage_arrays_cycle_model():
 
 def test_wu_overlaps_the_last_wa_item():
     """One pipeline: WU starts on the first gradient block while WA is still on its last
-    item, and each block waits for the WA tile that completes it; dp > 1: WU waits for WA."""
-    from sw.learner.schedule import wu_block_need, wu_overlaps
+    item (unless BW, the other reader of W, finishes later), and each block waits for the WA
+    tile that completes it; dp > 1: WU waits for WA."""
+    from sw.learner.schedule import WU_READY_LATENCY, wu_block_need, wu_overlaps
 
     cfg = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4)
     tl = timeline(cfg, 10)
@@ -231,7 +232,11 @@ def test_wu_overlaps_the_last_wa_item():
     for l in range(2):
         first, last, done = tl[f"wu{l}"][0]
         wa_first, wa_last, wa_done = tl[f"wa{l}"][-1]
-        assert wa_first < first < wa_done and done > wa_done
+        assert wa_first < first <= wa_done and done > wa_done
+    # wu0 (no BW reads W0) starts while WA0's last item runs; wu1 waits for BW1 as well,
+    # which here finishes one cycle before WA1.
+    assert tl["wu0"][0][0] < tl["wa0"][-1][2]
+    assert tl["wu1"][0][0] == tl["bw1"][-1][2] + WU_READY_LATENCY == tl["wa1"][-1][2]
     assert [wu_block_need(cfg, 1, rg, cg) for rg in range(2) for cg in range(1)] == [0, 1]
     mixed = LearnerConfig(sizes=(5, 7, 3), array=4, max_batch=10, sub_batch=4,
                           stage_arrays="wa1:2x2")

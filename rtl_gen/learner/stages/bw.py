@@ -20,9 +20,10 @@ class BwStage(StageBlock):
 
     An item (``cnt`` samples) is ``ceil(cnt/R) · ceil(n_in/C)`` tiles of ``max(n_out, R)``
     slots, one per cycle; the operands enter the unit 2 cycles after their slot. The mask is
-    read on an output beat and applied the cycle after, with the write: an item's last result
-    is written ``2R + C + 5`` cycles after its last slot and counted in ``done`` the cycle
-    after (:func:`~sw.learner.schedule.stage_tail`). Throughput: R·C multiply-accumulates per
+    read on an output beat, its row selected from the block word and registered the cycle
+    after, and applied the cycle after that, with the write: an item's last result is written
+    ``2R + C + 6`` cycles after its last slot and counted in ``done`` the cycle after
+    (:func:`~sw.learner.schedule.stage_tail`). Throughput: R·C multiply-accumulates per
     cycle while ``n_out ≥ R``.
 
     Status: ``done`` (13 bits) counts finished items; flag ``bw`` on a saturated output row of
@@ -92,14 +93,26 @@ class BwStage(StageBlock):
         m.d.sync += [r_c[j].eq(tu.o.payload.c[j]) for j in range(C)]
         valid_row = ((wl["o"] << lr_) + wl["i"]) < wl["cnt"]
         flags.append(("bw", beat & tu.o.payload.overflow & valid_row))
-        mrow = chunk(list(mdata.word_select(r_row, S)), r_nsub, C, 1)
-        vals = [Mux(mrow[j], r_c[j], 0) for j in range(C)]
+        # The mask's row (an S:1 multiplexer after the block RAM) is registered with the
+        # results; they are masked and written the cycle after.
+        w_v = Signal(name=f"{nm}_wv")
+        w_last = Signal(name=f"{nm}_wlast")
+        w_addr = Signal.like(r_addr, name=f"{nm}_waddr")
+        w_row = Signal.like(r_row, name=f"{nm}_wrow")
+        w_lanes = Signal.like(r_lanes, name=f"{nm}_wlanes")
+        w_mask = Signal(C, name=f"{nm}_wmask")
+        w_c = [Signal(signed(w), name=f"{nm}_wc{j}") for j in range(C)]
+        m.d.sync += [w_v.eq(r_v & ~ctx.clear), w_last.eq(r_last), w_addr.eq(r_addr),
+                     w_row.eq(r_row), w_lanes.eq(r_lanes),
+                     w_mask.eq(Cat(*chunk(list(mdata.word_select(r_row, S)), r_nsub, C, 1)))]
+        m.d.sync += [w_c[j].eq(r_c[j]) for j in range(C)]
+        vals = [Mux(w_mask[j], w_c[j], 0) for j in range(C)]
         onehot = Signal(S, name=f"{nm}_onehot")
-        m.d.comb += onehot.eq(Mux(r_v, 1 << r_row, 0))
+        m.d.comb += onehot.eq(Mux(w_v, 1 << w_row, 0))
         dbuf = bufs.get(f"delta{l - 1}", d)
-        dbuf.write(dbuf.row_enable(onehot, r_lanes if C < S else None), r_addr,
+        dbuf.write(dbuf.row_enable(onehot, w_lanes if C < S else None), w_addr,
                    Cat(*[v[:w] for v in vals]).replicate(S // C).replicate(S))
-        event = r_v & r_last
+        event = w_v & w_last
         done, all_done = done_counter(m, ctx, st, event)
         return StageStatus(done, all_done, flags=flags, event=event)
 

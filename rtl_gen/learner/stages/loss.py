@@ -3,7 +3,7 @@
 from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 from ...fixed import rshift_round, saturate_fast
-from .buffers import block_addr, block_row, or_all
+from .buffers import block_addr, lanes, or_all
 from .common import ItemCounter, StageBlock, StageStatus, deps_ready, done_counter, hw_name
 
 __all__ = ["LossStage"]
@@ -19,15 +19,29 @@ def _to_grad(m, x, num, name, frac=None):
     return saturate_fast(m, rshift_round(x, frac - gfmt.frac, gfmt.rounding), gfmt, name=name)
 
 
+def _regs(m, ctx, name, tag, values):
+    """``values`` registered as ``<name>_<key><tag>`` (the valid bit ``v`` cleared by
+    ``ctx.clear``); returns them by key."""
+    out = {}
+    for key, v in values.items():
+        out[key] = Signal(v.shape(), name=f"{name}_{key}{tag}")
+        m.d.sync += out[key].eq(v & ~ctx.clear if key == "v" else v)
+    return out
+
+
 class LossStage(StageBlock):
     """LOSS: the error δ of the last layer's output, element-wise on S lanes.
 
+    The block words a slot reads arrive the next cycle (stage 1), where the sample's row of
+    each is selected (an S:1 multiplexer of S·width bits) and registered (stage 1s) before any
+    compare or adder uses it.
+
     MSE: ``δ = Q - Y`` from ``q`` and ``targets``, S outputs (one block row group) per cycle,
-    written 3 cycles after the slot. DQN: ``y = saturate(r + round(γ·(1-d)·max_a Q'))`` from
+    written 4 cycles after the slot. DQN: ``y = saturate(r + round(γ·(1-d)·max_a Q'))`` from
     ``tq`` (the target network's Q values), ``samples`` (reward, action, done, loss weight w)
     and γ, and ``δ[a] = w·(Q[a] - y)``, 0 for the actions not taken: a sample's
-    ``ceil(n_out/S)`` groups are read one per cycle (running max; none with a single group),
-    then the target takes 5 register stages (γ product; rounding; saturation and, beside it,
+    ``ceil(n_out/S)`` groups are read one per cycle and their rows registered (running max;
+    none with a single group), then the target takes 5 register stages (γ product; rounding; saturation and, beside it,
     the difference; its product with w; δ) and the sample's δ row is written one group per
     cycle. δ is the exact product converted to the grad format with one rounding and
     saturation (w = 1.0: exactly ``Q[a] - y``), written into ``delta<L-1>``; the loss sum
@@ -87,7 +101,8 @@ class LossStage(StageBlock):
         grg = gbase + (s >> sb)                            # shared inputs: the batch's rows
         addr = block_addr(rg, g, gq)
         q_data = bufs.port("q", d, 0).use(slot, addr, read=ctx.busy)
-        # Stage 1: the data arrives.
+        # Stage 1: the data arrives (the rows are selected from it and registered in stage 1s,
+        # :meth:`_row_stage`).
         v1 = Signal(name=f"{name}_v1")
         i1 = Signal(range(S), name=f"{name}_i1")
         g1 = Signal.like(g, name=f"{name}_g1")
@@ -97,17 +112,30 @@ class LossStage(StageBlock):
         rg1 = Signal(13, name=f"{name}_rg1")
         m.d.sync += [v1.eq(slot & ~ctx.clear), i1.eq(s[:sb]), g1.eq(g), first1.eq(g == 0),
                      last1.eq(g_last), end1.eq(g_last & s_last), rg1.eq(rg)]
-        qrow = [x.as_signed() for x in block_row(q_data, i1, w, S)]
-        # Lanes of the group that hold outputs (constants with a single group).
-        lvalid = [((g1 << sb) + j) < n_out if G > 1 else Const(int(j < n_out), 1)
-                  for j in range(S)]
+        ctl1 = {"v": v1, "i": i1, "g": g1, "first": first1, "last": last1, "end": end1,
+                "rg": rg1}
         dbuf = bufs.get(f"delta{L - 1}", d)
-        f = {"slot": slot, "addr": addr, "grg": grg, "g": g, "v1": v1, "i1": i1, "g1": g1,
-             "first1": first1, "last1": last1, "end1": end1, "rg1": rg1, "qrow": qrow,
-             "lvalid": lvalid, "dbuf": dbuf}
+        f = {"slot": slot, "addr": addr, "grg": grg, "g": g, "i1": i1, "ctl1": ctl1,
+             "q_data": q_data, "dbuf": dbuf}
         if cfg.loss == "dqn":
             return self._dqn(m, f, flags, loss_terms)
         return self._mse(m, f, flags, loss_terms)
+
+    def _row_stage(self, m, f, rows):
+        """Stage 1s: the sample's row of ``q`` (selected by ``i1``) and the values in
+        ``rows`` (the caller's selects by ``i1``), registered with stage 1's control. Returns
+        the registers by key (``v``, ``i``, ``g``, ``first``, ``last``, ``end``, ``rg``, ``q``
+        and the keys of ``rows``), ``qrow`` (q's S lanes, signed) and ``lvalid`` (the lanes
+        of the group that hold outputs; constants with a single group)."""
+        cfg = self.ctx.config
+        S, sb, w = cfg.array, cfg.log_array, cfg.width
+        G, n_out = cfg.groups(cfg.n_out), cfg.n_out
+        q = f["q_data"].word_select(f["i1"], S * w)
+        s1 = _regs(m, self.ctx, hw_name(self.stage.name), "1s", {**f["ctl1"], "q": q, **rows})
+        s1["qrow"] = [x.as_signed() for x in lanes(s1["q"], S, w)]
+        s1["lvalid"] = [((s1["g"] << sb) + j) < n_out if G > 1 else Const(int(j < n_out), 1)
+                        for j in range(S)]
+        return s1
 
     def _mse(self, m, f, flags, loss_terms):
         """δ = Q - Y for S outputs per cycle; the sum of their squares."""
@@ -118,11 +146,13 @@ class LossStage(StageBlock):
         gq = cfg.groups_pow2(cfg.n_out)
         name, d = hw_name(self.stage.name), self.stage.pipe
         dw = w + 2
-        slot, grg, g, v1, i1, g1 = f["slot"], f["grg"], f["g"], f["v1"], f["i1"], f["g1"]
-        end1, rg1, qrow, lvalid, dbuf = f["end1"], f["rg1"], f["qrow"], f["lvalid"], f["dbuf"]
+        slot, grg, g, dbuf = f["slot"], f["grg"], f["g"], f["dbuf"]
         y_data = bufs.port("targets", d, 0).use(slot, block_addr(grg, g, gq),
                                                   read=ctx.busy)
-        yrow = [x.as_signed() for x in block_row(y_data, i1, w, S)]
+        s1 = self._row_stage(m, f, {"y": y_data.word_select(f["i1"], S * w)})
+        v1, i1, g1, end1, rg1 = s1["v"], s1["i"], s1["g"], s1["end"], s1["rg"]
+        qrow, lvalid = s1["qrow"], s1["lvalid"]
+        yrow = [x.as_signed() for x in lanes(s1["y"], S, w)]
         v2 = Signal(name=f"{name}_v2")
         end2 = Signal(name=f"{name}_end2")
         i2 = Signal(range(S), name=f"{name}_i2")
@@ -162,15 +192,18 @@ class LossStage(StageBlock):
         gq = cfg.groups_pow2(cfg.n_out)
         name, d = hw_name(self.stage.name), self.stage.pipe
         dw = w + 2
-        slot, addr, grg, v1, i1, g1 = f["slot"], f["addr"], f["grg"], f["v1"], f["i1"], f["g1"]
-        first1, last1, end1, rg1 = f["first1"], f["last1"], f["end1"], f["rg1"]
-        qrow, lvalid, dbuf = f["qrow"], f["lvalid"], f["dbuf"]
+        slot, addr, grg, dbuf = f["slot"], f["addr"], f["grg"], f["dbuf"]
         t_data = bufs.port("tq", d, 0).use(slot, addr, read=ctx.busy)
         smp = bufs.port("samples", d, 0).use(slot, grg, read=ctx.busy)
-        trow = [x.as_signed() for x in block_row(t_data, i1, w, S)]
         lwf = num.loss_weight_format
         lb = w + cfg.action_bits + 1 + lwf.width
-        lane = smp.word_select(i1, lb)
+        s1 = self._row_stage(m, f, {"t": t_data.word_select(f["i1"], S * w),
+                                    "lane": smp.word_select(f["i1"], lb)})
+        v1, i1, g1, rg1 = s1["v"], s1["i"], s1["g"], s1["rg"]
+        first1, last1, end1 = s1["first"], s1["last"], s1["end"]
+        qrow, lvalid = s1["qrow"], s1["lvalid"]
+        trow = [x.as_signed() for x in lanes(s1["t"], S, w)]
+        lane = s1["lane"]
         r1 = lane[:w].as_signed()
         a1 = lane[w:w + cfg.action_bits]
         d1 = lane[w + cfg.action_bits]
@@ -230,11 +263,7 @@ class LossStage(StageBlock):
         ctl3 = {"v": v3, "end": end3, "qa": qa3, "a": a3, "i": i3, "rg": rg3, "wt": wt3}
 
         def regs(tag, values):
-            out = {}
-            for key, v in values.items():
-                out[key] = Signal(v.shape(), name=f"{name}_{key}{tag}")
-                m.d.sync += out[key].eq(v & ~ctx.clear if key == "v" else v)
-            return out
+            return _regs(m, ctx, name, tag, values)
 
         s4a = regs("4a", {**ctl3, "r": r3, "disc": disc, "qmr": qa3 - r3})
         ysum = Signal(signed(max(w, len(disc)) + 1), name=f"{name}_ysum")
@@ -279,12 +308,12 @@ class LossStage(StageBlock):
             with m.Else():
                 m.d.sync += ws_g.eq(ws_g + 1)
         ahit = ((ws_a >> sb) == ws_g) if G > 1 else Const(1, 1)
-        lanes = [Mux(ahit & (ws_a[:sb] == j), ws_d, 0) for j in range(S)] if sb else \
+        wlanes = [Mux(ahit & (ws_a[:sb] == j), ws_d, 0) for j in range(S)] if sb else \
             [Mux(ahit, ws_d, 0)]
         onehot = Signal(S, name=f"{name}_onehot")
         m.d.comb += onehot.eq(Mux(ws_v, 1 << ws_i, 0))
         dbuf.write(dbuf.row_enable(onehot), block_addr(ws_rg, ws_g, gq),
-                   Cat(*[x[:w] for x in lanes]).replicate(S))
+                   Cat(*[x[:w] for x in wlanes]).replicate(S))
         event = ws_v & ws_g_last & ws_end
         done, all_done = done_counter(m, ctx, self.stage, event)
         return StageStatus(done, all_done, flags=flags, loss_terms=loss_terms, event=event)
