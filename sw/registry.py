@@ -21,6 +21,8 @@ from sw.learner import schedule as learner_schedule
 from sw.learner import spec as learner
 from sw.replay import spec as replay
 from sw.shell import spec as shell
+from sw.trainer import schedule as trainer_schedule
+from sw.trainer import spec as trainer
 
 __all__ = ["Block", "BLOCKS", "SHIPPED", "CANDIDATES", "FAMILIES", "VENDOR", "LIBRARY",
            "VERSION", "vlnv", "block", "shipped", "shipped_modules", "shipped_config",
@@ -206,6 +208,25 @@ def _learner_rate(c):
             "unit": f"samples trained (steps of {c.max_batch})"}
 
 
+def _trainer_formats(c):
+    return {**_learner_formats(c.learner),
+            **_fmt(priority=c.tree.priority_format, alpha_beta=c.coef_format,
+                   epsilon=c.eps_format)}
+
+
+def _trainer_step(c):
+    b = min(64, c.max_batch)
+    return {"cycles": trainer_schedule.sequential_step_cycles(c, b, writeback=b, inserts=1),
+            "of": f"a gradient step of {b} samples with one insert, from one step boundary to "
+                  f"the next (sw.trainer.schedule.sequential_step_cycles)"}
+
+
+def _trainer_rate(c):
+    b = min(64, c.max_batch)
+    cycles = trainer_schedule.sequential_step_cycles(c, b, writeback=b, inserts=1)
+    return {"per_cycle": 1 / cycles, "unit": f"gradient steps of {b} samples"}
+
+
 BLOCKS = {b.name: b for b in [
     Block("gae-pe", "gae_pe", "GAE processing element (HEPPO), one element per cycle",
           gae.GaePeConfig, "rtl_gen.gae.pe:GaeProcessingElement",
@@ -266,10 +287,23 @@ BLOCKS = {b.name: b for b in [
           regmap=learner.learner_kernel_register_map,
           driver="sw.learner.driver:LearnerDriver",
           _formats=_learner_formats, _latency=_learner_step, _throughput=_learner_rate),
+    Block("dqn-trainer", "dqn_trainer",
+          "fused DQN trainer (CF'22): sum tree, gather, learner, priorities on chip; AXI4-Lite "
+          "+ AXI4 master to the transition storage",
+          trainer.TrainerConfig, "rtl_gen.trainer.accelerator:TrainerAccelerator",
+          family="trainer", role="accelerator", regmap=trainer.trainer_register_map,
+          device="sw.trainer.device:TrainerGoldenDevice",
+          driver="sw.trainer.driver:TrainerDriver",
+          _formats=_trainer_formats, _latency=_trainer_step, _throughput=_trainer_rate),
 ]}
 
 #: The accelerator families: name -> its name in messages.
-FAMILIES = {"gae": "GAE accelerator", "replay": "replay accelerator", "learner": "learner"}
+FAMILIES = {"gae": "GAE accelerator", "replay": "replay accelerator", "learner": "learner",
+            "trainer": "fused DQN trainer"}
+
+#: The learner of ``learner_kernel_s8`` (the trainers' learner).
+_S8_LEARNER = {"sizes": [4, 64, 64, 2], "array": 8, "max_batch": 256, "sub_batch": 8,
+               "axi_data_width": 128}
 
 #: Configurations written to ``hdl/`` by ``make``: (directory/module name, block, parameters).
 SHIPPED = [
@@ -307,9 +341,16 @@ SHIPPED = [
                                              "axi_data_width": 128}),
     # The same network on 8 x 8 tensor units (one DSP per cell: 755 DSPs, 44 % of the
     # ZCU106's): a step of 64 samples in 5,614 cycles instead of 20,307 (docs/learner.md).
-    ("learner_kernel_s8", "learner-kernel", {"sizes": [4, 64, 64, 2], "array": 8,
-                                             "max_batch": 256, "sub_batch": 8,
-                                             "axi_data_width": 128}),
+    ("learner_kernel_s8", "learner-kernel", _S8_LEARNER),
+    # The fused DQN trainer (docs/trainer.md) around learner_kernel_s8's learner, CartPole
+    # 4-64-64-2: on the ZCU106, 2^16 records in PS DDR over a 128-bit S_AXI_HP port ...
+    ("dqn_trainer_zcu106", "dqn-trainer", {
+        "learner": _S8_LEARNER, "tree": {"fanout": 16, "capacity": 1 << 16, "max_batch": 256},
+        "storage_width": 128}),
+    # ... and as an Alveo U250 kernel, 2^20 records in card DDR over a 512-bit AXI4 master.
+    ("dqn_trainer_u250", "dqn-trainer", {
+        "learner": _S8_LEARNER, "tree": {"fanout": 16, "capacity": 1 << 20, "max_batch": 256},
+        "storage_width": 512}),
 ]
 
 #: Configurations a design space exploration picked that are not shipped until their fit and

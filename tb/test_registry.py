@@ -37,6 +37,9 @@ SMALL = {
                         out_width=10, out_frac=5, max_k=64),
     "learner": LEARNER_SMALL,
     "learner-kernel": dict(LEARNER_SMALL, gmem_data_width=64, max_burst=8),
+    "dqn-trainer": dict(learner=dict(LEARNER_SMALL, loss="dqn"),
+                        tree=dict(fanout=2, capacity=16, max_batch=4), append_window=4,
+                        delay=2, trace_depth=4, storage_width=64),
 }
 
 #: (family, role) of every block.
@@ -44,7 +47,7 @@ ROLES = {"gae-pe": (None, "unit"), "gae-accel": ("gae", "accelerator"),
          "gae-kernel": ("gae", "kernel"), "sumtree": (None, "unit"),
          "replay-accel": ("replay", "accelerator"), "replay-kernel": ("replay", "kernel"),
          "tensor-unit": (None, "unit"), "learner": ("learner", "accelerator"),
-         "learner-kernel": ("learner", "kernel")}
+         "learner-kernel": ("learner", "kernel"), "dqn-trainer": ("trainer", "accelerator")}
 
 HOST_SIDE = [name for name, b in BLOCKS.items() if b.regmap is not None]
 
@@ -57,7 +60,7 @@ def test_the_blocks():
         assert registry.block(name) is b
     assert set(FAMILIES) == {b.family for b in BLOCKS.values() if b.family}
     assert [n for n in BLOCKS if BLOCKS[n].role == "accelerator"] == ["gae-accel", "replay-accel",
-                                                                      "learner"]
+                                                                      "learner", "dqn-trainer"]
 
 
 @pytest.mark.parametrize("name", list(SMALL))
@@ -153,6 +156,12 @@ def _formats(name, cfg):
              "target": cfg.target_format, "root": cfg.level_formats[0]}
     elif name == "tensor-unit":
         f = {"a": cfg.a_format, "b": cfg.b_format, "acc": cfg.acc_format, "out": cfg.out_format}
+    elif name == "dqn-trainer":
+        n = cfg.learner.numerics
+        f = {"activation": n.act_format, "weight": n.weight_format, "gradient": n.grad_format,
+             "weight_gradient": n.wgrad_format, "discount": n.coef_format,
+             "learning_rate": n.lr_format, "priority": cfg.tree.priority_format,
+             "alpha_beta": cfg.coef_format, "epsilon": cfg.eps_format}
     else:
         n = cfg.numerics
         f = {"activation": n.act_format, "weight": n.weight_format, "gradient": n.grad_format,
@@ -177,6 +186,11 @@ def _cycle_models(name, cfg):
         return replay_spec.run_cycles(acfg, replay_spec.ReplayOp.SAMPLE, acfg.max_batch), 1
     if name == "tensor-unit":
         return cfg.latency, cfg.rows * cfg.cols
+    if name == "dqn-trainer":
+        from sw.trainer.schedule import sequential_step_cycles
+        b = min(64, cfg.max_batch)
+        cycles = sequential_step_cycles(cfg, b, writeback=b, inserts=1)
+        return cycles, 1 / cycles
     acfg = cfg.accel if name == "learner-kernel" else cfg
     cycles = step_cycles(acfg, acfg.max_batch)
     return cycles, acfg.max_batch / cycles
@@ -220,7 +234,10 @@ def test_shipped_lookups():
                                                       "gae_kernel_n8", "gae_kernel_n64"]
     assert registry.shipped_modules(role="unit") == ["gae_pe_k2", "gae_pe_k3", "gae_pe_il4"]
     assert registry.shipped_modules(role="accelerator") == [
-        "gae_accel_n8", "gae_accel_n64", "replay_accel_k16", "learner_cartpole_s4"]
+        "gae_accel_n8", "gae_accel_n64", "replay_accel_k16", "learner_cartpole_s4",
+        "dqn_trainer_zcu106", "dqn_trainer_u250"]
+    assert registry.shipped_modules(family="trainer") == ["dqn_trainer_zcu106",
+                                                          "dqn_trainer_u250"]
     assert registry.shipped(family="replay", role="kernel") == [
         ("replay_kernel_k16", "replay-kernel", {"fanout": 16, "capacity": 1 << 16}),
         ("replay_kernel_k16_1m", "replay-kernel", {"fanout": 16, "capacity": 1 << 20})]
@@ -276,7 +293,7 @@ def test_family_vlnvs():
 def test_unknown_names_name_the_choices():
     with pytest.raises(ValueError, match=re.escape(
             "block must be one of gae-pe, gae-accel, gae-kernel, sumtree, replay-accel, "
-            "replay-kernel, tensor-unit, learner, learner-kernel, not 'gae'")):
+            "replay-kernel, tensor-unit, learner, learner-kernel, dqn-trainer, not 'gae'")):
         registry.block("gae")
     modules = ", ".join(m for m, _, _ in SHIPPED)
     with pytest.raises(ValueError, match=re.escape(

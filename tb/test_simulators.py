@@ -2,8 +2,8 @@
 
 Verilator is the project's simulator; its 2-state model and start-up evaluation hide behaviour
 that a 4-state, event-driven simulator shows (an ``always @*`` block that never runs at time 0
-under IEEE 1800, see :mod:`sw.verilog_text`). Here the cocotb tests of three blocks -- the GAE
-PE, the GAE accelerator and the replay accelerator -- run under Icarus ``-g2012`` (Debian
+under IEEE 1800, see :mod:`sw.verilog_text`). Here the cocotb tests of four blocks -- the GAE
+PE, the GAE accelerator, the replay accelerator and the fused trainer -- run under Icarus ``-g2012`` (Debian
 ``iverilog``, installed by ``make``), must pass there, and must write the same per-cycle trace
 of every output port as under Verilator (:func:`cocotb_util.start_trace`), same seed, same tests.
 
@@ -38,6 +38,11 @@ CASES = {
                                       "priority_frac": 8, "input_guard_bits": 4,
                                       "target_bits": 24, "max_batch": 96},
                      "replay/test_accelerator_rtl.py", "exact_cycles,registers"),
+    # the tests' small trainer: two launches of the driver session
+    "dqn-trainer": ("dqn-trainer", {
+        "learner": {"sizes": [4, 8, 2], "array": 2, "max_batch": 16, "sub_batch": 4},
+        "tree": {"fanout": 4, "capacity": 256, "max_batch": 16}, "append_window": 16,
+        "delay": 1, "trace_depth": 8}, "trainer/test_accelerator_rtl.py", "short_session"),
 }
 
 

@@ -53,8 +53,9 @@ class TrainerCore(wiring.Component):
     -------
     ctrl : ``In(RunControlSignature(error_bits=2))``
     args : ``In(ArgsSignature(trainer_register_map(config)))``
-        The launch arguments (latched at the start), PRODUCER and STOP (read at every
-        boundary).
+        The launch arguments (latched at the start) and PRODUCER (read at every boundary).
+    stop : ``In(1)``
+        STOP (read at every boundary).
     status : ``Out(StatusSignature(trainer_register_map(config)))``
         The sticky flags and the counters.
     stop_clear : ``Out(1)``
@@ -84,6 +85,7 @@ class TrainerCore(wiring.Component):
             "ctrl": In(RunControlSignature(error_bits=2)),
             "args": In(ArgsSignature(regmap)),
             "status": Out(StatusSignature(regmap)),
+            "stop": In(1),
             "stop_clear": Out(1),
             f"{p}_arid": Out(1), f"{p}_araddr": Out(64), f"{p}_arlen": Out(8),
             f"{p}_arsize": Out(3), f"{p}_arburst": Out(2), f"{p}_arvalid": Out(1),
@@ -101,6 +103,11 @@ class TrainerCore(wiring.Component):
     @property
     def config(self) -> TrainerConfig:
         return self._config
+
+    @property
+    def prefix(self) -> str:
+        """Prefix of the AXI4 master's flat ports (what a shell passes through)."""
+        return "m_axi_gmem"
 
     def axi(self, name):
         return getattr(self, f"m_axi_gmem_{name}")
@@ -281,7 +288,7 @@ class TrainerCore(wiring.Component):
                         m.next = "END"
                     with m.Else():
                         m.next = "BOUNDARY"
-                with m.Elif(a.stop):
+                with m.Elif(self.stop):
                     m.d.comb += self.stop_clear.eq(1)
                     m.d.sync += stopped.eq(1)
                     m.next = "FINAL"

@@ -82,18 +82,46 @@ class _Memory(MemoryPort):
                        check_offset(nbytes, align=1, what="nbytes"))
 
 
+#: Where :class:`SimDevice` puts the storage of a core with an AXI4 master (above 4 GiB, so
+#: the high address word is exercised).
+STORAGE_ADDRESS = 0x1_0000_0000
+
+
+def _pauses(rng, p):
+    while True:
+        yield rng.random() < p
+
+
 class SimDevice(Device):
-    """A :class:`~sw.driver.mmio.Device` on a cocotb DUT with the GAE accelerator's ports.
+    """A :class:`~sw.driver.mmio.Device` on a cocotb DUT with an accelerator's ports.
+
+    Two kinds of accelerator: with an AXI4 slave ``s_axi_mem_*`` (its memory; the GAE, replay
+    and learner accelerators), the memory port is an AXI4 master on it; with an AXI4 master
+    ``m_axi_gmem_*`` (the trainer, whose memory is host memory), the memory port is a
+    cocotbext-axi ``AxiRam`` on it, read and written by the host at once (the zero-copy
+    buffer of a board) at :attr:`storage_address`.
 
     Parameters
     ----------
     dut : cocotb handle
         Top level with ``ap_clk``, ``ap_rst_n``, ``interrupt``, ``s_axi_control_*`` (AXI4-Lite)
-        and ``s_axi_mem_*`` (AXI4), e.g. :class:`~rtl_gen.gae.accelerator.GaeAccelerator`.
+        and ``s_axi_mem_*`` or ``m_axi_gmem_*`` (AXI4), e.g.
+        :class:`~rtl_gen.gae.accelerator.GaeAccelerator`.
     clock_period_ns : int
         ``ap_clk`` period started by :meth:`start`.
     bus_log_level : int
         Level of cocotbext-axi's per-transaction log (default WARNING: polling is chatty).
+    pause : float
+        ``m_axi_gmem`` only: probability that each channel of the ``AxiRam`` pauses in a cycle
+        (random backpressure; default 0).
+    seed : int
+        Seed of the pauses.
+
+    Members
+    -------
+    storage_address : int or None
+        Bus address of the storage (``m_axi_gmem``: :data:`STORAGE_ADDRESS`), what a driver
+        gives the core as its base; None for an ``s_axi_mem`` accelerator.
 
     Construct it and ``await start()`` in the test coroutine; call everything else from a
     bridged thread (:meth:`call`).
@@ -101,9 +129,10 @@ class SimDevice(Device):
 
     has_interrupt = True
 
-    def __init__(self, dut, *, clock_period_ns=4, bus_log_level=logging.WARNING):
+    def __init__(self, dut, *, clock_period_ns=4, bus_log_level=logging.WARNING, pause=0.0,
+                 seed=0):
         try:
-            from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster
+            from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster, AxiRam
         except ImportError as e:
             raise ImportError("SimDevice needs cocotb and cocotbext-axi (the 'dev' extra)") \
                 from e
@@ -112,18 +141,44 @@ class SimDevice(Device):
                 or clock_period_ns < 1:
             raise ValueError(f"clock_period_ns must be a positive integer, "
                              f"not {clock_period_ns!r}")
+        if isinstance(pause, bool) or not isinstance(pause, (int, float)) \
+                or not 0 <= pause < 1:
+            raise ValueError(f"pause must be a probability in [0, 1), not {pause!r}")
         super().__init__(_Control(self), _Memory(self))
         self._dut = dut
         self._period = clock_period_ns
-        for prefix in ("s_axi_control", "s_axi_mem"):     # cocotbext-axi's channel loggers
+        master = hasattr(dut, "m_axi_gmem_awvalid")
+        mem_prefix = "m_axi_gmem" if master else "s_axi_mem"
+        # In reset before the bus models exist and before the clock starts (low): no
+        # simulator sees an edge, or the core's outputs, before its registers have their reset
+        # values (X before in a 4-state simulator; tb/axi_host.py does the same).
+        dut.ap_rst_n.value = 0
+        for prefix in ("s_axi_control", mem_prefix):      # cocotbext-axi's channel loggers
             logging.getLogger(f"cocotb.{dut._name}.{prefix}").setLevel(bus_log_level)
         self._ctl = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi_control"), dut.ap_clk,
                                   dut.ap_rst_n, reset_active_level=False)
-        self._mem = AxiMaster(AxiBus.from_prefix(dut, "s_axi_mem"), dut.ap_clk, dut.ap_rst_n,
-                              reset_active_level=False)
-        for master in (self._ctl, self._mem):
+        bus = AxiBus.from_prefix(dut, mem_prefix)
+        if master:
+            self._mem = None
+            self._ram = AxiRam(bus, dut.ap_clk, dut.ap_rst_n, reset_active_level=False,
+                               size=1 << 48)
+            self.storage_address = STORAGE_ADDRESS
+            ends = (self._ctl, self._ram)
+            if pause:
+                import random
+                rng = random.Random(seed)
+                for ch in (self._ram.write_if.aw_channel, self._ram.write_if.w_channel,
+                           self._ram.write_if.b_channel, self._ram.read_if.ar_channel,
+                           self._ram.read_if.r_channel):
+                    ch.set_pause_generator(_pauses(random.Random(rng.random()), pause))
+        else:
+            self._ram = None
+            self._mem = AxiMaster(bus, dut.ap_clk, dut.ap_rst_n, reset_active_level=False)
+            self.storage_address = None
+            ends = (self._ctl, self._mem)
+        for end in ends:
             for side in ("write_if", "read_if"):
-                getattr(master, side).log.setLevel(bus_log_level)
+                getattr(end, side).log.setLevel(bus_log_level)
 
     @property
     def dut(self):
@@ -135,12 +190,16 @@ class SimDevice(Device):
         import cocotb
         from cocotb.clock import Clock
 
-        cocotb.start_soon(Clock(self._dut.ap_clk, self._period, unit="ns", impl="gpi").start())
+        cocotb.start_soon(Clock(self._dut.ap_clk, self._period, unit="ns", impl="gpi").start(
+            start_high=False))
         await self.reset()
 
     async def reset(self, cycles=3):
-        """Hold ``ap_rst_n`` low for ``cycles`` cycles (coroutine)."""
+        """Hold ``ap_rst_n`` low for ``cycles`` cycles (coroutine). The registers return to
+        their reset values, so the drivers' cache of written registers is dropped."""
         from cocotb.triggers import ClockCycles
+
+        getattr(self, "_written_registers", {}).clear()
 
         self._dut.ap_rst_n.value = 0
         await ClockCycles(self._dut.ap_clk, cycles)
@@ -169,12 +228,19 @@ class SimDevice(Device):
     async def _mem_write(self, offset, data):
         from cocotbext.axi import AxiResp
 
+        if self._ram is not None:
+            self._ram.write(self.storage_address + offset, data)
+            return
+
         w = await self._mem.write(offset, data)
         if w.resp != AxiResp.OKAY:
             raise BusError(f"memory write at {offset:#x}: {w.resp.name}")
 
     async def _mem_read(self, offset, nbytes):
         from cocotbext.axi import AxiResp
+
+        if self._ram is not None:
+            return bytes(self._ram.read(self.storage_address + offset, nbytes))
 
         r = await self._mem.read(offset, nbytes)
         if r.resp != AxiResp.OKAY:

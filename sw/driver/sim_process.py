@@ -64,9 +64,10 @@ def public_ports(src_dir: Path, module: str) -> Path:
                             f'`verilator_config\npublic_flat_rw -module "{module}" -var "*"\n')
 
 
-#: Blocks with the ports :class:`~sw.driver.sim.SimDevice` drives (AXI4-Lite control, AXI4
-#: memory slave, ``interrupt``): the accelerators, not the Vitis kernels (m_axi masters).
-SIM_BLOCKS = ("gae-accel", "replay-accel", "learner")
+#: Blocks with the ports :class:`~sw.driver.sim.SimDevice` drives (AXI4-Lite control, an AXI4
+#: memory slave or the trainer's storage master, ``interrupt``): the accelerators, not the
+#: window DMA kernels.
+SIM_BLOCKS = ("gae-accel", "replay-accel", "learner", "dqn-trainer")
 
 
 def _default_cache() -> Path:
@@ -236,6 +237,14 @@ class SimProcessDevice(Device):
         if reply[0] == "ok":
             return reply[1]
         raise _ERRORS.get(reply[1], RuntimeError)(reply[2])
+
+    @property
+    def storage_address(self):
+        """Bus address of the storage of a core with an AXI4 master (the trainer), None for
+        the others (:attr:`sw.driver.sim.SimDevice.storage_address`)."""
+        if not hasattr(self, "_storage_address"):
+            self._storage_address = self._request("storage_address")
+        return self._storage_address
 
     def wait_interrupt(self, timeout: float) -> bool:
         return self._request("wait_interrupt", float(timeout))

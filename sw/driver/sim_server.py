@@ -34,6 +34,8 @@ def _answer(dev, op, args):
         return dev.wait_interrupt(*args)
     if op == "time":
         return dev.time()
+    if op == "storage_address":
+        return dev.storage_address
     if op == "sleep":
         return dev.sleep(*args)
     raise ValueError(f"unknown request {op!r}")

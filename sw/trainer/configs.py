@@ -1,13 +1,13 @@
-"""The trainer configurations the project defines: one per target board with the fastest
-learner that is synthesized and fits its part (``learner_kernel_s8``: 8 × 8 arrays, 243 of
-the XCZU7EV's 312 BRAM36), one per board with the learner the design space exploration picks
-for B <= 64 (``sw.registry.CANDIDATES``: fits by the resource model, which matches Yosys on
-BRAM36 and DSP, but not generated and synthesized yet), all with CartPole's 4-64-64-2 network;
-and CF'22's second network, LunarLander's 8-256-256-4, on 16 × 16 arrays for the U250 (its fit
-is not checked).
+"""The trainer configurations the project defines: the shipped modules ``dqn_trainer_zcu106``
+and ``dqn_trainer_u250`` (:data:`sw.registry.SHIPPED`: the fastest learner that is
+synthesized and fits the XCZU7EV, ``learner_kernel_s8``'s 8 × 8 arrays), one per board with
+the learner the design space exploration picks for B <= 64 (``sw.registry.CANDIDATES``: fits
+by the resource model, which matches Yosys on BRAM36 and DSP, but not generated and
+synthesized yet), all with CartPole's 4-64-64-2 network; and CF'22's second network,
+LunarLander's 8-256-256-4, on 16 × 16 arrays for the U250 (its fit is not checked).
 
-The trainer's gateware is not written yet: these configurations run on the golden device
-(:class:`~sw.trainer.device.TrainerGoldenDevice`) and feed the cycle model of the benchmark.
+All of them run on the golden device (:class:`~sw.trainer.device.TrainerGoldenDevice`) and
+feed the cycle model of the benchmark; the shipped two are also in ``hdl/``.
 """
 
 from sw.registry import candidate_config, shipped_config
@@ -44,10 +44,12 @@ def _on(board, learner):
 #: name -> (board, description, factory, module whose estimated clock applies or None: the
 #: 300 MHz target, assumed).
 TRAINERS = {
-    "trainer_zcu106": ("zcu106", "2^16 records in PS DDR over a 128-bit S_AXI_HP port",
-                       _on("zcu106", _learner), "learner_kernel_s8"),
-    "trainer_u250": ("u250", "2^20 records in card DDR over a 512-bit AXI4 master",
-                     _on("u250", _learner), "learner_kernel_s8"),
+    "trainer_zcu106": ("zcu106", "dqn_trainer_zcu106: 2^16 records in PS DDR over a 128-bit "
+                       "S_AXI_HP port", lambda: shipped_config("dqn_trainer_zcu106")[1],
+                       "dqn_trainer_zcu106"),
+    "trainer_u250": ("u250", "dqn_trainer_u250: 2^20 records in card DDR over a 512-bit AXI4 "
+                     "master", lambda: shipped_config("dqn_trainer_u250")[1],
+                     "dqn_trainer_u250"),
     "trainer_zcu106_dse": ("zcu106", "the DSE's ZCU106 learner for B <= 64 (two 8 x 8 "
                            "pipelines; modelled 70 % DSP, 50 % BRAM36, 68 % LUT; not generated "
                            "yet), 2^16 records, 128-bit S_AXI_HP",

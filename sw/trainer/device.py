@@ -49,8 +49,9 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
         Clock of the virtual time base (default 300 MHz).
     access_cycles : int
         Cycles of one control-register access.
-    read_latency : int
-        Storage read latency the cycle model assumes (:mod:`sw.trainer.schedule`).
+    read_latency, write_latency : int
+        Storage read latency (AR to the first R beat) and write latency (the last W beat to
+        B) the cycle model assumes (:mod:`sw.trainer.schedule`).
 
     Members
     -------
@@ -62,11 +63,12 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
     """
 
     def __init__(self, config: TrainerConfig, *, clock_hz=300e6, access_cycles=25,
-                 read_latency=READ_LATENCY, keep_log=False):
+                 read_latency=READ_LATENCY, write_latency=1, keep_log=False):
         if not isinstance(config, TrainerConfig):
             raise TypeError(f"config must be a TrainerConfig, not {type(config).__name__}")
         self._config = config
         self._read_latency = read_latency
+        self._write_latency = write_latency
         self.keep_log = keep_log
         self.log = []
         flags = [n for n in STATUS_FLAGS if n != "START_REFUSED"]
@@ -165,11 +167,12 @@ class TrainerGoldenDevice(ApCtrlGoldenDevice):
             launch["next"] = at + sequential_step_cycles(
                 cfg, args.batch, writeback, inserts, divide=self._last_batch != args.batch,
                 trace=core.trace_count != traces, snapshot=core.snapshot_seq != seq,
-                read_latency=self._read_latency)
+                read_latency=self._read_latency, write_latency=self._write_latency)
             self._last_batch = args.batch
         if end is not None:
             if not args.cmd & TrainerCmd.INSERT:
-                end += (sequential_snapshot_cycles(cfg) if core.steps_in_launch
+                end += (sequential_snapshot_cycles(cfg, self._write_latency)
+                        if core.steps_in_launch
                         and core.final_snapshot() else 1)
             self._launch = None
             self._error = launch["error"]

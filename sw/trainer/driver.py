@@ -7,8 +7,8 @@ the newest weight snapshot for its actors (:meth:`TrainerDriver.weights`) and th
 trace (:meth:`TrainerDriver.stats`). Nothing is half-written on bad input: every argument is
 checked and quantized before the first bus access.
 
-Backends: :class:`~sw.trainer.device.TrainerGoldenDevice` (the bit-exact golden model); the
-RTL backends (Verilator, PYNQ, XRT) take the same driver once the trainer's gateware exists.
+Backends: :class:`~sw.trainer.device.TrainerGoldenDevice` (the bit-exact golden model) and
+the Verilated RTL (:class:`~sw.driver.sim.SimDevice`, ``open_sim("dqn-trainer", config)``).
 """
 
 import warnings
@@ -49,7 +49,8 @@ class TrainerDriver(DriverBase):
     Parameters
     ----------
     device : Device
-        Control port, storage memory port, interrupt, clock.
+        Control port, storage memory port, interrupt, clock; its ``storage_address`` (if
+        any: the bus address of the storage, 4 KiB aligned) goes into BASE_HI:BASE_LO.
     config : TrainerConfig or None
         The trainer's configuration; None takes ``device.config``. Checked against the HW_*
         registers (capacity, append window, largest batch, delay, storage bus).
@@ -84,6 +85,11 @@ class TrainerDriver(DriverBase):
                                               written=written_registers(device))
         self._check_hw()
         self._num = config.learner.numerics
+        base = getattr(device, "storage_address", None) or 0
+        if not isinstance(base, int) or base < 0 or base >= 1 << 64 or base % 4096:
+            raise ValueError(f"device.storage_address must be a 4 KiB aligned 64-bit address, "
+                             f"not {base!r}")
+        self._base = base
         self._ring = region_base(config, "ring")
         self._rb = record_bytes(config)
         self._cleared = False
@@ -217,7 +223,8 @@ class TrainerDriver(DriverBase):
         if self._load and not cmd & TrainerCmd.INSERT:
             cmd |= TrainerCmd.LOAD
             self._load = False
-        values = {"CMD": int(cmd), "STEPS": steps, "SEED": self._seed, **raw}
+        values = {"CMD": int(cmd), "STEPS": steps, "SEED": self._seed,
+                  "BASE_LO": self._base & _MASK, "BASE_HI": self._base >> 32, **raw}
         for name, v in values.items():
             rm.write_word_changed(name, int(v))
         self._expected_cycles = (launch_cycles(self._config, steps, raw["BATCH_SIZE"])

@@ -240,7 +240,10 @@ def trainer_register_map(config: TrainerConfig) -> RegisterMap:
     live = [
         Register.scalar("PRODUCER", 32, "rw", doc="records the host has appended in total "
                         "(doorbell, read at every step boundary)"),
-        Register.scalar("STOP", 1, "rw", doc="1: end the launch after the current step"),
+        Register("STOP", None, (Field("STOP", 0, 1, "rw_sc", doc="write 1: end the launch at "
+                                      "the next step boundary; cleared by the core when a "
+                                      "boundary takes it and at every start"),),
+                 doc="end the launch early (write 1 to set, cleared by the core)"),
     ]
     errors = ", ".join(f"{v} {k}" for k, v in TRAINER_ERRORS.items())
     status = Register("STATUS", None, (

@@ -88,8 +88,9 @@ if cocotb is not None:
                               ("snapshot_period", a.snapshot_period),
                               ("trace_period", a.trace_period), ("seed", a.seed),
                               ("base_lo", BASE & 0xFFFFFFFF), ("base_hi", BASE >> 32),
-                              ("producer", launch.producer), ("stop", launch.stop)):
+                              ("producer", launch.producer)):
                 getattr(dut, f"args__{name}").value = val
+            dut.stop.value = launch.stop
             if a.cmd & TrainerCmd.CLEAR:
                 # CLEAR waits for the tree's pipeline: leave it empty, as the formula assumes
                 for _ in range(config.tree.latency):
@@ -129,7 +130,7 @@ if cocotb is not None:
                 got[n] = int(getattr(dut, f"status__{n}").value)
             dut._log.info("launch %d: %s (golden cycles %d)", i, got, want["cycles"])
             await FallingEdge(dut.clk)
-            dut.args__stop.value = 0
+            dut.stop.value = 0
             assert got["error"] == want["error"], (i, got, want)
             if not pause and got["cycles"] != want["cycles"]:
                 bad_cycles.append((i, got["cycles"], want["cycles"]))

@@ -105,8 +105,9 @@ def run_rtl(cfg, storage, launches, *, stall=0.0, seed=0):
                               ("sync_period", args.sync_period),
                               ("snapshot_period", args.snapshot_period),
                               ("trace_period", args.trace_period), ("seed", args.seed),
-                              ("producer", launch.producer), ("stop", launch.stop)):
+                              ("producer", launch.producer)):
                 ctx.set(getattr(a, name), val)
+            ctx.set(dut.stop, launch.stop)
             ctx.set(c.start, 1)
             started, seen = False, 0
             while True:
@@ -123,7 +124,7 @@ def run_rtl(cfg, storage, launches, *, stall=0.0, seed=0):
                     ctx.set(c.start, 0)
                     started = True
                 if stop_clear:
-                    ctx.set(a.stop, 0)
+                    ctx.set(dut.stop, 0)
                 if done and started:
                     break
             out.append({"error": ctx.get(c.error), "cycles": ctx.get(c.cycles),

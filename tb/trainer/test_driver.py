@@ -172,10 +172,24 @@ def test_saturation_flag_becomes_a_warning():
             drv.train(2, batch=16, lr=0.001, alpha=1.0)
 
 
+def test_storage_address_goes_into_base_and_must_be_aligned(drv):
+    dev = TrainerGoldenDevice(CFG)
+    dev.storage_address = 0x1_2345_6000               # a board's buffer address
+    d = TrainerDriver(dev)
+    d.init_weights(0)
+    d.insert(*batch(20))
+    assert d.train(1, **HYPER)["STEPS_DONE"] == 1
+    assert (d.register_map.read_word("BASE_HI"), d.register_map.read_word("BASE_LO")) == \
+        (0x1, 0x2345_6000)
+    dev.storage_address = 0x100
+    with pytest.raises(ValueError, match="storage_address"):
+        TrainerDriver(dev)
+
+
 def test_misaligned_base_is_an_error(drv):
     drv.insert(*batch(20))
-    drv.register_map.write_word("BASE_LO", 0x100)
+    drv._base = 0x100                                 # what the driver itself never writes
     with pytest.raises(TrainerError, match="4 KiB"):
         drv.train(1, **HYPER)
-    drv.register_map.write_word("BASE_LO", 0)
+    drv._base = 0
     assert drv.train(1, **HYPER)["STEPS_DONE"] == 1

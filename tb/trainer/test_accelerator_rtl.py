@@ -1,0 +1,110 @@
+"""The trainer accelerator under Verilator (thorough tier): the same TrainerDriver code on the
+Verilated RTL of the small trainer (SimDevice: AXI4-Lite control, cocotbext-axi's AxiRam on
+the storage master at an address above 4 GiB, the interrupt) and on the golden device.
+
+* :func:`trainer_session.session`: 120 gradient steps in 12 launches with records appended
+  between them; every launch's STATUS, STEPS_DONE and CYCLES (the golden device at AxiRam's
+  latencies), the counters, the trace, the snapshot weights and finally the whole storage
+  must be the golden's; again with every AXI channel pausing at random (CYCLES then differ).
+* :func:`trainer_session.concurrent`: records appended while a launch runs, STOP, a new
+  launch: nothing lost or overrun, the ring holding what the host wrote.
+* ``ap_rst_n`` during a launch: the launch abandoned, counters and registers at their reset
+  values, and a new host inserts and trains (the golden device the same).
+
+``short_session`` (two launches of four steps) is what tb/test_simulators.py runs under
+Icarus and Verilator, comparing their per-cycle traces of every output port.
+"""
+
+import pytest
+
+from cocotb_util import load_manifest, run_block, start_trace
+
+from .trainer_session import SEED, SIM_CONFIG
+
+#: cocotbext-axi AxiRam: cycles from an AR handshake to its first R beat, and from the last W
+#: beat to the B handshake.
+AXIRAM_LATENCY = 2
+
+
+@pytest.mark.slow
+def test_driver_on_trainer_rtl_matches_golden_device():
+    run_block("dqn-trainer", SIM_CONFIG.to_dict(), __file__, seed=SEED)
+
+
+try:
+    import cocotb
+except ImportError:  # pragma: no cover
+    cocotb = None
+
+if cocotb is not None:
+    @cocotb.test()
+    @cocotb.parametrize(pause=[0.0, 0.3])
+    async def same_trainer_driver_code_on_rtl_and_golden(dut, pause):
+        from sw.driver import SimDevice
+        from sw.trainer.device import TrainerGoldenDevice
+        from sw.trainer.spec import TrainerConfig
+        from trainer.trainer_session import compare, session
+
+        cfg = TrainerConfig.from_dict(load_manifest()["config"])
+        sim = SimDevice(dut, pause=pause, seed=cocotb.RANDOM_SEED)
+        await sim.start()
+        rtl = await sim.call(session, sim, cfg)
+        gold = session(TrainerGoldenDevice(cfg, read_latency=AXIRAM_LATENCY,
+                                           write_latency=AXIRAM_LATENCY), cfg)
+        compare(rtl, gold, cycles=not pause)
+        dut._log.info("trainer driver session identical on RTL and golden model (pause %.1f); "
+                      "CYCLES per launch %s", pause,
+                      [x["status"]["CYCLES"] for x in rtl["launches"]])
+
+    @cocotb.test()
+    async def short_session(dut):
+        from sw.driver import SimDevice
+        from sw.trainer.device import TrainerGoldenDevice
+        from sw.trainer.spec import TrainerConfig
+        from trainer.trainer_session import compare, session
+
+        cfg = TrainerConfig.from_dict(load_manifest()["config"])
+        sim = SimDevice(dut)
+        await sim.start()
+        start_trace(dut, dut.ap_clk)
+        rtl = await sim.call(session, sim, cfg, launches=2, steps=4)
+        gold = session(TrainerGoldenDevice(cfg, read_latency=AXIRAM_LATENCY,
+                                           write_latency=AXIRAM_LATENCY), cfg,
+                       launches=2, steps=4)
+        compare(rtl, gold)
+
+    @cocotb.test()
+    async def appends_during_a_launch_are_all_taken(dut):
+        from sw.driver import SimDevice
+        from sw.trainer.spec import TrainerConfig
+        from trainer.trainer_session import check_concurrent, concurrent
+
+        cfg = TrainerConfig.from_dict(load_manifest()["config"])
+        sim = SimDevice(dut, pause=0.2, seed=cocotb.RANDOM_SEED + 1)
+        await sim.start()
+        res = await sim.call(concurrent, sim, cfg)
+        check_concurrent(res)
+        dut._log.info("concurrent appends: %d records, STOP after %d steps", res["total"],
+                      res["stopped"]["STEPS_DONE"])
+
+    @cocotb.test()
+    async def reset_mid_launch_clears_and_a_new_host_trains(dut):
+        from cocotb.triggers import ClockCycles
+
+        from sw.driver import SimDevice
+        from sw.trainer.device import TrainerGoldenDevice
+        from sw.trainer.spec import TrainerConfig
+        from trainer.trainer_session import after_reset, check_after_reset, start_long
+
+        cfg = TrainerConfig.from_dict(load_manifest()["config"])
+        sim = SimDevice(dut)
+        await sim.start()
+        await sim.call(start_long, sim, cfg)
+        await ClockCycles(dut.ap_clk, 3000)           # a few steps into the launch
+        await sim.reset()
+        check_after_reset(await sim.call(after_reset, sim, cfg))
+        gold = TrainerGoldenDevice(cfg)               # the golden device says the same
+        start_long(gold, cfg)
+        gold.sleep(3000 / 300e6)
+        gold.reset()
+        check_after_reset(after_reset(gold, cfg))
