@@ -96,9 +96,10 @@ def fake_pyxrt(host, resume):
 
 
 async def xrt_session(host, session, *args, xclbin="kernel.xclbin", max_sleep=None,
-                      **device_kw):
+                      device_cls=None, **device_kw):
     """``session(make_device, *args)`` in a bridge thread, ``make_device()`` building an
-    :class:`~sw.driver.xrt_device.XrtDevice` (``device_kw``) on the fake pyxrt with simulation
+    :class:`~sw.driver.xrt_device.XrtDevice` (or ``device_cls``; ``device_kw``) on the fake
+    pyxrt with simulation
     time as its clock. ``max_sleep`` (seconds) caps one ``device.sleep``: a driver polling
     with its default interval (100 us, 25 000 cycles) then polls more often instead of
     simulating idle cycles (timeouts still count simulation time). Returns
@@ -119,7 +120,7 @@ async def xrt_session(host, session, *args, xclbin="kernel.xclbin", max_sleep=No
         await Timer(ns, "ns")
 
     def make_card():
-        card = XrtDevice(xclbin, **device_kw)
+        card = (device_cls or XrtDevice)(xclbin, **device_kw)
         card.time = lambda: resume(now)()                # simulation time, as SimDevice
         cap = float("inf") if max_sleep is None else max_sleep
         card.sleep = lambda s: resume(sleep)(max(1, round(min(s, cap) * 1e9)))

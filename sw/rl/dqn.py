@@ -431,7 +431,9 @@ def main(argv=None):
                          "RTL; short runs), pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--device", default=None, metavar="trainer:KIND",
                     help="run the accelerator backend as the fused trainer instead: "
-                         "trainer:golden (its golden model, configuration trainer_zcu106)")
+                         "trainer:golden (its golden model, configuration trainer_zcu106), "
+                         "trainer:sim[:MODULE] (its Verilated RTL; slow), "
+                         "trainer:pynq:BITFILE[:NAME] or trainer:xrt:XCLBIN[:KERNEL]")
     ap.add_argument("--total-steps", type=int, default=30_000, metavar="N",
                     help="environment steps: at least learning_starts + 1 "
                          f"({DQNConfig.learning_starts + 1}) and at most the replay capacity")
@@ -451,9 +453,9 @@ def main(argv=None):
         except ValueError as e:
             ap.error(f"--{opt.replace('_', '-')}: {e}")
     if args.device is not None:
-        from .dqn_trainer import open_trainer
+        from .dqn_trainer import parse_trainer_spec
         try:
-            open_trainer(args.device)
+            parse_trainer_spec(args.device)
         except ValueError as e:
             ap.error(f"--device: {e}")
     if args.seeds < 1:

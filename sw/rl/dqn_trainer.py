@@ -10,7 +10,8 @@ with. With ``chunk = actor_refresh`` (the default) the actor sees weights as old
 priority write-back waits the trainer's ``delay`` steps (1 on the shipped configurations,
 which the thesis's and :mod:`scripts.repro` delay study found costs nothing measurable).
 
-``python -m sw.rl.dqn --device trainer:golden`` runs it (:func:`sw.rl.dqn.main`).
+``python -m sw.rl.dqn --device trainer:golden`` runs it (:func:`sw.rl.dqn.main`), and
+``trainer:sim``, ``trainer:pynq:BITFILE`` or ``trainer:xrt:XCLBIN`` on the RTL or a board.
 """
 
 import time
@@ -20,27 +21,71 @@ import numpy as np
 
 from .dqn import DQNConfig, DQNResult, _init_weights, forward
 
-__all__ = ["open_trainer", "train_fused"]
+__all__ = ["open_trainer", "parse_trainer_spec", "train_fused"]
 
 #: Device kinds of ``--device trainer:KIND``.
-TRAINER_DEVICES = ("golden",)
+TRAINER_DEVICES = ("golden", "sim", "pynq", "xrt")
+
+
+def parse_trainer_spec(spec: str):
+    """``(kind, path, name)`` of a ``trainer:...`` device spec (``trainer:golden``,
+    ``trainer:sim[:MODULE]``, ``trainer:pynq:BITFILE[:NAME]``, ``trainer:xrt:XCLBIN[:KERNEL]``);
+    ValueError naming the forms otherwise. Opens nothing."""
+    from .devices import parse_spec
+
+    forms = ("'trainer:golden', 'trainer:sim[:MODULE]', 'trainer:pynq:BITFILE[:NAME]' or "
+             "'trainer:xrt:XCLBIN[:KERNEL]'")
+    kind, _, rest = str(spec).partition(":")
+    if kind != "trainer" or not rest:
+        raise ValueError(f"device must be {forms}, not {spec!r}")
+    try:
+        kind, path, name = parse_spec(rest)
+    except ValueError:
+        raise ValueError(f"device must be {forms}, not {spec!r}") from None
+    if kind == "sim" and name is not None:
+        from sw.registry import shipped_modules
+        modules = shipped_modules(family="trainer")
+        if name not in modules:
+            raise ValueError(f"module must be a shipped trainer ({', '.join(modules)}), "
+                             f"not {name!r}")
+    return kind, path, name
 
 
 def open_trainer(spec: str, name: str = "trainer_zcu106", *, seed: int = 0):
-    """A :class:`~sw.trainer.driver.TrainerDriver` on ``trainer:KIND`` (``golden``: the golden
-    device of configuration ``name``). The trainer's gateware is not written yet, so ``sim``,
-    ``pynq`` and ``xrt`` are refused with a ValueError that says so."""
-    from sw.trainer.configs import trainer_config
-    from sw.trainer.device import TrainerGoldenDevice
+    """A :class:`~sw.trainer.driver.TrainerDriver` on a ``trainer:...`` spec
+    (:func:`parse_trainer_spec`): ``golden``, the golden device of configuration ``name``
+    (:data:`sw.trainer.configs.TRAINERS`); ``sim[:MODULE]``, the Verilated RTL of a shipped
+    trainer (default ``name``'s module; the first call builds it, minutes, and it runs slowly:
+    short runs); ``pynq``, :class:`~sw.trainer.boards.PynqTrainerDevice` with ``name``'s
+    configuration; ``xrt``, :class:`~sw.trainer.boards.XrtTrainerDevice` (the kernel's
+    shipped configuration, default ``dqn_trainer_u250``)."""
+    from sw.trainer.configs import TRAINERS, trainer_config
     from sw.trainer.driver import TrainerDriver
 
-    kind, _, rest = str(spec).partition(":")
-    if kind != "trainer" or rest not in TRAINER_DEVICES:
-        raise ValueError(f"device must be 'trainer:golden' (the trainer's RTL backends come "
-                         f"with its gateware), not {spec!r}")
+    kind, path, module = parse_trainer_spec(spec)
     config = trainer_config(name)
-    drv = TrainerDriver(TrainerGoldenDevice(config), seed=seed)
-    drv.name = f"{name} (golden)"
+    if kind == "golden":
+        from sw.trainer.device import TrainerGoldenDevice
+        dev, label = TrainerGoldenDevice(config), f"{name} (golden)"
+    elif kind == "sim":
+        from sw.driver.sim_process import open_sim
+        from sw.registry import shipped_config
+        module = module or TRAINERS[name][3]
+        if module is None:
+            raise ValueError(f"trainer {name!r} is not a shipped module: no RTL to simulate")
+        config = shipped_config(module)[1]
+        dev, label = open_sim(module), f"{module} (Verilated RTL)"
+    elif kind == "pynq":
+        from sw.trainer.boards import PynqTrainerDevice
+        dev = PynqTrainerDevice(path, name=module, config=config)
+        label = f"{name} on PYNQ ({dev.instance})"
+    else:
+        from sw.trainer.boards import XrtTrainerDevice
+        kernel = module or "dqn_trainer_u250"
+        dev = XrtTrainerDevice(path, kernel=kernel)
+        config, label = dev.config, f"trainer on XRT ({kernel})"
+    drv = TrainerDriver(dev, config, seed=seed)
+    drv.name = label
     return drv
 
 

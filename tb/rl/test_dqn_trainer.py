@@ -8,7 +8,7 @@ pytest.importorskip("torch")
 pytest.importorskip("gymnasium")
 
 from sw.rl.dqn import DQNConfig, main, plot_curves  # noqa: E402
-from sw.rl.dqn_trainer import open_trainer, train_fused  # noqa: E402
+from sw.rl.dqn_trainer import open_trainer, parse_trainer_spec, train_fused  # noqa: E402
 from sw.trainer.schedule import sequential_launch_cycles  # noqa: E402
 
 
@@ -42,10 +42,13 @@ def test_short_run_accounts_every_launch():
 
 
 def test_device_and_arguments_are_checked(capsys):
-    with pytest.raises(ValueError, match="trainer:golden"):
-        open_trainer("trainer:sim")
+    with pytest.raises(ValueError, match="shipped trainer"):
+        open_trainer("trainer:sim:learner_kernel_s8")
     with pytest.raises(ValueError, match="trainer:golden"):
         open_trainer("golden")
+    with pytest.raises(ValueError, match="trainer:pynq:BITFILE"):
+        parse_trainer_spec("trainer:pynq:")
+    assert parse_trainer_spec("trainer:xrt:a.xclbin:k") == ("xrt", "a.xclbin", "k")
     with pytest.raises(SystemExit):
         main(["--device", "trainer:xrt", "--backend", "accel"])
     assert "--device" in capsys.readouterr().err

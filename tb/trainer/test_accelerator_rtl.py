@@ -8,6 +8,7 @@ the storage master at an address above 4 GiB, the interrupt) and on the golden d
   must be the golden's; again with every AXI channel pausing at random (CYCLES then differ).
 * :func:`trainer_session.concurrent`: records appended while a launch runs, STOP, a new
   launch: nothing lost or overrun, the ring holding what the host wrote.
+* ``same_session_through_xrt``: XrtTrainerDevice on a fake ``pyxrt`` over the same ports.
 * ``ap_rst_n`` during a launch: the launch abandoned, counters and registers at their reset
   values, and a new host inserts and trains (the golden device the same).
 
@@ -29,6 +30,24 @@ AXIRAM_LATENCY = 2
 @pytest.mark.slow
 def test_driver_on_trainer_rtl_matches_golden_device():
     run_block("dqn-trainer", SIM_CONFIG.to_dict(), __file__, seed=SEED)
+
+
+@pytest.mark.slow
+def test_driver_on_open_sim_process_matches_golden_device():
+    """The trainer in a simulator subprocess (``open_sim``, what ``--device trainer:sim``
+    opens): the storage address comes over the connection, the session is the golden's."""
+    from sw.driver.sim_process import open_sim
+    from sw.trainer.device import TrainerGoldenDevice
+
+    from .trainer_session import compare, session
+
+    with open_sim("dqn-trainer", SIM_CONFIG, quiet=True) as dev:
+        assert dev.storage_address == 0x1_0000_0000
+        rtl = session(dev, SIM_CONFIG, launches=2, steps=5)
+    gold = session(TrainerGoldenDevice(SIM_CONFIG, read_latency=AXIRAM_LATENCY,
+                                       write_latency=AXIRAM_LATENCY), SIM_CONFIG, launches=2,
+                   steps=5)
+    compare(rtl, gold)
 
 
 try:
@@ -108,3 +127,27 @@ if cocotb is not None:
         gold.sleep(3000 / 300e6)
         gold.reset()
         check_after_reset(after_reset(gold, cfg))
+
+    @cocotb.test()
+    async def same_session_through_xrt(dut):
+        """XrtTrainerDevice (fake pyxrt: xrt::ip registers over AXI4-Lite, the bo in the
+        AxiRam the core reads) runs the session as SimDevice does, bit for bit."""
+        from axi_host import AxiHost
+        from sw.trainer.boards import XrtTrainerDevice
+        from sw.trainer.device import TrainerGoldenDevice
+        from sw.trainer.spec import TrainerConfig, trainer_register_map
+        from trainer.trainer_session import compare, session
+        from xrt_fake import BO_ADDRESS, xrt_session
+
+        cfg = TrainerConfig.from_dict(load_manifest()["config"])
+        host = AxiHost(dut, trainer_register_map(cfg), mem="m_axi_gmem")
+        await host.start()
+        rtl, pyxrt = await xrt_session(host, lambda make: session(make(), cfg, launches=3,
+                                                                  steps=6),
+                                       device_cls=XrtTrainerDevice, config=cfg,
+                                       kernel="dqn_trainer", max_sleep=2e-6)
+        gold = session(TrainerGoldenDevice(cfg, read_latency=AXIRAM_LATENCY,
+                                           write_latency=AXIRAM_LATENCY), cfg, launches=3,
+                       steps=6)
+        compare(rtl, gold)
+        assert int(host.ram.read(BO_ADDRESS, 1)[0]) == rtl["storage"][0]
