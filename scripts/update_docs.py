@@ -46,6 +46,7 @@ PAGES = {
     "gae-pe": "gae.md", "gae-accel": "gae.md", "gae-kernel": "gae.md",
     "sumtree": "replay.md", "replay-accel": "replay.md", "replay-kernel": "replay.md",
     "tensor-unit": "learner.md", "learner": "learner.md", "learner-kernel": "learner.md",
+    "dqn-trainer": "trainer.md",
 }
 
 #: Parameter tables: file stem -> (configuration class, classes whose docstrings describe

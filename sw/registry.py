@@ -94,6 +94,7 @@ class Block:
     _formats: Callable = field(default=lambda c: {}, repr=False)
     _latency: Callable = field(default=lambda c: None, repr=False)
     _throughput: Callable = field(default=lambda c: None, repr=False)
+    _kernel_args: Callable | None = field(default=None, repr=False)
 
     def load(self, what: str):
         """The object a ``"module:attribute"`` member names: ``"gateware"``, ``"device"``,
@@ -135,8 +136,11 @@ class Block:
         return self.regmap(config)
 
     def kernel_args(self, config) -> dict | None:
-        """For a kernel, what ``kernel.xml`` needs beyond ports and registers
-        (:func:`sw.shell.spec.kernel_args`); None for other blocks."""
+        """For a kernel, and an accelerator with its own AXI4 master (the trainer), what
+        ``kernel.xml`` needs beyond ports and registers (:func:`sw.shell.spec.kernel_args`);
+        None for other blocks."""
+        if self._kernel_args is not None:
+            return self._kernel_args(config)
         if self.role != "kernel":
             return None
         return shell.kernel_args(config, self.regmap(config), self.base_regmap(config))
@@ -294,7 +298,8 @@ BLOCKS = {b.name: b for b in [
           family="trainer", role="accelerator", regmap=trainer.trainer_register_map,
           device="sw.trainer.device:TrainerGoldenDevice",
           driver="sw.trainer.driver:TrainerDriver",
-          _formats=_trainer_formats, _latency=_trainer_step, _throughput=_trainer_rate),
+          _formats=_trainer_formats, _latency=_trainer_step, _throughput=_trainer_rate,
+          _kernel_args=trainer.kernel_args),
 ]}
 
 #: The accelerator families: name -> its name in messages.
@@ -369,14 +374,14 @@ CANDIDATES = [
     # The DSE's picks for B = 64 with its resource model (sw.learner.resources, which matches
     # Yosys on BRAM36 and DSP exactly for the shipped learners and the candidate above), 75 % of
     # each resource usable, at an assumed 300 MHz: not generated and synthesized yet.
-    # ZCU106: two pipelines, 8 x 8 blocks, per-stage arrays; 3,753 cycles per step of 64;
+    # ZCU106: two pipelines, 8 x 8 blocks, per-stage arrays; 3,755 cycles per step of 64;
     # modelled 1,206 DSP (70 %), 155 BRAM36 (50 %), 156k LUT (68 %, LUT RAM included).
     ("learner_zcu106_b64", "learner", {
         "sizes": [4, 64, 64, 2], "array": 8, "max_batch": 64, "sub_batch": 8, "dp": 2,
         "stage_arrays": "fw0:8x8,fw1:8x8,fw2:8x4,bw2:4x8,bw1:8x8,wa0:8x8,wa1:8x8,wa2:8x4,"
                         "tfw0:8x8,tfw1:8x8,tfw2:8x4",
         "axi_data_width": 128}, "zcu106"),
-    # U250: four pipelines, 16 x 16 blocks, per-stage arrays; 1,355 cycles per step of 64;
+    # U250: four pipelines, 16 x 16 blocks, per-stage arrays; 1,357 cycles per step of 64;
     # modelled 7,788 DSP (63 %), no BRAM36 (its buffers map to LUT RAM), 986k LUT (57 %).
     ("learner_u250_b64", "learner", {
         "sizes": [4, 64, 64, 2], "array": 16, "max_batch": 64, "sub_batch": 16, "dp": 4,

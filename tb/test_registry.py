@@ -131,6 +131,15 @@ def test_register_map_is_the_gateware_s(name):
         host = component.accelerator.signature.members["host"].signature
         assert rm.info_values(cfg)["DMA_WINDOW"] == cfg.window_bytes \
             == component.accelerator.mem_words * host.data_width // 8
+    elif name == "dqn-trainer":                     # an accelerator with its own master
+        assert accel is b and base == rm
+        args = b.kernel_args(cfg)
+        assert args["pointers"] == [{"name": "BASE", "port": "m_axi_gmem", "lo": "BASE_LO",
+                                     "hi": "BASE_HI", "offset": rm.offset("BASE_LO")}]
+        assert rm.offset("BASE_HI") == rm.offset("BASE_LO") + 4
+        assert args["m_axi"]["m_axi_gmem"]["data_width"] == len(component.core.m_axi_gmem_wdata)
+        assert set(args["scalars"]) == {r.name for r, _ in arg_fields(rm)} - {"BASE_LO",
+                                                                              "BASE_HI"}
     else:
         assert accel is b and base == rm and b.kernel_args(cfg) is None
 

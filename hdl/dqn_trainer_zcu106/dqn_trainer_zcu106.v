@@ -146,18 +146,18 @@ module dqn_trainer_zcu106(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid,
   wire ready;
   wire refused;
   wire rst;
-  input [6:0] s_axi_control_araddr;
-  wire [6:0] s_axi_control_araddr;
-  wire [6:0] \s_axi_control_araddr$61 ;
+  input [11:0] s_axi_control_araddr;
+  wire [11:0] s_axi_control_araddr;
+  wire [11:0] \s_axi_control_araddr$61 ;
   output s_axi_control_arready;
   wire s_axi_control_arready;
   wire \s_axi_control_arready$63 ;
   input s_axi_control_arvalid;
   wire s_axi_control_arvalid;
   wire \s_axi_control_arvalid$62 ;
-  input [6:0] s_axi_control_awaddr;
-  wire [6:0] s_axi_control_awaddr;
-  wire [6:0] \s_axi_control_awaddr$51 ;
+  input [11:0] s_axi_control_awaddr;
+  wire [11:0] s_axi_control_awaddr;
+  wire [11:0] \s_axi_control_awaddr$51 ;
   output s_axi_control_awready;
   wire s_axi_control_awready;
   wire \s_axi_control_awready$53 ;
@@ -70937,14 +70937,14 @@ module \dqn_trainer_zcu106.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_a
   wire rst;
   output rvalid;
   reg rvalid = 1'h0;
-  input [6:0] s_axi_control_araddr;
-  wire [6:0] s_axi_control_araddr;
+  input [11:0] s_axi_control_araddr;
+  wire [11:0] s_axi_control_araddr;
   output s_axi_control_arready;
   wire s_axi_control_arready;
   input s_axi_control_arvalid;
   wire s_axi_control_arvalid;
-  input [6:0] s_axi_control_awaddr;
-  wire [6:0] s_axi_control_awaddr;
+  input [11:0] s_axi_control_awaddr;
+  wire [11:0] s_axi_control_awaddr;
   output s_axi_control_awready;
   wire s_axi_control_awready;
   input s_axi_control_awvalid;
@@ -71075,129 +71075,129 @@ module \dqn_trainer_zcu106.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_a
   assign \$5  = ~ rvalid;
   assign ar_hs = s_axi_control_arvalid & \$5 ;
   assign ctrl_we = commit & aw_dec[0];
-  assign \$6  = ! s_axi_control_araddr[6:2];
+  assign \$6  = ! s_axi_control_araddr[11:2];
   assign ctrl_rd = ar_hs & \$6 ;
   assign gier_we = commit & aw_dec[1];
-  assign \$7  = s_axi_control_araddr[6:2] == 1'h1;
+  assign \$7  = s_axi_control_araddr[11:2] == 1'h1;
   assign gier_rd = ar_hs & \$7 ;
   assign ip_ier_we = commit & aw_dec[2];
-  assign \$8  = s_axi_control_araddr[6:2] == 2'h2;
+  assign \$8  = s_axi_control_araddr[11:2] == 2'h2;
   assign ip_ier_rd = ar_hs & \$8 ;
   assign ip_isr_we = commit & aw_dec[3];
-  assign \$9  = s_axi_control_araddr[6:2] == 2'h3;
+  assign \$9  = s_axi_control_araddr[11:2] == 2'h3;
   assign ip_isr_rd = ar_hs & \$9 ;
   assign cmd_we = commit & aw_dec[4];
-  assign \$10  = s_axi_control_araddr[6:2] == 3'h4;
+  assign \$10  = s_axi_control_araddr[11:2] == 3'h4;
   assign cmd_rd = ar_hs & \$10 ;
   assign steps_we = commit & aw_dec[5];
-  assign \$11  = s_axi_control_araddr[6:2] == 3'h5;
+  assign \$11  = s_axi_control_araddr[11:2] == 3'h5;
   assign steps_rd = ar_hs & \$11 ;
   assign batch_size_we = commit & aw_dec[6];
-  assign \$12  = s_axi_control_araddr[6:2] == 3'h6;
+  assign \$12  = s_axi_control_araddr[11:2] == 3'h6;
   assign batch_size_rd = ar_hs & \$12 ;
   assign lr_we = commit & aw_dec[7];
-  assign \$13  = s_axi_control_araddr[6:2] == 3'h7;
+  assign \$13  = s_axi_control_araddr[11:2] == 3'h7;
   assign lr_rd = ar_hs & \$13 ;
   assign gamma_we = commit & aw_dec[8];
-  assign \$14  = s_axi_control_araddr[6:2] == 4'h8;
+  assign \$14  = s_axi_control_araddr[11:2] == 4'h8;
   assign gamma_rd = ar_hs & \$14 ;
   assign alpha_we = commit & aw_dec[9];
-  assign \$15  = s_axi_control_araddr[6:2] == 4'h9;
+  assign \$15  = s_axi_control_araddr[11:2] == 4'h9;
   assign alpha_rd = ar_hs & \$15 ;
   assign beta_we = commit & aw_dec[10];
-  assign \$16  = s_axi_control_araddr[6:2] == 4'ha;
+  assign \$16  = s_axi_control_araddr[11:2] == 4'ha;
   assign beta_rd = ar_hs & \$16 ;
   assign eps_we = commit & aw_dec[11];
-  assign \$17  = s_axi_control_araddr[6:2] == 4'hb;
+  assign \$17  = s_axi_control_araddr[11:2] == 4'hb;
   assign eps_rd = ar_hs & \$17 ;
   assign sync_period_we = commit & aw_dec[12];
-  assign \$18  = s_axi_control_araddr[6:2] == 4'hc;
+  assign \$18  = s_axi_control_araddr[11:2] == 4'hc;
   assign sync_period_rd = ar_hs & \$18 ;
   assign snapshot_period_we = commit & aw_dec[13];
-  assign \$19  = s_axi_control_araddr[6:2] == 4'hd;
+  assign \$19  = s_axi_control_araddr[11:2] == 4'hd;
   assign snapshot_period_rd = ar_hs & \$19 ;
   assign trace_period_we = commit & aw_dec[14];
-  assign \$20  = s_axi_control_araddr[6:2] == 4'he;
+  assign \$20  = s_axi_control_araddr[11:2] == 4'he;
   assign trace_period_rd = ar_hs & \$20 ;
   assign seed_we = commit & aw_dec[15];
-  assign \$21  = s_axi_control_araddr[6:2] == 4'hf;
+  assign \$21  = s_axi_control_araddr[11:2] == 4'hf;
   assign seed_rd = ar_hs & \$21 ;
   assign base_lo_we = commit & aw_dec[16];
-  assign \$22  = s_axi_control_araddr[6:2] == 5'h10;
+  assign \$22  = s_axi_control_araddr[11:2] == 5'h10;
   assign base_lo_rd = ar_hs & \$22 ;
   assign base_hi_we = commit & aw_dec[17];
-  assign \$23  = s_axi_control_araddr[6:2] == 5'h11;
+  assign \$23  = s_axi_control_araddr[11:2] == 5'h11;
   assign base_hi_rd = ar_hs & \$23 ;
   assign producer_we = commit & aw_dec[18];
-  assign \$24  = s_axi_control_araddr[6:2] == 5'h12;
+  assign \$24  = s_axi_control_araddr[11:2] == 5'h12;
   assign producer_rd = ar_hs & \$24 ;
   assign stop_we = commit & aw_dec[19];
-  assign \$25  = s_axi_control_araddr[6:2] == 5'h13;
+  assign \$25  = s_axi_control_araddr[11:2] == 5'h13;
   assign stop_rd = ar_hs & \$25 ;
   assign status_we = commit & aw_dec[20];
-  assign \$26  = s_axi_control_araddr[6:2] == 5'h14;
+  assign \$26  = s_axi_control_araddr[11:2] == 5'h14;
   assign status_rd = ar_hs & \$26 ;
   assign consumed_we = commit & aw_dec[21];
-  assign \$27  = s_axi_control_araddr[6:2] == 5'h15;
+  assign \$27  = s_axi_control_araddr[11:2] == 5'h15;
   assign consumed_rd = ar_hs & \$27 ;
   assign steps_done_we = commit & aw_dec[22];
-  assign \$28  = s_axi_control_araddr[6:2] == 5'h16;
+  assign \$28  = s_axi_control_araddr[11:2] == 5'h16;
   assign steps_done_rd = ar_hs & \$28 ;
   assign steps_total_we = commit & aw_dec[23];
-  assign \$29  = s_axi_control_araddr[6:2] == 5'h17;
+  assign \$29  = s_axi_control_araddr[11:2] == 5'h17;
   assign steps_total_rd = ar_hs & \$29 ;
   assign sampled_we = commit & aw_dec[24];
-  assign \$30  = s_axi_control_araddr[6:2] == 5'h18;
+  assign \$30  = s_axi_control_araddr[11:2] == 5'h18;
   assign sampled_rd = ar_hs & \$30 ;
   assign snapshot_seq_we = commit & aw_dec[25];
-  assign \$31  = s_axi_control_araddr[6:2] == 5'h19;
+  assign \$31  = s_axi_control_araddr[11:2] == 5'h19;
   assign snapshot_seq_rd = ar_hs & \$31 ;
   assign trace_count_we = commit & aw_dec[26];
-  assign \$32  = s_axi_control_araddr[6:2] == 5'h1a;
+  assign \$32  = s_axi_control_araddr[11:2] == 5'h1a;
   assign trace_count_rd = ar_hs & \$32 ;
   assign cycles_we = commit & aw_dec[27];
-  assign \$33  = s_axi_control_araddr[6:2] == 5'h1b;
+  assign \$33  = s_axi_control_araddr[11:2] == 5'h1b;
   assign cycles_rd = ar_hs & \$33 ;
   assign hw_trainer_we = commit & aw_dec[28];
-  assign \$34  = s_axi_control_araddr[6:2] == 5'h1c;
+  assign \$34  = s_axi_control_araddr[11:2] == 5'h1c;
   assign hw_trainer_rd = ar_hs & \$34 ;
   assign hw_capacity_we = commit & aw_dec[29];
-  assign \$35  = s_axi_control_araddr[6:2] == 5'h1d;
+  assign \$35  = s_axi_control_araddr[11:2] == 5'h1d;
   assign hw_capacity_rd = ar_hs & \$35 ;
   assign hw_window_we = commit & aw_dec[30];
-  assign \$36  = s_axi_control_araddr[6:2] == 5'h1e;
+  assign \$36  = s_axi_control_araddr[11:2] == 5'h1e;
   assign hw_window_rd = ar_hs & \$36 ;
-  assign \$37  = ! s_axi_control_araddr[6:2];
-  assign \$38  = s_axi_control_araddr[6:2] == 1'h1;
-  assign \$39  = s_axi_control_araddr[6:2] == 2'h2;
-  assign \$40  = s_axi_control_araddr[6:2] == 2'h3;
-  assign \$41  = s_axi_control_araddr[6:2] == 3'h4;
-  assign \$42  = s_axi_control_araddr[6:2] == 3'h5;
-  assign \$43  = s_axi_control_araddr[6:2] == 3'h6;
-  assign \$44  = s_axi_control_araddr[6:2] == 3'h7;
-  assign \$45  = s_axi_control_araddr[6:2] == 4'h8;
-  assign \$46  = s_axi_control_araddr[6:2] == 4'h9;
-  assign \$47  = s_axi_control_araddr[6:2] == 4'ha;
-  assign \$48  = s_axi_control_araddr[6:2] == 4'hb;
-  assign \$49  = s_axi_control_araddr[6:2] == 4'hc;
-  assign \$50  = s_axi_control_araddr[6:2] == 4'hd;
-  assign \$51  = s_axi_control_araddr[6:2] == 4'he;
-  assign \$52  = s_axi_control_araddr[6:2] == 4'hf;
-  assign \$53  = s_axi_control_araddr[6:2] == 5'h10;
-  assign \$54  = s_axi_control_araddr[6:2] == 5'h11;
-  assign \$55  = s_axi_control_araddr[6:2] == 5'h12;
-  assign \$56  = s_axi_control_araddr[6:2] == 5'h13;
-  assign \$57  = s_axi_control_araddr[6:2] == 5'h14;
-  assign \$58  = s_axi_control_araddr[6:2] == 5'h15;
-  assign \$59  = s_axi_control_araddr[6:2] == 5'h16;
-  assign \$60  = s_axi_control_araddr[6:2] == 5'h17;
-  assign \$61  = s_axi_control_araddr[6:2] == 5'h18;
-  assign \$62  = s_axi_control_araddr[6:2] == 5'h19;
-  assign \$63  = s_axi_control_araddr[6:2] == 5'h1a;
-  assign \$64  = s_axi_control_araddr[6:2] == 5'h1b;
-  assign \$65  = s_axi_control_araddr[6:2] == 5'h1c;
-  assign \$66  = s_axi_control_araddr[6:2] == 5'h1d;
-  assign \$67  = s_axi_control_araddr[6:2] == 5'h1e;
+  assign \$37  = ! s_axi_control_araddr[11:2];
+  assign \$38  = s_axi_control_araddr[11:2] == 1'h1;
+  assign \$39  = s_axi_control_araddr[11:2] == 2'h2;
+  assign \$40  = s_axi_control_araddr[11:2] == 2'h3;
+  assign \$41  = s_axi_control_araddr[11:2] == 3'h4;
+  assign \$42  = s_axi_control_araddr[11:2] == 3'h5;
+  assign \$43  = s_axi_control_araddr[11:2] == 3'h6;
+  assign \$44  = s_axi_control_araddr[11:2] == 3'h7;
+  assign \$45  = s_axi_control_araddr[11:2] == 4'h8;
+  assign \$46  = s_axi_control_araddr[11:2] == 4'h9;
+  assign \$47  = s_axi_control_araddr[11:2] == 4'ha;
+  assign \$48  = s_axi_control_araddr[11:2] == 4'hb;
+  assign \$49  = s_axi_control_araddr[11:2] == 4'hc;
+  assign \$50  = s_axi_control_araddr[11:2] == 4'hd;
+  assign \$51  = s_axi_control_araddr[11:2] == 4'he;
+  assign \$52  = s_axi_control_araddr[11:2] == 4'hf;
+  assign \$53  = s_axi_control_araddr[11:2] == 5'h10;
+  assign \$54  = s_axi_control_araddr[11:2] == 5'h11;
+  assign \$55  = s_axi_control_araddr[11:2] == 5'h12;
+  assign \$56  = s_axi_control_araddr[11:2] == 5'h13;
+  assign \$57  = s_axi_control_araddr[11:2] == 5'h14;
+  assign \$58  = s_axi_control_araddr[11:2] == 5'h15;
+  assign \$59  = s_axi_control_araddr[11:2] == 5'h16;
+  assign \$60  = s_axi_control_araddr[11:2] == 5'h17;
+  assign \$61  = s_axi_control_araddr[11:2] == 5'h18;
+  assign \$62  = s_axi_control_araddr[11:2] == 5'h19;
+  assign \$63  = s_axi_control_araddr[11:2] == 5'h1a;
+  assign \$64  = s_axi_control_araddr[11:2] == 5'h1b;
+  assign \$65  = s_axi_control_araddr[11:2] == 5'h1c;
+  assign \$66  = s_axi_control_araddr[11:2] == 5'h1d;
+  assign \$67  = s_axi_control_araddr[11:2] == 5'h1e;
   assign r_hit = | { \$67 , \$66 , \$65 , \$64 , \$63 , \$62 , \$61 , \$60 , \$59 , \$58 , \$57 , \$56 , \$55 , \$54 , \$53 , \$52 , \$51 , \$50 , \$49 , \$48 , \$47 , \$46 , \$45 , \$44 , \$43 , \$42 , \$41 , \$40 , \$39 , \$38 , \$37  };
   assign \$68  = ip_isr_ap_done_q | ip_isr_ap_ready_q;
   assign interrupt = gier_enable_q & \$68 ;
@@ -71218,68 +71218,68 @@ module \dqn_trainer_zcu106.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_a
   assign \$161  = s_axi_control_awvalid & \$160 ;
   assign \$162  = ~ bvalid;
   assign \$163  = \$161  & \$162 ;
-  assign \$164  = ! s_axi_control_awaddr[6:2];
-  assign \$165  = s_axi_control_awaddr[6:2] == 1'h1;
-  assign \$166  = s_axi_control_awaddr[6:2] == 2'h2;
-  assign \$167  = s_axi_control_awaddr[6:2] == 2'h3;
-  assign \$168  = s_axi_control_awaddr[6:2] == 3'h4;
-  assign \$169  = s_axi_control_awaddr[6:2] == 3'h5;
-  assign \$170  = s_axi_control_awaddr[6:2] == 3'h6;
-  assign \$171  = s_axi_control_awaddr[6:2] == 3'h7;
-  assign \$172  = s_axi_control_awaddr[6:2] == 4'h8;
-  assign \$173  = s_axi_control_awaddr[6:2] == 4'h9;
-  assign \$174  = s_axi_control_awaddr[6:2] == 4'ha;
-  assign \$175  = s_axi_control_awaddr[6:2] == 4'hb;
-  assign \$176  = s_axi_control_awaddr[6:2] == 4'hc;
-  assign \$177  = s_axi_control_awaddr[6:2] == 4'hd;
-  assign \$178  = s_axi_control_awaddr[6:2] == 4'he;
-  assign \$179  = s_axi_control_awaddr[6:2] == 4'hf;
-  assign \$180  = s_axi_control_awaddr[6:2] == 5'h10;
-  assign \$181  = s_axi_control_awaddr[6:2] == 5'h11;
-  assign \$182  = s_axi_control_awaddr[6:2] == 5'h12;
-  assign \$183  = s_axi_control_awaddr[6:2] == 5'h13;
-  assign \$184  = s_axi_control_awaddr[6:2] == 5'h14;
-  assign \$185  = s_axi_control_awaddr[6:2] == 5'h15;
-  assign \$186  = s_axi_control_awaddr[6:2] == 5'h16;
-  assign \$187  = s_axi_control_awaddr[6:2] == 5'h17;
-  assign \$188  = s_axi_control_awaddr[6:2] == 5'h18;
-  assign \$189  = s_axi_control_awaddr[6:2] == 5'h19;
-  assign \$190  = s_axi_control_awaddr[6:2] == 5'h1a;
-  assign \$191  = s_axi_control_awaddr[6:2] == 5'h1b;
-  assign \$192  = s_axi_control_awaddr[6:2] == 5'h1c;
-  assign \$193  = s_axi_control_awaddr[6:2] == 5'h1d;
-  assign \$194  = s_axi_control_awaddr[6:2] == 5'h1e;
-  assign \$195  = ! s_axi_control_awaddr[6:2];
-  assign \$196  = s_axi_control_awaddr[6:2] == 1'h1;
-  assign \$197  = s_axi_control_awaddr[6:2] == 2'h2;
-  assign \$198  = s_axi_control_awaddr[6:2] == 2'h3;
-  assign \$199  = s_axi_control_awaddr[6:2] == 3'h4;
-  assign \$200  = s_axi_control_awaddr[6:2] == 3'h5;
-  assign \$201  = s_axi_control_awaddr[6:2] == 3'h6;
-  assign \$202  = s_axi_control_awaddr[6:2] == 3'h7;
-  assign \$203  = s_axi_control_awaddr[6:2] == 4'h8;
-  assign \$204  = s_axi_control_awaddr[6:2] == 4'h9;
-  assign \$205  = s_axi_control_awaddr[6:2] == 4'ha;
-  assign \$206  = s_axi_control_awaddr[6:2] == 4'hb;
-  assign \$207  = s_axi_control_awaddr[6:2] == 4'hc;
-  assign \$208  = s_axi_control_awaddr[6:2] == 4'hd;
-  assign \$209  = s_axi_control_awaddr[6:2] == 4'he;
-  assign \$210  = s_axi_control_awaddr[6:2] == 4'hf;
-  assign \$211  = s_axi_control_awaddr[6:2] == 5'h10;
-  assign \$212  = s_axi_control_awaddr[6:2] == 5'h11;
-  assign \$213  = s_axi_control_awaddr[6:2] == 5'h12;
-  assign \$214  = s_axi_control_awaddr[6:2] == 5'h13;
-  assign \$215  = s_axi_control_awaddr[6:2] == 5'h14;
-  assign \$216  = s_axi_control_awaddr[6:2] == 5'h15;
-  assign \$217  = s_axi_control_awaddr[6:2] == 5'h16;
-  assign \$218  = s_axi_control_awaddr[6:2] == 5'h17;
-  assign \$219  = s_axi_control_awaddr[6:2] == 5'h18;
-  assign \$220  = s_axi_control_awaddr[6:2] == 5'h19;
-  assign \$221  = s_axi_control_awaddr[6:2] == 5'h1a;
-  assign \$222  = s_axi_control_awaddr[6:2] == 5'h1b;
-  assign \$223  = s_axi_control_awaddr[6:2] == 5'h1c;
-  assign \$224  = s_axi_control_awaddr[6:2] == 5'h1d;
-  assign \$225  = s_axi_control_awaddr[6:2] == 5'h1e;
+  assign \$164  = ! s_axi_control_awaddr[11:2];
+  assign \$165  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$166  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$167  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$168  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$169  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$170  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$171  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$172  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$173  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$174  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$175  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$176  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$177  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$178  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$179  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$180  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$181  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$182  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$183  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$184  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$185  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$186  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$187  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$188  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$189  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$190  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$191  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$192  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$193  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$194  = s_axi_control_awaddr[11:2] == 5'h1e;
+  assign \$195  = ! s_axi_control_awaddr[11:2];
+  assign \$196  = s_axi_control_awaddr[11:2] == 1'h1;
+  assign \$197  = s_axi_control_awaddr[11:2] == 2'h2;
+  assign \$198  = s_axi_control_awaddr[11:2] == 2'h3;
+  assign \$199  = s_axi_control_awaddr[11:2] == 3'h4;
+  assign \$200  = s_axi_control_awaddr[11:2] == 3'h5;
+  assign \$201  = s_axi_control_awaddr[11:2] == 3'h6;
+  assign \$202  = s_axi_control_awaddr[11:2] == 3'h7;
+  assign \$203  = s_axi_control_awaddr[11:2] == 4'h8;
+  assign \$204  = s_axi_control_awaddr[11:2] == 4'h9;
+  assign \$205  = s_axi_control_awaddr[11:2] == 4'ha;
+  assign \$206  = s_axi_control_awaddr[11:2] == 4'hb;
+  assign \$207  = s_axi_control_awaddr[11:2] == 4'hc;
+  assign \$208  = s_axi_control_awaddr[11:2] == 4'hd;
+  assign \$209  = s_axi_control_awaddr[11:2] == 4'he;
+  assign \$210  = s_axi_control_awaddr[11:2] == 4'hf;
+  assign \$211  = s_axi_control_awaddr[11:2] == 5'h10;
+  assign \$212  = s_axi_control_awaddr[11:2] == 5'h11;
+  assign \$213  = s_axi_control_awaddr[11:2] == 5'h12;
+  assign \$214  = s_axi_control_awaddr[11:2] == 5'h13;
+  assign \$215  = s_axi_control_awaddr[11:2] == 5'h14;
+  assign \$216  = s_axi_control_awaddr[11:2] == 5'h15;
+  assign \$217  = s_axi_control_awaddr[11:2] == 5'h16;
+  assign \$218  = s_axi_control_awaddr[11:2] == 5'h17;
+  assign \$219  = s_axi_control_awaddr[11:2] == 5'h18;
+  assign \$220  = s_axi_control_awaddr[11:2] == 5'h19;
+  assign \$221  = s_axi_control_awaddr[11:2] == 5'h1a;
+  assign \$222  = s_axi_control_awaddr[11:2] == 5'h1b;
+  assign \$223  = s_axi_control_awaddr[11:2] == 5'h1c;
+  assign \$224  = s_axi_control_awaddr[11:2] == 5'h1d;
+  assign \$225  = s_axi_control_awaddr[11:2] == 5'h1e;
   assign \$226  = | { \$225 , \$224 , \$223 , \$222 , \$221 , \$220 , \$219 , \$218 , \$217 , \$216 , \$215 , \$214 , \$213 , \$212 , \$211 , \$210 , \$209 , \$208 , \$207 , \$206 , \$205 , \$204 , \$203 , \$202 , \$201 , \$200 , \$199 , \$198 , \$197 , \$196 , \$195  };
   assign \$227  = ~ w_got;
   assign \$228  = s_axi_control_wvalid & \$227 ;
@@ -71518,68 +71518,68 @@ module \dqn_trainer_zcu106.csr (s_axi_control_awaddr, s_axi_control_awvalid, s_a
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
     (* full_case = 32'd1 *)
-    casez (s_axi_control_araddr[6:2])
-      5'h00:
+    casez (s_axi_control_araddr[11:2])
+      10'h000:
           r_value = \$78 ;
-      5'h01:
+      10'h001:
           r_value = \$80 ;
-      5'h02:
+      10'h002:
           r_value = \$84 ;
-      5'h03:
+      10'h003:
           r_value = \$88 ;
-      5'h04:
+      10'h004:
           r_value = \$90 ;
-      5'h05:
+      10'h005:
           r_value = \$92 [31:0];
-      5'h06:
+      10'h006:
           r_value = \$94 ;
-      5'h07:
+      10'h007:
           r_value = \$96 ;
-      5'h08:
+      10'h008:
           r_value = \$98 ;
-      5'h09:
+      10'h009:
           r_value = \$100 ;
-      5'h0a:
+      10'h00a:
           r_value = \$102 ;
-      5'h0b:
+      10'h00b:
           r_value = \$104 ;
-      5'h0c:
+      10'h00c:
           r_value = \$106 ;
-      5'h0d:
+      10'h00d:
           r_value = \$108 ;
-      5'h0e:
+      10'h00e:
           r_value = \$110 ;
-      5'h0f:
+      10'h00f:
           r_value = \$112 [31:0];
-      5'h10:
+      10'h010:
           r_value = \$114 [31:0];
-      5'h11:
+      10'h011:
           r_value = \$116 [31:0];
-      5'h12:
+      10'h012:
           r_value = \$118 [31:0];
-      5'h13:
+      10'h013:
           r_value = \$120 ;
-      5'h14:
+      10'h014:
           r_value = \$134 ;
-      5'h15:
+      10'h015:
           r_value = \$136 [31:0];
-      5'h16:
+      10'h016:
           r_value = \$138 [31:0];
-      5'h17:
+      10'h017:
           r_value = \$140 [31:0];
-      5'h18:
+      10'h018:
           r_value = \$142 [31:0];
-      5'h19:
+      10'h019:
           r_value = \$144 [31:0];
-      5'h1a:
+      10'h01a:
           r_value = \$146 [31:0];
-      5'h1b:
+      10'h01b:
           r_value = \$148 [31:0];
-      5'h1c:
+      10'h01c:
           r_value = \$154 [31:0];
-      5'h1d:
+      10'h01d:
           r_value = \$156 [31:0];
-      5'h1e:
+      10'h01e:
           r_value = \$158 [31:0];
       default:
           r_value = 32'd0;

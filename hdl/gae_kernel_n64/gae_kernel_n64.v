@@ -49,7 +49,7 @@ module gae_kernel_n64(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_a
   input ap_rst_n;
   wire ap_rst_n;
   wire clk;
-  reg [91:0] cmd__payload;
+  wire [91:0] cmd__payload;
   wire [63:0] \cmd__payload.dev_addr ;
   wire [12:0] \cmd__payload.mem_addr ;
   wire \cmd__payload.to_device ;
@@ -389,21 +389,6 @@ module gae_kernel_n64(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_a
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    cmd__payload = 92'h00000000000000000000000;
-    casez (copy_state)
-      2'h0:
-          /* empty */;
-      2'h1:
-        begin
-          cmd__payload[63:0] = dev;
-          cmd__payload[76:64] = offset[18:6];
-          cmd__payload[90:77] = nbytes[19:6];
-          cmd__payload[91] = to_buffer;
-        end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$16  = dma_cycles;
     if (dma_status_busy) begin
       \$16  = \$4 [31:0];
@@ -714,6 +699,10 @@ module gae_kernel_n64(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_a
   assign \cmd__payload.mem_addr  = cmd__payload[76:64];
   assign \cmd__payload.words  = cmd__payload[90:77];
   assign \cmd__payload.to_device  = cmd__payload[91];
+  assign cmd__payload[91] = to_buffer;
+  assign cmd__payload[90:77] = nbytes[19:6];
+  assign cmd__payload[76:64] = offset[18:6];
+  assign cmd__payload[63:0] = dev;
 endmodule
 
 (* generator = "Amaranth" *)

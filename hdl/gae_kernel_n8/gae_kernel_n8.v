@@ -52,7 +52,7 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   input ap_rst_n;
   wire ap_rst_n;
   wire clk;
-  reg [97:0] cmd__payload;
+  wire [97:0] cmd__payload;
   wire [63:0] \cmd__payload.dev_addr ;
   wire [15:0] \cmd__payload.mem_addr ;
   wire \cmd__payload.to_device ;
@@ -395,21 +395,6 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    cmd__payload = 98'h0000000000000000000000000;
-    casez (copy_state)
-      2'h0:
-          /* empty */;
-      2'h1:
-        begin
-          cmd__payload[63:0] = dev;
-          cmd__payload[79:64] = offset[19:4];
-          cmd__payload[96:80] = nbytes[20:4];
-          cmd__payload[97] = to_buffer;
-        end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     \$16  = dma_cycles;
     if (dma_status_busy) begin
       \$16  = \$4 [31:0];
@@ -720,6 +705,10 @@ module gae_kernel_n8(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s_ax
   assign \cmd__payload.mem_addr  = cmd__payload[79:64];
   assign \cmd__payload.words  = cmd__payload[96:80];
   assign \cmd__payload.to_device  = cmd__payload[97];
+  assign cmd__payload[97] = to_buffer;
+  assign cmd__payload[96:80] = nbytes[20:4];
+  assign cmd__payload[79:64] = offset[19:4];
+  assign cmd__payload[63:0] = dev;
 endmodule
 
 (* generator = "Amaranth" *)

@@ -56,7 +56,7 @@ module replay_kernel_k16_1m(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvali
   input ap_rst_n;
   wire ap_rst_n;
   wire clk;
-  reg [95:0] cmd__payload;
+  wire [95:0] cmd__payload;
   wire [63:0] \cmd__payload.dev_addr ;
   wire [14:0] \cmd__payload.mem_addr ;
   wire \cmd__payload.to_device ;
@@ -403,21 +403,6 @@ module replay_kernel_k16_1m(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvali
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    cmd__payload = 96'h000000000000000000000000;
-    casez (copy_state)
-      2'h0:
-          /* empty */;
-      2'h1:
-        begin
-          cmd__payload[63:0] = dev;
-          cmd__payload[78:64] = offset[17:3];
-          cmd__payload[94:79] = nbytes[18:3];
-          cmd__payload[95] = to_buffer;
-        end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$16  = dma_cycles;
     if (dma_status_busy) begin
       \$16  = \$4 [31:0];
@@ -728,6 +713,10 @@ module replay_kernel_k16_1m(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvali
   assign \cmd__payload.mem_addr  = cmd__payload[78:64];
   assign \cmd__payload.words  = cmd__payload[94:79];
   assign \cmd__payload.to_device  = cmd__payload[95];
+  assign cmd__payload[95] = to_buffer;
+  assign cmd__payload[94:79] = nbytes[18:3];
+  assign cmd__payload[78:64] = offset[17:3];
+  assign cmd__payload[63:0] = dev;
 endmodule
 
 (* generator = "Amaranth" *)

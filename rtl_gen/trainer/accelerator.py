@@ -4,6 +4,7 @@ AXI4-Lite control port, with its AXI4 master to the transition storage."""
 from amaranth.hdl import Module
 from amaranth.lib import wiring
 
+from sw.shell.spec import CONTROL_ADDR_WIDTH
 from sw.trainer.spec import TrainerConfig, hw_info_values, trainer_register_map
 
 from ..shell.accelerator import ap_ctrl_hs, connect_bridges, shell_domain, shell_members
@@ -17,8 +18,8 @@ class TrainerAccelerator(wiring.Component):
     """The fused DQN trainer with the ports of a Vivado IP and of a Vitis RTL kernel.
 
     Ports: ``ap_clk``, ``ap_rst_n`` (active-low synchronous reset), ``s_axi_control_*``
-    (AXI4-Lite, :func:`~sw.trainer.spec.trainer_register_map` in the Vitis HLS
-    ``ap_ctrl_hs`` layout, its ``HW_*`` registers constant), ``m_axi_gmem_*`` (AXI4 master,
+    (AXI4-Lite, a 4 KiB window as a Vitis kernel's: :func:`~sw.trainer.spec.trainer_register_map`
+    in the Vitis HLS ``ap_ctrl_hs`` layout, its ``HW_*`` registers constant), ``m_axi_gmem_*`` (AXI4 master,
     ``storage_width`` data bits, 64-bit addresses: the storage of :mod:`sw.trainer.layout` at
     BASE_HI:BASE_LO, a ``pynq.allocate`` buffer on an S_AXI_HP port of a ZCU106, a card DDR
     buffer of an Alveo kernel) and ``interrupt``.
@@ -47,7 +48,8 @@ class TrainerAccelerator(wiring.Component):
         regmap = trainer_register_map(config)
         self._regmap = regmap
         self._core = TrainerCore(config)
-        self._csr = AxiLiteCsr(regmap, prefix="s_axi_control", constants=hw_info_values(config))
+        self._csr = AxiLiteCsr(regmap, prefix="s_axi_control", constants=hw_info_values(config),
+                               addr_width=CONTROL_ADDR_WIDTH)
         super().__init__(shell_members(self._csr, self._core))
 
     @property

@@ -269,3 +269,22 @@ def trainer_register_map(config: TrainerConfig) -> RegisterMap:
 def hw_info_values(config: TrainerConfig) -> dict:
     """The constant HW_* register words of ``config``."""
     return trainer_register_map(config).info_values(config)
+
+
+def kernel_args(config: TrainerConfig) -> dict:
+    """What a Vitis ``kernel.xml`` (and the IP packager) needs beyond the ports and registers
+    (the layout of :func:`sw.shell.spec.kernel_args`): the storage master ``m_axi_gmem``
+    (``storage_width`` bits, bursts of at most 256 beats and never across 4 KiB, up to
+    ``gather_outstanding`` reads in flight), the 64-bit pointer argument BASE (BASE_LO,
+    BASE_HI) that addresses it, and the other argument registers as scalars."""
+    regmap = trainer_register_map(config)
+    return {
+        "m_axi": {"m_axi_gmem": {"data_width": config.storage_width,
+                                 "max_burst": min(256, 4096 // (config.storage_width // 8)),
+                                 "outstanding": config.gather_outstanding}},
+        "pointers": [{"name": "BASE", "port": "m_axi_gmem", "lo": "BASE_LO", "hi": "BASE_HI",
+                      "offset": regmap.offset("BASE_LO")}],
+        "scalars": [r.name for r in regmap.user_registers
+                    if all(f.access == "rw" for f in r.fields)
+                    and r.name not in ("BASE_LO", "BASE_HI")],
+    }

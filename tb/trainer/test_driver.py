@@ -193,3 +193,16 @@ def test_misaligned_base_is_an_error(drv):
         drv.train(1, **HYPER)
     drv._base = 0
     assert drv.train(1, **HYPER)["STEPS_DONE"] == 1
+
+
+def test_the_rtl_tests_sessions_hold_on_the_golden_device():
+    """What tb/trainer/test_accelerator_rtl.py checks on the RTL holds on the golden device:
+    appends during a launch (none lost, START_REFUSED), and a reset in the middle of one."""
+    from .trainer_session import (SIM_CONFIG, after_reset, check_after_reset,
+                                  check_concurrent, concurrent, start_long)
+    check_concurrent(concurrent(TrainerGoldenDevice(SIM_CONFIG)))
+    dev = TrainerGoldenDevice(SIM_CONFIG)
+    start_long(dev)
+    dev.sleep(1e-5)
+    dev.reset()
+    check_after_reset(after_reset(dev))

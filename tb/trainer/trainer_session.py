@@ -75,7 +75,7 @@ def compare(rtl, gold, *, cycles=True):
 
 def concurrent(device, config=SIM_CONFIG, *, appends=30) -> dict:
     """A launch until STOP while the host appends ``appends`` small batches (waiting whenever
-    the window is full), then STOP, a new launch that takes the last doorbell, and a check
+    the window is full; an AP_START written meanwhile is refused), then STOP, a new launch that takes the last doorbell, and a check
     that every record reached the ring unchanged and was inserted (nothing lost, no
     OVERRUN)."""
     from sw.trainer.driver import TrainerWarning
@@ -83,6 +83,8 @@ def concurrent(device, config=SIM_CONFIG, *, appends=30) -> dict:
     drv = _driver(device, config)
     total = drv.insert(*transitions(32, 100))
     drv.start(0, batch=16, **HYPER)
+    drv.register_map.CTRL.AP_START = 1                # during the launch: dropped, flagged
+    refused = drv.register_map.STATUS.START_REFUSED
     for i in range(appends):
         total += drv.insert(*transitions(1 + i % 5, 200 + i))
     st = drv.stop()
@@ -95,12 +97,13 @@ def concurrent(device, config=SIM_CONFIG, *, appends=30) -> dict:
     want = b"".join(drv._records(*transitions(n, s)).tobytes() for n, s in
                     [(32, 100)] + [(1 + i % 5, 200 + i) for i in range(appends)])
     return {"stopped": st, "again": again, "stats": stats, "total": total,
-            "produced": drv.produced, "ring_ok": ring == want}
+            "produced": drv.produced, "ring_ok": ring == want, "refused": refused}
 
 
 def check_concurrent(res):
     """What :func:`concurrent` must show on any device."""
     st, again, stats = res["stopped"], res["again"], res["stats"]
+    assert res["refused"] == 1, "AP_START during a launch was not flagged START_REFUSED"
     assert st["STOPPED"] == 1 and st["STEPS_DONE"] >= 1 and st["OVERRUN"] == 0, st
     assert again["STOPPED"] == 0 and again["STEPS_DONE"] == 2, again
     assert res["produced"] == res["total"] == stats["consumed"], res

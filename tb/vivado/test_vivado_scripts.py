@@ -87,8 +87,10 @@ def _options(args):
 def test_shipped_accelerators_found():
     assert "gae_accel_n8" in BD and "gae_accel_n64" in BD
     assert "replay_accel_k16" in BD                  # the prioritized replay accelerator
-    assert KERNELS == ["gae_kernel_n64", "gae_kernel_n8", "learner_kernel_s4",
-                       "learner_kernel_s8", "replay_kernel_k16", "replay_kernel_k16_1m"]
+    # the trainers: accelerators with their own storage master, packaged as kernels too
+    assert KERNELS == ["dqn_trainer_u250", "dqn_trainer_zcu106", "gae_kernel_n64",
+                       "gae_kernel_n8", "learner_kernel_s4", "learner_kernel_s8",
+                       "replay_kernel_k16", "replay_kernel_k16_1m"]
     assert not set(BD) & set(KERNELS)
     assert not any(a.startswith("gae_pe") for a in ACCELS)      # bare blocks have no CSR
 
@@ -212,13 +214,14 @@ def _unknown_scalar(m):
 @pytest.mark.parametrize("edit,message", [
     (_flip_awvalid, "m_axi_gmem_awvalid must be an output on an AXI master"),
     (_no_kernel_entry, "an AXI master needs the manifest's 'kernel' entry"),
-    (_pointer_elsewhere, "pointer MEM_PTR must be registers MEM_PTR_LO at 0x"),
+    (_pointer_elsewhere, "pointer {ptr} must be registers {ptr}_LO at 0x"),
     (_pointer_for_other_port, "no pointer argument addresses m_axi_gmem"),
     (_unknown_scalar, "kernel arguments ['NO_SUCH_REGISTER'] are not registers"),
 ])
 def test_kernel_manifest_errors(acc, edit, message):
     manifest = json.loads(json.dumps(acc.manifest))
     edit(manifest)
+    message = message.format(ptr=acc.kernel["pointers"][0]["name"])
     with pytest.raises(ValueError, match=re.escape(message)):
         V.Accelerator(acc.hdl_dir, manifest, acc.regmap)
 
@@ -584,7 +587,7 @@ def test_kernel_xml(acc, scripts):
     ptr = args[0]
     (q,) = acc.kernel["pointers"]
     assert (ptr["name"], ptr["addressQualifier"], ptr["port"], _int(ptr["offset"]),
-            _int(ptr["size"])) == (q["name"], "1", gmem.name, acc.regmap.offset("MEM_PTR_LO"), 8)
+            _int(ptr["size"])) == (q["name"], "1", gmem.name, acc.regmap.offset(q["lo"]), 8)
     assert [a["name"] for a in args[1:]] == acc.kernel["scalars"]
     for a in args[1:]:
         assert (a["addressQualifier"], a["port"], _int(a["size"])) == ("0", "s_axi_control", 4)
