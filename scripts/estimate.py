@@ -17,7 +17,8 @@ Designs beyond YoWASP's 4 GB of address space (the design space exploration's ca
 ``--candidate``) need a native Yosys: ``--yosys PATH`` or ``$RLK_YOSYS`` (Debian's 0.23,
 ``make estimate-candidates``; it counts the same FFs, DSPs and block RAM as YoWASP's 0.70 on
 ``learner_cartpole_s4``, 12 % more LUT cells, and leaves inverters as INV cells). ``--device``
-adds each design's use of a part.
+adds each design's use of a part; without it the shipped modules configured for a board (the
+fused trainers, :data:`SHIPPED_BOARDS`) are checked against theirs.
 
 The top module comes from the ``<module>.json`` manifest that ``python -m rtl_gen`` writes next
 to the Verilog (key ``"module"``); without a manifest the file's stem is used. ``--block`` and
@@ -37,7 +38,9 @@ DSP
 BRAM36
     RAMB36E2 + 0.5 * RAMB18E2 (36 Kb block RAM equivalents).
 URAM
-    URAM288.
+    URAM288. The flow (``synth_xilinx`` without ``-uram``) maps no memory to URAM: every
+    memory is counted as block RAM (or LUT RAM), which bounds what Vivado, free to move deep
+    memories such as a sum tree's lower levels into URAM, would use.
 CARRY
     CARRY4 + CARRY8 cells. Yosys maps adders to CARRY4 even on UltraScale+, where one CARRY8
     covers two of them.
@@ -645,6 +648,16 @@ def main(argv=None) -> int:
             os.environ[NATIVE_ENV] = before
 
 
+def _shipped_boards() -> dict:
+    """Shipped module -> the board it is configured for (the fused trainers', from
+    :data:`sw.trainer.configs.TRAINERS`): ``make estimate`` checks those against their part."""
+    from sw.trainer.configs import TRAINERS
+    return {module: board for board, _, _, module in TRAINERS.values() if module}
+
+
+SHIPPED_BOARDS = _shipped_boards()
+
+
 def _run(args, candidates) -> int:
     """Estimate what ``args`` names and the ``candidates`` (entries of ``CANDIDATES``); print
     the tables; the exit status."""
@@ -654,7 +667,9 @@ def _run(args, candidates) -> int:
             if args.block:
                 params = parse_params(args.block, args.param)
                 designs.append(design_from_block(args.block, params, tmp, args.name))
-            devices = {d.name: DEVICES[args.device] for d in designs} if args.device else {}
+            devices = ({d.name: DEVICES[args.device] for d in designs} if args.device
+                       else {d.name: DEVICES[b] for d in designs
+                             if (b := SHIPPED_BOARDS.get(d.name)) is not None})
             for module, block_name, params, device in candidates:
                 design = dataclasses.replace(
                     design_from_block(block_name, params, Path(tmp) / module, module),

@@ -169,8 +169,9 @@ def rows(quick: bool, env) -> list:
                      f"{hz / 1e6:.0f} MHz ({label}); {traffic.reg_reads} "
                      f"register reads, {traffic.reg_writes} writes, {traffic.bytes_written:,}"
                      f" B written, {traffic.bytes_read:,} B read")
-            learner = f"{module} learner" if module else "learner at 300 MHz assumed"
-            config = (f"{name} ({TRAINERS[name][1]}; {learner}), M={STEPS}, "
+            clock = (f"{hz / 1e6:.0f} MHz, {module}'s {label} clock" if module
+                     else "300 MHz assumed")
+            config = (f"{name} ({TRAINERS[name][1]}; {clock}), M={STEPS}, "
                       f"modeled cycles (sequential core); host {share:.1%} of device time")
             shape = f"GPS B={BATCH} 2^{cfg.capacity.bit_length() - 1} inserts={ins}/step"
             out.append(env.row(block="trainer", config=config, shape=shape, baseline=best,
