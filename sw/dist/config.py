@@ -15,7 +15,8 @@ hyper-parameters (a :class:`sw.rl.dqn.DQNConfig`, whose step counts are read as 
 
 Device specs: ``"cpu"`` (the CPU replay buffer with lazy writing; the float32 torch learner),
 ``"golden"`` (the golden model of the shipped configuration), ``"pynq:BITFILE[:NAME]"``,
-``"xrt:XCLBIN[:KERNEL]"`` (:mod:`sw.rl.devices`). Placement is by Ray resources per role
+``"xrt:XCLBIN[:KERNEL]"`` (:mod:`sw.rl.devices`); for the learner also the fused trainer,
+``"trainer:golden"`` etc. (:mod:`sw.dist.trainer`: actors feed one trainer). Placement is by Ray resources per role
 (:meth:`DistConfig.placement`): an actor on hardware asks for ``{"fpga": 1}`` unless told
 otherwise, which a cluster declares per node (``ray start --resources='{"fpga": 1}'``).
 """
@@ -42,12 +43,17 @@ def _positive(name, value):
         raise ValueError(f"{name} must be a positive integer, not {value!r}")
 
 
-def check_spec(name: str, spec) -> str:
-    """``spec`` if it is ``"cpu"`` or a device spec; ``ValueError`` naming ``name``."""
+def check_spec(name: str, spec, *, trainer=False) -> str:
+    """``spec`` if it is ``"cpu"`` or a device spec (with ``trainer``, also a fused-trainer
+    spec ``"trainer:..."``); ``ValueError`` naming ``name``."""
     if spec == "cpu":
         return spec
     try:
-        parse_spec(spec)
+        if trainer and isinstance(spec, str) and spec.startswith("trainer:"):
+            from sw.rl.dqn_trainer import parse_trainer_spec
+            parse_trainer_spec(spec)
+        else:
+            parse_spec(spec)
     except ValueError as e:
         raise ValueError(f"{name} must be 'cpu' or a device spec: {e}") from None
     return spec
@@ -92,7 +98,9 @@ class DistConfig:
     avg_every : int
         ``H``: local SGD steps between weight averagings (1: synchronous data parallelism).
     replay_device, learner_device : str
-        Where the replay banks and the learners run (module docstring).
+        Where the replay banks and the learners run (module docstring). ``learner_device``
+        ``"trainer:..."``: one fused trainer, which holds the replay too (``learners`` 1,
+        ``replay_device`` unused; :mod:`sw.dist.trainer`).
     mode : str
         ``"lockstep"`` or ``"async"`` (:data:`MODES`).
     dqn : DQNConfig
@@ -156,7 +164,15 @@ class DistConfig:
             raise ValueError(f"max_restarts must be a non-negative integer, not "
                              f"{self.max_restarts!r}")
         check_spec("replay_device", self.replay_device)
-        check_spec("learner_device", self.learner_device)
+        check_spec("learner_device", self.learner_device, trainer=True)
+        if self.fused:
+            if self.learners != 1:
+                raise ValueError(f"learners must be 1 with the fused trainer (actors feed one "
+                                 f"trainer; its target network stays on the card, so local "
+                                 f"SGD averaging is not possible), not {self.learners}")
+            if self.trace:
+                raise ValueError("trace must be False with the fused trainer: it samples on "
+                                 "chip, there are no sampled transition ids to record")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
         if not isinstance(self.dqn, DQNConfig):
@@ -169,6 +185,12 @@ class DistConfig:
             object.__setattr__(self, name, parse_resources(name, getattr(self, name)))
 
     # -- derived -----------------------------------------------------------------------------
+    @property
+    def fused(self) -> bool:
+        """The learner is the fused trainer (``learner_device="trainer:..."``): it holds the
+        replay too (:mod:`sw.dist.trainer`)."""
+        return self.learner_device.startswith("trainer:")
+
     @property
     def target_rounds(self) -> int:
         """Averaging rounds between target-network syncs."""
@@ -195,7 +217,7 @@ class DistConfig:
         given = getattr(self, f"{role}_resources")
         if given is None:
             spec = {"learner": self.learner_device, "replay": self.replay_device}.get(role)
-            hardware = spec not in (None, "cpu", "golden")
+            hardware = spec not in (None, "cpu", "golden", "trainer:golden")
             given = {FPGA_RESOURCE: 1} if hardware else {}
         res = dict(given)
         cpus = res.pop("CPU", 0)
@@ -203,6 +225,8 @@ class DistConfig:
 
     def label(self) -> str:
         """Short name for reports and legends."""
+        if self.fused:
+            return f"one fused trainer, H={self.avg_every}, {self.learner_device}"
         return (f"{self.learners} learner{'s' * (self.learners > 1)}, H={self.avg_every}, "
                 f"learner {self.learner_device}, replay {self.replay_device}")
 

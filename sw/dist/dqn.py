@@ -6,6 +6,9 @@ models, a local Ray on this machine), or on a cluster with one FPGA per node::
     python -m sw.dist.dqn --address auto --learners 4 --actors 8 \\
         --learner-device xrt:/opt/rlk/learner_kernel_s4.xclbin --replay-device cpu
 
+With ``--learners 1 --learner-device trainer:golden`` the actors feed one fused trainer
+(:mod:`sw.dist.trainer`), which holds the replay and runs each round's steps on the card.
+
 Prints the final return, environment steps/s, gradient steps/s and where each component ran;
 ``--plot`` writes the learning curve, ``--json`` the whole result. See docs/dist.md.
 """
@@ -36,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "parallelism; default 10)")
     g.add_argument("--learner-device", default="golden",
                    help="cpu (float32 torch), golden (model of learner_cartpole_s4), "
-                        "pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")
+                        "pynq:BITFILE[:NAME], xrt:XCLBIN[:KERNEL], or the fused trainer, "
+                        "trainer:golden|sim|pynq:...|xrt:... (with --learners 1: the actors "
+                        "feed one trainer, which holds the replay)")
     g.add_argument("--replay-device", default="golden",
                    help="cpu (sum tree with lazy writing), golden (model of replay_accel_k16), "
                         "pynq:BITFILE[:NAME] or xrt:XCLBIN[:KERNEL]")

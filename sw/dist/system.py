@@ -47,6 +47,7 @@ from .actor import EnvActor
 from .config import DistConfig
 from .learner import LearnerWorker
 from .replay import ReplayBank
+from .trainer import TrainerWorker
 from .weights import WeightServer
 
 __all__ = ["DistError", "DeviceOpenError", "PlacementError", "ComponentDiedError",
@@ -159,6 +160,37 @@ class _BankHost(_Hosted):
 
     def inserted_tids(self):
         return self._o().inserted_tids()
+
+
+class _TrainerHost(_Hosted):
+    target, role = TrainerWorker, "trainer"
+
+    def insert(self, batch):
+        return self._o().insert(batch)
+
+    def insert_many(self, batches):
+        return self._o().insert_many(batches)
+
+    def size(self):
+        return self._o().size()
+
+    def stats(self):
+        return self._o().stats()
+
+    def train(self, steps):
+        return self._o().train(steps)
+
+    def flush(self):
+        return self._o().flush()
+
+    def weights(self, target=False):
+        return self._o().weights(target)
+
+    def set_weights(self, net, sync_target=False):
+        return self._o().set_weights(net, sync_target)
+
+    def counters(self):
+        return self._o().counters()
 
 
 class _LearnerHost(_Hosted):
@@ -322,24 +354,12 @@ class DistSystem:
         sizes = (obs_dim, d.hidden, d.hidden, n_act)
         try:
             self.server = self._remote(WeightServer, "server").remote()
-            self.banks = [self._remote(_BankHost, "replay").remote(
-                b, cfg.replay_device,
-                dict(obs_dim=obs_dim, capacity=cfg.bank_capacity, alpha=d.alpha,
-                     prio_eps=d.prio_eps, seed=d.seed * 1000 + b, module=cfg.replay_module,
-                     trace=cfg.trace))
-                for b in range(cfg.learners)]
-            self.info["banks"] = self._wait_ready([b.ready.remote() for b in self.banks],
-                                                  "replay banks")
-            self.learners = [self._remote(_LearnerHost, "learner", restart=True).remote(
-                i, cfg.learner_device,
-                dict(bank=self.banks[i], weight_server=self.server, init_seed=d.seed,
-                     sizes=sizes, batch=d.batch, gamma=d.gamma, lr=d.lr, beta=d.beta,
-                     module=cfg.learner_module, trace=cfg.trace))
-                for i in range(cfg.learners)]
-            linfo = self._wait_ready([l.ready.remote() for l in self.learners], "learners")
-            self.info["learners"] = linfo
+            if cfg.fused:
+                self._build_trainer(sizes)
+            else:
+                self._build_banks_and_learners(sizes)
             net = ray.get(self.learners[0].weights.remote())
-            ray.get(self.server.reset.remote(net, linfo[0]["weight_format"]))
+            ray.get(self.server.reset.remote(net, self.info["learners"][0]["weight_format"]))
             self.actors = [self._remote(EnvActor, "actor", restart=True).remote(
                 a, dqn=d, num_envs=cfg.envs_per_actor, stride=cfg.stride, banks=self.banks,
                 weight_server=self.server, pull_every=cfg.pull_every,
@@ -351,6 +371,39 @@ class DistSystem:
             self.close()
             raise
         return self
+
+    def _build_trainer(self, sizes):
+        """One fused trainer as the bank and the learner (:mod:`sw.dist.trainer`)."""
+        cfg, d = self.config, self.config.dqn
+        trainer = self._remote(_TrainerHost, "learner").remote(
+            0, cfg.learner_device,
+            dict(weight_server=self.server, init_seed=d.seed, sizes=sizes, batch=d.batch,
+                 gamma=d.gamma, lr=d.lr, alpha=d.alpha, beta=d.beta, prio_eps=d.prio_eps,
+                 target_period=d.target_period))
+        info = self._wait_ready([trainer.ready.remote()], "trainer")
+        self.banks, self.learners = [trainer], [trainer]
+        self.info["banks"] = self.info["learners"] = info
+
+    def _build_banks_and_learners(self, sizes):
+        """One replay bank per learner, the learners on them."""
+        cfg, d = self.config, self.config.dqn
+        obs_dim = sizes[0]
+        self.banks = [self._remote(_BankHost, "replay").remote(
+            b, cfg.replay_device,
+            dict(obs_dim=obs_dim, capacity=cfg.bank_capacity, alpha=d.alpha,
+                 prio_eps=d.prio_eps, seed=d.seed * 1000 + b, module=cfg.replay_module,
+                 trace=cfg.trace))
+            for b in range(cfg.learners)]
+        self.info["banks"] = self._wait_ready([b.ready.remote() for b in self.banks],
+                                              "replay banks")
+        self.learners = [self._remote(_LearnerHost, "learner", restart=True).remote(
+            i, cfg.learner_device,
+            dict(bank=self.banks[i], weight_server=self.server, init_seed=d.seed,
+                 sizes=sizes, batch=d.batch, gamma=d.gamma, lr=d.lr, beta=d.beta,
+                 module=cfg.learner_module, trace=cfg.trace))
+            for i in range(cfg.learners)]
+        self.info["learners"] = self._wait_ready([l.ready.remote() for l in self.learners],
+                                                 "learners")
 
     def close(self):
         """Kill every component (no restarts)."""
