@@ -19,7 +19,9 @@ function of ``hdl/``, which is committed and checked for freshness by ``tb/test_
 ``zcu106_bd.tcl``
     ZCU106 block design (Zynq UltraScale+ PS, 300 MHz ``pl_clk0``, SmartConnects on HPM0/HPM1,
     an AXI interrupt controller for PYNQ), bitstream, and ``<module>.bit`` + ``<module>.hwh``
-    side by side for ``pynq.Overlay``.
+    side by side for ``pynq.Overlay``. An accelerator that drives its own AXI master (the fused
+    trainer, ``dqn_trainer_zcu106``) has it on S_AXI_HP0_FPD into PS DDR instead of a slave on
+    HPM1 (:func:`zcu106_flow`).
 ``alveo_xo.tcl``, ``alveo_u200.cfg``, ``alveo_u250.cfg``, ``kernel.xml``
     Vitis RTL kernel packaging (``package_xo``, ``ap_ctrl_hs``) and ``v++ --link``
     configurations. A Vitis kernel moves buffers only through AXI4 *master* ports: for a
@@ -28,7 +30,8 @@ function of ``hdl/``, which is committed and checked for freshness by ``tb/test_
     ``kernel.xml``
     (:func:`kernel_xml`), and the ``.cfg`` files connect the port to a DDR bank; for an
     accelerator whose memory is an AXI4 slave the scripts stop with an explanation (see
-    :data:`DMA_GAP`). Alveo cards get no ZCU106 script, ZCU106 designs need ``s_axi_mem``.
+    :data:`DMA_GAP`). A window kernel gets no ZCU106 script: ZCU106 designs need ``s_axi_mem``
+    or an AXI master of the accelerator's own of at most 128 bits (the trainer's).
 ``ooc_timing.tcl``
     Out-of-context synthesis and implementation of the accelerator alone at
     :data:`TARGET_FREQ_MHZ` on any part: the quickest timing answer.
@@ -55,8 +58,9 @@ from .model import (BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, TARGET_FREQ_MHZ, Accele
 from .ooc_timing import module_timing_tcl, ooc_timing_tcl
 from .package_ip import IPXACT_ACCESS, package_ip_tcl
 from .tcl import tcl_str
-from .zcu106_bd import (CONTROL_RANGE, HPM0_FPD_BASE, HPM1_FPD_BASE, HPM_WINDOW,
-                        ZCU106_BOARD_PART, bd_instance, zcu106_bd_tcl)
+from .zcu106_bd import (CONTROL_RANGE, HP0_DDR_SEGMENTS, HP0_PORT, HP_MAX_WIDTH, HPM0_FPD_BASE,
+                        HPM1_FPD_BASE, HPM_WINDOW, ZCU106_BOARD_PART, bd_instance, zcu106_bd_tcl,
+                        zcu106_flow, zcu106_refusal)
 
 __all__ = [
     "VENDOR", "LIBRARY", "VERSION", "vlnv", "bd_instance", "TARGET_FREQ_MHZ", "BOARDS", "Board",
@@ -64,7 +68,9 @@ __all__ = [
     "find_accelerators", "tcl_str", "package_ip_tcl", "zcu106_bd_tcl", "alveo_xo_tcl",
     "kernel_xml", "vpp_link_cfg", "ooc_timing_tcl", "module_timing_tcl",
     "write_scripts", "board_commands", "main",
-    "ALVEO_MEMORY", "find_manifests",
+    "ALVEO_MEMORY", "find_manifests", "zcu106_flow", "zcu106_refusal",
     # The ZCU106 address plan (zcu106_bd): block-design windows the tests check against.
     "ZCU106_BOARD_PART", "HPM0_FPD_BASE", "HPM1_FPD_BASE", "HPM_WINDOW", "CONTROL_RANGE",
+    # ... and where an accelerator's own AXI master goes (the trainer): S_AXI_HP0_FPD, PS DDR.
+    "HP_MAX_WIDTH", "HP0_PORT", "HP0_DDR_SEGMENTS",
 ]

@@ -18,6 +18,7 @@ from .alveo import DMA_GAP
 from .flows import board_commands, write_scripts
 from .model import BOARDS, Accelerator, find_accelerators, find_manifests
 from .tcl import wrap
+from .zcu106_bd import zcu106_refusal
 
 __all__ = ["main"]
 
@@ -101,9 +102,10 @@ def main(argv=None) -> int:
             found = {DEFAULT_ACCEL: found[DEFAULT_ACCEL]}
         (manifest,) = found.values()
         acc = Accelerator.load(manifest)
-        if args.board in BOARDS and BOARDS[args.board].flow == "bd" and acc.memory is None:
-            raise ValueError(f"{acc.module} is a Vitis kernel (AXI master, no s_axi_mem): "
-                             f"build it for u200 or u250, not {args.board}")
+        if args.board in BOARDS and BOARDS[args.board].flow == "bd" and \
+                zcu106_refusal(acc) is not None:
+            raise ValueError(f"{acc.module} is {zcu106_refusal(acc)}: build it for u200 or "
+                             f"u250, not {args.board}")
         out = (args.out / acc.module).resolve()     # absolute: the commands run from there
         write_scripts(acc, out)
     except (ValueError, OSError, KeyError, json.JSONDecodeError) as e:

@@ -12,15 +12,17 @@ from .alveo import alveo_xo_tcl, kernel_xml, vpp_link_cfg
 from .model import BOARDS, Accelerator, check_accelerator
 from .ooc_timing import ooc_timing_tcl
 from .package_ip import package_ip_tcl
-from .zcu106_bd import zcu106_bd_tcl
+from .zcu106_bd import zcu106_bd_tcl, zcu106_flow
 
 __all__ = ["write_scripts", "board_commands"]
 
 def write_scripts(acc: Accelerator, out_dir) -> list:
     """Write every generated file of ``acc`` into ``out_dir``.
 
-    A kernel (AXI master, no ``s_axi_mem``) gets ``kernel.xml`` and no ZCU106 script. Files
-    whose text is unchanged are not rewritten (their time stamps stay).
+    A kernel (AXI master, no ``s_axi_mem``) gets ``kernel.xml``, and a ZCU106 script only if
+    it is an accelerator driving its own master of at most 128 bits (the trainer's
+    ``dqn_trainer_zcu106``: :func:`~.zcu106_bd.zcu106_flow`). Files whose text is unchanged are
+    not rewritten (their time stamps stay).
 
     Parameters
     ----------
@@ -37,7 +39,7 @@ def write_scripts(acc: Accelerator, out_dir) -> list:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"package_ip.tcl": package_ip_tcl(acc, out_dir)}
-    if acc.memory is not None:
+    if zcu106_flow(acc) is not None:
         files["zcu106_bd.tcl"] = zcu106_bd_tcl(acc, out_dir)
     files.update({
         "alveo_xo.tcl": alveo_xo_tcl(acc, out_dir),

@@ -1,21 +1,36 @@
 """``zcu106_bd.tcl``: the ZCU106 block design around an accelerator, for PYNQ.
 
-Zynq UltraScale+ PS with the board preset and a 300 MHz ``pl_clk0``, SmartConnects on
-HPM0_FPD (control registers, AXI interrupt controller) and HPM1_FPD (``s_axi_mem``),
-``proc_sys_reset``, then bitstream, and ``<module>.bit`` + ``<module>.hwh`` side by side for
-``pynq.Overlay``. Only for accelerators with an ``s_axi_mem`` slave; kernels go to Alveo.
+Zynq UltraScale+ PS with the board preset and a 300 MHz ``pl_clk0``, a SmartConnect on
+HPM0_FPD (control registers, AXI interrupt controller), ``proc_sys_reset``, then bitstream, and
+``<module>.bit`` + ``<module>.hwh`` side by side for ``pynq.Overlay``. The memory path depends on
+the accelerator (:func:`zcu106_flow`): an ``s_axi_mem`` slave sits behind a SmartConnect on
+HPM1_FPD; an accelerator that drives its own AXI master (the fused trainer's ``m_axi_gmem``, at
+most 128 bits) reaches PS DDR through a SmartConnect into S_AXI_HP0_FPD, with the DDR segments
+mapped in its address space so that a ``pynq.allocate`` buffer's physical address is its
+pointer (zero copy). Vitis kernels in the window DMA shell (the host commands their copies over
+XRT) and masters wider than an HP port go to Alveo.
+
+Unverified (no Vivado here; the tests run the TCL against stubs): the PS properties
+``PSU__USE__S_AXI_GP2`` / ``PSU__SAXIGP2__DATA_WIDTH`` (S_AXI_HP0_FPD), its clock pin
+``saxihp0_fpd_aclk`` and the segments ``SAXIGP2/HP0_DDR_LOW`` / ``HP0_DDR_HIGH`` with their
+offsets and ranges are taken from block-design scripts Vivado wrote (``write_bd_tcl``) in other
+projects, not from a run of ours. The master's address space is looked up as
+``<cell>/m_axi_gmem``: the packaged IP must declare an address space of that name for the
+master (``ipx::add_address_space`` + ``MASTER_ADDRESS_SPACE_REF``), which package_ip.tcl does
+not do yet; the script stops with that explanation where the block design has none.
 """
 
 from pathlib import Path
 
-from sw.registry import vlnv
+from sw.registry import BLOCKS, vlnv
 
 from .model import (BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, TARGET_FREQ_MHZ, Accelerator,
                     check_accelerator)
-from .tcl import dict_line, prologue
+from .tcl import dict_line, prologue, wrap
 
-__all__ = ["bd_instance", "zcu106_bd_tcl", "hpm1_width", "ZCU106_BOARD_PART", "HPM0_FPD_BASE",
-           "HPM1_FPD_BASE", "HPM_WINDOW", "HPM0_WIDTH", "CONTROL_RANGE"]
+__all__ = ["bd_instance", "zcu106_bd_tcl", "zcu106_flow", "zcu106_refusal", "hpm1_width",
+           "hp0_width", "ZCU106_BOARD_PART", "HPM0_FPD_BASE", "HPM1_FPD_BASE", "HPM_WINDOW",
+           "HPM0_WIDTH", "CONTROL_RANGE", "HP_MAX_WIDTH", "HP0_PORT", "HP0_DDR_SEGMENTS"]
 
 def bd_instance(module: str) -> str:
     """Cell name of the accelerator in the ZCU106 block design (``<module>_0``).
@@ -40,9 +55,64 @@ CONTROL_RANGE = 0x1_0000
 HPM0_WIDTH = 128
 
 
+#: The PS's S_AXI_HP ports carry 32, 64 or 128 bits (``PSU__SAXIGP<n>__DATA_WIDTH``).
+HP_MAX_WIDTH = 128
+#: The PS slave port an accelerator's own AXI master goes into: S_AXI_HP0_FPD, the PS's
+#: ``SAXIGP2`` (``PSU__USE__S_AXI_GP2``; GP0/GP1 are HPC0/HPC1, GP3 to GP5 HP1 to HP3, GP6
+#: LPD). Not cache coherent: the host flushes and invalidates its buffer (PynqTrainerDevice).
+HP0_PORT = "S_AXI_HP0_FPD"
+#: PS DDR as S_AXI_HP0_FPD reaches it: the PS's segments ``<ps>/SAXIGP2/<name>`` with the
+#: fixed addresses and ranges of its address map (UG1085: DDR_LOW, the first 2 GiB at 0;
+#: DDR_HIGH, a 32 GiB window at 0x8_0000_0000 of which the ZCU106's 4 GiB of PS DDR4 use the
+#: first 2 GiB). ``(segment, offset, range)``.
+HP0_DDR_SEGMENTS = (("HP0_DDR_LOW", 0x0, 2 << 30), ("HP0_DDR_HIGH", 0x8_0000_0000, 32 << 30))
+
+
 def hpm1_width(acc: Accelerator) -> int:
     """Data width of M_AXI_HPM1_FPD: as wide as ``s_axi_mem`` (the PS allows 32 to 128)."""
     return min(128, max(32, acc.memory.data_width))
+
+
+def hp0_width(acc: Accelerator) -> int:
+    """Data width of S_AXI_HP0_FPD: as wide as the accelerator's AXI master (32 to 128), so the
+    SmartConnect between them converts no width."""
+    (master,) = acc.masters
+    return min(HP_MAX_WIDTH, max(32, master.data_width))
+
+
+def zcu106_refusal(acc: Accelerator) -> str | None:
+    """Why ``acc`` has no ZCU106 block design, as a phrase (``f"{module} is {phrase}"``), or
+    None if it has one (see :func:`zcu106_flow`)."""
+    check_accelerator(acc)
+    if acc.memory is not None:
+        return None
+    block = BLOCKS.get(acc.manifest.get("block"))
+    if block is None or block.role != "accelerator":
+        # A kernel in the window DMA shell: its host commands the copies over XRT.
+        return "a Vitis kernel (AXI master, no s_axi_mem)"
+    if len(acc.masters) != 1:
+        return (f"an accelerator with {len(acc.masters)} AXI masters (the ZCU106 block design "
+                f"connects one, to {HP0_PORT})")
+    (master,) = acc.masters
+    if master.data_width > HP_MAX_WIDTH:
+        return (f"an accelerator whose {master.name} is {master.data_width} bits wide, wider "
+                f"than the ZCU106's S_AXI_HP ports ({HP_MAX_WIDTH})")
+    return None
+
+
+def zcu106_flow(acc: Accelerator) -> str | None:
+    """How ``acc`` sits in the ZCU106 block design, or None where it does not.
+
+    ``"memory"``: its ``s_axi_mem`` slave behind M_AXI_HPM1_FPD (the GAE, replay and learner
+    accelerators). ``"master"``: an accelerator that drives its own AXI master (a block whose
+    role in :data:`sw.registry.BLOCKS` is ``"accelerator"``, with one ``m_axi`` port of at most
+    :data:`HP_MAX_WIDTH` bits: ``dqn_trainer_zcu106``) into PS DDR through S_AXI_HP0_FPD.
+    None: a Vitis kernel in the window DMA shell, or a master wider than an HP port
+    (``dqn_trainer_u250``'s 512 bits): those are for the Alveo flow.
+    """
+    if zcu106_refusal(acc) is not None:
+        return None
+    return "memory" if acc.memory is not None else "master"
 
 
 # -- zcu106_bd.tcl -----------------------------------------------------------------------------
@@ -70,19 +140,42 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
     Raises
     ------
     ValueError
-        ``acc`` has no ``s_axi_mem`` (a kernel), or one larger than the 256 MiB HPM1 window.
+        ``acc`` has no ZCU106 block design (:func:`zcu106_flow` is None: a Vitis kernel, or an
+        AXI master wider than an HP port), or an ``s_axi_mem`` larger than the 256 MiB HPM1
+        window.
     """
     check_accelerator(acc)
     out_dir = Path(out_dir)
     board, mem = BOARDS["zcu106"], acc.memory
     inst = bd_instance(acc.module)
-    if mem is None:
-        raise ValueError(f"{acc.module}: the ZCU106 block design needs an s_axi_mem slave; "
-                         f"a kernel with an AXI master is for the Alveo flow")
-    if mem.window > HPM_WINDOW:
+    flow = zcu106_flow(acc)
+    if flow is None:
+        raise ValueError(f"{acc.module} is {zcu106_refusal(acc)}: the ZCU106 block design "
+                         f"needs an s_axi_mem slave or an AXI master the accelerator drives "
+                         f"itself, at most {HP_MAX_WIDTH} bits wide ({HP0_PORT}); build it "
+                         f"for the Alveo flow")
+    if mem is not None and mem.window > HPM_WINDOW:
         raise ValueError(f"{acc.module}: s_axi_mem ({mem.window} bytes) does not fit the "
                          f"256 MiB HPM1_FPD window")
-    hpm1 = hpm1_width(acc)
+    master = flow == "master"
+    if master:
+        (gmem,) = acc.masters
+        hp0 = hp0_width(acc)
+        pointers = ", ".join(f"{q['name']} ({q['lo']}, {q['hi']})"
+                             for q in acc.kernel["pointers"])
+        memory_path = ["  " + line for line in wrap(
+            f"{inst}/{gmem.name} -> smartconnect_mem -> {HP0_PORT} ({hp0}-bit, not coherent) "
+            "-> PS DDR, mapped in the accelerator's own address space as the PS has it: "
+            + " and ".join(f"{name} at {offset:#x}, {_range_text(size)}"
+                           for name, offset, size in HP0_DDR_SEGMENTS)
+            + f"; so the physical address of a pynq.allocate buffer, written into {pointers}, "
+            "is where the accelerator finds it (zero copy)", 88)]
+    else:
+        hpm1 = hpm1_width(acc)
+        memory_path = [
+            f"  M_AXI_HPM1_FPD -> smartconnect_mem  -> {inst + '/s_axi_mem':<30} at "
+            f"{HPM1_FPD_BASE:#010x}, {_range_text(mem.window)}",
+        ]
     L = prologue(acc, out_dir, "zcu106_bd.tcl", [
         f"ZCU106 ({board.part}) block design around {acc.module}, bitstream, and the files",
         "PYNQ loads: <module>.bit and <module>.hwh side by side (pynq.Overlay('<module>.bit')).",
@@ -93,13 +186,14 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         f"{HPM0_FPD_BASE:#010x}, {_range_text(CONTROL_RANGE)}",
         f"                                      -> {'axi_intc_0/s_axi':<30} at "
         f"{HPM0_FPD_BASE + CONTROL_RANGE:#010x}, {_range_text(CONTROL_RANGE)}",
-        f"  M_AXI_HPM1_FPD -> smartconnect_mem  -> {inst + '/s_axi_mem':<30} at "
-        f"{HPM1_FPD_BASE:#010x}, {_range_text(mem.window)}",
+        *memory_path,
         f"  {inst}/interrupt -> axi_intc_0/intr, axi_intc_0/irq -> pl_ps_irq0 (PYNQ's",
         "  pynq.Interrupt needs an AXI interrupt controller between an IP and the PS)",
         "  proc_sys_reset: pl_resetn0 -> ap_rst_n and the interconnect resets, synchronised",
         "",
         "Needs the IP from package_ip.tcl in ./ip and the ZCU106 board files installed.",
+        *(["Unverified without Vivado: the S_AXI_HP0_FPD properties, pins and segments below",
+           "(from published block designs, not from a run of this script)."] if master else []),
         "Environment: RLK_JOBS (parallel runs, default 4).",
     ], "vivado -mode batch -source zcu106_bd.tcl [-tclargs <out_dir>]")
     L += [
@@ -145,24 +239,62 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "    -config {apply_board_preset \"1\"} [get_bd_cells $ps]",
         f"# pl_clk0 at {TARGET_FREQ_MHZ} MHz from the IOPLL (the PS picks the divisors: IOPLL / 5 "
         "on the",
-        "# ZCU106 preset, 299.997 MHz). HPM0 and HPM1 FPD masters on, HPM0 LPD off (its clock",
-        "# would be left unconnected); HPM1 as wide as s_axi_mem (the PS allows 32 to 128).",
-        "# pl_ps_irq0 takes the interrupt controller's output.",
-        *dict_line([("CONFIG.PSU__FPGA_PL0_ENABLE", 1),
-                     ("CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ", TARGET_FREQ_MHZ),
-                     ("CONFIG.PSU__USE__M_AXI_GP0", 1),
-                     ("CONFIG.PSU__MAXIGP0__DATA_WIDTH", HPM0_WIDTH),
-                     ("CONFIG.PSU__USE__M_AXI_GP1", 1),
-                     ("CONFIG.PSU__MAXIGP1__DATA_WIDTH", hpm1),
-                     ("CONFIG.PSU__USE__M_AXI_GP2", 0),
-                     ("CONFIG.PSU__USE__IRQ0", 1)], "[get_bd_cells $ps]"),
+    ]
+    if master:
+        L += [
+            "# ZCU106 preset, 299.997 MHz). HPM0 FPD master on; HPM1 FPD and HPM0 LPD off (their",
+            f"# clocks would be left unconnected). {HP0_PORT} (the PS's SAXIGP2, "
+            "PSU__USE__S_AXI_GP2)",
+            f"# on, as wide as {gmem.name} (the PS allows 32 to 128). pl_ps_irq0 takes the "
+            "interrupt",
+            "# controller's output.",
+            *dict_line([("CONFIG.PSU__FPGA_PL0_ENABLE", 1),
+                         ("CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ", TARGET_FREQ_MHZ),
+                         ("CONFIG.PSU__USE__M_AXI_GP0", 1),
+                         ("CONFIG.PSU__MAXIGP0__DATA_WIDTH", HPM0_WIDTH),
+                         ("CONFIG.PSU__USE__M_AXI_GP1", 0),
+                         ("CONFIG.PSU__USE__M_AXI_GP2", 0),
+                         ("CONFIG.PSU__USE__S_AXI_GP2", 1),
+                         ("CONFIG.PSU__SAXIGP2__DATA_WIDTH", hp0),
+                         ("CONFIG.PSU__USE__IRQ0", 1)], "[get_bd_cells $ps]"),
+        ]
+    else:
+        L += [
+            "# ZCU106 preset, 299.997 MHz). HPM0 and HPM1 FPD masters on, HPM0 LPD off (its clock",
+            "# would be left unconnected); HPM1 as wide as s_axi_mem (the PS allows 32 to 128).",
+            "# pl_ps_irq0 takes the interrupt controller's output.",
+            *dict_line([("CONFIG.PSU__FPGA_PL0_ENABLE", 1),
+                         ("CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ", TARGET_FREQ_MHZ),
+                         ("CONFIG.PSU__USE__M_AXI_GP0", 1),
+                         ("CONFIG.PSU__MAXIGP0__DATA_WIDTH", HPM0_WIDTH),
+                         ("CONFIG.PSU__USE__M_AXI_GP1", 1),
+                         ("CONFIG.PSU__MAXIGP1__DATA_WIDTH", hpm1),
+                         ("CONFIG.PSU__USE__M_AXI_GP2", 0),
+                         ("CONFIG.PSU__USE__IRQ0", 1)], "[get_bd_cells $ps]"),
+        ]
+    L += [
         "",
         f"# The accelerator, VLNV {vlnv(acc.module)} (a PYNQ driver binds to it).",
         f"create_bd_cell -type ip -vlnv {vlnv(acc.module)} $accel",
         "",
-        "# SmartConnects convert the PS's 128-bit AXI4 with 16-bit IDs to the AXI4-Lite control",
-        "# port and to s_axi_mem's width and 1-bit IDs. Separate HPM ports keep bulk memory",
-        "# traffic from queueing in front of register accesses.",
+    ]
+    if master:
+        L += [
+            "# SmartConnects: one converts the PS's 128-bit AXI4 with 16-bit IDs to the AXI4-Lite",
+            f"# control port; the other takes {gmem.name} ({gmem.data_width}-bit data, "
+            f"{gmem.addr_width}-bit addresses, its",
+            f"# own IDs) to {HP0_PORT} ({hp0}-bit data, the PS's 49-bit addresses and 6-bit "
+            "IDs). Separate",
+            "# paths keep the storage traffic from queueing in front of register accesses.",
+        ]
+    else:
+        L += [
+            "# SmartConnects convert the PS's 128-bit AXI4 with 16-bit IDs to the AXI4-Lite "
+            "control",
+            "# port and to s_axi_mem's width and 1-bit IDs. Separate HPM ports keep bulk memory",
+            "# traffic from queueing in front of register accesses.",
+        ]
+    L += [
         "set sc [rlk::latest_ipdef xilinx.com:ip:smartconnect]",
         "create_bd_cell -type ip -vlnv $sc $sc_ctrl",
         "set_property -dict {CONFIG.NUM_SI 1 CONFIG.NUM_MI 2} [get_bd_cells $sc_ctrl]",
@@ -186,13 +318,27 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "connect_bd_intf_net [get_bd_intf_pins $sc_ctrl/M00_AXI] "
         "[get_bd_intf_pins $accel/s_axi_control]",
         "connect_bd_intf_net [get_bd_intf_pins $sc_ctrl/M01_AXI] [get_bd_intf_pins $intc/s_axi]",
-        "connect_bd_intf_net [get_bd_intf_pins $ps/M_AXI_HPM1_FPD] "
-        "[get_bd_intf_pins $sc_mem/S00_AXI]",
-        "connect_bd_intf_net [get_bd_intf_pins $sc_mem/M00_AXI] "
-        "[get_bd_intf_pins $accel/s_axi_mem]",
+    ]
+    if master:
+        L += [
+            f"connect_bd_intf_net [get_bd_intf_pins $accel/{gmem.name}] "
+            "[get_bd_intf_pins $sc_mem/S00_AXI]",
+            "connect_bd_intf_net [get_bd_intf_pins $sc_mem/M00_AXI] "
+            f"[get_bd_intf_pins $ps/{HP0_PORT}]",
+        ]
+        port_clocks = "[get_bd_pins $ps/maxihpm0_fpd_aclk] [get_bd_pins $ps/saxihp0_fpd_aclk]"
+    else:
+        L += [
+            "connect_bd_intf_net [get_bd_intf_pins $ps/M_AXI_HPM1_FPD] "
+            "[get_bd_intf_pins $sc_mem/S00_AXI]",
+            "connect_bd_intf_net [get_bd_intf_pins $sc_mem/M00_AXI] "
+            "[get_bd_intf_pins $accel/s_axi_mem]",
+        ]
+        port_clocks = "[get_bd_pins $ps/maxihpm0_fpd_aclk] [get_bd_pins $ps/maxihpm1_fpd_aclk]"
+    L += [
         "# One clock for everything: no clock-domain crossing anywhere in the PL.",
         "connect_bd_net [get_bd_pins $ps/pl_clk0] \\",
-        "    [get_bd_pins $ps/maxihpm0_fpd_aclk] [get_bd_pins $ps/maxihpm1_fpd_aclk] \\",
+        f"    {port_clocks} \\",
         "    [get_bd_pins $sc_ctrl/aclk] [get_bd_pins $sc_mem/aclk] \\",
         "    [get_bd_pins $intc/s_axi_aclk] [get_bd_pins $rst/slowest_sync_clk] \\",
         "    [get_bd_pins $accel/ap_clk]",
@@ -204,9 +350,19 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "connect_bd_net [get_bd_pins $accel/interrupt] [get_bd_pins $intc/intr]",
         "connect_bd_net [get_bd_pins $intc/irq] [get_bd_pins $ps/pl_ps_irq0]",
         "",
-        "# 4. Addresses in the PS's view (its Data address space): the control registers and",
-        "#    the interrupt controller in the HPM0_FPD window, the memory in the HPM1_FPD",
-        "#    window, sized from the manifest (2**AWADDR width).",
+    ]
+    if master:
+        L += [
+            "# 4. Addresses in the PS's view (its Data address space): the control registers and",
+            "#    the interrupt controller in the HPM0_FPD window.",
+        ]
+    else:
+        L += [
+            "# 4. Addresses in the PS's view (its Data address space): the control registers and",
+            "#    the interrupt controller in the HPM0_FPD window, the memory in the HPM1_FPD",
+            "#    window, sized from the manifest (2**AWADDR width).",
+        ]
+    L += [
         "set data [get_bd_addr_spaces $ps/Data]",
         f"assign_bd_address -target_address_space $data -offset {HPM0_FPD_BASE:#010x} "
         f"-range {_range_text(CONTROL_RANGE)} \\",
@@ -214,9 +370,40 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "assign_bd_address -target_address_space $data "
         f"-offset {HPM0_FPD_BASE + CONTROL_RANGE:#010x} -range {_range_text(CONTROL_RANGE)} \\",
         "    [get_bd_addr_segs $intc/S_AXI/Reg] -force",
-        f"assign_bd_address -target_address_space $data -offset {HPM1_FPD_BASE:#010x} "
-        f"-range {_range_text(mem.window)} \\",
-        f"    [get_bd_addr_segs $accel/s_axi_mem/{MEMORY_BLOCK}] -force",
+    ]
+    if master:
+        L += [
+            f"# In the accelerator's view (the address space of {gmem.name}): PS DDR where the PS "
+            "has it,",
+            "# so the physical address of a pynq.allocate buffer (PS DDR) reaches the buffer. The",
+            "# address space is the IP's (package_ip.tcl); an IP without one has no addresses to",
+            "# give, and the design would not reach memory.",
+            f"set gmem [get_bd_addr_spaces -quiet $accel/{gmem.name}]",
+            "if {$gmem eq \"\"} {",
+            f"    error \"rlk: $accel has no address space {gmem.name}: its IP must declare one "
+            "for the\\",
+            f"        master (ipx::add_address_space {gmem.name} + MASTER_ADDRESS_SPACE_REF in "
+            "package_ip.tcl)\"",
+            "}",
+        ]
+        for name, offset, size in HP0_DDR_SEGMENTS:
+            L += [
+                f"assign_bd_address -target_address_space $gmem -offset {offset:#011x} "
+                f"-range {_range_text(size)} \\",
+                f"    [get_bd_addr_segs $ps/SAXIGP2/{name}] -force",
+            ]
+        L += [
+            "# The rest the HP port reaches (HP0_LPS_OCM, HP0_QSPI) where the PS has it, so that",
+            "# validate_bd_design finds no unassigned segment.",
+            "assign_bd_address -target_address_space $gmem",
+        ]
+    else:
+        L += [
+            f"assign_bd_address -target_address_space $data -offset {HPM1_FPD_BASE:#010x} "
+            f"-range {_range_text(mem.window)} \\",
+            f"    [get_bd_addr_segs $accel/s_axi_mem/{MEMORY_BLOCK}] -force",
+        ]
+    L += [
         "",
         "# 5. Validate, save, and synthesise the design as a whole (SYNTH_CHECKPOINT_MODE None:",
         "#    no out-of-context IP runs, so the PS's clk_pl_0 constraint times every IP).",
@@ -256,4 +443,3 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "",
     ]
     return "\n".join(L)
-

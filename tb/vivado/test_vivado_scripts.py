@@ -10,7 +10,8 @@ exist and the files it writes (.bit/.hwh for PYNQ, .xo) land where the flow says
 kernels (an AXI master instead of s_axi_mem: gae_kernel_n8, replay_kernel_k16,
 learner_kernel_s4) are packaged with their m_axi
 port, the 64-bit pointer argument bound to it, and a kernel.xml checked argument by argument
-against the register map; they get no ZCU106 flow.
+against the register map; they get no ZCU106 flow, except the trainer's ZCU106 module, whose
+master goes into PS DDR (its block design: test_trainer_bd.py).
 """
 
 import json
@@ -34,6 +35,10 @@ ACCELS = V.find_accelerators(HDL)
 #: Accelerators with an AXI4 memory slave (ZCU106 block design) and Vitis kernels (m_axi).
 BD = [a for a in ACCELS if V.Accelerator.load(HDL / a).memory is not None]
 KERNELS = [a for a in ACCELS if V.Accelerator.load(HDL / a).kernel is not None]
+#: Kernels whose AXI master goes into PS DDR in a ZCU106 block design (the trainer's ZCU106
+#: module), and the others, for Alveo only.
+BD_MASTER = [a for a in KERNELS if V.zcu106_flow(V.Accelerator.load(HDL / a)) == "master"]
+ALVEO_ONLY = [a for a in KERNELS if a not in BD_MASTER]
 
 
 @pytest.fixture(scope="module", params=ACCELS)
@@ -92,6 +97,7 @@ def test_shipped_accelerators_found():
                        "gae_kernel_n8", "learner_kernel_s4", "learner_kernel_s8",
                        "replay_kernel_k16", "replay_kernel_k16_1m"]
     assert not set(BD) & set(KERNELS)
+    assert BD_MASTER == ["dqn_trainer_zcu106"]
     assert not any(a.startswith("gae_pe") for a in ACCELS)      # bare blocks have no CSR
 
 
@@ -243,8 +249,9 @@ def test_generation_is_deterministic(acc, tmp_path):
     first = {p.name: p.read_bytes() for p in paths}
     common = ["package_ip.tcl", "alveo_xo.tcl", "alveo_u200.cfg", "alveo_u250.cfg",
               "ooc_timing.tcl"]
-    assert sorted(first) == sorted(common + (["kernel.xml"] if acc.kernel else
-                                             ["zcu106_bd.tcl"]))
+    assert sorted(first) == sorted(common + (["kernel.xml"] if acc.kernel else []) +
+                                   (["zcu106_bd.tcl"] if V.zcu106_flow(acc) else []))
+    assert ("zcu106_bd.tcl" in first) == (acc.module in BD + BD_MASTER)
     V.write_scripts(acc, tmp_path)
     assert {p.name: p.read_bytes() for p in paths} == first
 
@@ -513,10 +520,16 @@ def test_zcu106_needs_the_ip(scripts):
 
 
 # -- Alveo -------------------------------------------------------------------------------------
-@only(KERNELS)
+@only(ALVEO_ONLY)
 def test_zcu106_refuses_a_kernel(acc, tmp_path):
-    with pytest.raises(ValueError, match="needs an s_axi_mem slave; a kernel with an AXI "
-                                         "master is for the Alveo flow"):
+    why = ("an accelerator whose m_axi_gmem is 512 bits wide, wider than the ZCU106's "
+           "S_AXI_HP ports (128)" if acc.module == "dqn_trainer_u250" else
+           "a Vitis kernel (AXI master, no s_axi_mem)")
+    assert V.zcu106_refusal(acc) == why and V.zcu106_flow(acc) is None
+    with pytest.raises(ValueError, match=re.escape(
+            f"{acc.module} is {why}: the ZCU106 block design needs an s_axi_mem slave or an "
+            f"AXI master the accelerator drives itself, at most 128 bits wide (S_AXI_HP0_FPD); "
+            f"build it for the Alveo flow")):
         V.zcu106_bd_tcl(acc, tmp_path)
 
 
@@ -705,7 +718,7 @@ def test_cli_scripts(tmp_path, capsys):
     assert V.main(["scripts", "--hdl", str(HDL), "--out", str(tmp_path)]) == 0
     for a in ACCELS:
         assert (tmp_path / a / "package_ip.tcl").exists()
-        assert (tmp_path / a / "zcu106_bd.tcl").exists() == (a in BD)
+        assert (tmp_path / a / "zcu106_bd.tcl").exists() == (a in BD + BD_MASTER)
         assert (tmp_path / a / "kernel.xml").exists() == (a in KERNELS)
     assert "wrote" in capsys.readouterr().out
 
