@@ -12,6 +12,7 @@ Examples::
 import argparse
 import dataclasses
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -67,6 +68,28 @@ def _read_config_file(path: Path, block) -> dict:
     return params
 
 
+def _check_out(path: Path) -> Path:
+    """``path`` if ``--out`` can be a directory there: it is one, or it can be made (its
+    nearest existing parent is a writable directory); ``ValueError`` naming ``--out``
+    otherwise. Creates nothing: a parameter refused later leaves no empty directory."""
+    where = f"--out {path}"
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"{where}: must be a directory, and a file of that name exists")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ValueError(f"{where}: the directory is not writable")
+        return path
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{where}: cannot make the directory, {parent} is a file")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"{where}: cannot make the directory, {parent} is not "
+                                 f"writable")
+            break
+    return path
+
+
 def _parse_value(field, text):
     if text.lstrip().startswith("{"):
         try:
@@ -115,6 +138,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     try:
+        if getattr(args, "out", None) is not None:
+            _check_out(args.out)
         if args.command == "list":
             for block in BLOCKS.values():
                 print(f"{block.name}: {block.summary}")

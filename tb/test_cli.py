@@ -108,3 +108,27 @@ def test_block_help_shows_defaults_and_ranges(capsys, block, expected):
     out = " ".join(capsys.readouterr().out.split())
     for text in expected:
         assert text in out, (text, out)
+
+
+@pytest.mark.parametrize("command", [["gae-pe", "--k", "3"], ["regs", "--module", "gae_accel_n8"]])
+def test_an_out_that_is_a_file_is_named(tmp_path, capsys, command):
+    """A file where --out's directory would go (or above it) is refused, naming --out, before
+    anything is elaborated or written."""
+    existing = tmp_path / "existing"
+    existing.write_text("mine")
+    assert main([*command, "--out", str(existing)]) == 2
+    assert (f"error: --out {existing}: must be a directory, and a file of that name exists"
+            in capsys.readouterr().err)
+    assert main([*command, "--out", str(existing / "sub")]) == 2
+    assert (f"error: --out {existing / 'sub'}: cannot make the directory, {existing} is a file"
+            in capsys.readouterr().err)
+    assert existing.read_text() == "mine" and sorted(tmp_path.iterdir()) == [existing]
+
+
+def test_an_out_file_is_named_by_the_module_entry_point(tmp_path):
+    (tmp_path / "existing").write_text("")
+    run = subprocess.run([sys.executable, "-m", "rtl_gen", "gae-pe", "--out", "existing"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 2
+    assert run.stderr == "error: --out existing: must be a directory, and a file of that name " \
+                         "exists\n"
