@@ -107,10 +107,24 @@ def verilator_env():
                                    f"OPT_FAST=-O1 OPT_SLOW=-O0").strip()
 
 
-def build_sim(block: str, params: dict, *, cache_dir=None) -> tuple:
+def model_is_current(build_dir, module: str, sources) -> bool:
+    """Whether ``build_dir`` holds the Verilated model of ``module`` (the executable the
+    cocotb runner links, named after the module) built after every file of ``sources`` last
+    changed: then building it again compiles nothing (make's own rule, checked without
+    running it)."""
+    model = Path(build_dir) / module
+    if not model.is_file():
+        return False
+    built = model.stat().st_mtime
+    return all(Path(s).stat().st_mtime <= built for s in sources)
+
+
+def build_sim(block: str, params: dict, *, cache_dir=None, announce=None) -> tuple:
     """``(build_dir, manifest)``: the Verilator model of ``block`` with ``params``, emitted by
     :func:`rtl_gen.emit.emit` and built once per configuration into
-    ``<cache_dir>/<block>-<hash>`` (default ``build/sim`` of the checkout; ``RLK_SIM_CACHE``)."""
+    ``<cache_dir>/<block>-<hash>`` (default ``build/sim`` of the checkout; ``RLK_SIM_CACHE``).
+    ``announce(building, build_dir)``, if given, is called before the build step with whether
+    the model must be compiled (:func:`model_is_current` on the emitted sources)."""
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
     from rtl_gen.emit import emit
@@ -130,10 +144,15 @@ def build_sim(block: str, params: dict, *, cache_dir=None) -> tuple:
                 dst = src_dir / f.name
                 if not dst.exists() or dst.read_bytes() != f.read_bytes():
                     shutil.copyfile(f, dst)
-        sources = [VerilatorControlFile(WAIVERS)] if WAIVERS.exists() else []
-        sources.append(VerilatorControlFile(public_ports(src_dir, manifest["module"])))
+        controls = ([WAIVERS] if WAIVERS.exists() else []) + [public_ports(src_dir,
+                                                                          manifest["module"])]
+        sources = [VerilatorControlFile(c) for c in controls]
         args = [] if WAIVERS.exists() else ["-Wno-fatal"]
         log = build_dir / "build.log"
+        if announce is not None:
+            verilog = src_dir / manifest["verilog"]
+            announce(not model_is_current(build_dir, manifest["module"], [verilog, *controls]),
+                     build_dir)
         try:
             get_runner("verilator").build(
                 sources=sources + [src_dir / manifest["verilog"]],
@@ -288,7 +307,8 @@ def open_sim(target: str = "gae_accel_n8", params=None, *, cache_dir=None, clock
     configuration builds the model (minutes); later ones start in seconds. ``ImportError``
     naming the extra if cocotb or Verilator is missing; ``RuntimeError`` with the simulator's
     log if it does not start within ``start_timeout`` seconds. Unless ``quiet``, one line on
-    stderr says what is being built and started."""
+    stderr says whether the model is being built (only when it must be compiled) or was built
+    before, and that it is started."""
     block, params = _target(target, params)
     if isinstance(clock_period_ns, bool) or not isinstance(clock_period_ns, int) \
             or clock_period_ns < 1:
@@ -296,10 +316,17 @@ def open_sim(target: str = "gae_accel_n8", params=None, *, cache_dir=None, clock
     for module in ("cocotb", "cocotbext.axi", "cocotb_tools.runner"):
         _need(module)
     label = target if block != target else f"{block} {params}"
-    if not quiet:
-        print(f"open_sim: building (once per configuration: minutes) and starting the Verilated "
-              f"RTL of {label}", file=sys.stderr, flush=True)
-    build_dir, manifest = build_sim(block, params, cache_dir=cache_dir)
+
+    def announce(building, build_dir):
+        if building:
+            print(f"open_sim: building the Verilated RTL of {label} (once per configuration: "
+                  f"minutes) in {build_dir}, then starting it", file=sys.stderr, flush=True)
+        else:
+            print(f"open_sim: starting the Verilated RTL of {label} (built before, "
+                  f"{build_dir})", file=sys.stderr, flush=True)
+
+    build_dir, manifest = build_sim(block, params, cache_dir=cache_dir,
+                                    announce=None if quiet else announce)
     key = secrets.token_bytes(16)
     listener = Listener(("127.0.0.1", 0), authkey=key)
     host, port = listener.address

@@ -6,6 +6,8 @@ ends when the device is closed, bus errors come back as BusError, and bad target
 before anything is built. The PPO program on ``--device sim`` is in tb/rl/test_devices.py.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -73,3 +75,55 @@ def test_bad_targets_refused_before_building(tmp_path):
     with pytest.raises(ValueError, match="clock_period_ns"):
         open_sim("gae_accel_n8", clock_period_ns=0, cache_dir=tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+class _StubRunner:
+    """The cocotb runner's build without Verilator: links nothing, touches the model."""
+
+    builds = 0
+
+    def build(self, *, hdl_toplevel, build_dir, **kwargs):
+        _StubRunner.builds += 1
+        (build_dir / hdl_toplevel).write_bytes(b"")
+
+
+def test_open_sim_says_building_only_when_it_builds(tmp_path, monkeypatch, capsys):
+    """open_sim's line says "building" when the model must be compiled (none yet, or its
+    Verilog changed since) and "built before" when the cache holds a current one; the cache
+    check runs on the real emitted sources, the build is stubbed and the simulator never
+    started."""
+    import cocotb_tools.runner
+
+    from sw.driver import sim_process
+
+    class Stop(Exception):
+        pass
+
+    real_build_sim = sim_process.build_sim
+
+    def build_then_stop(*args, **kwargs):
+        real_build_sim(*args, **kwargs)
+        raise Stop
+
+    monkeypatch.setattr(cocotb_tools.runner, "get_runner", lambda name: _StubRunner())
+    monkeypatch.setattr(sim_process, "build_sim", build_then_stop)
+    lines = []
+    for _ in range(2):
+        with pytest.raises(Stop):
+            open_sim("gae_accel_n8", cache_dir=tmp_path)
+        lines.append(capsys.readouterr().err)
+    (build_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert lines[0] == (f"open_sim: building the Verilated RTL of gae_accel_n8 (once per "
+                        f"configuration: minutes) in {build_dir}, then starting it\n")
+    assert lines[1] == (f"open_sim: starting the Verilated RTL of gae_accel_n8 (built before, "
+                        f"{build_dir})\n")
+    model = build_dir / "gae_accel"
+    verilog = build_dir / "src" / "gae_accel.v"
+    assert sim_process.model_is_current(build_dir, "gae_accel", [verilog])
+    os.utime(model, (verilog.stat().st_mtime - 10,) * 2)       # the Verilog is newer
+    assert not sim_process.model_is_current(build_dir, "gae_accel", [verilog])
+    model.unlink()
+    assert not sim_process.model_is_current(build_dir, "gae_accel", [verilog])
+    with pytest.raises(Stop):
+        open_sim("gae_accel_n8", cache_dir=tmp_path, quiet=True)
+    assert capsys.readouterr().err == ""
