@@ -15,8 +15,8 @@ from pathlib import Path
 
 from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
-from tqdm import tqdm
 
+from sw.console import progress_bar
 from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
 from sw.timing import manifest_clock
@@ -152,8 +152,8 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
     component = block.build(config)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tqdm(total=2, desc=f"{module}: Verilog", unit="step", disable=not progress,
-              leave=False, bar_format="{desc} {n}/{total} [{elapsed}{postfix}]") as bar:
+    with progress_bar(total=2, desc=f"{module}: Verilog", unit="step", disable=not progress,
+                      leave=False, bar_format="{desc} {n}/{total} [{elapsed}{postfix}]") as bar:
         text = to_verilog(component, module, progress=bar)
     (out_dir / f"{module}.v").write_text(text)
     man = manifest(block, config, component, module, text)

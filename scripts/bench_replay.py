@@ -34,9 +34,9 @@ import platform
 import time
 
 import numpy as np
-from tqdm import tqdm
 
 from sw import timing
+from sw.console import progress_bar
 from sw.replay import PrioritizedReplayBuffer
 from sw.replay import spec as replay_spec
 from sw.replay.spec import ReplayOp, SumTreeConfig
@@ -57,7 +57,7 @@ def _interleaved_medians(fns, repeats, desc):
     """Median time of each callable in ``fns`` (dict), timed in rounds that call each once, so
     that background load varying over time affects all of them alike."""
     times = {name: [] for name in fns}
-    for _ in tqdm(range(repeats), desc=desc, leave=False):
+    for _ in progress_bar(range(repeats), desc=desc, leave=False):
         for name, fn in fns.items():
             t0 = time.perf_counter()
             fn()
@@ -122,7 +122,7 @@ def bench_buffers(capacity, batches, repeats, seed):
     except ImportError:
         print("cpprb is not installed (pip install cpprb): timing our buffer alone")
     chunk = 1 << 16
-    with tqdm(total=capacity * len(impls), desc="fill", unit="tr", leave=False) as bar:
+    with progress_bar(total=capacity * len(impls), desc="fill", unit="tr", leave=False) as bar:
         for start in range(0, capacity, chunk):
             rows = _transitions(rng, min(chunk, capacity - start))
             for impl in impls:
@@ -163,7 +163,7 @@ def bench_fanout(capacity, fanouts, batches, repeats, seed):
     rng = np.random.default_rng(seed)
     pri = rng.random(capacity)
     trees = {}
-    for k in tqdm(fanouts, desc="build trees", leave=False):
+    for k in progress_bar(fanouts, desc="build trees", leave=False):
         trees[k] = SumTree(fanout=k, capacity=capacity)
         trees[k].update(np.arange(capacity), pri)
     results = {}

@@ -33,8 +33,8 @@ import time
 import warnings
 
 import numpy as np
-from tqdm import tqdm
 
+from sw.console import progress_bar
 from sw.driver.mmio import Device, MemoryPort, Mmio
 from sw.gae import spec as gae_spec
 from sw.gae.device import GoldenDevice
@@ -246,7 +246,7 @@ def main():
     for _, _, call, _ in cases:                        # warm up (numba compiles once)
         call()
     best = {c[0]: (float("inf"), 0, 0) for c in cases}
-    for _ in tqdm(range(args.repeats), desc="rounds"):  # interleaved rounds
+    for _ in progress_bar(range(args.repeats), desc="rounds"):  # interleaved rounds
         for name, dev, call, _ in cases:
             host, nbytes, regs = _host_time(dev, call)
             best[name] = (min(best[name][0], host), nbytes, regs)

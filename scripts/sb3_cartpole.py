@@ -15,7 +15,8 @@ import json
 
 import numpy as np
 import torch
-from tqdm import tqdm
+
+from sw.console import progress_bar
 
 
 def run(buffer, seed, steps):
@@ -46,7 +47,7 @@ def main(argv=None):
         ap.error(f"--steps must be at least 2048 (one rollout), not {args.steps}")
     torch.set_num_threads(1)
     jobs = [(b, s) for s in args.seeds for b in args.buffers]
-    for b, s in tqdm(jobs, desc="PPO runs"):
+    for b, s in progress_bar(jobs, desc="PPO runs"):
         print(json.dumps(run(b, s, args.steps)), flush=True)
 
 

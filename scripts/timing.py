@@ -181,10 +181,10 @@ def main(argv=None) -> int:
         return 2
     for message in errors:
         print(f"error: {message}", file=sys.stderr)
-    from tqdm import tqdm
+    from sw.console import progress_bar
     records, full = {}, {}
     done = [(m, r) for m, r in zip(modules, results) if r is not None]
-    for m, est in tqdm(done, desc="timing walk", unit="module", disable=None, file=sys.stderr):
+    for m, est in progress_bar(done, desc="timing walk", unit="module"):
         try:
             result = analyze_estimate(est, paths=args.paths)
         except estimate.EstimateError as e:

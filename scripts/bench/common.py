@@ -168,7 +168,7 @@ class Env:
         self.buses = dict(BUSES)
         self.numba = numba_or_none()
         if progress is None:
-            from tqdm import tqdm as progress
+            from sw.console import progress_bar as progress
         self.progress = progress
         self.assumptions = {}
 

@@ -61,7 +61,7 @@ def run_jobs(jobs, run, out_dir, *, desc, summarize_only=False):
     file ``out_dir/runs/<name>.csv`` does not exist yet: ``run(args)`` returns ``(rows,
     columns)`` for that file. ``summarize_only``: run none (the outputs are then rebuilt from
     the finished runs alone). Returns ``(ran, skipped)`` counts and prints the total time."""
-    from tqdm import tqdm
+    from sw.console import progress_bar
 
     runs = Path(out_dir) / "runs"
     todo = [(n, a) for n, a in jobs if not (runs / f"{n}.csv").exists()]
@@ -73,7 +73,7 @@ def run_jobs(jobs, run, out_dir, *, desc, summarize_only=False):
         print(f"{desc}: --summarize-only, {len(todo)} unfinished runs left out", flush=True)
         todo = []
     t0 = time.perf_counter()
-    for name, args in tqdm(todo, desc=desc, unit="run", disable=not todo):
+    for name, args in progress_bar(todo, desc=desc, unit="run", disable=not todo):
         rows, columns = run(args)
         write_csv(runs / f"{name}.csv", rows, columns)
     print(f"{desc}: {len(todo)} runs in {time.perf_counter() - t0:.1f} s "

@@ -437,15 +437,16 @@ class DistSystem:
                 max_rounds, int) or max_rounds < 1):
             raise ValueError(f"max_rounds must be a positive integer, not {max_rounds!r}")
         self._max_rounds = max_rounds
-        from tqdm import tqdm
+        from sw.console import progress_bar
 
         cfg = self.config
         if not self.learners:
             self.build()
         self._res = DistResult(cfg.label(), cfg.to_dict())
         self._res.placement = {k: [dict(x) for x in v] for k, v in self.info.items()}
-        self._bar = tqdm(total=cfg.dqn.total_steps, desc=f"DQN on Ray [{cfg.label()}]",
-                         unit="step", disable=not progress, leave=False, mininterval=0.5)
+        self._bar = progress_bar(total=cfg.dqn.total_steps, desc=f"DQN on Ray [{cfg.label()}]",
+                                 unit="step", disable=not progress, leave=False,
+                                 mininterval=0.5)
         t0 = time.perf_counter()
         try:
             if cfg.mode == "lockstep":
