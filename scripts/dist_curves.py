@@ -30,13 +30,21 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--total-steps", type=int, default=10_000)
     ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--plot", default=None)
+    ap.add_argument("--plot", default=None, metavar="PATH",
+                    help="the figure (.png appended unless PATH ends in an image format; a "
+                         "directory: dist_curves.png in it)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     from sw.dist import DistConfig
     from sw.dist.system import init_ray, train
     from sw.rl.dqn import DQNConfig
-    from sw.rl.plot import plot_returns
+    from sw.rl.plot import plot_path, plot_returns
+
+    if args.plot is not None:
+        try:
+            args.plot = plot_path(args.plot, "dist_curves.png")
+        except ValueError as e:
+            ap.error(str(e))
 
     try:
         dqns = [DQNConfig(total_steps=args.total_steps, learning_starts=500, target_period=100,
@@ -60,7 +68,7 @@ def main(argv=None):
                   f"{res.mean_return(10):.1f}), {res.seconds:.0f} s, {res.grad_steps_per_s:,.0f} "
                   f"gradient steps/s, load {load}", flush=True)
     if args.plot:
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
         plot_returns(results, args.plot, title="DQN + PER on Ray, CartPole-v1 (2 actors, "
                      "lockstep)", legend="upper left")
         print(f"wrote {args.plot}")

@@ -261,12 +261,20 @@ def main(argv=None):
                          "tenth; default 200)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-measure", action="store_true", help="projection only")
-    ap.add_argument("--plot", default=None)
+    ap.add_argument("--plot", default=None, metavar="PATH",
+                    help="the figure (.png appended unless PATH ends in an image format; a "
+                         "directory: dist_scaling.png in it)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     for name in ("rounds", "repeats"):
         if getattr(args, name) < 1:
             ap.error(f"--{name} must be a positive integer, not {getattr(args, name)}")
+    if args.plot is not None:
+        from sw.rl.plot import plot_path
+        try:
+            args.plot = plot_path(args.plot, "dist_scaling.png")
+        except ValueError as e:
+            ap.error(str(e))
     import ray
 
     from sw.dist.projection import ClusterModel, projection_table, step_cost
@@ -308,7 +316,7 @@ def main(argv=None):
           f"{max(r[2] / r[0] for r in proj) / rate:.2f} (one actor: {rate:,.0f} steps/s)")
     print(f"load average at end: {load()}")
     if args.plot:
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
         plot(best, proj, args.plot)
         print(f"wrote {args.plot}")
     if args.json:

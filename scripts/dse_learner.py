@@ -94,6 +94,7 @@ from sw import timing  # noqa: E402
 from sw.learner.resources import learner_resources  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.learner.spec import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
+from sw.rl.plot import plot_path  # noqa: E402
 
 ESTIMATES = REPO / "scripts" / "learner_tu_estimates.json"
 ESTIMATE_COMMAND = ("python scripts/estimate.py --block tensor-unit --param rows={rows} "
@@ -148,11 +149,11 @@ DSP_PER_WU_LANE = 2
 # -- estimates ------------------------------------------------------------------------------------
 def refresh_estimates(path=ESTIMATES, *, jobs=2):
     """Run ``scripts/estimate.py`` for every array of :data:`ARRAY_MENU`; write ``path``."""
-    from tqdm import tqdm
+    from sw.console import progress_bar
 
     arrays, tool, flow = [], None, None
     with tempfile.TemporaryDirectory() as tmp:
-        for rows, cols in tqdm(ARRAY_MENU, desc="yosys estimates", unit="array", file=sys.stderr):
+        for rows, cols in progress_bar(ARRAY_MENU, desc="yosys estimates", unit="array"):
             out = Path(tmp) / f"{rows}x{cols}.json"
             cmd = ESTIMATE_COMMAND.format(rows=rows, cols=cols, json=out).split()
             cmd[0] = sys.executable
@@ -440,7 +441,8 @@ def torch_steps_per_s(sizes, batch, *, iters=100, rounds=5, seed=0):
     shared machine the best round is the least disturbed one.
     """
     import torch
-    from tqdm import tqdm
+
+    from sw.console import progress_bar
 
     torch.manual_seed(seed)
     layers = []
@@ -469,8 +471,8 @@ def torch_steps_per_s(sizes, batch, *, iters=100, rounds=5, seed=0):
     for _ in range(30):
         step()
     rates = []
-    with tqdm(total=iters * rounds, desc=f"torch CPU B={batch}", unit="step", leave=False,
-              file=sys.stderr) as bar:
+    with progress_bar(total=iters * rounds, desc=f"torch CPU B={batch}", unit="step",
+                      leave=False) as bar:
         for _ in range(rounds):
             start = time.perf_counter()
             for _ in range(iters):
@@ -540,7 +542,9 @@ def main(argv=None) -> int:
     ap.add_argument("--torch-threads", default="1,0",
                     help="thread counts to time torch with, best kept (0 = torch's default; "
                          "default 1,0: a tiny network often runs faster on one thread)")
-    ap.add_argument("--plot", type=Path, default=REPO / "build" / "dse_learner.png")
+    ap.add_argument("--plot", type=Path, default=REPO / "build" / "dse_learner.png",
+                    help="the figure (.png appended unless PATH ends in an image format; a "
+                         "directory: dse_learner.png in it)")
     ap.add_argument("--json", type=Path, default=REPO / "build" / "dse_learner.json")
     args = ap.parse_args(argv)
     try:
@@ -549,6 +553,10 @@ def main(argv=None) -> int:
             raise ValueError
     except ValueError:
         ap.error(f"--sizes must be comma-separated positive integers, not {args.sizes!r}")
+    try:
+        args.plot = plot_path(args.plot, "dse_learner.png")
+    except ValueError as e:
+        ap.error(str(e))
     if not 0 < args.usable <= 1:
         ap.error(f"--usable must be in (0, 1], not {args.usable}")
     clock_label = "given"

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import warnings
 
+import pytest
 from tqdm import tqdm
 
 import sw.console
@@ -75,3 +76,17 @@ def test_a_warning_filter_set_by_the_user_still_applies():
     run = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", code],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 1 and "RuntimeWarning: boom" in run.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["-m", "sw.rl.ppo", "--backend", "cpu", "--total-steps", "2048"],
+    ["-m", "sw.rl.dqn", "--backend", "cpu", "--total-steps", "1010"],
+])
+def test_the_programs_write_plain_lines_into_a_log(argv):
+    pytest.importorskip("torch")
+    pytest.importorskip("gymnasium")
+    run = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "\r" not in run.stderr and "\x1b" not in run.stderr
+    bar = [line for line in run.stderr.splitlines() if "%|" in line]
+    assert bar and "100%" in bar[-1], run.stderr

@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ship-code", action="store_true",
                    help="upload this checkout's sw package to the cluster's workers")
     g = ap.add_argument_group("output")
-    g.add_argument("--plot", default=None, help="learning curve (PNG)")
+    g.add_argument("--plot", default=None, metavar="PATH",
+                   help="learning curve (an image: .png appended unless PATH ends in an image "
+                        "format such as .png, .pdf or .svg; a directory: dist_dqn.png in it)")
     g.add_argument("--json", default=None, help="the result as JSON")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
@@ -146,17 +148,36 @@ def main(argv=None):
     if args.address is not None and (node_res or args.num_cpus != 2):
         ap.error("--num-cpus and --node-resources describe a local Ray; a cluster's nodes "
                  "declare theirs with `ray start`")
+    if args.address is None:        # a local Ray opens the devices here: their files exist
+        from sw.rl.devices import check_files
+        specs = {"--learner-device": cfg.learner_device}
+        if not cfg.fused:
+            specs["--replay-device"] = cfg.replay_device
+        for opt, spec in specs.items():
+            try:
+                if spec != "cpu":
+                    check_files(spec)
+            except ValueError as e:
+                ap.error(f"{opt}: {e}")
+    if args.plot is not None:
+        from sw.rl.plot import plot_path
+        try:
+            args.plot = plot_path(args.plot, "dist_dqn.png")
+        except ValueError as e:
+            ap.error(str(e))
     try:
         import ray
     except ImportError:
         ap.exit(2, "error: Ray is not installed: pip install -e '.[dist]' (make installs it)\n")
-    from .system import DistError, init_ray, train
+    from .system import DeviceOpenError, DistError, init_ray, train
 
     started = not ray.is_initialized()
     try:
         init_ray(args.address, num_cpus=args.num_cpus, resources=node_res,
                  ship_code=args.ship_code)
         res = train(cfg, progress=not args.quiet)
+    except DeviceOpenError as e:            # a device spec that its node could not open
+        ap.exit(2, f"error: {e}\n")
     except DistError as e:
         ap.exit(1, f"error: {e}\n")
     except ConnectionError as e:
@@ -167,7 +188,7 @@ def main(argv=None):
     report(res)
     if args.plot:
         from sw.rl.plot import plot_returns
-        os.makedirs(os.path.dirname(os.path.abspath(args.plot)), exist_ok=True)
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
         plot_returns([res], args.plot, title=f"DQN + PER on Ray, {cfg.dqn.env_id}",
                      legend="upper left")
         print(f"wrote {args.plot}")

@@ -331,7 +331,8 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
     """Train DQN (module docstring); deterministic for a seed on one machine."""
     import gymnasium as gym
     import torch
-    from tqdm import tqdm
+
+    from sw.console import progress_bar
 
     if not isinstance(config, DQNConfig):
         raise TypeError(f"config must be a DQNConfig, not {config!r}")
@@ -359,8 +360,8 @@ def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
     # than priority_delay wait (the delay's queue; D = 0: the last step's, before the sample).
     pending = deque()
     t0 = time.perf_counter()
-    bar = tqdm(range(cfg.total_steps), desc=f"DQN {cfg.env_id} [{learner.name}]", unit="step",
-               disable=not progress, leave=False, mininterval=0.5)
+    bar = progress_bar(range(cfg.total_steps), desc=f"DQN {cfg.env_id} [{learner.name}]",
+                       unit="step", disable=not progress, leave=False, mininterval=0.5)
     for step in bar:
         if rng.random() < cfg.epsilon(step):
             a = int(rng.integers(n_act))
@@ -444,20 +445,37 @@ def main(argv=None):
     ap.add_argument("--priority-delay", type=int, default=0, metavar="D",
                     help="gradient steps the new priorities wait before they are written back "
                          "(0: before the next sample)")
-    ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
+    ap.add_argument("--plot", default=None, metavar="PATH",
+                    help="write the learning curves to this image (.png appended unless it "
+                         "ends in an image format such as .png, .pdf or .svg; a directory: "
+                         "dqn.png in it)")
     args = ap.parse_args(argv)
-    from .devices import parse_spec
-    for opt in ("learner_device", "replay_device"):
-        try:
-            parse_spec(getattr(args, opt))
-        except ValueError as e:
-            ap.error(f"--{opt.replace('_', '-')}: {e}")
+    from .devices import DeviceSpecError, check_files, parse_spec
+    from .dqn_trainer import parse_trainer_spec
+    specs = {"--learner-device": (args.learner_device, parse_spec),
+             "--replay-device": (args.replay_device, parse_spec)}
     if args.device is not None:
-        from .dqn_trainer import parse_trainer_spec
+        specs["--device"] = (args.device, parse_trainer_spec)
+    for opt, (spec, parse) in specs.items():
         try:
-            parse_trainer_spec(args.device)
+            parse(spec)
         except ValueError as e:
-            ap.error(f"--device: {e}")
+            ap.error(f"{opt}: {e}")
+    opened = {}                     # the specs the run opens: their files are checked first
+    if args.backend != "cpu":
+        opened = ({"--device": args.device} if args.device is not None else
+                  {o: s for o, (s, _) in specs.items()})
+    for opt, spec in opened.items():
+        try:
+            check_files(spec)
+        except ValueError as e:
+            ap.error(f"{opt}: {e}")
+    if args.plot is not None:
+        from .plot import plot_path
+        try:
+            args.plot = plot_path(args.plot, "dqn.png")
+        except ValueError as e:
+            ap.error(str(e))
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
     try:
@@ -481,6 +499,9 @@ def main(argv=None):
     for backend in backends:
         try:
             first[backend] = make(backend, configs[0])
+        except DeviceSpecError as e:
+            names = ", ".join(o for o, s in opened.items() if s == e.spec)
+            ap.error(f"{names}: {e}" if names else str(e))
         except ValueError as e:
             ap.error(str(e))
         if first[backend][1] is None:            # the fused trainer keeps a ring on the card
@@ -489,16 +510,18 @@ def main(argv=None):
         if args.total_steps > capacity:
             ap.error(f"total_steps ({args.total_steps}) must not exceed the replay capacity "
                      f"({capacity}) of {first[backend][1].name}")
+    from sw.console import warnings_summarized
     results, finals = [], {}
     for backend in backends:
         for cfg in configs:
             seed = cfg.seed
             learner, replay = first.pop(backend, None) or make(backend, cfg)
-            if replay is None:
-                from .dqn_trainer import train_fused
-                res = train_fused(cfg, learner)
-            else:
-                res = train(cfg, learner, replay)
+            with warnings_summarized(f"{learner.name} seed {seed}"):
+                if replay is None:
+                    from .dqn_trainer import train_fused
+                    res = train_fused(cfg, learner)
+                else:
+                    res = train(cfg, learner, replay)
             results.append(res)
             finals.setdefault(res.name, []).append(res.mean_return())
             print(f"{res.name} seed {seed}: mean return of the last 20 episodes "

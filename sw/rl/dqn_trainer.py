@@ -58,11 +58,16 @@ def open_trainer(spec: str, name: str = "trainer_zcu106", *, seed: int = 0):
     trainer (default ``name``'s module; the first call builds it, minutes, and it runs slowly:
     short runs); ``pynq``, :class:`~sw.trainer.boards.PynqTrainerDevice` with ``name``'s
     configuration; ``xrt``, :class:`~sw.trainer.boards.XrtTrainerDevice` (the kernel's
-    shipped configuration, default ``dqn_trainer_u250``)."""
+    shipped configuration, default ``dqn_trainer_u250``). A spec that cannot be opened here
+    raises :class:`~sw.rl.devices.DeviceSpecError` naming it and what is missing (the file,
+    checked first, the package, the board)."""
     from sw.trainer.configs import TRAINERS, trainer_config
     from sw.trainer.driver import TrainerDriver
 
+    from .devices import check_files, opening
+
     kind, path, module = parse_trainer_spec(spec)
+    check_files(spec)
     config = trainer_config(name)
     if kind == "golden":
         from sw.trainer.device import TrainerGoldenDevice
@@ -74,15 +79,19 @@ def open_trainer(spec: str, name: str = "trainer_zcu106", *, seed: int = 0):
         if module is None:
             raise ValueError(f"trainer {name!r} is not a shipped module: no RTL to simulate")
         config = shipped_config(module)[1]
-        dev, label = open_sim(module), f"{module} (Verilated RTL)"
+        with opening(spec, "sim"):
+            dev = open_sim(module)
+        label = f"{module} (Verilated RTL)"
     elif kind == "pynq":
         from sw.trainer.boards import PynqTrainerDevice
-        dev = PynqTrainerDevice(path, name=module, config=config)
+        with opening(spec, "pynq"):
+            dev = PynqTrainerDevice(path, name=module, config=config)
         label = f"{name} on PYNQ ({dev.instance})"
     else:
         from sw.trainer.boards import XrtTrainerDevice
         kernel = module or "dqn_trainer_u250"
-        dev = XrtTrainerDevice(path, kernel=kernel)
+        with opening(spec, "xrt"):
+            dev = XrtTrainerDevice(path, kernel=kernel)
         config, label = dev.config, f"trainer on XRT ({kernel})"
     drv = TrainerDriver(dev, config, seed=seed)
     drv.name = label
@@ -94,7 +103,8 @@ def train_fused(config: DQNConfig, driver, *, chunk=None, progress=True) -> DQNR
     a seed. Returns a :class:`~sw.rl.dqn.DQNResult` whose ``learner_cycles`` are the
     launches' cycles (CYCLES) and ``losses`` the trace's mean ``|Q - y|`` per launch."""
     import gymnasium as gym
-    from tqdm import tqdm
+
+    from sw.console import progress_bar
 
     if not isinstance(config, DQNConfig):
         raise TypeError(f"config must be a DQNConfig, not {config!r}")
@@ -120,8 +130,8 @@ def train_fused(config: DQNConfig, driver, *, chunk=None, progress=True) -> DQNR
     o, _ = env.reset(seed=cfg.seed)
     ret = 0.0
     t0 = time.perf_counter()
-    bar = tqdm(range(cfg.total_steps), desc=f"DQN {cfg.env_id} [{res.name}]", unit="step",
-               disable=not progress, leave=False, mininterval=0.5)
+    bar = progress_bar(range(cfg.total_steps), desc=f"DQN {cfg.env_id} [{res.name}]",
+                       unit="step", disable=not progress, leave=False, mininterval=0.5)
     for step in bar:
         if rng.random() < cfg.epsilon(step):
             a = int(rng.integers(n_act))

@@ -245,7 +245,8 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
     given seed on a given machine (torch on one thread, seeded environments)."""
     import gymnasium as gym
     import torch
-    from tqdm import tqdm
+
+    from sw.console import progress_bar
 
     if not isinstance(config, PPOConfig):
         raise TypeError(f"config must be a PPOConfig, not {config!r}")
@@ -276,8 +277,8 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
     running = np.zeros(N)
     step = 0
     t0 = time.perf_counter()
-    bar = tqdm(range(cfg.iterations), desc=f"PPO {cfg.env_id} [{result.name}]", unit="it",
-               disable=not progress, leave=False)
+    bar = progress_bar(range(cfg.iterations), desc=f"PPO {cfg.env_id} [{result.name}]",
+                       unit="it", disable=not progress, leave=False)
     for it in bar:
         if cfg.anneal_lr:
             opt.param_groups[0]["lr"] = cfg.lr * (1.0 - it / cfg.iterations)
@@ -356,12 +357,13 @@ def train(config: PPOConfig, advantages, *, progress=True) -> TrainResult:
 
 def plot_curves(results, path, *, window=20):
     """Episode return against environment steps (:func:`sw.rl.plot.plot_returns`), one
-    colour per backend."""
+    colour per backend, the backends that ran in the title."""
     from .plot import plot_returns
 
     env = results[0].config["env_id"]
-    plot_returns(results, path, title=f"PPO on {env}: GAE on the accelerator vs the CPU",
-                 window=window, legend="lower right")
+    names = " vs ".join(dict.fromkeys(r.name for r in results))
+    plot_returns(results, path, title=f"PPO on {env}: GAE on {names}", window=window,
+                 legend="lower right")
 
 
 def _check_env(env_id):
@@ -411,15 +413,26 @@ def main(argv=None):
                          "stream) instead of one call after the rollout's last step")
     ap.add_argument("--reward-norm", choices=("scale", "center"), default="scale",
                     help="reward normalisation before GAE (sw.gae.quant)")
-    ap.add_argument("--plot", default=None, help="write the learning curves to this PNG")
+    ap.add_argument("--plot", default=None, metavar="PATH",
+                    help="write the learning curves to this image (.png appended unless it "
+                         "ends in an image format such as .png, .pdf or .svg; a directory: "
+                         "ppo.png in it)")
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
-    from .devices import parse_spec
+    from .devices import DeviceSpecError, check_files, parse_spec
     try:
         kind, _, name = parse_spec(args.device)
+        if args.backend != "cpu":
+            check_files(args.device)            # before any backend is imported
     except ValueError as e:
         ap.error(f"--device: {e}")
+    if args.plot is not None:
+        from .plot import plot_path
+        try:
+            args.plot = plot_path(args.plot, "ppo.png")
+        except ValueError as e:
+            ap.error(str(e))
     try:
         configs = [PPOConfig(env_id=args.env, total_steps=args.total_steps, seed=s)
                    for s in range(args.seeds)]
@@ -444,12 +457,17 @@ def main(argv=None):
                                           streaming=args.stream_gae))
     if args.backend in ("cpu", "both"):
         makers.append(lambda: CpuAdvantages(args.reward_norm))
+    from sw.console import warnings_summarized
     results, finals = [], {}
     for make in makers:
         for cfg in configs:
             seed = cfg.seed
-            adv = make()                    # fresh reward statistics per run
-            res = train(cfg, adv)
+            try:
+                adv = make()                # fresh reward statistics per run
+            except DeviceSpecError as e:
+                ap.error(f"--device: {e}")
+            with warnings_summarized(f"{adv.name} seed {seed}"):
+                res = train(cfg, adv)
             results.append(res)
             finals.setdefault(res.name, []).append(res.mean_return())
             extra = ""

@@ -157,10 +157,19 @@ def test_cli_runs_and_reports(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "100 policy updates" in text and "load average" in text
     assert "gradient steps/s" in text and out.stat().st_size > 5_000
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(SystemExit) as e:        # a local Ray: the file is checked here
         main(["--learners", "1", "--learner-device", "xrt:/nonexistent.xclbin",
               "--learner-resources", "CPU=0", "--quiet"])
-    assert e.value.code == 1
+    assert e.value.code == 2
     err = capsys.readouterr().err
-    assert "error: learner 0 could not open 'xrt:/nonexistent.xclbin'" in err
+    assert ("--learner-device: device spec 'xrt:/nonexistent.xclbin': the xclbin "
+            "'/nonexistent.xclbin' does not exist") in err
+    xclbin = tmp_path / "learner.xclbin"
+    xclbin.write_bytes(b"")
+    with pytest.raises(SystemExit) as e:        # the node cannot open it (no pyxrt): still 2
+        main(["--learners", "1", "--learner-device", f"xrt:{xclbin}",
+              "--learner-resources", "CPU=0", "--quiet"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: learner 0 could not open 'xrt:{xclbin}'" in err
     assert "Traceback" not in err

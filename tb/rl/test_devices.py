@@ -43,10 +43,19 @@ def test_golden_devices_are_the_shipped_configurations(block):
         open_device("golden", block, "nope")
 
 
-def _stand_ins(monkeypatch):
+#: The board files the tests name: they must exist (sw.rl.devices.check_files), empty here.
+BOARD_FILES = ("gae.bit", "gae.hwh", "both.bit", "both.hwh", "r.bit", "r.hwh", "a.xclbin",
+               "k.xclbin")
+
+
+def _stand_ins(monkeypatch, tmp_path):
     """PynqDevice / XrtDevice stand-ins: record the arguments, serve the golden device of the
-    block they were asked for (the VLNV or kernel name says which)."""
+    block they were asked for (the VLNV or kernel name says which). The working directory is
+    ``tmp_path``, with the (empty) :data:`BOARD_FILES`."""
     opened = []
+    monkeypatch.chdir(tmp_path)
+    for name in BOARD_FILES:
+        (tmp_path / name).write_bytes(b"")
 
     def golden_for(text):
         for block, (dev_cls, cfg_cls, module) in GOLDEN.items():
@@ -72,8 +81,8 @@ def _stand_ins(monkeypatch):
     return opened
 
 
-def test_board_specs_open_the_board_backends(monkeypatch):
-    opened = _stand_ins(monkeypatch)
+def test_board_specs_open_the_board_backends(monkeypatch, tmp_path):
+    opened = _stand_ins(monkeypatch, tmp_path)
     dev, cfg, label = open_device("pynq:gae.bit", "gae", "ignored")
     assert cfg is None and label == "gae on PYNQ (gae_accel_0)"
     assert opened[-1] == ("pynq", "gae.bit", None, "rlk:accel:gae_accel:1.0")
@@ -91,14 +100,14 @@ def test_board_specs_open_the_board_backends(monkeypatch):
     assert opened[-1] == ("xrt", "a.xclbin", "my_learner", "learner-kernel")
 
 
-def test_ppo_and_dqn_run_on_board_specs(monkeypatch):
+def test_ppo_and_dqn_run_on_board_specs(monkeypatch, tmp_path):
     """The programs read the configuration from the device's HW_* registers and give what
     they give on the golden models."""
     pytest.importorskip("torch")
     from sw.rl.dqn import accelerators
     from sw.rl.ppo import accelerator, golden_accelerator
 
-    _stand_ins(monkeypatch)
+    _stand_ins(monkeypatch, tmp_path)
     rng = np.random.default_rng(5)
     T, M = 32, 8
     batch = (rng.normal(size=(T, M)), rng.normal(size=(T, M)), rng.random((T, M)) < 0.05,
