@@ -527,9 +527,9 @@ def estimate(designs, *, jobs: int = 2, cache_dir=DEFAULT_CACHE, use_cache: bool
         return results, errors
 
     warm_up()
-    from tqdm import tqdm
-    bar = tqdm(total=len(todo), desc="yosys synth_xilinx", unit="design",
-               disable=None if progress else True, file=sys.stderr)
+    from sw.console import progress_bar
+    bar = progress_bar(total=len(todo), desc="yosys synth_xilinx", unit="design",
+                       disable=not progress)
     with bar, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(synthesize, d, t, cache_dir): (i, d) for i, d, t in todo}
         for fut in as_completed(futures):
