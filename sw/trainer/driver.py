@@ -21,6 +21,7 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.learner.batch import array_arg, quantize_arg, quantize_weights, real_arg
 from sw.learner.mlp import quantize_coef
 
+from . import hostfast
 from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, pack_records, pack_weights,
                      record_bytes, region_base, unpack_weights, weight_bytes)
 from .schedule import launch_cycles
@@ -174,6 +175,9 @@ class TrainerDriver(DriverBase):
         if n and (act.min() < 0 or act.max() >= n_out):
             raise ValueError(f"actions must be integers in 0..{n_out - 1}")
         done = bool_flags(array_arg(dones, "dones", shape=(n,), kinds="biuf"), "dones")
+        fast = hostfast.records(self._config, obs, act, rew, nxt, done)
+        if fast is not None:
+            return fast
         fmt = self._num.act_format
         return pack_records(self._config, quantize_arg(obs, fmt, "obs"), act,
                             quantize_arg(rew, fmt, "rewards"),

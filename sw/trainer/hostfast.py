@@ -1,0 +1,51 @@
+"""Compiled record packing of the trainer's driver: :func:`records` quantizes and packs a
+batch of transitions in one pass (:func:`sw.trainer.hostkernels.pack_records`), giving the
+bytes of :func:`sw.trainer.layout.pack_records` of the quantized values
+(``tb/trainer/test_hostfast.py``). A value the format cannot hold makes it return None, and
+the driver's numpy path then raises its error naming the argument. None without numba."""
+
+import numpy as np
+
+from sw.jit import MODES, built
+
+from .layout import _lane_dtype, lane_bytes, record_bytes
+
+__all__ = ["available", "records"]
+
+_K = []
+
+
+def _load():
+    from . import hostkernels
+    return {name: getattr(hostkernels, name) for name in hostkernels.KERNELS}
+
+
+def _kernels():
+    return built(_K, _load)
+
+
+def available() -> bool:
+    """Whether the compiled kernels can be used (numba installed)."""
+    return _kernels() is not None
+
+
+def records(config, obs, actions, rewards, next_obs, dones):
+    """``n × record_bytes`` uint8 records of float transitions (checked shapes, actions in
+    range, ``dones`` bool), or None: without numba, or when a value is outside the
+    activation format (the caller's numpy path reports it)."""
+    K = _kernels()
+    if K is None:
+        return None
+    fmt = config.learner.numerics.act_format
+    n = len(actions)
+    lanes = np.empty((n, record_bytes(config) // lane_bytes(config)), _lane_dtype(config))
+    lanes[:, 2 * config.learner.sizes[0] + 2:] = 0
+    lo, hi = float(fmt.min_raw), float(fmt.max_raw)
+    bad = K["pack_records"](np.ascontiguousarray(obs), np.ascontiguousarray(actions),
+                            np.ascontiguousarray(rewards), np.ascontiguousarray(next_obs),
+                            np.ascontiguousarray(dones), float(2.0 ** fmt.frac),
+                            MODES.index(fmt.rounding), lo, hi, 8 * lane_bytes(config) - 1,
+                            lanes)
+    if bad >= 0:
+        return None
+    return lanes.view(np.uint8).reshape(n, record_bytes(config))
