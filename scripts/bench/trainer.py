@@ -13,15 +13,16 @@ run the launch (:meth:`TrainerDriver.train`) and read the newest weight snapshot
 * ``bus_us``: what that iteration moved (register accesses, the records written, the snapshot
   read, one launch) through a stated bus model (:data:`BUSES`);
 * ``kernel_us``: the cycles of the M steps with their inserts and the end snapshot on the
-  sequential trainer core (:func:`sw.trainer.schedule.sequential_launch_cycles`, which the
-  gateware :class:`rtl_gen.trainer.core.TrainerCore` is tested against, at a memory read
-  latency of 64 cycles), at ``min(300 MHz, the estimated Fmax of the configuration's
-  learner)``; the notes give the overlapped design's cycles too
-  (:func:`sw.trainer.schedule.launch_cycles`, not built yet).
+  sequential trainer core (:func:`sw.trainer.schedule.sequential_launch_cycles`, what CYCLES
+  of the shipped accelerators reads: tested cycle for cycle in Verilator; here at a memory
+  read latency of 64 cycles), at ``min(300 MHz, the estimated Fmax)`` of the configuration's
+  module (``dqn_trainer_zcu106``, ``dqn_trainer_u250``; 300 MHz assumed for the
+  configurations not generated); the notes give the overlapped design's cycles too
+  (:func:`sw.trainer.schedule.launch_cycles`, not built).
 
-The trainer core has no shell, Verilog module or timing estimate of its own yet, so the rows say
-*modeled*. A row compares one gradient step: ``baseline_us`` is the best CPU trainer step,
-``total_us`` the iteration's time divided by M, so ``speedup`` is the GPS ratio.
+The rows say *modeled*: the device time is the cycle model, not a board. A row compares one
+gradient step: ``baseline_us`` is the best CPU trainer step, ``total_us`` the iteration's time
+divided by M, so ``speedup`` is the GPS ratio.
 """
 
 from dataclasses import replace
