@@ -4,8 +4,12 @@ The IP (IP-XACT ``component.xml``, VLNV :func:`sw.registry.vlnv`) gets explicit 
 (``s_axi_control`` AXI4-Lite, ``s_axi_mem`` AXI4 or the ``m_axi_*`` masters of a kernel,
 ``ap_clk``, ``ap_rst_n``, ``interrupt``) and one memory map per AXI slave: every register and
 field of the register map (offset, size, access, description) in ``s_axi_control``, one
-memory block in ``s_axi_mem``. A kernel's pointer argument is one 64-bit register bound to
-its master port. ``alveo_xo.tcl`` sources the same script with ``rlk_kernel`` set.
+memory block in ``s_axi_mem``. Each AXI master gets an address space of its own name (range
+``2**addr_width``, "16E" for 64-bit addresses; width the address width) referenced by its bus
+interface's ``MASTER_ADDRESS_SPACE_REF``: what a block design assigns the master's slaves in
+(``get_bd_addr_spaces <cell>/m_axi_gmem``) and what Vivado's own inference gives a master. A
+kernel's pointer argument is one 64-bit register bound to its master port. ``alveo_xo.tcl``
+sources the same script with ``rlk_kernel`` set.
 """
 
 from pathlib import Path
@@ -16,7 +20,7 @@ from sw.regmap import ACCESS_TYPES
 from .model import BOARDS, CONTROL_BLOCK, MEMORY_BLOCK, Accelerator, check_accelerator
 from .tcl import dict_line, prologue, tcl_str
 
-__all__ = ["IPXACT_ACCESS", "register_access", "package_ip_tcl"]
+__all__ = ["IPXACT_ACCESS", "register_access", "address_space_range", "package_ip_tcl"]
 
 #: The register map's access types as IP-XACT field properties: ``(ACCESS,
 #: MODIFIED_WRITE_VALUE, READ_ACTION)``, ``None`` where IP-XACT's default (plain write, no
@@ -39,6 +43,18 @@ def register_access(r) -> str:
     writable = any(f.host_writable for f in r.fields)
     return ("read-write" if readable and writable else
             "read-only" if readable else "write-only")
+
+
+def address_space_range(addr_width: int) -> str:
+    """IP-XACT range of a master's address space, ``2 ** addr_width`` bytes, as the packager
+    writes it: with the largest binary unit that divides it (``64`` -> ``"16E"``, ``32`` ->
+    ``"4G"``), as Vivado infers it for a master and Xilinx's packaging scripts spell it."""
+    if addr_width < 1:
+        raise ValueError(f"address width {addr_width}: a master addresses at least 2 bytes")
+    for unit, shift in (("E", 60), ("P", 50), ("T", 40), ("G", 30), ("M", 20), ("K", 10)):
+        if addr_width >= shift:
+            return f"{1 << (addr_width - shift)}{unit}"
+    return str(1 << addr_width)
 
 
 # -- package_ip.tcl ----------------------------------------------------------------------------
@@ -122,6 +138,14 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         "    ipx::remove_memory_map [get_property NAME $mm] $core",
         "}",
     ]
+    if acc.masters:
+        L += [
+            "# Inference also gives each master an address space, which outlives its bus",
+            "# interface; step 5 declares them again.",
+            "foreach as [ipx::get_address_spaces -of_objects $core] {",
+            "    ipx::remove_address_space [get_property NAME $as] $core",
+            "}",
+        ]
     for i in buses:
         mode = "master" if i.master else "slave"
         L += [
@@ -237,8 +261,26 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
                          ("USAGE", "memory"), ("ACCESS", "read-write"),
                          ("DESCRIPTION", f"{acc.module} memory regions")], "$block"),
         ]
-    else:
+    elif not acc.masters:
         L += ["", "# 5. No memory map for the AXI master(s): they address device memory."]
+    else:
+        L += [
+            "",
+            "# 5. No memory map for the AXI master(s): they address memory elsewhere. Each gets",
+            "#    an address space of its own name, as wide as its addresses, referenced by its",
+            "#    bus interface (MASTER_ADDRESS_SPACE_REF), as Vivado's inference declares a",
+            "#    master: a block design assigns the slaves the master reaches in it",
+            "#    (get_bd_addr_spaces <cell>/<master>); package_xo sees the master as in an",
+            "#    inferred RTL kernel.",
+        ]
+        for i in acc.masters:
+            L += [
+                f"set space [ipx::add_address_space {i.name} $core]",
+                *dict_line([("RANGE", address_space_range(i.addr_width)),
+                             ("WIDTH", i.addr_width)], "$space"),
+                f"set_property MASTER_ADDRESS_SPACE_REF {i.name} \\",
+                f"    [ipx::get_bus_interfaces {i.name} -of_objects $core]",
+            ]
     L += [
         "",
         "# 6. Vitis RTL kernel properties, only when packaging for Alveo (alveo_xo.tcl): the",

@@ -15,9 +15,11 @@ Unverified (no Vivado here; the tests run the TCL against stubs): the PS propert
 ``saxihp0_fpd_aclk`` and the segments ``SAXIGP2/HP0_DDR_LOW`` / ``HP0_DDR_HIGH`` with their
 offsets and ranges are taken from block-design scripts Vivado wrote (``write_bd_tcl``) in other
 projects, not from a run of ours. The master's address space is looked up as
-``<cell>/m_axi_gmem``: the packaged IP must declare an address space of that name for the
-master (``ipx::add_address_space`` + ``MASTER_ADDRESS_SPACE_REF``), which package_ip.tcl does
-not do yet; the script stops with that explanation where the block design has none.
+``<cell>/m_axi_gmem``: package_ip.tcl declares it (``ipx::add_address_space m_axi_gmem``, range
+16E, width 64, and the interface's ``MASTER_ADDRESS_SPACE_REF``), as Vivado infers one for a
+master. An IP packaged without it (by a package_ip.tcl from before that, say) gives the design
+nothing to map PS DDR into: the script stops with that explanation rather than build a design
+whose master reaches nothing.
 """
 
 from pathlib import Path
@@ -376,14 +378,15 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
             f"# In the accelerator's view (the address space of {gmem.name}): PS DDR where the PS "
             "has it,",
             "# so the physical address of a pynq.allocate buffer (PS DDR) reaches the buffer. The",
-            "# address space is the IP's (package_ip.tcl); an IP without one has no addresses to",
-            "# give, and the design would not reach memory.",
+            "# address space is the IP's (package_ip.tcl declares it); an IP packaged without one",
+            "# has no addresses to give, and the design would not reach memory.",
             f"set gmem [get_bd_addr_spaces -quiet $accel/{gmem.name}]",
             "if {$gmem eq \"\"} {",
             f"    error \"rlk: $accel has no address space {gmem.name}: its IP must declare one "
             "for the\\",
-            f"        master (ipx::add_address_space {gmem.name} + MASTER_ADDRESS_SPACE_REF in "
-            "package_ip.tcl)\"",
+            f"        master (ipx::add_address_space {gmem.name} + MASTER_ADDRESS_SPACE_REF, as "
+            "package_ip.tcl\\",
+            "        does): package it again with package_ip.tcl\"",
             "}",
         ]
         for name, offset, size in HP0_DDR_SEGMENTS:

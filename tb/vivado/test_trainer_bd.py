@@ -5,9 +5,11 @@ Unlike the other ZCU106 designs (an s_axi_mem slave behind M_AXI_HPM1_FPD), the 
 its own AXI4 master, m_axi_gmem, into PS DDR: M_AXI_HPM0_FPD -> s_axi_control as everywhere,
 m_axi_gmem -> SmartConnect -> S_AXI_HP0_FPD (the PS's SAXIGP2, 128 bits), the DDR segments
 mapped in the master's own address space so that a pynq.allocate buffer's physical address
-(written into BASE) reaches the buffer. The stubs check the commands and their options, not
-that Vivado accepts the PS properties and segment names: those come from published block
-designs (docs/boards.md). The .hwh through the real pynq package: tb/driver/test_pynq_trainer.py.
+(written into BASE) reaches the buffer. That address space is the packaged IP's (package_ip.tcl
+declares m_axi_gmem's, 16E of 64-bit addresses); under the stubs, as in Vivado, a cell of the IP
+has <cell>/m_axi_gmem only where the IP declares it. The stubs check the commands and their
+options, not that Vivado accepts the PS properties and segment names: those come from
+published block designs (docs/boards.md). The .hwh through the real pynq package: tb/driver/test_pynq_trainer.py.
 """
 
 import json
@@ -204,7 +206,10 @@ def test_trainer_block_design(acc, scripts, packaged):
     # lie, are inside the mapped segments: zero copy for any buffer address.
     for lo, hi in ((0, 2 * GIB), (0x8_0000_0000, 0x8_0000_0000 + 2 * GIB)):
         assert any(b <= lo and hi <= b + s for _, b, s in V.HP0_DDR_SEGMENTS)
-    # The master's address space is looked up -quiet and checked before it is used.
+    # The master's address space is looked up -quiet and checked before it is used; the cell
+    # has it because the packaged IP declares it (the stubs read it from component.xml).
+    assert [s["name"] for s in packaged.children("core=core", "address_space").values()] == \
+        ["m_axi_gmem"]
     names = [c[0] for c in rec.calls]
     quiet = [i for i, c in enumerate(rec.calls) if c[0] == "get_bd_addr_spaces"
              and c[-1] == f"{INST}/m_axi_gmem"]
@@ -237,23 +242,55 @@ def test_trainer_block_design_needs_the_ip(scripts):
 
 
 @needs_tclsh
-def test_trainer_block_design_needs_the_master_address_space(scripts, packaged):
+def test_trainer_ip_declares_the_master_address_space(acc, scripts, packaged):
+    """package_ip.tcl gives m_axi_gmem its address space (range 16E = 2**64 bytes, width 64,
+    named after the interface) and the interface's reference to it; the saved IP declares
+    both, which is what the block design finds as <cell>/m_axi_gmem."""
+    (gmem,) = acc.masters
+    (space,) = packaged.children("core=core", "address_space").values()
+    assert (space["name"], space["props"]) == (gmem.name, {"RANGE": "16E", "WIDTH": "64"})
+    assert 16 << 60 == 1 << gmem.addr_width
+    busif = packaged.children("core=core", "bus_interface")[gmem.name]
+    assert busif["props"]["INTERFACE_MODE"] == "master"
+    assert busif["props"]["MASTER_ADDRESS_SPACE_REF"] == gmem.name
+    ns = "{http://www.spiritconsortium.org/XMLSchema/SPIRIT/1685-2009}"
+    root = ET.parse(scripts / "ip" / "component.xml").getroot()
+    (ref,) = root.iter(f"{ns}addressSpaceRef")
+    assert ref.get(f"{ns}addressSpaceRef") == gmem.name
+    (xs,) = root.iter(f"{ns}addressSpace")
+    assert [xs.findtext(f"{ns}{t}") for t in ("name", "range", "width")] == \
+        [gmem.name, "16E", "64"]
+
+
+def _package_without_master_space(scripts):
+    """Package the IP with package_ip.tcl less its address-space lines (as package_ip.tcl
+    was before it declared the master's address space)."""
+    text = (scripts / "package_ip.tcl").read_text()
+    start = text.index("set space [ipx::add_address_space m_axi_gmem $core]")
+    end = text.index("[ipx::get_bus_interfaces m_axi_gmem -of_objects $core]\n", start)
+    old = scripts / "package_ip_old.tcl"
+    old.write_text(text[:start] + text[end:].split("\n", 1)[1])
+    rec = run_stubbed(old)
+    assert not rec.calls_of("ipx::add_address_space")
+    return rec
+
+
+@needs_tclsh
+def test_trainer_block_design_needs_the_master_address_space(scripts):
     """An IP whose m_axi_gmem has no address space (nothing to map PS DDR into) stops the
     script with the fix, before any address of the master is assigned."""
-    wrapper = scripts / "no_master_space.tcl"
-    wrapper.write_text(
-        "rename ::stub::h::get_bd_addr_spaces ::stub::h::_spaces\n"
-        "proc ::stub::h::get_bd_addr_spaces {opts pos} {\n"
-        "    if {[string match */m_axi_gmem [lindex $pos 0]]} { return {} }\n"
-        "    return [::stub::h::_spaces $opts $pos]\n"
-        "}\n"
-        f"source [file join [file dirname [info script]] zcu106_bd.tcl]\n")
-    rec = run_stubbed(wrapper, check=False)
+    _package_without_master_space(scripts)
+    rec = run_stubbed(scripts / "zcu106_bd.tcl", check=False)
     assert f"{INST} has no address space m_axi_gmem" in rec.error
     assert "ipx::add_address_space m_axi_gmem" in rec.error
+    assert "package it again with package_ip.tcl" in rec.error
     spaces = [_options(a)[0]["-target_address_space"] for a in rec.calls_of("assign_bd_address")]
     assert spaces == [f"bd_addr_space={PS}/Data"] * 2
     assert "validate_bd_design" not in [c[0] for c in rec.calls]
+    # Packaged again by the generated package_ip.tcl, the same design goes through.
+    run_stubbed(scripts / "package_ip.tcl")
+    rec = run_stubbed(scripts / "zcu106_bd.tcl")
+    assert rec.error is None and "validate_bd_design" in [c[0] for c in rec.calls]
 
 
 # -- the .hwh stand-in -------------------------------------------------------------------------

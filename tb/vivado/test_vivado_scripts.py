@@ -9,7 +9,8 @@ every interface and addresses every segment inside the right PS window; the file
 exist and the files it writes (.bit/.hwh for PYNQ, .xo) land where the flow says. Vitis
 kernels (an AXI master instead of s_axi_mem: gae_kernel_n8, replay_kernel_k16,
 learner_kernel_s4) are packaged with their m_axi
-port, the 64-bit pointer argument bound to it, and a kernel.xml checked argument by argument
+port and its address space (16E, width 64, the port's MASTER_ADDRESS_SPACE_REF), the 64-bit
+pointer argument bound to it, and a kernel.xml checked argument by argument
 against the register map; they get no ZCU106 flow, except the trainer's ZCU106 module, whose
 master goes into PS DDR (its block design: test_trainer_bd.py).
 """
@@ -313,6 +314,7 @@ def test_bus_interfaces(acc, packaged):
         assert p["BUS_TYPE_VLNV"] == "xilinx.com:interface:aximm:1.0"
         assert p["INTERFACE_MODE"] == ("master" if axi.master else "slave")
         assert p.get("SLAVE_MEMORY_MAP_REF") == (None if axi.master else axi.name)
+        assert p.get("MASTER_ADDRESS_SPACE_REF") == (axi.name if axi.master else None)
         if axi.master:
             lim = acc.kernel["m_axi"][axi.name]
             assert params(axi.name) == {
@@ -401,6 +403,76 @@ def test_memory_block_sized_from_manifest(acc, packaged):
     assert _int(p["RANGE"]) == 1 << ports["s_axi_mem_awaddr"]
     assert _int(p["WIDTH"]) == ports["s_axi_mem_wdata"] and p["USAGE"] == "memory"
     assert not packaged.children(blocks[V.MEMORY_BLOCK]["handle"], "register")
+
+
+def test_address_space_range():
+    from rtl_gen.vivado.package_ip import address_space_range
+
+    assert address_space_range(64) == "16E" and 16 << 60 == 1 << 64
+    assert [address_space_range(w) for w in (32, 40, 49, 12, 3)] == ["4G", "1T", "512T", "4K",
+                                                                      "8"]
+    with pytest.raises(ValueError, match="address width 0"):
+        address_space_range(0)
+
+
+@needs_tclsh
+def test_master_address_spaces(acc, scripts, packaged):
+    """Every AXI master has an address space of its own name, 2**64 bytes (16E) of 64-bit
+    addresses, referenced by its bus interface; the one inference left (modelled by the stubs
+    from the m_axi_*_araddr ports) is removed first. An accelerator without a master declares
+    none and its script never touches address spaces."""
+    from rtl_gen.vivado.package_ip import address_space_range
+
+    rec = packaged
+    spaces = rec.children("core=core", "address_space")
+    busifs = rec.children("core=core", "bus_interface")
+    assert set(spaces) == {m.name for m in acc.masters}
+    for m in acc.masters:
+        assert m.addr_width == 64 and address_space_range(m.addr_width) == "16E"
+        assert spaces[m.name]["props"] == {"RANGE": "16E", "WIDTH": "64"}
+        assert busifs[m.name]["props"]["MASTER_ADDRESS_SPACE_REF"] == m.name
+    names = [c[0] for c in rec.calls]
+    if acc.masters:
+        assert rec.calls_of("ipx::remove_address_space") == [[m.name, "core=core"]
+                                                             for m in acc.masters]
+        assert rec.calls_of("ipx::add_address_space") == [[m.name, "core=core"]
+                                                          for m in acc.masters]
+        assert max(i for i, n in enumerate(names) if n == "ipx::remove_address_space") < \
+            min(i for i, n in enumerate(names) if n == "ipx::add_address_space") < \
+            names.index("ipx::save_core")
+    else:
+        assert not [n for n in names if "address_space" in n]
+        assert "address_space" not in (scripts / "package_ip.tcl").read_text()
+    # What the saved IP declares (the stubs' component.xml): the master's addressSpaceRef and
+    # the space with its range and width.
+    import xml.etree.ElementTree as ET
+
+    ns = {"spirit": "http://www.spiritconsortium.org/XMLSchema/SPIRIT/1685-2009"}
+    root = ET.parse(scripts / "ip" / "component.xml").getroot()
+    refs = {b.findtext("spirit:name", namespaces=ns):
+            b.find("spirit:master/spirit:addressSpaceRef", ns)
+            for b in root.iterfind("spirit:busInterfaces/spirit:busInterface", ns)}
+    assert {n: r.get(f"{{{ns['spirit']}}}addressSpaceRef") for n, r in refs.items()
+            if r is not None} == {m.name: m.name for m in acc.masters}
+    assert {a.findtext("spirit:name", namespaces=ns): (a.findtext("spirit:range", namespaces=ns),
+                                                       a.findtext("spirit:width", namespaces=ns))
+            for a in root.iterfind("spirit:addressSpaces/spirit:addressSpace", ns)} == \
+        {m.name: ("16E", "64") for m in acc.masters}
+
+
+@needs_tclsh
+@only(["gae_kernel_n8"])
+def test_master_reference_needs_its_address_space(scripts):
+    """The stubs refuse to save a core whose master references an address space it does not
+    have (a dangling IP-XACT addressSpaceRef), and the inferred one alone is not a space the
+    master references: both halves of the declaration are needed."""
+    text = (scripts / "package_ip.tcl").read_text()
+    start = text.index("set space [ipx::add_address_space m_axi_gmem $core]")
+    end = text.index("set_property MASTER_ADDRESS_SPACE_REF", start)
+    (scripts / "no_space.tcl").write_text(text[:start] + text[end:])
+    rec = run_stubbed(scripts / "no_space.tcl", check=False)
+    assert "m_axi_gmem references address space 'm_axi_gmem', which the core does not have" \
+        in rec.error
 
 
 # -- zcu106_bd.tcl -----------------------------------------------------------------------------
@@ -570,6 +642,14 @@ def test_alveo_xo_kernel(acc, scripts):
     assert Path(opts["-kernel_xml"]) == scripts / "kernel.xml"
     assert Path(opts["-ip_directory"]) == scripts / "alveo" / "ip_kernel"
     assert Path(opts["-xo_path"]).exists()
+    # The kernel copy of the IP declares the master's address space too (package_xo reads it).
+    (gmem,) = acc.masters
+    (space,) = rec.children("core=core", "address_space").values()
+    assert space["name"] == gmem.name and space["props"] == {"RANGE": "16E", "WIDTH": "64"}
+    assert rec.objects[f"core=core/bus_interface={gmem.name}"]["props"][
+        "MASTER_ADDRESS_SPACE_REF"] == gmem.name
+    assert f'addressSpaceRef="{gmem.name}"' in \
+        (scripts / "alveo" / "ip_kernel" / "component.xml").read_text()
     (scripts / "kernel.xml").unlink()
     rec = run_stubbed(scripts / "alveo_xo.tcl", check=False)
     assert "kernel.xml" in rec.error and not rec.calls

@@ -3,10 +3,14 @@
 # Every stub checks its options against the command's documented options (UG835; package_xo:
 # UG1393) and its number of positional arguments, records the call, and keeps a small model
 # of what Vivado would hold: IP-XACT objects (core, bus interfaces, port maps, memory maps,
-# address blocks, registers, fields) with their properties, block-design cells, and the files
-# a flow writes (component.xml, .hwh, .bit, .xo), so the scripts' own file handling runs for
-# real. Any command without a stub fails with "invalid command name": the list below is the
-# list of Vivado commands the scripts may use.
+# address blocks, registers, fields, address spaces) with their properties, block-design cells,
+# and the files a flow writes (component.xml, .hwh, .bit, .xo), so the scripts' own file
+# handling runs for real. The stub component.xml holds what a block design reads back from
+# the IP: its bus interfaces and address spaces (::stub::write_component); a cell of our IP
+# has an address space <cell>/<name> only where the packaged IP declared one that a master
+# bus interface references (MASTER_ADDRESS_SPACE_REF), as in Vivado. Any command without a
+# stub fails with "invalid command name": the list below is the list of Vivado commands the
+# scripts may use.
 #
 # ::stub::dump writes the calls and the objects as JSON for tb/vivado/tclstub.py.
 #
@@ -187,6 +191,10 @@ proc ::stub::h::current_fileset {opts pos} {
 }
 proc ::stub::h::add_files {opts pos} {
     if {[::stub::st proj] eq ""} { error "add_files: no open project" }
+    # The design sources, which ipx::package_project infers interfaces from.
+    if {[::stub::opt $opts -fileset sources_1] eq "sources_1"} {
+        ::stub::set_st sources [concat [::stub::st sources] $pos]
+    }
 }
 proc ::stub::h::set_property {opts pos} {
     if {[dict exists $opts -dict]} {
@@ -272,6 +280,9 @@ proc ::stub::h::update_ip_catalog {opts pos} {
 ::stub::define ipx::add_register {} 2 2
 ::stub::define ipx::add_field {} 2 2
 ::stub::define ipx::add_register_parameter {} 2 2
+::stub::define ipx::get_address_spaces {-of_objects= -filter= -regexp -nocase} 0 1
+::stub::define ipx::add_address_space {} 2 2
+::stub::define ipx::remove_address_space {} 2 2
 ::stub::define ipx::create_xgui_files {} 1 1
 ::stub::define ipx::update_checksums {} 1 1
 ::stub::define ipx::check_integrity {-kernel -xrt -quiet_message} 1 1
@@ -286,9 +297,25 @@ proc ::stub::h::ipx::package_project {opts pos} {
     ::stub::setprop $core VENDOR [dict get $opts -vendor]
     ::stub::setprop $core LIBRARY [dict get $opts -library]
     # What inference leaves behind (the scripts must remove it): an AXI interface and a
-    # memory map with an automatic address block.
+    # memory map with an automatic address block; for every AXI master port group of the
+    # sources (m_axi_<x>_araddr), its interface and an address space of the same name, which
+    # removing the interface does not remove.
     ::stub::new bus_interface s_axi_control $core
     ::stub::new address_block reg0 [::stub::new memory_map s_axi_control $core]
+    set masters {}
+    foreach f [::stub::st sources] {
+        if {![file isfile $f]} { continue }
+        set fh [open $f]
+        set text [read $fh]
+        close $fh
+        foreach {- m} [regexp -all -inline {\m(m_axi_[A-Za-z0-9_]+)_araddr\M} $text] {
+            lappend masters $m
+        }
+    }
+    foreach m [lsort -unique $masters] {
+        ::stub::new bus_interface $m $core
+        ::stub::new address_space $m $core
+    }
     ::stub::touch [file join $root component.xml]
     return ""
 }
@@ -311,6 +338,22 @@ proc ::stub::h::ipx::remove_memory_map {opts pos} {
     if {![::stub::exists $h]} { error "ipx::remove_memory_map: no memory map $name" }
     ::stub::delete $h
 }
+proc ::stub::h::ipx::get_address_spaces {opts pos} {
+    set core [::stub::opt $opts -of_objects]
+    ::stub::expect_kind ipx::get_address_spaces $core core
+    set out [::stub::children $core address_space]
+    if {[llength $pos]} {
+        set out [lsearch -all -inline -exact $out "$core/address_space=[lindex $pos 0]"]
+    }
+    return $out
+}
+proc ::stub::h::ipx::remove_address_space {opts pos} {
+    lassign $pos name core
+    ::stub::expect_kind ipx::remove_address_space $core core
+    set h "$core/address_space=$name"
+    if {![::stub::exists $h]} { error "ipx::remove_address_space: no address space $name" }
+    ::stub::delete $h
+}
 proc ::stub::h::ipx::get_bus_interfaces {opts pos} {
     set h "[::stub::opt $opts -of_objects]/bus_interface=[lindex $pos 0]"
     if {![::stub::exists $h]} { error "ipx::get_bus_interfaces: no bus interface $h" }
@@ -325,6 +368,7 @@ foreach {cmd kind parent_kind} {
     add_register register address_block
     add_field field register
     add_register_parameter register_parameter register
+    add_address_space address_space core
 } {
     proc ::stub::h::ipx::$cmd {opts pos} [string map [list @K $kind @P $parent_kind @C $cmd] {
         lassign $pos name parent
@@ -338,7 +382,85 @@ foreach cmd {create_xgui_files update_checksums check_integrity} {
     }
 }
 proc ::stub::h::ipx::save_core {opts pos} {
+    set core [lindex $pos 0]
+    if {$core eq ""} { set core core=core }
+    ::stub::expect_kind ipx::save_core $core core
+    # A master's reference must name an address space of the core (IP-XACT addressSpaceRef).
+    foreach b [::stub::children $core bus_interface] {
+        set props [dict get $::stub::objects $b props]
+        if {[dict exists $props MASTER_ADDRESS_SPACE_REF]} {
+            set ref [dict get $props MASTER_ADDRESS_SPACE_REF]
+            if {![::stub::exists "$core/address_space=$ref"]} {
+                error "ipx::save_core: [dict get $::stub::objects $b name] references\
+                    address space '$ref', which the core does not have"
+            }
+        }
+    }
+    ::stub::write_component $core [file join [::stub::st ip_root] component.xml]
     ::stub::set_st saved_core 1
+}
+
+# component.xml as the stubs write it: the bus interfaces (mode and, for a master, its
+# addressSpaceRef; for a slave its memoryMapRef) and the address spaces (range, width), one
+# element a line, in IP-XACT 1685-2009's element names. Not a complete component.xml: what a
+# block design of the IP reads back (::stub::read_address_spaces) and the tests inspect.
+proc ::stub::xml {s} { return [string map {& &amp; < &lt; > &gt; \" &quot;} $s] }
+proc ::stub::write_component {core path} {
+    variable objects
+    set sp spirit
+    set ns http://www.spiritconsortium.org/XMLSchema/SPIRIT/1685-2009
+    set lines [list {<?xml version="1.0" encoding="UTF-8"?>} \
+        "<!-- written by the stub ipx::save_core (tb/vivado/vivado_stubs.tcl) -->" \
+        "<$sp:component xmlns:$sp=\"$ns\">" "  <$sp:busInterfaces>"]
+    foreach b [::stub::children $core bus_interface] {
+        set o [dict get $objects $b]
+        set props [dict get $o props]
+        set name [::stub::xml [dict get $o name]]
+        set mode [expr {[dict exists $props INTERFACE_MODE] ?
+                        [dict get $props INTERFACE_MODE] : ""}]
+        set ref ""
+        if {$mode eq "master" && [dict exists $props MASTER_ADDRESS_SPACE_REF]} {
+            set r [::stub::xml [dict get $props MASTER_ADDRESS_SPACE_REF]]
+            set ref "<$sp:addressSpaceRef $sp:addressSpaceRef=\"$r\"/>"
+        } elseif {$mode eq "slave" && [dict exists $props SLAVE_MEMORY_MAP_REF]} {
+            set r [::stub::xml [dict get $props SLAVE_MEMORY_MAP_REF]]
+            set ref "<$sp:memoryMapRef $sp:memoryMapRef=\"$r\"/>"
+        }
+        set m [expr {$mode eq "" ? "" : "<$sp:$mode>$ref</$sp:$mode>"}]
+        lappend lines "    <$sp:busInterface><$sp:name>$name</$sp:name>$m</$sp:busInterface>"
+    }
+    lappend lines "  </$sp:busInterfaces>" "  <$sp:addressSpaces>"
+    foreach a [::stub::children $core address_space] {
+        set o [dict get $objects $a]
+        set line "    <$sp:addressSpace><$sp:name>[::stub::xml [dict get $o name]]</$sp:name>"
+        foreach {key tag} {RANGE range WIDTH width} {
+            if {[dict exists $o props $key]} {
+                append line "<$sp:$tag>[::stub::xml [dict get $o props $key]]</$sp:$tag>"
+            }
+        }
+        lappend lines "$line</$sp:addressSpace>"
+    }
+    lappend lines "  </$sp:addressSpaces>" "</$sp:component>"
+    file mkdir [file dirname $path]
+    set f [open $path w]
+    puts $f [join $lines \n]
+    close $f
+}
+# The address spaces a cell of the IP in <ip_dir> has: those of component.xml that a master
+# bus interface references.
+proc ::stub::read_address_spaces {path} {
+    set f [open $path]
+    set text [read $f]
+    close $f
+    set spaces {}
+    set re {<spirit:addressSpace><spirit:name>([^<]*)</spirit:name>}
+    foreach {- name} [regexp -all -inline $re $text] { lappend spaces $name }
+    set out {}
+    set re {<spirit:master><spirit:addressSpaceRef spirit:addressSpaceRef="([^"]*)"/>}
+    foreach {- ref} [regexp -all -inline $re $text] {
+        if {$ref in $spaces} { lappend out $ref }
+    }
+    return $out
 }
 
 # -- block design ---------------------------------------------------------------------------
@@ -374,6 +496,15 @@ proc ::stub::h::create_bd_cell {opts pos} {
     }
     set h [::stub::new bd_cell [lindex $pos 0] ""]
     ::stub::setprop $h VLNV $vlnv
+    if {![string match xilinx.com:* $vlnv]} {
+        # Our IP: its address spaces are those its component.xml declares.
+        set spaces {}
+        foreach dir [::stub::st ip_repo_paths] {
+            set xml [file join $dir component.xml]
+            if {[file exists $xml]} { set spaces [::stub::read_address_spaces $xml] }
+        }
+        ::stub::set_st "addr_spaces:[lindex $pos 0]" $spaces
+    }
     return $h
 }
 proc ::stub::h::apply_bd_automation {opts pos} {
@@ -396,6 +527,16 @@ foreach {cmd kind} {
         if {![::stub::exists bd_cell=$cell]} { error "@C: no cell $cell (for $path)" }
         return [::stub::ensure @K $path]
     }]
+}
+# A cell of our IP has only the address spaces its package declares; as in Vivado, asking for
+# another finds nothing (an empty result, not an error).
+rename ::stub::h::get_bd_addr_spaces ::stub::h::_get_bd_addr_spaces
+proc ::stub::h::get_bd_addr_spaces {opts pos} {
+    set path [lindex $pos 0]
+    lassign [split $path /] cell space
+    set key "addr_spaces:$cell"
+    if {[dict exists $::stub::state $key] && $space ni [::stub::st $key]} { return "" }
+    return [::stub::h::_get_bd_addr_spaces $opts $pos]
 }
 proc ::stub::h::connect_bd_net {opts pos} {
     foreach p $pos { ::stub::expect_kind connect_bd_net $p bd_pin }
