@@ -63,6 +63,7 @@ def _learner_calls(rng):
 
     cfg = shipped_config("learner_cartpole_s4")[1]
     drv = LearnerDriver(LearnerGoldenDevice(cfg), cfg)
+    drv.init_weights()
     B = 8
     args = (rng.normal(size=(B, 4)), rng.integers(0, 2, B), rng.normal(size=B),
             rng.normal(size=(B, 4)), rng.random(B) < 0.2)

@@ -9,7 +9,13 @@ model :class:`~sw.learner.device.LearnerGoldenDevice`, the Verilated RTL, a PYNQ
     drv.sync_target()                         # DQN: target network <- online network
 
 The weights live on chip and are updated in place by every step; :meth:`LearnerDriver.
-read_weights` reads them back. Every method does, in order:
+read_weights` reads them back. A new accelerator's memory holds an all-zero network, which
+trains to nothing (every gradient is 0): :meth:`LearnerDriver.train_step` and
+:meth:`LearnerDriver.run` refuse with a ``RuntimeError`` until the driver has written the
+network (:meth:`~LearnerDriver.load_weights`, :meth:`~LearnerDriver.load_raw_weights`, or
+:meth:`~LearnerDriver.init_weights`: PyTorch's default initialisation). Weights that another
+driver left in the accelerator are taken over with ``drv.load_raw_weights(
+drv.read_raw_weights(), target=False)``. Every method does, in order:
 
 1. **validation, before any bus access**: shapes (``weights[l]`` is ``sizes[l] x
    sizes[l+1]``, ``biases[l]`` ``sizes[l+1]``; ``obs`` and ``next_obs`` ``[B, sizes[0]]``,
@@ -195,6 +201,7 @@ class LearnerDriver(DriverBase):
         self._bases = {r.name: region_base(config, r.name) for r in regions(config)}
         self._dqn_params = hostfast.dqn_params(config)
         self._since_sync = 0                      # host emulation of the sync counter
+        self._weights_loaded = False              # the online network written by this driver
         self._expected_cycles = 0
         self.last_batch = None
         self.last_status = {}
@@ -388,6 +395,7 @@ class LearnerDriver(DriverBase):
         self._require_idle()
         for n, img in images:
             self._device.memory.write(region_base(cfg, n), img)
+        self._weights_loaded = self._weights_loaded or target != "only"
 
     def load_weights(self, weights, biases, *, target=None):
         """Quantize and write the network: ``weights[l]`` is ``sizes[l] x sizes[l+1]``
@@ -397,6 +405,30 @@ class LearnerDriver(DriverBase):
         Values outside the weight format: see ``on_range``.
         """
         self.load_raw_weights(self.quantize_weights(weights, biases), target=target)
+
+    def init_weights(self, seed: int = 0, *, scale: float = 1.0, target=None):
+        """Write PyTorch's default initialisation of the network (``nn.Linear``'s
+        U(±scale/sqrt(fan_in)) for weights and biases, :func:`sw.learner.mlp.init_weights`,
+        drawn from ``numpy.random.default_rng(seed)``, quantized and saturated to the weight
+        format); ``target`` as :meth:`load_raw_weights`. The explicit start of a training run
+        that brings no weights of its own."""
+        from .mlp import init_weights
+        seed = integer_in(seed, "seed", 0, (1 << 63) - 1, hi_text="2**63 - 1")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer,
+                                                            np.floating)) \
+                or not 0 < scale < float("inf"):
+            raise ValueError(f"scale must be a positive number, not {scale!r}")
+        raw = init_weights(self._config.numerics, np.random.default_rng(seed),
+                           scale=float(scale))     # saturated to the weight format
+        self.load_raw_weights(raw, target=target)
+
+    def _require_weights(self, method):
+        if not self._weights_loaded:
+            raise RuntimeError(
+                f"{method} before any weights: the accelerator's network is all zeros until "
+                f"load_weights, load_raw_weights or init_weights writes one (to train weights "
+                f"another driver left there: load_raw_weights(read_raw_weights(), "
+                f"target=False))")
 
     def read_raw_weights(self, *, target=False) -> list:
         """The raw ``(n_in + 1) x n_out`` matrices on chip (online, or the target network)."""
@@ -525,6 +557,7 @@ class LearnerDriver(DriverBase):
         included). Target sync as in :meth:`train_step`."""
         if not isinstance(batch, LearnerBatch):
             raise TypeError(f"batch must be a LearnerBatch, not {batch!r}")
+        self._require_weights("run")
         return self._run(batch, None, sync_target, timeout)
 
     def _run(self, batch, images, sync_target, timeout):
@@ -564,7 +597,9 @@ class LearnerDriver(DriverBase):
         descends ``(1/B) sum w_b (Q - y)**2``; MSE: ``train_step(obs, targets=Y, lr=)``. ``sync_target=True`` (DQN) makes the updated
         weights the target network after this step. ``details=True`` returns a
         :class:`StepDetails` (also reads the Q values and TD errors back). Raises
-        ``ValueError`` before any bus access for invalid input, :class:`LearnerError`,
+        ``ValueError`` before any bus access for invalid input, ``RuntimeError`` (after the
+        arguments' checks, before any bus access) if this driver has not written the network
+        yet (module docstring), :class:`LearnerError`,
         :class:`LearnerTimeoutError`, :class:`LearnerBusyError` for a failed step; warns
         :class:`LearnerOverflowWarning` (saturation), :class:`LearnerRangeWarning` (clipped
         inputs, ``on_range="clip"``).
@@ -575,6 +610,7 @@ class LearnerDriver(DriverBase):
         require_dqn(cfg, sync_target, "sync_target")
         batch, images = self._prepare(obs, actions, rewards, next_obs, dones, targets, gamma,
                                       lr, loss_weights)
+        self._require_weights("train_step")
         status = self._run(batch, images, sync_target, timeout)
         B = batch.batch_size
         loss = status["LOSS"] * 2.0 ** (-2 * cfg.act_frac) / B

@@ -457,6 +457,65 @@ def test_load_weights_target_only_and_online_only():
     np.testing.assert_array_equal(drv.read_weights()[0][2], t[2])
 
 
+def test_a_step_before_any_weights_is_refused_before_any_bus_access():
+    """A new accelerator's network is all zeros: every gradient 0, the loss the mean of the
+    squared targets forever. train_step and run refuse it; loading the target alone does not
+    count."""
+    drv, dev = make()
+    batch = random_batch(np.random.default_rng(3), 8)
+    log = record(dev)
+    with pytest.raises(RuntimeError, match=r"train_step before any weights: .* all zeros "
+                                           r"until load_weights, load_raw_weights or "
+                                           r"init_weights"):
+        drv.train_step(**batch, lr=0.01)
+    with pytest.raises(RuntimeError, match="run before any weights"):
+        drv.run(drv.prepare(**batch, lr=0.01))
+    assert log == []
+    with pytest.raises(ValueError, match="lr must be a real number"):   # arguments first
+        drv.train_step(**batch, lr=-1.0)
+    drv.load_weights(*init_net((4, 64, 64, 2), np.random.default_rng(4)), target="only")
+    with pytest.raises(RuntimeError, match="train_step before any weights"):
+        drv.train_step(**batch, lr=0.01)
+    drv.load_raw_weights(drv.read_raw_weights(target=True), target=False)
+    assert drv.train_step(**batch, lr=0.01) > 0
+
+
+def test_init_weights_is_pytorchs_default_and_starts_training():
+    from sw.learner.mlp import init_weights
+
+    drv, _ = make()
+    drv.init_weights(seed=5)
+    want = init_weights(drv.config.numerics, np.random.default_rng(5))
+    for got in (drv.read_raw_weights(), drv.read_raw_weights(target=True)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    batch = random_batch(np.random.default_rng(6), 16)
+    losses = [drv.train_step(**batch, gamma=0.0, lr=0.05) for _ in range(5)]
+    assert losses[-1] < losses[0]
+    with pytest.raises(ValueError, match=r"seed must be an integer in 0..2\*\*63 - 1, not -1"):
+        drv.init_weights(seed=-1)
+    with pytest.raises(ValueError, match="scale must be a positive number, not 0"):
+        drv.init_weights(scale=0)
+
+
+def test_another_drivers_weights_are_taken_over_explicitly():
+    """Weights left in the accelerator by another driver: read back and written again, they
+    train as they would have on the first driver."""
+    from sw.driver import LearnerDriver
+
+    first, dev = make()
+    first.load_weights(*init_net((4, 64, 64, 2), np.random.default_rng(8)))
+    batch = random_batch(np.random.default_rng(9), 8)
+    ref, _ = make()
+    ref.load_raw_weights(first.read_raw_weights())
+    second = LearnerDriver(dev)
+    with pytest.raises(RuntimeError, match="load_raw_weights\\(read_raw_weights\\(\\), "
+                                           "target=False\\)"):
+        second.train_step(**batch, lr=0.02)
+    second.load_raw_weights(second.read_raw_weights(), target=False)
+    assert second.train_step(**batch, lr=0.02) == ref.train_step(**batch, lr=0.02)
+
+
 # -- errors, warnings, timing ------------------------------------------------------------------
 def test_status_error_busy_refused_and_timeout():
     from sw.driver import (LearnerBusyError, LearnerError, LearnerTimeoutError,
