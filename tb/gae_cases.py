@@ -1,8 +1,13 @@
 """GAE accelerator cases of the golden-device and driver tests (tb/gae/test_device.py,
 tb/gae/test_driver.py): a second configuration beside ``driver_util.SMALL``, random codes and
-register arguments."""
+register arguments; synthetic batches of the accuracy tests (tb/gae/test_refinement.py, also
+``scripts/gae_accuracy.py``)."""
 
-from sw.gae.golden import quantize_coefs
+import math
+
+import numpy as np
+
+from sw.gae.golden import gae_reference, quantize_coefs
 from sw.gae.spec import GaeCoreArgs
 
 #: Full-results mode on 5 PEs with interleaved lookahead-2 PEs and 64-bit words.
@@ -43,3 +48,45 @@ def random_scale_args(cfg, T, M, rng, shift=None):
         args.adv_offset, args.rtg_offset = (int(rng.integers(-(1 << 24), 1 << 24))
                                             for _ in range(2))
     return args
+
+
+def synthetic(seed, T, M, *, reward, value, ratio, scale=1.0, p_done=0.04):
+    """A batch of ``reward`` rewards (``gauss``: unit normal; ``shifted``: normal with a mean
+    in [-3, 3]; ``sparse``: 5 % of the steps a normal spike of std 4, else 0; ``constant``:
+    +1) and ``value`` values (``iid``: independent normal noise, a critic that knows nothing;
+    ``walk``: a random walk; ``critic``: the textbook lambda = 1 returns plus 30 % noise),
+    the values scaled so that their RMS is ``ratio`` times the rewards'; both times ``scale``.
+    ``(rewards, values, dones, last_values)``. The batches of tb/gae/test_refinement.py and of
+    ``scripts/gae_accuracy.py``."""
+    rng = np.random.default_rng(seed)
+    dones = rng.random((T, M)) < p_done
+    if reward == "gauss":
+        r = rng.normal(size=(T, M))
+    elif reward == "shifted":
+        r = rng.normal(loc=rng.uniform(-3, 3), size=(T, M))
+    elif reward == "sparse":
+        r = (rng.random((T, M)) < 0.05) * rng.normal(scale=4.0, size=(T, M))
+    else:
+        r = np.ones((T, M))
+    if value == "iid":
+        v = rng.normal(size=(T + 1, M))
+    elif value == "walk":
+        v = np.cumsum(rng.normal(scale=0.2, size=(T + 1, M)), axis=0)
+    else:
+        _, ret = gae_reference(r, np.zeros((T, M)), dones, np.zeros(M), 0.99, 1.0)
+        v = np.concatenate([ret, ret[-1:]]) + rng.normal(scale=0.3 * ret.std() + 1e-3,
+                                                         size=(T + 1, M))
+    rms_r = math.sqrt(float(np.mean(r ** 2)))
+    rms_v = math.sqrt(float(np.mean(v ** 2)))
+    v = v * (ratio * rms_r / rms_v)
+    return r * scale, v[:T] * scale, dones, v[T] * scale
+
+
+def issue_batch(seed=0, T=300, M=5):
+    """The batch the issue reported: values spread 3 times the rewards (independent noise),
+    4 % episode ends, T = 300, 5 trajectories."""
+    rng = np.random.default_rng(seed)
+    r = rng.normal(size=(T, M))
+    v = rng.normal(scale=3.0, size=(T, M))
+    d = rng.random((T, M)) < 0.04
+    return r, v, d, rng.normal(scale=3.0, size=M)

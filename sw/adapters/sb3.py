@@ -48,8 +48,8 @@ class AcceleratedRolloutBuffer(RolloutBuffer):
     -------
     gae : GaeDriver
     accelerator_runs : int
-        Accelerator runs so far (a call that retried with wider result ranges runs more than
-        once).
+        Accelerator runs so far (a call that retried with wider result ranges, or refined its
+        results, runs more than once).
 
     Raises
     ------
@@ -85,4 +85,4 @@ class AcceleratedRolloutBuffer(RolloutBuffer):
         else:
             adv, ret = self.gae.compute(self.rewards, self.values, **kw)
             self.advantages[...], self.returns[...] = adv, ret
-        self.accelerator_runs += self.gae.last_batch.runs
+        self.accelerator_runs += self.gae.last_batch.total_runs

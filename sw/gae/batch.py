@@ -90,6 +90,38 @@ Result scale (in-place results, :func:`choose_result_scale`)
     overrides the choice. A smaller ``result_sigmas`` trades runs for accuracy (docs/gae.md).
     Full-precision results (``results="full"``) are the PE's data format and need none of
     this.
+
+    Why one run is not enough: the range above treats the TD errors as uncorrelated, but a
+    critic's noise enters ``d_t`` twice, ``+gamma V_{t+1}`` and ``-V_t``, and telescopes out
+    of ``A``: with values 3 times the rewards as independent noise, 4 % episode ends (the
+    longest stretch about 100 steps) and ``gamma = lambda = 1``, the range is 5 to 11 times
+    the largest ``|A|``, and so is the code step (7-10 % relative RMS error). And no single
+    range can do where the returns are much smaller than the advantages: at ``gamma = 0`` with
+    values 10 times the rewards, ``A = r - V`` is 10 times the returns ``r``, and half a code
+    of ``A`` is 8 % of them.
+
+Refinement (in-place results, caller's units: :func:`error_bounds`, :func:`residual_rewards`)
+    After a batch's runs the driver bounds each advantage's error from what it knows: half the
+    result code step of the run the element came from, the matched rounding's carry (half a
+    reward code), the rounding of ``gamma lambda`` and of its powers to the coefficient format
+    (``max|d| sum_l |w_l - (gamma lambda)^l|``, ``w`` the PE's weights, :func:`pe_weights`)
+    and the PE's own rounding (``6 ulp H``), over the longest episode stretch (``H = sum_l
+    (gamma lambda)^l``); the RMS ``E`` of those bounds bounds the RMS error, and since
+    ``rms(A) >= rms(A_hat) - E``, ``E / (rms(A_hat) - E)`` bounds the relative RMS error of the
+    advantages ``A_hat``; the same with ``A_hat + V`` for the returns. Where either exceeds
+    ``result_tolerance`` (driver parameter, default 3 %), the driver runs the batch's *error*:
+    GAE is linear in the rewards, so the rewards ``rho_t = d_t - A_hat_t + gamma lambda (1 -
+    done_t) A_hat_{t+1}`` (``rho_{T-1} = d_{T-1} - A_hat_{T-1}``; ``d`` the textbook TD errors
+    of the caller's float64 inputs, exact ``gamma``) with zero values have the textbook
+    advantages ``A - A_hat``. That batch is quantized as any other (its own ``unit_scale``,
+    matched rounding) with both result ranges set to the largest bound, so its codes step
+    about ``1/qmax`` of the first run's; its results are added to ``A_hat``. It also removes
+    the coefficient rounding of the first run (``rho`` is formed with the exact ``gamma
+    lambda``), which full-precision results keep (up to 2-3 % at ``gamma lambda`` just below
+    1 over thousands of steps). The bound is checked again, up to :data:`MAX_REFINEMENTS`
+    refinements; a run that still saturated (``on_requant_overflow="warn"``) is not refined.
+    Each refinement costs one more quantization, load, run and read-back, and no device
+    memory: the accelerator's in-place regions are reused.
 """
 
 import math
@@ -106,7 +138,8 @@ from .spec import GaeCoreArgs, dequant_scale_format
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
            "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment",
-           "result_table", "dequantize_results", "code_images"]
+           "result_table", "dequantize_results", "code_images", "error_bounds",
+           "residual_rewards", "relative_error_bounds", "pe_weights", "MAX_REFINEMENTS"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
 #: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
@@ -115,6 +148,11 @@ UNITS = ("caller", "standardized")
 
 #: Largest ``unit_scale`` (batches of zeros would otherwise ask for an unbounded one).
 MAX_UNIT_SCALE = 2.0 ** 20
+
+#: Most refinement runs of one batch (module docstring, "Refinement"): each divides the error
+#: bound by about ``qmax / 2``; more are needed only where the results' RMS is about their
+#: error (returns that cancel to 0), which no run fixes.
+MAX_REFINEMENTS = 2
 
 
 def numeric(x, name, *, ndim, finite=True):
@@ -288,7 +326,8 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
         ``reward_codes``, ``value_codes``, ``bootstrap_codes``; the four registers
         ``reward_scale_raw``, ``reward_offset_raw``, ``value_scale_raw``, ``value_offset_raw``;
         ``unit_scale``; ``value_mean`` (scaled, the centre of the return range);
-        ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped).
+        ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped); ``matched``
+        (the reward codes were matched to the recursion).
     """
     gh, glh = (float(gamma), float(gamma) * float(lam)) if coefs is None else map(float, coefs)
     matched = reward_rounding == "error_feedback"
@@ -298,6 +337,7 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
                                      data_format=data_format, matched=matched,
                                      coefs=(gh, glh))
         if prep is not None:
+            prep["matched"] = matched
             return prep
     check_finite_batch(rewards, values, last_values)  # the kernels' None for non-finite input
     r = np.asarray(rewards, np.float64)
@@ -320,7 +360,7 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
             "reward_scale_raw": rs, "reward_offset_raw": ro,
             "value_scale_raw": vs, "value_offset_raw": vo,
             "unit_scale": unit_scale, "value_mean": float(vall.mean()),
-            "reward_clipped": 0.0, "value_clipped": 0.0}
+            "reward_clipped": 0.0, "value_clipped": 0.0, "matched": matched}
 
 
 def matched_registers(lo, hi, bits, reg_format, scale_format):
@@ -388,9 +428,11 @@ class GaeBatch:
     rtg_center : float
         Centre of the return range (the values' block mean).
     status : dict
-        STATUS fields and CYCLES of the (last) run.
+        STATUS fields and CYCLES of the (last) run of this batch's codes (a refinement's are in
+        its own batch, :attr:`refinements`).
     runs : int
-        Runs it took (more than 1 after ``on_requant_overflow="retry"`` widened the ranges).
+        Runs of this batch's codes (more than 1 after ``on_requant_overflow="retry"`` widened
+        the ranges); :attr:`total_runs` adds the refinements'.
     run_args : list of GaeCoreArgs
         The arguments of each run (they differ in the result registers).
     result_run : (array, array) or None
@@ -400,6 +442,22 @@ class GaeBatch:
         Caller's units: the caller's values (float64 ``[T, M]``); the returns are then
         ``advantages + values`` on the host ("Returns" in the module docstring). None for a
         pushed stream's or a standardized batch: the accelerator's returns.
+    rewards, last_values : array or None
+        Caller's units, :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s batches:
+        the rewards (truncation folded in) and bootstrap values as given, which a refinement's
+        residual rewards are formed from ("Refinement"); None where there is none to run (a
+        pushed stream, standardized units).
+    max_abs_delta : float
+        In-place results: the largest TD error of the dequantized inputs (accelerator units).
+    longest : int
+        In-place results: :func:`longest_segment` of the dones.
+    refinements : list of GaeBatch
+        The refinement batches run after this one, in order (their results were added).
+    error_bound : (float, float) or None
+        Bounds on the relative RMS error of the returned advantages and returns against
+        textbook GAE (:func:`relative_error_bounds`; ``inf`` where the results' RMS is within
+        the error bound); None where none is computed (full results, standardized units, a
+        pushed stream).
     """
     T: int
     M: int
@@ -420,6 +478,17 @@ class GaeBatch:
     run_args: list = field(default_factory=list)
     result_run: tuple | None = None
     values: np.ndarray | None = None
+    rewards: np.ndarray | None = None
+    last_values: np.ndarray | None = None
+    max_abs_delta: float = 0.0
+    longest: int = 0
+    refinements: list = field(default_factory=list)
+    error_bound: tuple | None = None
+
+    @property
+    def total_runs(self) -> int:
+        """Accelerator runs of this batch and its refinements."""
+        return self.runs + sum(r.total_runs for r in self.refinements)
 
 
 def check_out(out, T, M):
@@ -512,6 +581,7 @@ def set_result_ranges(batch, cfg, sigmas, result_range, *, max_abs_delta, mean_d
         adv_range = min(adv_bound, estimate)
         rtg_range = adv_range + v_dev
     batch.adv_bound, batch.rtg_bound, batch.rtg_center = adv_bound, rtg_bound, center
+    batch.max_abs_delta, batch.longest = max_abs_delta, longest
     set_result_registers(batch, cfg, adv_range, rtg_range)
 
 
@@ -534,6 +604,98 @@ def set_result_registers(batch, cfg, adv_range, rtg_range):
     batch.adv_range, batch.args.adv_scale, batch.args.adv_offset = registers(adv_range, 0.0)
     batch.rtg_range, batch.args.rtg_scale, batch.args.rtg_offset = registers(
         rtg_range, batch.rtg_center)
+
+
+# -- refinement (in-place results, caller's units) ----------------------------------------------
+def error_bounds(batch, cfg):
+    """``[runs]`` float64: for each run of ``batch`` (``batch.run_args``), a bound on
+    ``|advantage - textbook GAE|`` of an element taken from it, in the caller's units (module
+    docstring, "Refinement"), assuming its code did not saturate. The returns (advantages plus
+    the caller's values) have the same bound. The coefficient term is exact for the PE:
+    ``max|d| sum_l |w_l - (gamma lambda)^l|`` over the longest stretch, ``w``
+    :func:`pe_weights`."""
+    a, df, sf = batch.args, cfg.pe.data_format, cfg.scale_format
+    cf = 2.0 ** -cfg.pe.coef_frac
+    gh, glh = a.gamma * cf, a.gamma_lambda * cf
+    x = batch.gamma * batch.lam
+    y, L = max(glh, x), max(batch.longest, 1)
+    H = float(L) if y == 1.0 else (1.0 - y ** L) / (1.0 - y)
+    weights = pe_weights(a.gamma_lambda, cfg.pe, L)
+    r_step = float(sf.to_float(a.reward_scale))
+    if batch.prepared.get("matched", True):
+        inputs = r_step / 2                    # each advantage is off by its own carry
+    else:                                      # every rounding of the window, discounted
+        v_step = float(sf.to_float(a.value_scale))
+        v_max = batch.unit_scale * max(float(np.abs(batch.values).max()),
+                                       float(np.abs(batch.last_values).max()))
+        inputs = H * (r_step / 2 + (1.0 + gh) * v_step / 2 + abs(gh - batch.gamma) * v_max)
+    # the PE's weights of delta_{t+l} against the textbook (gamma lambda)^l
+    coef = (batch.max_abs_delta + 2 * r_step) * float(
+        np.abs(weights - x ** np.arange(L, dtype=np.float64)).sum())
+    common = inputs + coef + 6 * df.ulp * H
+    rsf = cfg.result_scale_format
+    # half a result code, and the requantizer's operand window (under 2**-8 of a code)
+    half = np.array([0.5 / float(rsf.to_float(r.adv_scale)) for r in batch.run_args])
+    return (half * (1.0 + 2.0 ** -7) + common) / batch.unit_scale
+
+
+def pe_weights(gamma_lambda, pe, n):
+    """``[n]`` float64: the weight of ``delta_{t+l}`` in the PE's advantage ``A_t`` for
+    ``l < n`` inside one episode stretch, with the raw coefficient ``gamma_lambda``: k-step
+    lookahead computes ``A_t = sum_{i<k} P_i delta_{t+i} + P_k A_{t+k}`` with the powers
+    ``P_i`` of its power chain (:func:`sw.gae.golden.coef_powers`, each rounded to the
+    coefficient format), so ``delta_{qk+i}`` weighs ``P_k^q P_i``; interleaved PEs and k = 1
+    weigh it ``C^l``."""
+    from .golden import coef_powers
+    cf = 2.0 ** -pe.coef_frac
+    k = pe.lookahead_steps
+    pows = np.array([1.0] + [p * cf for p in coef_powers(gamma_lambda, pe)[1:]])
+    lag = np.arange(n)
+    return pows[k] ** (lag // k) * pows[lag % k]
+
+
+def relative_error_bounds(bounds, origin, adv, ret):
+    """``(advantages, returns)``: bounds on the relative RMS error of ``adv`` and ``ret``
+    against textbook GAE, from the per-run ``bounds`` (:func:`error_bounds`) and ``origin``
+    (``[T, M]`` run of each element, or None: all from run 0). ``E`` the RMS of the elements'
+    bounds and ``x`` the results, ``E / (rms(x) - E)`` (``inf`` if ``rms(x) <= E``): the
+    error's RMS is at most ``E``, the reference's at least ``rms(x) - E``."""
+    bounds = np.asarray(bounds, np.float64)
+    if origin is None or len(bounds) == 1:
+        e2 = float(bounds[0] ** 2)
+    else:
+        counts = np.bincount(np.asarray(origin).ravel(), minlength=len(bounds))
+        e2 = float(np.sum(counts * bounds ** 2)) / origin.size
+    e = math.sqrt(e2)
+    out = []
+    for x in (adv, ret):
+        flat = np.ravel(x)             # einsum's own loop: BLAS's dot can stall on busy cores
+        rms = math.sqrt(float(np.einsum("i,i->", flat, flat)) / flat.size)
+        out.append(e / (rms - e) if rms > e else math.inf)
+    return tuple(out)
+
+
+def residual_rewards(batch, adv):
+    """The rewards whose textbook advantages with zero values and zero bootstrap values are
+    ``A - adv``, ``A`` the textbook advantages of ``batch``'s inputs (caller's units,
+    ``batch.rewards``, ``batch.values``, ``batch.last_values``): ``rho_t = d_t - adv_t +
+    gamma lambda (1 - done_t) adv_{t+1}``, ``rho_{T-1} = d_{T-1} - adv_{T-1}``, with ``d``
+    the TD errors in float64 and the exact ``gamma`` and ``gamma lambda`` (module docstring,
+    "Refinement"). A new float64 ``[T, M]`` array."""
+    v = batch.values
+    nd = ~np.asarray(batch.codes["dones"], bool)
+    rho = np.empty(adv.shape)
+    rho[:-1] = v[1:]                                  # V_{t+1}, the bootstrap values last
+    rho[-1] = batch.last_values
+    rho *= batch.gamma
+    rho *= nd
+    rho += batch.rewards
+    rho -= v
+    rho -= adv
+    nxt = adv[1:] * (batch.gamma * batch.lam)
+    nxt *= nd[:-1]
+    rho[:-1] += nxt
+    return rho
 
 
 def result_table(cfg, batch, scale, offset):

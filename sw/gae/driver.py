@@ -33,7 +33,9 @@ Units of the results
 Result scale (in-place results)
     The driver picks the requantizer registers of the results from the batch, and by default
     (``on_requant_overflow="retry"``) repeats a run whose results saturated with wider ranges:
-    :mod:`sw.gae.batch`, "Result scale".
+    :mod:`sw.gae.batch`, "Result scale". In the caller's units it then bounds the results'
+    error and, where the bound exceeds ``result_tolerance`` (3 % relative RMS by default), runs
+    the batch's error again to refine them: :mod:`sw.gae.batch`, "Refinement".
 """
 
 import dataclasses
@@ -57,6 +59,7 @@ from sw.registry import BLOCKS, family_vlnvs, vlnv
 from . import hostfast
 from . import spec as gae_spec
 from .batch import (
+    MAX_REFINEMENTS,
     GaeBatch,
     check_batch,
     check_out,
@@ -66,8 +69,11 @@ from .batch import (
     coefficient,
     dequantize_results,
     episode_dones,
+    error_bounds,
     flags,
     prepare_caller_units,
+    relative_error_bounds,
+    residual_rewards,
     set_result_registers,
 )
 from .errors import (
@@ -156,6 +162,12 @@ class GaeDriver(DriverBase):
     on_requant_overflow : str
         ``"retry"`` (default: widen the in-place result ranges and run again, see the module
         docstring) or ``"warn"`` (keep the saturated results, warn).
+    result_tolerance : float or None
+        In-place results in the caller's units: the bound on the relative RMS error of the
+        advantages and of the returns against textbook GAE above which the driver refines the
+        results with another run of the batch's error (:mod:`sw.gae.batch`, "Refinement"),
+        up to ``MAX_REFINEMENTS`` times; default 0.03. None never refines (one run, or more
+        with ``"retry"``).
     units : str
         ``"caller"`` (default: textbook GAE of the caller's rewards and values, per call) or
         ``"standardized"`` (HEPPO's training mode: GAE of the dynamically standardized
@@ -188,8 +200,8 @@ class GaeDriver(DriverBase):
 
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
-                 result_range=None, on_requant_overflow="retry", units="caller",
-                 clip_warning=(1e-3, 1e-2)):
+                 result_range=None, on_requant_overflow="retry", result_tolerance=0.03,
+                 units="caller", clip_warning=(1e-3, 1e-2)):
         config = self._init_args(device, config, GaeCoreConfig, timeout, clock_hz, poll_interval)
         self._units = check_units(units)
         pair = clip_warning if isinstance(clip_warning, (tuple, list)) else (clip_warning,) * 2
@@ -209,6 +221,13 @@ class GaeDriver(DriverBase):
             raise ValueError(f"on_requant_overflow must be 'warn' or 'retry', "
                              f"not {on_requant_overflow!r}")
         self._on_requant = on_requant_overflow
+        if result_tolerance is not None and (
+                isinstance(result_tolerance, bool)
+                or not isinstance(result_tolerance, (int, float, np.integer, np.floating))
+                or not 0 < result_tolerance < 1):
+            raise ValueError(f"result_tolerance must be a number in (0, 1) or None, "
+                             f"not {result_tolerance!r}")
+        self._tolerance = None if result_tolerance is None else float(result_tolerance)
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         # Nothing above touched the device; now read the hardware's own description.
         self._config = config = self._attach(device, config, read_hw_config, check_against)
@@ -278,27 +297,42 @@ class GaeDriver(DriverBase):
                                 next_done=next_done, terminated=terminated,
                                 truncated=truncated, final_values=final_values)
         self.check_shape(T, M)
-        cfg = self._config
-        g_raw, gl_raw = quantize_coefs(gamma, lam, cfg.pe)
         if self._units == "caller":
-            prep = prepare_caller_units(r, v, last, d, gamma, lam, bits=cfg.code_bits,
-                                        reg_format=cfg.reg_format, data_format=cfg.pe.data_format,
-                                        reward_rounding=self.pipeline.reward_rounding,
-                                        coefs=(g_raw * 2.0 ** -cfg.pe.coef_frac,
-                                               gl_raw * 2.0 ** -cfg.pe.coef_frac))
-        else:
-            prep = self.pipeline.prepare(r, v, last)
-            self._warn_clipping(prep)
+            return self._caller_batch(r, v, last, d, gamma, lam)
+        prep = self.pipeline.prepare(r, v, last)
+        self._warn_clipping(prep)
+        return self._batch(gamma, lam, quantize_coefs(gamma, lam, self._config.pe), d, prep,
+                           units="standardized")
+
+    def _caller_batch(self, r, v, last, d, gamma, lam):
+        """The batch of checked arrays in the caller's units (:func:`prepare_caller_units`),
+        keeping them for a refinement."""
+        cfg = self._config
+        cf = 2.0 ** -cfg.pe.coef_frac
+        g_raw, gl_raw = quantize_coefs(gamma, lam, cfg.pe)
+        prep = prepare_caller_units(r, v, last, d, gamma, lam, bits=cfg.code_bits,
+                                    reg_format=cfg.reg_format, data_format=cfg.pe.data_format,
+                                    reward_rounding=self.pipeline.reward_rounding,
+                                    coefs=(g_raw * cf, gl_raw * cf))
+        return self._batch(gamma, lam, (g_raw, gl_raw), d, prep, units="caller", values=v,
+                           rewards=r, last_values=last)
+
+    def _batch(self, gamma, lam, coefs, d, prep, *, result_range=None, **kw):
+        """The :class:`GaeBatch` of quantized inputs ``prep`` (``coefs``: the raw GAMMA and
+        GAMMA_LAMBDA), with its result registers (from ``result_range``, caller's units, if
+        given, else the driver's choice)."""
+        cfg = self._config
+        T, M = d.shape
+        g_raw, gl_raw = coefs
         args = GaeCoreArgs(T, M, g_raw, gl_raw, prep["reward_scale_raw"],
                            prep["reward_offset_raw"], prep["value_scale_raw"],
                            prep["value_offset_raw"])
         codes = {"rewards": prep["reward_codes"], "values": prep["value_codes"],
                  "bootstrap": prep["bootstrap_codes"], "dones": d}
-        batch = GaeBatch(T, M, gamma, lam, codes, args, prep, units=self._units,
-                         unit_scale=prep.get("unit_scale", 1.0),
-                         values=v if self._units == "caller" else None)
+        batch = GaeBatch(T, M, gamma, lam, codes, args, prep,
+                         unit_scale=prep.get("unit_scale", 1.0), **kw)
         if cfg.results == "inplace":
-            self._choose_result_scale(batch)
+            choose_result_scale(batch, cfg, self._sigmas, result_range or self._result_range)
         return batch
 
     def _warn_clipping(self, prep):
@@ -355,9 +389,6 @@ class GaeDriver(DriverBase):
                              f"{self._units!r}")
         self.pipeline.load_state_dict(state["pipeline"])
         return self
-
-    def _choose_result_scale(self, batch: GaeBatch):
-        choose_result_scale(batch, self._config, self._sigmas, self._result_range)
 
     def _set_result_registers(self, batch, adv_range, rtg_range):
         set_result_registers(batch, self._config, adv_range, rtg_range)
@@ -561,17 +592,69 @@ class GaeDriver(DriverBase):
 
     def execute(self, batch: GaeBatch, *, loaded=(), out=None):
         """Run a prepared batch (:meth:`prepare`, or a :class:`~sw.gae.stream.GaeStream`'s):
-        load, start, wait, read back, de-quantize, with the in-place retries of
-        :meth:`compute`. ``(advantages, returns)``, in ``out`` if given (:meth:`compute`).
+        load, start, wait, read back, de-quantize, with the in-place retries and refinements
+        of :meth:`compute`. ``(advantages, returns)``, in ``out`` if given (:meth:`compute`).
         ``loaded``: the argument register names already written and the codes already in
         memory (a stream's first run: then only the other registers are written and nothing
         is loaded; a retry loads everything).
 
         In the caller's units the returns are the advantages plus the caller's values, so
         only the advantages are read back, unless the run saturated a result and is retried
-        (which needs both results' saturation)."""
+        (which needs both results' saturation). A batch that keeps the caller's inputs
+        (``batch.rewards``, :meth:`compute`'s) is refined while its error bound exceeds
+        ``result_tolerance`` (:mod:`sw.gae.batch`, "Refinement")."""
         outs = check_out(out, batch.T, batch.M)
         self.last_batch = batch
+        batch.refinements, batch.error_bound = [], None
+        if (self._tolerance is None or batch.rewards is None
+                or self._config.results != "inplace"):
+            return self._execute_runs(batch, loaded, outs)
+        # refinements add into float64 results; float32 ones are written at the end
+        f64 = outs is not None and all(o.dtype == np.float64 for o in outs)
+        adv, ret = self._refine(batch, *self._execute_runs(batch, loaded,
+                                                           outs if f64 else None))
+        if outs is not None and not f64:
+            outs[0][...], outs[1][...] = adv, ret
+            return outs
+        return adv, ret
+
+    def _refine(self, batch: GaeBatch, adv, ret):
+        """Bound the error of ``batch``'s results ``adv``, ``ret`` (float64, updated in place)
+        and refine them while the bound exceeds ``result_tolerance``: :mod:`sw.gae.batch`,
+        "Refinement"."""
+        stage = batch
+        for k in range(MAX_REFINEMENTS + 1):
+            bounds = error_bounds(stage, self._config)
+            batch.error_bound = relative_error_bounds(bounds, stage.result_run[0], adv, ret)
+            if (max(batch.error_bound) <= self._tolerance or k == MAX_REFINEMENTS
+                    or stage.status.get("REQUANT_OVERFLOW")):      # saturated: no bound
+                break
+            stage = self._residual_batch(batch, residual_rewards(batch, adv),
+                                         float(bounds.max()))
+            batch.refinements.append(stage)
+            adv += self._execute_runs(stage, (), None)[0]
+            np.add(adv, batch.values, out=ret)
+        return adv, ret
+
+    def _residual_batch(self, batch: GaeBatch, rho, bound):
+        """The refinement batch of ``batch``: rewards ``rho`` (:func:`residual_rewards`),
+        zero values, both result ranges ``bound`` (the error bound of the results it
+        refines, with a margin of 1/64) in the caller's units."""
+        zeros, cfg = np.zeros((batch.T, batch.M)), self._config
+        cf = 2.0 ** -cfg.pe.coef_frac
+        coefs = (batch.args.gamma, batch.args.gamma_lambda)
+        d = batch.codes["dones"]
+        prep = prepare_caller_units(rho, zeros, zeros[0], d, batch.gamma, batch.lam,
+                                    bits=cfg.code_bits, reg_format=cfg.reg_format,
+                                    data_format=cfg.pe.data_format,
+                                    reward_rounding=self.pipeline.reward_rounding,
+                                    coefs=(coefs[0] * cf, coefs[1] * cf))
+        rng = bound * (1.0 + 2.0 ** -6)
+        return self._batch(batch.gamma, batch.lam, coefs, d, prep, result_range=(rng, rng),
+                           units="caller", values=zeros, rewards=rho, last_values=zeros[0])
+
+    def _execute_runs(self, batch: GaeBatch, loaded, outs):
+        """:meth:`execute` without refinements: the run and its in-place retries."""
         c = batch.codes
         batch.runs, batch.run_args = 0, []
         caller = batch.values is not None

@@ -150,8 +150,9 @@ class AcceleratorAdvantages:
     read-back follow the last environment step.
 
     ``runs`` counts accelerator runs (more than calls when the driver re-ran a batch whose
-    in-place results saturated) and ``cycles`` sums the cycles of the (last) run of each call,
-    start to done (the CYCLES register + 1, :meth:`sw.gae.spec.run_cycles`).
+    in-place results saturated or refined them, :mod:`sw.gae.batch`) and ``cycles`` sums the
+    cycles of the (last) run of each call, start to done (the CYCLES register + 1,
+    :meth:`sw.gae.spec.run_cycles`).
     """
 
     def __init__(self, driver, name=None, *, streaming=False):
@@ -163,7 +164,7 @@ class AcceleratorAdvantages:
 
     def _count(self):
         batch = self.driver.last_batch
-        self.runs += batch.runs
+        self.runs += batch.total_runs
         self.cycles += int(batch.status.get("CYCLES", 0)) + 1
 
     def __call__(self, rewards, values, dones, last_values, gamma, lam):

@@ -92,8 +92,10 @@ def test_gae_is_the_driver_on_the_same_data():
 
     term, done = tm(td["next", "terminated"], bool), tm(td["next", "done"], bool)
     nv = tm(td["next", "state_value"])
+    # TorchRL keeps gamma and lambda in float32 buffers; the estimator passes those values
+    gamma, lam = float(est.gamma), float(est.lmbda)
     adv, _ = drv.compute(tm(td["next", "reward"]), tm(td["state_value"]), last_values=nv[-1],
-                         gamma=GAMMA, lam=LAM, terminated=term, truncated=done & ~term,
+                         gamma=gamma, lam=lam, terminated=term, truncated=done & ~term,
                          final_values=nv)
     np.testing.assert_array_equal(out["advantage"][..., 0].T.numpy(), adv.astype(np.float32))
 

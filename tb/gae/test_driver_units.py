@@ -131,7 +131,7 @@ def test_values_over_a_wide_range_cost_no_advantage_accuracy(gamma, lam):
     full, _ = compute(make(results="full"), *batch, gamma, lam)
     assert rel_rms(full, ref_a) <= 0.006, rel_rms(full, ref_a)
     cfg = make().config
-    nearest = GaeDriver(GoldenDevice(cfg), cfg,
+    nearest = GaeDriver(GoldenDevice(cfg), cfg, result_tolerance=None,   # one run, unrefined
                         pipeline=GaeQuantizationPipeline(reward_rounding="nearest"))
     if lam == 0.0:                   # what nearest rounding costs: the value codes' rounding
         assert rel_rms(compute(nearest, *batch, gamma, lam)[0], ref_a) > 0.03

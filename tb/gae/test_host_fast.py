@@ -382,7 +382,8 @@ def test_out_arrays_are_checked():
 
 def test_caller_units_read_back_the_advantages_only():
     """In the caller's units the returns are the advantages plus the values: one results
-    block is read (copy_plan with returns=False); in standardized units both are."""
+    block is read per run (copy_plan with returns=False; a refinement is another run of the
+    same shape); in standardized units both are."""
     from sw.gae.spec import copy_plan
     cfg = GaeCoreConfig.from_dict(CONFIGS["n8"])
     T, M = 16, 8
@@ -395,9 +396,12 @@ def test_caller_units_read_back_the_advantages_only():
         dev.memory.read = lambda o, n, read=read: reads.append((o, n)) or read(o, n)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")            # standardized units may clip: no matter
-            GaeDriver(dev, cfg, units=units, result_sigmas=8.0).compute(r, v, d, last, 0.99,
-                                                                         0.95)
-        assert reads == [(o, n) for _, o, n in copy_plan(cfg, T, M, returns=returns)["out"]]
+            drv = GaeDriver(dev, cfg, units=units, result_sigmas=8.0)
+            drv.compute(r, v, d, last, 0.99, 0.95)
+        runs = drv.last_batch.total_runs
+        assert runs == 1 + len(drv.last_batch.refinements)        # no retry here
+        assert reads == [(o, n) for _, o, n in copy_plan(cfg, T, M, returns=returns)["out"]] \
+            * runs
 
 
 def test_packed_images_after_other_shapes():

@@ -73,9 +73,10 @@ def test_streamed_run_equals_batch_run_bit_for_bit(name, units):
         a2, r2 = other.execute(s.batch)
         np.testing.assert_array_equal(adv, a2)
         np.testing.assert_array_equal(ret, r2)
-        c = s.batch.codes
+        last_run = (s.batch.refinements or [s.batch])[-1]   # a deferred batch is refined
+        c = last_run.codes
         out = gae_core(c["rewards"], c["values"], c["bootstrap"], c["dones"],
-                       s.batch.run_args[-1], cfg)
+                       last_run.run_args[-1], cfg)
         np.testing.assert_array_equal(drv.read_results(T, M)[0], out["adv"])
         if units == "caller":                   # within the quantization error of textbook GAE
             ref_a, ref_r = gae_reference(r, v, d, last, gamma, lam)
