@@ -19,6 +19,7 @@ from amaranth.lib import data, wiring
 from sw.console import progress_bar
 from sw.registry import BLOCKS, SHIPPED
 from sw.registry import block as find_block
+from sw.regmap import register_files
 from sw.timing import manifest_clock
 from sw.verilog_text import sim_safe
 
@@ -158,11 +159,10 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
     (out_dir / f"{module}.v").write_text(text)
     man = manifest(block, config, component, module, text)
     if block.regmap is not None:
-        regmap = block.regmap(config)
-        assert regmap == component.regmap, "the gateware's register map is not the spec's"
-        (out_dir / f"{module}_regs.json").write_text(regmap.to_json())
-        (out_dir / f"{module}_regs.h").write_text(regmap.to_c_header(module.upper()))
-        (out_dir / f"{module}_regs.md").write_text(regmap.to_markdown())
+        assert block.regmap(config) == component.regmap, \
+            "the gateware's register map is not the spec's"
+        for name, text in register_files(block.regmap(config), config, module).items():
+            (out_dir / name).write_text(text)
     (out_dir / f"{module}.json").write_text(json.dumps(man, indent=2) + "\n")
     return man
 

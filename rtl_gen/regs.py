@@ -1,6 +1,8 @@
 """``python -m rtl_gen regs``: SystemRDL and IP-XACT of the shipped register maps.
 
-SystemRDL is :func:`sw.rdl.to_systemrdl` of the register description. IP-XACT (IEEE 1685-2009,
+SystemRDL is :func:`sw.rdl.to_systemrdl` of the register description with the configuration's
+constants as the HW_* fields' reset values (:meth:`sw.regmap.RegisterMap.with_constant_resets`:
+what the hardware reads). IP-XACT (IEEE 1685-2009,
 the ``spirit`` schema of Vivado's ``component.xml``) is made from that SystemRDL by
 ``systemrdl-compiler`` and PeakRDL-ipxact (the ``regs`` extra), with the VLNV the IP is
 packaged under (:func:`sw.registry.vlnv`). docs/regs.md.
@@ -26,7 +28,7 @@ def _regmap(module):
         raise ValueError(f"module must be a shipped module with a register map "
                          f"({', '.join(regmap_modules())}), not {module!r}")
     block, cfg = shipped_config(module)
-    return block.regmap(cfg)
+    return block.regmap(cfg).with_constant_resets(cfg)
 
 
 def compile_rdl(path):

@@ -233,7 +233,7 @@ def blocks_page() -> str:
 def regs_page(module: str) -> str:
     block, config = registry.shipped_config(module)
     params = next(p for m, _, p in registry.SHIPPED if m == module)
-    regmap = block.regmap(config)
+    regmap = block.regmap(config).with_constant_resets(config)
     words = regmap.info_values(config)
     rows = []
     for r in regmap.info_registers:
@@ -249,9 +249,9 @@ def regs_page(module: str) -> str:
            f"is shipped as `hdl/{module}/{module}_regs.md`, `.json` and `.h` (C macros "
            f"`{module.upper()}_<REGISTER>_<FIELD>_SHIFT/WIDTH/MASK`).", "",
            "## Constant registers of this configuration", "",
-           "The `HW_*`-style registers read these words (the column *Reset* below shows 0 for "
-           "them: they are driven by the hardware, not by a reset value). Drivers decode them "
-           "to check, or build, their configuration.", ""]
+           "The `HW_*`-style registers read these words, constants of the configuration (the "
+           "column *Reset* below shows them too). Drivers decode them to check, or build, "
+           "their configuration.", ""]
     out += table(["offset", "register", "reads", "field", "parameter", "field value"], rows)
     out += ["", "## Register map", "", regmap.to_markdown().rstrip("\n")]
     return "\n".join(out) + "\n"

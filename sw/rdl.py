@@ -2,14 +2,17 @@
 description, in the form hardware teams exchange (PeakRDL, ``systemrdl-compiler``).
 
 One ``addrmap`` of 32-bit ``reg`` at the map's offsets, one ``field`` per field with its bit
-range, reset and access; :data:`RDL_ACCESS` says how each access type is written. IP-XACT is
-made from this text by PeakRDL-ipxact (``python -m rtl_gen regs --format ipxact``, docs/regs.md).
-Plain text, no dependency.
+range, reset and access; :data:`RDL_ACCESS` says how each access type is written. A constant
+field (``HW_*``, with an :class:`~sw.regmap.Info`) is ``sw = r; hw = na``: a constant, its
+reset the value it reads when the map comes from
+:meth:`~sw.regmap.RegisterMap.with_constant_resets` (as ``python -m rtl_gen regs`` writes it).
+IP-XACT is made from this text by PeakRDL-ipxact (``python -m rtl_gen regs --format ipxact``,
+docs/regs.md). Plain text, no dependency.
 """
 
 from .regmap import ACCESS_TYPES, RegisterMap
 
-__all__ = ["RDL_ACCESS", "to_systemrdl"]
+__all__ = ["RDL_ACCESS", "RDL_CONSTANT", "to_systemrdl"]
 
 #: Access type -> SystemRDL field properties: ``sw``, ``hw`` and the side effects.
 RDL_ACCESS = {
@@ -21,6 +24,8 @@ RDL_ACCESS = {
     "rw_tow": {"sw": "rw", "hw": "r", "onwrite": "wot", "hwset": True},
 }
 assert set(RDL_ACCESS) == set(ACCESS_TYPES)
+#: The properties of a constant read-only field (one with an Info): nothing drives it.
+RDL_CONSTANT = {"sw": "r", "hw": "na"}
 
 # SystemRDL keywords (SystemRDL 2.0, section 4.4): names that must be escaped with '\'.
 _KEYWORDS = frozenset("""
@@ -56,8 +61,8 @@ def to_systemrdl(regmap: RegisterMap, *, name: str | None = None) -> str:
         if r.doc:
             out.append(f"        desc = {_str(r.doc)};")
         for f in r.fields:
-            props = [f"{k} = {v}" if isinstance(v, str) else k
-                     for k, v in RDL_ACCESS[f.access].items()]
+            access = RDL_CONSTANT if f.info is not None else RDL_ACCESS[f.access]
+            props = [f"{k} = {v}" if isinstance(v, str) else k for k, v in access.items()]
             if f.doc:
                 props.append(f"desc = {_str(f.doc)}")
             out.append(f"        field {{ {'; '.join(props)}; }} {_name(f.name)}"

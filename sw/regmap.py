@@ -13,7 +13,11 @@ Constant registers that describe the hardware (``HW_*``) carry an :class:`Info` 
 configuration parameter the field holds. :meth:`RegisterMap.info_values` packs a configuration
 into their words (what the gateware drives and the golden devices answer) and
 :meth:`RegisterMap.decode_info` unpacks words read from a device into parameters (what a driver
-checks or builds its configuration from), so no block encodes those bits by hand.
+checks or builds its configuration from), so no block encodes those bits by hand. In a block's
+map their fields' reset value is 0 (nothing in the CSR block is reset to it); the exports
+(:func:`register_files`, SystemRDL, IP-XACT) take :meth:`RegisterMap.with_constant_resets`,
+whose reset values are the words they read, so that a register model built from an export
+expects after reset what the hardware answers.
 
 Access types (the host is the AXI4-Lite master, the core is the logic behind the CSR block):
 
@@ -76,7 +80,8 @@ import re
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 
-__all__ = ["ACCESS_TYPES", "Info", "Field", "Register", "RegisterMap", "AP_CTRL_HS_REGISTERS"]
+__all__ = ["ACCESS_TYPES", "Info", "Field", "Register", "RegisterMap", "AP_CTRL_HS_REGISTERS",
+           "register_files"]
 
 #: Access type -> one-line description (used in the generated docs and headers).
 ACCESS_TYPES = {
@@ -155,6 +160,14 @@ class Info:
             raise ValueError(f"{self.param} = {v} is not a multiple of {self.scale}")
         return v // self.scale
 
+    def to_dict(self) -> dict:
+        """``{"param": ..., "scale": ..., "choices": [...]}`` (JSON values)."""
+        return {"param": self.param, "scale": self.scale, "choices": list(self.choices)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Info":
+        return cls(d["param"], d.get("scale", 1), tuple(d.get("choices", ())))
+
     def decode(self, raw: int):
         """The parameter value a field value stands for (``ValueError`` for an index past
         ``choices``)."""
@@ -181,12 +194,14 @@ class Field:
     access : str
         One of :data:`ACCESS_TYPES`.
     reset : int
-        Value after reset, 0..2**width-1 (0 for ``"ro"``: the core drives those bits).
+        Value after reset, 0..2**width-1. 0 for ``"ro"`` (the core drives those bits), except
+        for a constant field (``info``), which may hold the value it reads
+        (:meth:`RegisterMap.with_constant_resets`).
     doc : str
         One line for the generated documentation.
     info : Info or None
         For a constant read-only field (access ``"ro"``) that describes the hardware: the
-        configuration parameter it holds. Not compared and not written to the generated files.
+        configuration parameter it holds. Not compared; written to the JSON (:meth:`to_dict`).
     """
     name: str
     lsb: int
@@ -213,8 +228,9 @@ class Field:
         if not _is_int(self.reset) or not 0 <= self.reset < (1 << self.width):
             raise ValueError(f"{where}: reset must be an integer in 0..{(1 << self.width) - 1}, "
                              f"not {self.reset!r}")
-        if self.access == "ro" and self.reset != 0:
-            raise ValueError(f"{where}: reset of a read-only ('ro') field must be 0, "
+        if self.access == "ro" and self.reset != 0 and self.info is None:
+            raise ValueError(f"{where}: reset of a read-only ('ro') field must be 0 (the core "
+                             f"drives it; a constant field with an info may hold its value), "
                              f"not {self.reset!r}")
         if not isinstance(self.doc, str):
             raise TypeError(f"{where}: doc must be a string, not {self.doc!r}")
@@ -258,8 +274,11 @@ class Field:
         return (word & ~self.mask) | (value << self.lsb)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "lsb": self.lsb, "width": self.width, "access": self.access,
-                "reset": self.reset, "doc": self.doc, "mask": self.mask}
+        out = {"name": self.name, "lsb": self.lsb, "width": self.width, "access": self.access,
+               "reset": self.reset, "doc": self.doc, "mask": self.mask}
+        if self.info is not None:
+            out["info"] = self.info.to_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -492,7 +511,9 @@ class RegisterMap:
         regs = tuple(
             Register(r["name"], r["offset"],
                      tuple(Field(f["name"], f["lsb"], f["width"], f["access"], f.get("reset", 0),
-                                 f.get("doc", "")) for f in r["fields"]),
+                                 f.get("doc", ""),
+                                 info=Info.from_dict(f["info"]) if "info" in f else None)
+                           for f in r["fields"]),
                      r.get("doc", ""))
             for r in d["registers"])
         return cls(d["name"], regs, d.get("data_width", DATA_WIDTH),
@@ -539,6 +560,17 @@ class RegisterMap:
         """Register name -> word of every info register, packed from ``config``."""
         return {r.name: r.pack({f.name: f.info.encode(config) for f in r.fields})
                 for r in self.info_registers}
+
+    def with_constant_resets(self, config) -> "RegisterMap":
+        """This map with every constant field's (``HW_*``, an :class:`Info`) reset value the
+        value it reads in ``config`` (:meth:`info_values`), instead of 0: the form of the
+        exports (JSON, C header, Markdown, SystemRDL, IP-XACT), so that a register model built
+        from one expects after reset what the hardware reads. Equal to this map otherwise;
+        the gateware takes the constants from :meth:`info_values`."""
+        regs = tuple(replace(r, fields=tuple(
+            replace(f, reset=f.info.encode(config)) if f.info is not None else f
+            for f in r.fields)) for r in self.registers)
+        return replace(self, registers=regs)
 
     def decode_info(self, words: dict) -> dict:
         """Parameter path -> value from info register words (register name -> word), e.g.
@@ -634,3 +666,14 @@ class RegisterMap:
 
 def _c_comment(text):
     return str(text).replace("*/", "* /").replace("\n", " ")
+
+
+def register_files(regmap: RegisterMap, config, module: str) -> dict:
+    """``{file name: text}``: ``<module>_regs.json``, ``.h`` and ``.md``, ``regmap`` with its
+    constant (HW_*) fields' reset values the words they read in ``config``
+    (:meth:`RegisterMap.with_constant_resets`), as ``python -m rtl_gen`` writes them beside
+    the Verilog."""
+    regmap = regmap.with_constant_resets(config)
+    return {f"{module}_regs.json": regmap.to_json(),
+            f"{module}_regs.h": regmap.to_c_header(module.upper()),
+            f"{module}_regs.md": regmap.to_markdown()}

@@ -55,12 +55,11 @@ def test_generated_docs_are_fresh():
 def test_hdl_register_files_are_the_register_map(module):
     """hdl/<module>/<module>_regs.{md,json,h}, which the docs' register pages repeat, are what
     the spec's register map writes (tb/test_hdl.py checks the Verilog and manifest)."""
+    from sw.regmap import register_files
+
     block, config = registry.shipped_config(module)
-    regmap = block.regmap(config)
-    d = ROOT / "hdl" / module
-    for suffix, text in ((".md", regmap.to_markdown()), (".json", regmap.to_json()),
-                         (".h", regmap.to_c_header(module.upper()))):
-        path = d / f"{module}_regs{suffix}"
+    for name, text in register_files(block.regmap(config), config, module).items():
+        path = ROOT / "hdl" / module / name
         assert path.exists() and path.read_text() == text, \
             f"{_rel(path)} is stale: run `make` and commit hdl/"
 

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from sw.regmap import ACCESS_TYPES, AP_CTRL_HS_REGISTERS, Field, Register, RegisterMap
+from sw.regmap import (ACCESS_TYPES, AP_CTRL_HS_REGISTERS, Field, Info, Register, RegisterMap,
+                       register_files)
 
 
 def gae_like_map():
@@ -188,6 +189,36 @@ def test_json_round_trip_and_contents():
     assert RegisterMap.from_dict(d) == rm
     plain = RegisterMap("p", [Register.scalar("X", 8, "wo", reset=3)])
     assert RegisterMap.from_dict(json.loads(plain.to_json())) == plain
+
+
+def test_constant_fields_export_what_they_read():
+    """HW_* fields (an Info) keep reset 0 in the gateware's map; the exports' map
+    (with_constant_resets) holds the configuration's words, which the JSON, C header and
+    Markdown carry, and the JSON keeps each field's parameter so that it loads back."""
+    from sw.gae.spec import GaeCoreConfig, gae_register_map
+
+    cfg = GaeCoreConfig(n_pe=4, max_trajectories=8, capacity=32)
+    rm = gae_register_map(cfg)
+    words = rm.info_values(cfg)
+    assert all(f.reset == 0 for r in rm.info_registers for f in r.fields)
+    out = rm.with_constant_resets(cfg)
+    def layout(m):
+        return [(r.name, r.offset, [(f.name, f.lsb, f.width, f.access) for f in r.fields])
+                for r in m]
+    assert layout(out) == layout(rm) and out != rm     # the same map but the resets
+    assert {r.name: r.reset for r in out.info_registers} == words
+    assert [r.reset for r in out if not r.is_info] == [r.reset for r in rm if not r.is_info]
+    back = RegisterMap.from_dict(json.loads(out.to_json()))
+    assert {r.name: r.reset for r in back.info_registers} == words
+    assert back.decode_info(words) == rm.decode_info(words)
+    files = register_files(rm, cfg, "m")
+    assert files["m_regs.json"] == out.to_json()
+    hw = next(r for r in out.info_registers if r.reset)
+    assert f"M_{hw.name}_RESET" in files["m_regs.h"] and f"0x{hw.reset:08x}" in files["m_regs.md"]
+    assert f"M_{hw.name}_RESET 0x{hw.reset:08x}u" in " ".join(files["m_regs.h"].split())
+    assert Field("N", 0, 8, "ro", reset=5, info=Info("n_pe")).reset == 5
+    assert Info.from_dict(Info("pe.mode", choices=("a", "b")).to_dict()) == \
+        Info("pe.mode", choices=("a", "b"))
 
 
 def _macros(header):

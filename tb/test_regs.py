@@ -2,8 +2,10 @@
 
 The SystemRDL of every shipped register map compiles with ``systemrdl-compiler`` into the
 same registers, addresses, fields, bit ranges, reset values and access (sw/hw and side
-effects) as the description; the IP-XACT PeakRDL-ipxact writes from it declares what the IP
-packaging script (``package_ip.tcl``) declares.
+effects) as the description, the constant HW_* fields as constants (``hw = na``) whose reset
+values are the words the hardware reads; the IP-XACT PeakRDL-ipxact writes from it declares
+what the IP packaging script (``package_ip.tcl``) declares, and a register model built from it
+passes its reset check against the golden device.
 """
 
 import re
@@ -26,8 +28,9 @@ SPIRIT = "{http://www.spiritconsortium.org/XMLSchema/SPIRIT/1685-2009}"
 
 
 def regmap(module):
+    """The map the exports describe: the HW_* fields' reset values the words they read."""
     block, cfg = shipped_config(module)
-    return block.regmap(cfg)
+    return block.regmap(cfg).with_constant_resets(cfg)
 
 
 def test_every_shipped_register_map_is_exported():
@@ -51,8 +54,11 @@ def test_systemrdl_compiles_to_the_description(tmp_path, module):
             want = r.field(f.inst_name)
             assert (f.is_sw_readable, f.is_sw_writable) == (want.readable, want.host_writable)
             assert f.get_property("reset") == want.reset
-            # the core drives the value of a read-only field, sets or clears bits of others
-            assert (f.get_property("hw") == AccessType.w) == (want.access == "ro")
+            # the core drives the value of a read-only field, sets or clears bits of others;
+            # a HW_* field is a constant
+            assert (f.get_property("hw") == AccessType.w) == (want.access == "ro"
+                                                              and want.info is None)
+            assert (f.get_property("hw") == AccessType.na) == (want.info is not None)
             assert f.get_property("onread") == (OnReadType.rclr if want.access == "ro_cor"
                                                 else None)
             assert f.get_property("onwrite") == {"rw_sc": OnWriteType.woset,
@@ -117,6 +123,57 @@ def test_ipxact_from_peakrdl_matches_the_packaging_tcl(tmp_path, module):
         (hi_lsb, hi_w, *_), = hi[3].values()
         assert (lsb, lsb + width) == (lo_lsb, 32 + hi_lsb + hi_w)
     assert got == want
+
+
+def ipxact_reset_model(path):
+    """name -> (offset, [(lsb, width, reset value)] of the fields a register model checks
+    after reset): readable, not volatile, inside the register's reset mask (UVM's
+    ``uvm_reg_hw_reset_seq`` skips volatile fields)."""
+    def text(node, tag):
+        e = node.find(SPIRIT + tag)
+        return None if e is None else e.text
+
+    out = {}
+    for reg in ET.parse(path).getroot().iter(SPIRIT + "register"):
+        reset = reg.find(SPIRIT + "reset")
+        value = int(text(reset, "value"), 0) if reset is not None else 0
+        mask = int(text(reset, "mask"), 0) if reset is not None else 0
+        checked = []
+        for f in reg.iter(SPIRIT + "field"):
+            lsb, width = int(text(f, "bitOffset")), int(text(f, "bitWidth"))
+            bits = ((1 << width) - 1) << lsb
+            if (text(f, "volatile") != "true" and "read" in text(f, "access")
+                    and bits & mask == bits):
+                checked.append((lsb, width, (value & bits) >> lsb))
+        out[text(reg, "name")] = (int(text(reg, "addressOffset"), 0), checked)
+    return out
+
+
+@pytest.mark.parametrize("module", regmap_modules())
+def test_a_register_model_from_the_ipxact_passes_its_reset_check(tmp_path, module):
+    """Every register read after reset returns the reset values the IP-XACT declares for its
+    checked fields: the accelerators' golden devices (bit-exact with the RTL at the register
+    level), a kernel's accelerator part on its accelerator's golden device and its shell's
+    HW_* words as the gateware is built with them. The HW_* registers are among the checked
+    (HW_CAPACITY reads 65536 on replay_accel_k16, not 0)."""
+    block, cfg = shipped_config(module)
+    model = ipxact_reset_model(export(module, "ipxact", tmp_path))
+    constants = block.regmap(cfg).info_values(cfg)
+    if block.role == "kernel":
+        accel = block.accelerator
+        dev = accel.load("device")(cfg.accel)
+        base = {r.name for r in accel.regmap(cfg.accel)}
+    else:
+        dev, base = block.load("device")(cfg), {r.name for r in block.regmap(cfg)}
+    checked_hw = 0
+    for name, (offset, fields) in model.items():
+        word = dev.control.read32(offset) if name in base else constants.get(name, 0)
+        for lsb, width, reset in fields:
+            assert (word >> lsb) & ((1 << width) - 1) == reset, (name, lsb, word, reset)
+        checked_hw += name in constants and bool(fields)
+    assert checked_hw == len(constants) > 0
+    if module == "replay_accel_k16":
+        assert model["HW_CAPACITY"][1] == [(0, 32, 65536)]
 
 
 def test_cli_writes_rdl_and_explains_bad_modules(tmp_path, capsys):
