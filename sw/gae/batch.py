@@ -444,9 +444,10 @@ class GaeBatch:
         pushed stream's or a standardized batch: the accelerator's returns.
     rewards, last_values : array or None
         Caller's units, :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s batches:
-        the rewards (truncation folded in) and bootstrap values as given, which a refinement's
-        residual rewards are formed from ("Refinement"); None where there is none to run (a
-        pushed stream, standardized units).
+        the rewards (truncation folded in) and bootstrap values as given (not copied: a batch
+        from :meth:`~sw.gae.driver.GaeDriver.prepare` must be executed before they change),
+        which a refinement's residual rewards are formed from ("Refinement"); None where there
+        is none to run (a pushed stream, standardized units).
     max_abs_delta : float
         In-place results: the largest TD error of the dequantized inputs (accelerator units).
     longest : int
