@@ -5,7 +5,7 @@ For each block and shape a row: the CPU baseline (numba, numpy, torch, cpprb, ti
 process, interleaved rounds, best of at least 5), and the accelerator's time as ``host_us`` (the
 driver's own host code on this CPU, against a device stub that answers at once), ``bus_us``
 (bytes moved and transfers through a stated bus model) and ``kernel_us`` (exact cycles of the
-cycle model at the clock the timing issue estimates, until then an assumed 300 MHz), their total
+cycle model at ``min(300 MHz, the estimated Fmax)``, ``sw.timing.clock_mhz``), their total
 and ``speedup = baseline_us / total_us``. The rows come from every module of ``scripts/bench/``
 that has ``rows(quick, env)`` (``scripts/bench/common.py``: the row format, the timing helpers,
 the bus models). The assumptions and the load average are printed with the table and written
@@ -77,7 +77,7 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-#: Issue #12's goal for every driver call: host time at most this share of the modeled device
+#: The project's goal for every driver call: host time at most this share of the modeled device
 #: time. Read as bus + kernel (what the host waits for besides its own code: the bus model's
 #: transfers, register accesses and launch, the kernel's copies and run); the share of the
 #: kernel time alone is printed beside it.
@@ -144,7 +144,7 @@ def main(argv=None):
     print()
     print(format_table(rows))
     shares = host_shares(rows)
-    print(f"\nHost time against the modeled device time (issue #12: at most "
+    print(f"\nHost time against the modeled device time (the goal: at most "
           f"{HOST_SHARE_GOAL:.0%}; device = bus + kernel, kernel alone beside it):\n")
     print(format_shares(shares))
     print("\nAssumptions:")

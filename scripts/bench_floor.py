@@ -1,6 +1,6 @@
 """What the end-to-end goals would take: the fastest an accelerator call could possibly be.
 
-For each goal of the end-to-end benchmark (issue #12: GAE >= 3x at 64 x 1024, >= 10x after the
+For each goal of the end-to-end benchmark (docs/benchmarks.md: GAE >= 3x at 64 x 1024, >= 10x after the
 last environment step; replay sample/update >= 50x / 10x at B = 256; learner >= 10x at B = 64),
 this prints the time the goal allows (``baseline_us / goal``, the baseline from the last
 ``make bench`` run, ``build/bench_e2e.json``) beside a **floor**: the sum of

@@ -1,4 +1,4 @@
-"""Host (Python) time of every driver call, against the modeled device time (issue #12).
+"""Host (Python) time of every driver call, against the modeled device time.
 
 Each driver runs on its golden device (:class:`sw.gae.device.GoldenDevice`,
 :class:`sw.replay.device.ReplayGoldenDevice`, :class:`sw.learner.device.LearnerGoldenDevice`)
@@ -16,8 +16,8 @@ device time is the spec's cycle model at ``--clock`` (300 MHz default):
   device memory answering at once);
 * replay: :func:`sw.replay.spec.run_cycles`; learner: :func:`sw.learner.schedule.step_cycles`.
 
-The "≤ 25 %" column says whether the host time is at most 25 % of the device time (the goal
-of issue #12); "bus bytes" and "registers" count the memory bytes and 32-bit register accesses
+The "≤ 25 %" column says whether the host time is at most 25 % of the device time (the
+project's goal, docs/benchmarks.md); "bus bytes" and "registers" count the memory bytes and 32-bit register accesses
 of the call. ``--profile NAME`` prints the cProfile of one call instead.
 
 Usage::

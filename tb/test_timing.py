@@ -104,7 +104,7 @@ def test_longer_chain_costs_more_and_counts_carry8_units():
     b = Builder()
     q = b.bits()
     b.ff("a", ["0"], q)
-    out = carry_chain(b, 13, q)             # the 13 CARRY4: 7 CARRY8
+    out = carry_chain(b, 13, q)             # 13 CARRY4: 7 CARRY8
     b.ff("z", out, b.bits())
     r = tm.analyze(b.netlist())
     assert r["levels"]["carry8"] == 7

@@ -24,7 +24,7 @@ import numpy as np
 
 from bench.common import traffic_of
 
-#: The shipped Alveo kernels by their leaves: 2^16, and the 2^20 of PERF.md and the issue.
+#: The shipped Alveo kernels by their leaves: 2^16, and the 2^20 of PERF.md and the goals.
 MODULES = {1 << 16: "replay_kernel_k16", 1 << 20: "replay_kernel_k16_1m"}
 CAPACITIES = tuple(MODULES)
 BATCH = 256

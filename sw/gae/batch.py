@@ -69,9 +69,9 @@ Result scale (in-place results, :func:`choose_result_scale`)
     * the advantage range ``R_A = min(max|d| H, |mean d| H + sigmas * std(d) sqrt(H2))``
       (``sigmas`` = ``result_sigmas``, default 4): the first term bounds ``|A|`` rigorously,
       the second is what ``A`` spans if TD errors are uncorrelated (a well-trained critic),
-      ``sigmas`` standard deviations wide; centred on 0. (Until issue #14 both used ``L = T``,
-      which at ``gamma = lambda = 1`` made the range span the whole batch instead of its
-      longest episode: 4-5 % error at 8 bits instead of 2-3 %.)
+      ``sigmas`` standard deviations wide; centred on 0. (``L = T`` in both would make the
+      range span the whole batch instead of its longest episode at ``gamma = lambda = 1``:
+      4-5 % error at 8 bits instead of 2-3 %.)
     * the return range ``R_G = R_A + max|V - mean V|``, centred on the values' block mean
       (rigorous given ``|A| <= R_A``).
 

@@ -1,4 +1,4 @@
-"""Compiled host kernels of the GAE driver: the batch path in a few passes (issue #12).
+"""Compiled host kernels of the GAE driver: the batch path in a few passes.
 
 :class:`~sw.gae.driver.GaeDriver` and :class:`~sw.gae.stream.GaeStream` call these instead of
 the numpy code of :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and the driver's de-quantization

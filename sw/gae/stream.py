@@ -1,4 +1,4 @@
-"""Streaming GAE: HEPPO's FILO stack filled during rollout collection (issue #12)::
+"""Streaming GAE: HEPPO's FILO stack filled during rollout collection::
 
     stream = drv.stream(n_envs=N, horizon=T, gamma=0.99, lam=0.95)
     for t in range(T):

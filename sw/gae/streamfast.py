@@ -1,4 +1,4 @@
-"""Compiled host kernels of a GAE stream's push (issue #12): :class:`~sw.gae.stream.GaeStream`
+"""Compiled host kernels of a GAE stream's push: :class:`~sw.gae.stream.GaeStream`
 calls them instead of its numpy code when numba is installed (:func:`available`), with the same
 results bit for bit (``tb/gae/test_host_fast.py``, ``test_stream_same``).
 

@@ -1,4 +1,4 @@
-"""Compiled packing of the learner's step inputs (issue #12): the images of
+"""Compiled packing of the learner's step inputs: the images of
 :func:`~sw.learner.layout.pack_matrix` and :func:`~sw.learner.layout.pack_samples` in one
 pass each, without the padding, transposes and lane arrays of the numpy code.
 

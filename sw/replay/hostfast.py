@@ -1,4 +1,4 @@
-"""Compiled host passes of the replay driver (issue #12): an update's validation,
+"""Compiled host passes of the replay driver: an update's validation,
 quantization and staging in one pass, and a sample's importance weights in one pass.
 
 :class:`~sw.replay.driver.ReplayDriver` calls them when numba is installed; the results are

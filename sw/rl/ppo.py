@@ -11,8 +11,8 @@ callable with the signature of :func:`sw.golden.gae.gae_reference`, e.g.
   By default one call after the rollout; ``--stream-gae`` pushes each step into the
   accelerator as it is collected (:meth:`sw.gae.driver.GaeDriver.stream`, the critic evaluated
   per step), so that only the run and the read-back follow the last environment step, at the
-  price of a driver call per step (docs/benchmarks.md, "After 13": a whole iteration then costs
-  more than the batch call);
+  price of a driver call per step (docs/benchmarks.md, "The current table": a whole iteration
+  then costs more than the batch call);
 * :class:`CpuAdvantages` -- the float64 reference with the *same* reward normalisation, the
   baseline to compare learning curves against.
 

@@ -1,4 +1,4 @@
-"""The drivers' per-call host paths (issue #12, "host time per driver call"), on the instant
+"""The drivers' per-call host paths (host time per driver call), on the instant
 stub and the register-level model, no timing: register access through per-register plans
 built once (the same bus words, shadow and errors as the field-by-field definition), the
 replay driver's staging buffers, the backends' zero-copy writes, the GAE kernels' reused work

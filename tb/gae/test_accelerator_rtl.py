@@ -157,7 +157,7 @@ if cocotb is not None:
         assert gae_spec.run_cycles(cfg, T + 1, M) - gae_spec.run_cycles(cfg, T, M) \
             == -(-G // L) * L
         bar = T / (T + pipeline + 5)      # one group: the fixed latency per run below
-        if T >= 1024:                     # the issue's bar, on HEPPO's shape
+        if T >= 1024:                     # the bar on HEPPO's shape
             assert per_pe >= bar, (per_pe, bar)
             assert per_pe >= 0.97         # latency budget: <= 31 cycles per 1024-step run
         if cfg.n_pe == M:                 # one group: T + the pipelines' latency + 5

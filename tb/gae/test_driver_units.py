@@ -1,5 +1,5 @@
 """GaeDriver's default: textbook GAE of the caller's rewards and values, in their units, per
-call (issue #14), and the episode-flag conventions users hold (SB3/CleanRL, gymnasium).
+call, and the episode-flag conventions users hold (SB3/CleanRL, gymnasium).
 
 References written out here, independent of the driver: :func:`gae_reference` (ours, "ended at
 t"), :func:`sb3_gae` (Stable-Baselines3's ``RolloutBuffer.compute_returns_and_advantage``) and
@@ -88,7 +88,7 @@ def data(kind, cartpole):
 
 
 # Relative RMS error of advantages against textbook GAE (measured: docs/gae.md, "Accuracy"):
-# issue #14's targets, 3 % with 8-bit codes, 0.1 % with 16-bit ones (8-bit full-precision
+# the targets, 3 % with 8-bit codes, 0.1 % with 16-bit ones (8-bit full-precision
 # results: 0.42 % worst measured here, 5.6 % before matched rounding). The returns are the
 # advantages plus the caller's values, off by the same amounts, which are a larger fraction of
 # returns smaller than the advantages (sparse rewards at gamma = lambda = 1: 5.1 %).
@@ -192,7 +192,7 @@ def test_standardized_units_are_the_old_behaviour():
 @pytest.mark.parametrize("results", ["inplace", "full"])
 @pytest.mark.parametrize("gamma, lam", PAIRS)
 def test_standardized_16_bit_codes_beat_8_bit_ones(gamma, lam, results):
-    """Issue #12: with Q16.16 scale registers a 16-bit code step of a standardized stream
+    """With Q16.16 scale registers a 16-bit code step of a standardized stream
     (2.4e-4) was under four register units, and 16-bit codes were no more accurate than 8-bit
     ones (0.67-0.68 % on this batch); the mantissa-and-shift scales hold it to 2^-17 relative:
     0.004-0.017 %. Quantization error against float GAE of the standardized rewards."""

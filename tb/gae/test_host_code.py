@@ -1,4 +1,4 @@
-"""The GAE driver's host code after issue #12 (native speed), bit for bit against what it
+"""The GAE driver's host code at native speed, bit for bit against what it
 replaced: the error-feedback rounding (numba kernel and numpy fallback) against the original
 per-time-step loop kept here, and whole driver calls whose memory images and results must equal
 those built with the reference layout of tb/gae/test_layout.py."""
@@ -18,7 +18,7 @@ from gae.test_layout import ref_pack_rows, ref_unpack_rows
 
 
 def ref_error_feedback(q, x):
-    """UniformQuantizer.quantize(x, error_feedback=True) before issue #12."""
+    """UniformQuantizer.quantize(x, error_feedback=True) as a Python loop."""
     a = np.clip(np.asarray(x, np.float64), -q.clip, q.clip)
     codes = np.empty(a.shape, dtype=q.dtype)
     carry = np.zeros(a.shape[1:])

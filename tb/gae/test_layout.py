@@ -10,7 +10,7 @@ from sw.gae.layout import lane_width, pack_rows, unpack_rows, word_bytes
 from sw.gae.spec import GaeCoreConfig
 
 
-# -- the reference: the implementation before issue #12 (one Python int per word) -------------
+# -- the reference: one Python int per word ------------------------------------------------------
 def ref_pack_rows(config, region, rows) -> bytes:
     rows = np.asarray(rows)
     T, M = rows.shape

@@ -1,4 +1,4 @@
-"""The scale registers' format (:class:`sw.fixed.ScaleFormat`, issue #12): the host's choice of
+"""The scale registers' format (:class:`sw.fixed.ScaleFormat`): the host's choice of
 (mantissa, shift) and its error bound, the packing and its checks, the requantizer model
 against exact arithmetic, and the driver's register choices passing the spec's checks."""
 

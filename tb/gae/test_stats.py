@@ -1,4 +1,4 @@
-"""Running reward statistics of the standardized mode (issue #14): the robust update (one extreme
+"""Running reward statistics of the standardized mode: the robust update (one extreme
 reward does not poison later batches), explicit state (``reset``, ``state_dict``,
 ``load_state_dict``) on the driver and the pipeline, and the clipping warning."""
 
@@ -30,7 +30,7 @@ def quiet(drv, *args):
 
 def test_one_extreme_reward_does_not_poison_later_statistics():
     """20 batches of N(0, 1), one 1e30 reward, 10 more batches: the std stays near 1 (the
-    plain Welford update, ``update_clip=None``, reaches 1.6e28: issue #14)."""
+    plain Welford update, ``update_clip=None``, reaches 1.6e28)."""
     rng = np.random.default_rng(1)
     robust, plain = DynamicRewardStandardizer(), DynamicRewardStandardizer(update_clip=None)
     for i in range(31):

@@ -1,4 +1,4 @@
-"""sw.learner.layout after issue #12: the matrix and samples images built with numpy
+"""sw.learner.layout: the matrix and samples images built with numpy
 (:mod:`sw.packing`), bit for bit against the per-lane loops they replaced (kept here as the
 slow reference), on the shipped learner and on lanes that are not whole bytes (12-bit data,
 24-bit gradients, 18/15-bit samples), partial row groups, one sample, extreme values."""
@@ -11,7 +11,7 @@ from sw.learner.spec import LearnerConfig
 from sw.registry import shipped_config
 
 
-# -- the reference: the implementation before issue #12 -----------------------------------------
+# -- the reference: the per-lane implementation --------------------------------------------------
 def _to_bytes(config, name, words):
     nb = layout.word_bytes(config, name)
     return b"".join(int(x).to_bytes(nb, "little") for x in words)

@@ -1,4 +1,4 @@
-"""ReplayDriver semantics a PER user relies on (issue #14), on the golden device: indices of
+"""ReplayDriver semantics a PER user relies on, on the golden device: indices of
 slots never filled are refused, a positive priority is never stored as 0, ``update`` takes TD
 errors like cpprb and TorchRL (``(|delta| + eps) ** alpha``) or raw priorities by keyword, and
 the documented snippet of docs/replay.md runs."""

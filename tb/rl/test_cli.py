@@ -1,4 +1,4 @@
-"""The RL programs' command lines refuse bad input up front, naming the argument (issue #14):
+"""The RL programs' command lines refuse bad input up front, naming the argument:
 nothing trains, nothing is silently changed. In-process ``main(argv)``; no training run."""
 
 import math
