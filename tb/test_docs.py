@@ -7,7 +7,10 @@ tests fail when a generated file is stale, missing or extra, when a shipped regi
 ``hdl/`` is not what its register map writes, when the README grows past 300 lines, when a
 relative Markdown link (or its ``#anchor``) points at nothing, and when a hand-written page
 names, in backticks, a repository path or a ``sw.``/``rtl_gen.`` Python name that does not exist.
-All of it reads files and imports host code: a second or two.
+They also fail when the docs or the code's comments cite a development round or an issue number
+(history is the changelog's), when a ```python block of a page a reader pastes from does not
+run on the golden devices, and when a cycle count a page quotes is not the cycle model's.
+All of it reads files, imports host code and runs the golden devices: a few seconds.
 """
 
 import importlib
@@ -162,3 +165,123 @@ def test_named_python_objects_exist(page):
     names = {m for span in _code_spans(page) for m in _PY_NAME.findall(span)}
     bad = sorted(n for n in names if not _resolves(n))
     assert not bad, f"{_rel(page)} names missing Python objects: {', '.join(bad)}"
+
+
+# -- a manual, not a development log ---------------------------------------------------------------
+#: The trees whose text a reader meets: every page, and the code's comments and docstrings.
+HISTORY_TREES = [ROOT / "docs", ROOT / "sw", ROOT / "rtl_gen", ROOT / "scripts", ROOT / "tb"]
+HISTORY_FILES = [README, ROOT / "Makefile"]
+_HISTORY_SUFFIXES = {".md", ".py", ".tcl", ".xdc", ".sh", ".cfg", ".toml"}
+#: A development round by number (the word for it followed by a number, or a heading of a
+#: measurement log that starts with the word "After" and a number) or a reference into an
+#: issue tracker that a reader cannot open (the word "issue" with a number, a hash number
+#: followed by "item", a hash number in brackets). A driver "session" in its ordinary sense
+#: has no number after it.
+_HISTORY = re.compile(
+    r"\b[Ss]essions? \d+"
+    r"|^#{1,6}[ \t]+After[ -]\d+\b|\bAfter-\d+\b"
+    r"|(?<![-\w])[Rr]ound \d+\b"
+    r"|\b[Ii]ssues? #?\d+"
+    r"|#\d+,? item\b"
+    r"|\(#\d+\)", re.MULTILINE)
+
+
+def _history_files():
+    files = list(HISTORY_FILES)
+    for tree in HISTORY_TREES:
+        files += [p for p in sorted(tree.rglob("*")) if p.suffix in _HISTORY_SUFFIXES
+                  and "__pycache__" not in p.parts and p.is_file()]
+    return files
+
+
+def test_no_development_rounds_or_issue_numbers():
+    """The docs and the code's comments state what is true now; how it got there is the
+    changelog's, as release notes without round or issue numbers."""
+    bad = []
+    for path in _history_files():
+        text = path.read_text(errors="replace")
+        for m in _HISTORY.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            bad.append(f"{_rel(path)}:{line}: {m.group(0)!r}")
+    assert not bad, ("development rounds or issue numbers (state what is true now; history "
+                     "goes to docs/changelog.md):\n" + "\n".join(bad))
+
+
+# -- snippets that run, figures that are the code's ------------------------------------------------
+#: Pages whose ```python blocks run, in order and in one namespace per page, on the golden
+#: devices, as a reader pastes them. Fragments that need a board, a library's objects or a long
+#: run are ```py blocks on these pages (or live on other pages).
+SNIPPET_PAGES = [README, DOCS / "gae.md", DOCS / "learner.md", DOCS / "replay.md"]
+_PY_FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_IMPORT = re.compile(r"^(?:from|import)[ \t]+([A-Za-z_][\w]*)", re.MULTILINE)
+
+
+@pytest.mark.parametrize("page", SNIPPET_PAGES, ids=_rel)
+def test_python_snippets_run(page):
+    blocks = _PY_FENCE.findall(page.read_text())
+    assert blocks, f"{_rel(page)} has no ```python block"
+    namespace, skipped = {"__name__": "__doc_snippet__"}, []
+    for k, code in enumerate(blocks):
+        missing = sorted({m for m in _IMPORT.findall(code)
+                          if importlib.util.find_spec(m) is None})
+        if missing:
+            skipped.append(f"block {k + 1} needs {', '.join(missing)}")
+            continue
+        exec(compile(code, f"{_rel(page)}, python block {k + 1}", "exec"), namespace)
+    if skipped:
+        pytest.skip(f"{_rel(page)}: " + "; ".join(skipped))
+
+
+def _figures():
+    """(page, text) pairs: figures the pages quote, formatted from the cycle models that the
+    tests assert against the RTL."""
+    from sw.gae import spec as gae_spec
+    from sw.learner.schedule import step_cycles
+    from sw.replay import spec as replay_spec
+    from sw.replay.spec import ReplayOp
+    from sw.shell.spec import HOST_READ_LATENCY
+
+    def cfg(module):
+        config = registry.shipped_config(module)[1]
+        return getattr(config, "accel", config)
+
+    gae8, gae64, replay = cfg("gae_accel_n8"), cfg("gae_accel_n64"), cfg("replay_accel_k16")
+    s4, s8 = cfg("learner_cartpole_s4"), cfg("learner_kernel_s8")
+    n8, n64 = gae_spec.run_cycles(gae8, 1024, 64), gae_spec.run_cycles(gae64, 1024, 64)
+    c4 = [step_cycles(s4, b) for b in (32, 64, 256)]
+    c8 = [step_cycles(s8, b) for b in (32, 64, 256)]
+    # the CYCLES registers read one less than run_cycles
+    fused = replay_spec.run_cycles(replay, ReplayOp.UPDATE_SAMPLE, 64, 64) - 1
+    insert = replay_spec.run_cycles(replay, ReplayOp.INSERT_MAX, 1) - 1
+    dqn = step_cycles(s4, 64)
+    us = [f"{c:,}, {c / 300:.1f} µs" for c in c4 + c8]
+    return [
+        (README, f"64 trajectories × 1024 steps: {n64:,} cycles with 64 PEs, {n8:,} with 8."),
+        (README, f"4,096 samples in "
+                 f"{replay_spec.run_cycles(replay, ReplayOp.SAMPLE, 4096):,} cycles"),
+        (README, f"64 samples in {c4[1]:,} cycles on 4 × 4 arrays, {c8[1]:,} on 8 × 8."),
+        (DOCS / "gae.md", f"{n64:,} cycles with 64 PEs"),
+        (DOCS / "gae.md", f"{n8:,} with 8."),
+        (DOCS / "rl.md", f"{gae_spec.run_cycles(gae8, 128, 8)} accelerator cycles on "
+                         "`gae_accel_n8`"),
+        (DOCS / "rl.md", f"one gradient step is {dqn:,} learner cycles plus {fused} for the "
+                         f"fused replay run and {insert} for the insert of one transition (as "
+                         f"the CYCLES registers read them): {dqn + fused + insert:,} cycles"),
+        (DOCS / "learner.md", f"| `learner_cartpole_s4` (shipped) | {c4[0]:,} cycles, "
+                              f"{c4[0] / 300:.1f} µs | {us[1]} | {us[2]} |"),
+        (DOCS / "learner.md", f"| `learner_kernel_s8` (8 × 8, shipped) | {c8[0]:,} cycles, "
+                              f"{c8[0] / 300:.1f} µs | {us[4]} | {us[5]} |"),
+        (DOCS / "learner.md", " / ".join(f"{c:,}" for c in c8) + " cycles at B = 32 / 64 / "
+                              "256 instead of " + " / ".join(f"{c:,}" for c in c4)),
+        (DOCS / "timing.md", f"`sw.shell.spec.HOST_READ_LATENCY` = {HOST_READ_LATENCY}"),
+        (DOCS / "timing.md", f"({replay.latency} on `replay_accel_k16`)"),
+        (DOCS / "timing.md", f"a run drains in {gae8.READ_LATENCY} + {gae8.pe.latency} + "
+                             f"{gae8.write_latency} = {gae8.drain_cycles + 1} cycles"),
+    ]
+
+
+def test_quoted_figures_are_the_cycle_models():
+    """Cycle counts the pages quote are what the spec's cycle models give today."""
+    bad = [f"{_rel(page)} does not say: {text}" for page, text in _figures()
+           if text not in " ".join(page.read_text().split())]
+    assert not bad, "\n".join(bad)
