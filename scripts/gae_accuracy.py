@@ -46,7 +46,7 @@ from sw.gae.spec import GaeCoreConfig
 from sw.registry import shipped_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tb"))
-from gae_cases import issue_batch, synthetic  # noqa: E402  (the accuracy tests' batches)
+from gae_cases import noisy_values_batch, synthetic  # noqa: E402  (the accuracy tests' batches)
 
 PAIRS = ((0.99, 0.95), (0.9, 0.0), (1.0, 1.0))
 
@@ -119,7 +119,7 @@ def hard_batches(base):
 
     print("hard batches, 8-bit in place: adv, returns, runs (one run: adv, returns)")
     for g, lam in PAIRS:
-        rows = np.array([both(base, issue_batch(seed), g, lam) for seed in range(10)])
+        rows = np.array([both(base, noisy_values_batch(seed), g, lam) for seed in range(10)])
         a, r, runs, a1, r1, _ = rows.max(axis=0)
         print(f"  values 3x rewards, 300 x 5, worst of 10 seeds, ({g}, {lam}): {pct(a)} "
               f"{pct(r)} {runs:.0f} ({pct(a1)}, {pct(r1)})")

@@ -4,8 +4,8 @@ refinement runs, and properties over the ranges the driver promises (docs/gae.md
 Promise: in the caller's units, advantages and returns within 3 % relative RMS error of
 :func:`gae_reference` for any ``(gamma, lambda)`` in [0, 1]^2, values whose RMS is 0.1 to 10
 times the rewards', and any ``T`` the configuration holds. Checked with hypothesis on the
-shipped ``gae_accel_n8`` (the golden device, bit-exact with the RTL), with the issue's batches
-as fixed examples, and element by element against the bound the driver computes
+shipped ``gae_accel_n8`` (the golden device, bit-exact with the RTL), with batches of noisy
+values as fixed examples, and element by element against the bound the driver computes
 (:func:`sw.gae.batch.error_bounds`).
 """
 
@@ -23,7 +23,7 @@ from sw.gae.golden import gae_reference
 from sw.gae.spec import GaeCoreConfig
 from sw.registry import shipped_config
 
-from gae_cases import issue_batch, synthetic
+from gae_cases import noisy_values_batch, synthetic
 
 _, CFG = shipped_config("gae_accel_n8")
 FULL = GaeCoreConfig.from_dict({**CFG.to_dict(), "results": "full"})
@@ -88,13 +88,13 @@ def test_within_three_percent_on_any_data(case, gamma, lam):
     check_bound(adv, ref_a, b)
 
 
-# -- the issue's batches ---------------------------------------------------------------------------
+# -- noisy values ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("gamma, lam, before", [(1.0, 1.0, 0.06), (0.99, 0.95, 0.028)])
-def test_the_issues_batch(gamma, lam, before):
+def test_noisy_values_batch(gamma, lam, before):
     """Values spread 3 times the rewards: one run's result range follows the TD errors, whose
     value noise telescopes out of the advantages, so its code step is far too coarse (7 % at
     gamma = lambda = 1 without refinement); refined, both results are within 3 %."""
-    batch = issue_batch()
+    batch = noisy_values_batch()
     ref_a, ref_r = gae_reference(*batch, gamma, lam)
     one, _, b1 = compute(batch, gamma, lam, result_tolerance=None)
     assert b1.total_runs == 1 and rel_rms(one, ref_a) > before
@@ -157,7 +157,7 @@ def test_residual_rewards_have_the_error_as_their_advantages(gamma, lam):
 
 
 def test_tolerance_and_the_refinement_cap():
-    batch = issue_batch()
+    batch = noisy_values_batch()
     _, _, loose = compute(batch, 0.99, 0.95, result_tolerance=0.5)
     assert not loose.refinements and max(loose.error_bound) <= 0.5
     adv, _, tight = compute(batch, 0.99, 0.95, result_tolerance=1e-9)
@@ -175,7 +175,7 @@ def test_tolerance_and_the_refinement_cap():
 def test_no_refinement_where_there_is_no_textbook_reference():
     """Standardized units (HEPPO's GAE of standardized rewards) and full-precision results
     run once."""
-    batch = issue_batch()
+    batch = noisy_values_batch()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _, _, std = compute(batch, 1.0, 1.0, units="standardized")
@@ -185,7 +185,7 @@ def test_no_refinement_where_there_is_no_textbook_reference():
 
 
 def test_float32_out_arrays_get_the_refined_results():
-    batch = issue_batch()
+    batch = noisy_values_batch()
     adv, ret, _ = compute(batch, 1.0, 1.0)
     out = (np.empty(adv.shape, np.float32), np.empty(adv.shape, np.float32))
     drv = GaeDriver(GoldenDevice(CFG), CFG)
