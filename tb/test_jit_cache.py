@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: The kernel modules (every numba dispatcher in them is checked).
 MODULES = ("sw.fixedkernels", "sw.gae.hostkernels", "sw.learner.hostkernels",
-           "sw.replay.hostkernels")
+           "sw.replay.hostkernels", "sw.trainer.hostkernels")
 
 
 def _gae_calls(rng):
@@ -71,6 +71,17 @@ def _learner_calls(rng):
     assert hostfast.batch_images(cfg, drv.prepare(*args, lr=1e-3)) is not None
 
 
+def _trainer_calls(rng):
+    """Records appended (the compiled quantize-and-pack pass)."""
+    from sw.registry import shipped_config
+    from sw.trainer.device import TrainerGoldenDevice
+    from sw.trainer.driver import TrainerDriver
+
+    drv = TrainerDriver(TrainerGoldenDevice(shipped_config("dqn_trainer_zcu106")[1]))
+    drv.insert(rng.normal(size=(8, 4)), rng.integers(0, 2, 8), rng.normal(size=8),
+               rng.normal(size=(8, 4)), rng.random(8) < 0.2)
+
+
 def _exercise():
     """Every host path that runs a kernel; the kernels' compile statistics as JSON."""
     import importlib
@@ -85,6 +96,7 @@ def _exercise():
     _gae_calls(rng)
     _replay_calls(rng)
     _learner_calls(rng)
+    _trainer_calls(rng)
     stats = {}
     for name in MODULES:
         for attr, d in vars(importlib.import_module(name)).items():
