@@ -245,7 +245,7 @@
 
 /* 0x70 HW_TRAINER: largest batch, priority write-back delay, storage bus bytes */
 #define DQN_TRAINER_ZCU106_HW_TRAINER_OFFSET               0x70
-#define DQN_TRAINER_ZCU106_HW_TRAINER_RESET                0x00000000u
+#define DQN_TRAINER_ZCU106_HW_TRAINER_RESET                0x01010100u
 #define DQN_TRAINER_ZCU106_HW_TRAINER_MAX_BATCH_SHIFT      0             /* ro */
 #define DQN_TRAINER_ZCU106_HW_TRAINER_MAX_BATCH_WIDTH      16
 #define DQN_TRAINER_ZCU106_HW_TRAINER_MAX_BATCH_MASK       0x0000ffffu
@@ -258,14 +258,14 @@
 
 /* 0x74 HW_CAPACITY: ring capacity (records) */
 #define DQN_TRAINER_ZCU106_HW_CAPACITY_OFFSET              0x74
-#define DQN_TRAINER_ZCU106_HW_CAPACITY_RESET               0x00000000u
+#define DQN_TRAINER_ZCU106_HW_CAPACITY_RESET               0x00010000u
 #define DQN_TRAINER_ZCU106_HW_CAPACITY_SHIFT               0             /* ro: ring capacity (records) */
 #define DQN_TRAINER_ZCU106_HW_CAPACITY_WIDTH               32
 #define DQN_TRAINER_ZCU106_HW_CAPACITY_MASK                0xffffffffu
 
 /* 0x78 HW_WINDOW: append window (records) */
 #define DQN_TRAINER_ZCU106_HW_WINDOW_OFFSET                0x78
-#define DQN_TRAINER_ZCU106_HW_WINDOW_RESET                 0x00000000u
+#define DQN_TRAINER_ZCU106_HW_WINDOW_RESET                 0x00000100u
 #define DQN_TRAINER_ZCU106_HW_WINDOW_SHIFT                 0             /* ro: append window (records) */
 #define DQN_TRAINER_ZCU106_HW_WINDOW_WIDTH                 32
 #define DQN_TRAINER_ZCU106_HW_WINDOW_MASK                  0xffffffffu

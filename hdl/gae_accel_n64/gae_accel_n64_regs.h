@@ -169,21 +169,21 @@
 
 /* 0x48 HW_N_PE: processing elements (64) */
 #define GAE_ACCEL_N64_HW_N_PE_OFFSET                0x48
-#define GAE_ACCEL_N64_HW_N_PE_RESET                 0x00000000u
+#define GAE_ACCEL_N64_HW_N_PE_RESET                 0x00000040u
 #define GAE_ACCEL_N64_HW_N_PE_SHIFT                 0             /* ro: processing elements (64) */
 #define GAE_ACCEL_N64_HW_N_PE_WIDTH                 32
 #define GAE_ACCEL_N64_HW_N_PE_MASK                  0xffffffffu
 
 /* 0x4c HW_DEPTH: words per memory (1025) */
 #define GAE_ACCEL_N64_HW_DEPTH_OFFSET               0x4c
-#define GAE_ACCEL_N64_HW_DEPTH_RESET                0x00000000u
+#define GAE_ACCEL_N64_HW_DEPTH_RESET                0x00000401u
 #define GAE_ACCEL_N64_HW_DEPTH_SHIFT                0             /* ro: words per memory (1025) */
 #define GAE_ACCEL_N64_HW_DEPTH_WIDTH                32
 #define GAE_ACCEL_N64_HW_DEPTH_MASK                 0xffffffffu
 
 /* 0x50 HW_FORMAT: number formats */
 #define GAE_ACCEL_N64_HW_FORMAT_OFFSET              0x50
-#define GAE_ACCEL_N64_HW_FORMAT_RESET               0x00000000u
+#define GAE_ACCEL_N64_HW_FORMAT_RESET               0x08111020u
 #define GAE_ACCEL_N64_HW_FORMAT_DATA_WIDTH_SHIFT    0             /* ro */
 #define GAE_ACCEL_N64_HW_FORMAT_DATA_WIDTH_WIDTH    8
 #define GAE_ACCEL_N64_HW_FORMAT_DATA_WIDTH_MASK     0x000000ffu
@@ -199,7 +199,7 @@
 
 /* 0x54 HW_MODE: PE mode, result mode, register format, memory bus width */
 #define GAE_ACCEL_N64_HW_MODE_OFFSET                0x54
-#define GAE_ACCEL_N64_HW_MODE_RESET                 0x00000000u
+#define GAE_ACCEL_N64_HW_MODE_RESET                 0x10102002u
 #define GAE_ACCEL_N64_HW_MODE_K_SHIFT               0             /* ro */
 #define GAE_ACCEL_N64_HW_MODE_K_WIDTH               5
 #define GAE_ACCEL_N64_HW_MODE_K_MASK                0x0000001fu

@@ -169,21 +169,21 @@
 
 /* 0x48 HW_N_PE: processing elements (8) */
 #define GAE_KERNEL_N8_HW_N_PE_OFFSET                0x48
-#define GAE_KERNEL_N8_HW_N_PE_RESET                 0x00000000u
+#define GAE_KERNEL_N8_HW_N_PE_RESET                 0x00000008u
 #define GAE_KERNEL_N8_HW_N_PE_SHIFT                 0             /* ro: processing elements (8) */
 #define GAE_KERNEL_N8_HW_N_PE_WIDTH                 32
 #define GAE_KERNEL_N8_HW_N_PE_MASK                  0xffffffffu
 
 /* 0x4c HW_DEPTH: words per memory (8200) */
 #define GAE_KERNEL_N8_HW_DEPTH_OFFSET               0x4c
-#define GAE_KERNEL_N8_HW_DEPTH_RESET                0x00000000u
+#define GAE_KERNEL_N8_HW_DEPTH_RESET                0x00002008u
 #define GAE_KERNEL_N8_HW_DEPTH_SHIFT                0             /* ro: words per memory (8200) */
 #define GAE_KERNEL_N8_HW_DEPTH_WIDTH                32
 #define GAE_KERNEL_N8_HW_DEPTH_MASK                 0xffffffffu
 
 /* 0x50 HW_FORMAT: number formats */
 #define GAE_KERNEL_N8_HW_FORMAT_OFFSET              0x50
-#define GAE_KERNEL_N8_HW_FORMAT_RESET               0x00000000u
+#define GAE_KERNEL_N8_HW_FORMAT_RESET               0x08111020u
 #define GAE_KERNEL_N8_HW_FORMAT_DATA_WIDTH_SHIFT    0             /* ro */
 #define GAE_KERNEL_N8_HW_FORMAT_DATA_WIDTH_WIDTH    8
 #define GAE_KERNEL_N8_HW_FORMAT_DATA_WIDTH_MASK     0x000000ffu
@@ -199,7 +199,7 @@
 
 /* 0x54 HW_MODE: PE mode, result mode, register format, memory bus width */
 #define GAE_KERNEL_N8_HW_MODE_OFFSET                0x54
-#define GAE_KERNEL_N8_HW_MODE_RESET                 0x00000000u
+#define GAE_KERNEL_N8_HW_MODE_RESET                 0x10102002u
 #define GAE_KERNEL_N8_HW_MODE_K_SHIFT               0             /* ro */
 #define GAE_KERNEL_N8_HW_MODE_K_WIDTH               5
 #define GAE_KERNEL_N8_HW_MODE_K_MASK                0x0000001fu
@@ -288,14 +288,14 @@
 
 /* 0x74 DMA_WINDOW: bytes of the accelerator's memory window */
 #define GAE_KERNEL_N8_DMA_WINDOW_OFFSET             0x74
-#define GAE_KERNEL_N8_DMA_WINDOW_RESET              0x00000000u
+#define GAE_KERNEL_N8_DMA_WINDOW_RESET              0x000c0000u
 #define GAE_KERNEL_N8_DMA_WINDOW_SHIFT              0             /* ro: bytes of the accelerator's memory window */
 #define GAE_KERNEL_N8_DMA_WINDOW_WIDTH              32
 #define GAE_KERNEL_N8_DMA_WINDOW_MASK               0xffffffffu
 
 /* 0x78 DMA_ALIGN: granularities of a copy */
 #define GAE_KERNEL_N8_DMA_ALIGN_OFFSET              0x78
-#define GAE_KERNEL_N8_DMA_ALIGN_RESET               0x00000000u
+#define GAE_KERNEL_N8_DMA_ALIGN_RESET               0x00100040u
 #define GAE_KERNEL_N8_DMA_ALIGN_OFFSET_SHIFT        0             /* ro: DMA_OFFSET must be a multiple of this (gmem_data_width / 8) */
 #define GAE_KERNEL_N8_DMA_ALIGN_OFFSET_WIDTH        16
 #define GAE_KERNEL_N8_DMA_ALIGN_OFFSET_MASK         0x0000ffffu
@@ -305,7 +305,7 @@
 
 /* 0x7c SHELL_VERSION: version of this register layout (1) */
 #define GAE_KERNEL_N8_SHELL_VERSION_OFFSET          0x7c
-#define GAE_KERNEL_N8_SHELL_VERSION_RESET           0x00000000u
+#define GAE_KERNEL_N8_SHELL_VERSION_RESET           0x00000001u
 #define GAE_KERNEL_N8_SHELL_VERSION_SHIFT           0             /* ro: version of this register layout (1) */
 #define GAE_KERNEL_N8_SHELL_VERSION_WIDTH           32
 #define GAE_KERNEL_N8_SHELL_VERSION_MASK            0xffffffffu

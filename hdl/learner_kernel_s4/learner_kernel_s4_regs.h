@@ -156,7 +156,7 @@
 
 /* 0x38 HW_ARRAY: tensor unit size S, samples per sub-batch, largest batch */
 #define LEARNER_KERNEL_S4_HW_ARRAY_OFFSET                 0x38
-#define LEARNER_KERNEL_S4_HW_ARRAY_RESET                  0x00000000u
+#define LEARNER_KERNEL_S4_HW_ARRAY_RESET                  0x01000804u
 #define LEARNER_KERNEL_S4_HW_ARRAY_ARRAY_SHIFT            0             /* ro */
 #define LEARNER_KERNEL_S4_HW_ARRAY_ARRAY_WIDTH            8
 #define LEARNER_KERNEL_S4_HW_ARRAY_ARRAY_MASK             0x000000ffu
@@ -169,7 +169,7 @@
 
 /* 0x3c HW_LAYERS: weight layers, loss (0 dqn, 1 mse), memory bus bytes, parallel pipelines */
 #define LEARNER_KERNEL_S4_HW_LAYERS_OFFSET                0x3c
-#define LEARNER_KERNEL_S4_HW_LAYERS_RESET                 0x00000000u
+#define LEARNER_KERNEL_S4_HW_LAYERS_RESET                 0x00011003u
 #define LEARNER_KERNEL_S4_HW_LAYERS_LAYERS_SHIFT          0             /* ro */
 #define LEARNER_KERNEL_S4_HW_LAYERS_LAYERS_WIDTH          4
 #define LEARNER_KERNEL_S4_HW_LAYERS_LAYERS_MASK           0x0000000fu
@@ -185,7 +185,7 @@
 
 /* 0x40 HW_FORMAT: operand formats */
 #define LEARNER_KERNEL_S4_HW_FORMAT_OFFSET                0x40
-#define LEARNER_KERNEL_S4_HW_FORMAT_RESET                 0x00000000u
+#define LEARNER_KERNEL_S4_HW_FORMAT_RESET                 0x0b0d0a10u
 #define LEARNER_KERNEL_S4_HW_FORMAT_WIDTH_SHIFT           0             /* ro */
 #define LEARNER_KERNEL_S4_HW_FORMAT_WIDTH_WIDTH           8
 #define LEARNER_KERNEL_S4_HW_FORMAT_WIDTH_MASK            0x000000ffu
@@ -201,7 +201,7 @@
 
 /* 0x44 HW_FORMAT2: gradient, discount and learning-rate formats */
 #define LEARNER_KERNEL_S4_HW_FORMAT2_OFFSET               0x44
-#define LEARNER_KERNEL_S4_HW_FORMAT2_RESET                0x00000000u
+#define LEARNER_KERNEL_S4_HW_FORMAT2_RESET                0x18181120u
 #define LEARNER_KERNEL_S4_HW_FORMAT2_ACC_WIDTH_SHIFT      0             /* ro */
 #define LEARNER_KERNEL_S4_HW_FORMAT2_ACC_WIDTH_WIDTH      8
 #define LEARNER_KERNEL_S4_HW_FORMAT2_ACC_WIDTH_MASK       0x000000ffu
@@ -217,28 +217,28 @@
 
 /* 0x48 HW_SIZE0: neurons of layer 0 (4) */
 #define LEARNER_KERNEL_S4_HW_SIZE0_OFFSET                 0x48
-#define LEARNER_KERNEL_S4_HW_SIZE0_RESET                  0x00000000u
+#define LEARNER_KERNEL_S4_HW_SIZE0_RESET                  0x00000004u
 #define LEARNER_KERNEL_S4_HW_SIZE0_SHIFT                  0             /* ro: neurons of layer 0 (4) */
 #define LEARNER_KERNEL_S4_HW_SIZE0_WIDTH                  16
 #define LEARNER_KERNEL_S4_HW_SIZE0_MASK                   0x0000ffffu
 
 /* 0x4c HW_SIZE1: neurons of layer 1 (64) */
 #define LEARNER_KERNEL_S4_HW_SIZE1_OFFSET                 0x4c
-#define LEARNER_KERNEL_S4_HW_SIZE1_RESET                  0x00000000u
+#define LEARNER_KERNEL_S4_HW_SIZE1_RESET                  0x00000040u
 #define LEARNER_KERNEL_S4_HW_SIZE1_SHIFT                  0             /* ro: neurons of layer 1 (64) */
 #define LEARNER_KERNEL_S4_HW_SIZE1_WIDTH                  16
 #define LEARNER_KERNEL_S4_HW_SIZE1_MASK                   0x0000ffffu
 
 /* 0x50 HW_SIZE2: neurons of layer 2 (64) */
 #define LEARNER_KERNEL_S4_HW_SIZE2_OFFSET                 0x50
-#define LEARNER_KERNEL_S4_HW_SIZE2_RESET                  0x00000000u
+#define LEARNER_KERNEL_S4_HW_SIZE2_RESET                  0x00000040u
 #define LEARNER_KERNEL_S4_HW_SIZE2_SHIFT                  0             /* ro: neurons of layer 2 (64) */
 #define LEARNER_KERNEL_S4_HW_SIZE2_WIDTH                  16
 #define LEARNER_KERNEL_S4_HW_SIZE2_MASK                   0x0000ffffu
 
 /* 0x54 HW_SIZE3: neurons of layer 3 (2) */
 #define LEARNER_KERNEL_S4_HW_SIZE3_OFFSET                 0x54
-#define LEARNER_KERNEL_S4_HW_SIZE3_RESET                  0x00000000u
+#define LEARNER_KERNEL_S4_HW_SIZE3_RESET                  0x00000002u
 #define LEARNER_KERNEL_S4_HW_SIZE3_SHIFT                  0             /* ro: neurons of layer 3 (2) */
 #define LEARNER_KERNEL_S4_HW_SIZE3_WIDTH                  16
 #define LEARNER_KERNEL_S4_HW_SIZE3_MASK                   0x0000ffffu
@@ -312,14 +312,14 @@
 
 /* 0x74 DMA_WINDOW: bytes of the accelerator's memory window */
 #define LEARNER_KERNEL_S4_DMA_WINDOW_OFFSET               0x74
-#define LEARNER_KERNEL_S4_DMA_WINDOW_RESET                0x00000000u
+#define LEARNER_KERNEL_S4_DMA_WINDOW_RESET                0x00100000u
 #define LEARNER_KERNEL_S4_DMA_WINDOW_SHIFT                0             /* ro: bytes of the accelerator's memory window */
 #define LEARNER_KERNEL_S4_DMA_WINDOW_WIDTH                32
 #define LEARNER_KERNEL_S4_DMA_WINDOW_MASK                 0xffffffffu
 
 /* 0x78 DMA_ALIGN: granularities of a copy */
 #define LEARNER_KERNEL_S4_DMA_ALIGN_OFFSET                0x78
-#define LEARNER_KERNEL_S4_DMA_ALIGN_RESET                 0x00000000u
+#define LEARNER_KERNEL_S4_DMA_ALIGN_RESET                 0x00100040u
 #define LEARNER_KERNEL_S4_DMA_ALIGN_OFFSET_SHIFT          0             /* ro: DMA_OFFSET must be a multiple of this (gmem_data_width / 8) */
 #define LEARNER_KERNEL_S4_DMA_ALIGN_OFFSET_WIDTH          16
 #define LEARNER_KERNEL_S4_DMA_ALIGN_OFFSET_MASK           0x0000ffffu
@@ -329,7 +329,7 @@
 
 /* 0x7c SHELL_VERSION: version of this register layout (1) */
 #define LEARNER_KERNEL_S4_SHELL_VERSION_OFFSET            0x7c
-#define LEARNER_KERNEL_S4_SHELL_VERSION_RESET             0x00000000u
+#define LEARNER_KERNEL_S4_SHELL_VERSION_RESET             0x00000001u
 #define LEARNER_KERNEL_S4_SHELL_VERSION_SHIFT             0             /* ro: version of this register layout (1) */
 #define LEARNER_KERNEL_S4_SHELL_VERSION_WIDTH             32
 #define LEARNER_KERNEL_S4_SHELL_VERSION_MASK              0xffffffffu

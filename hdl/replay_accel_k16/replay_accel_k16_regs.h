@@ -171,14 +171,14 @@
 
 /* 0x44 HW_CAPACITY: leaves N (65536) */
 #define REPLAY_ACCEL_K16_HW_CAPACITY_OFFSET               0x44
-#define REPLAY_ACCEL_K16_HW_CAPACITY_RESET                0x00000000u
+#define REPLAY_ACCEL_K16_HW_CAPACITY_RESET                0x00010000u
 #define REPLAY_ACCEL_K16_HW_CAPACITY_SHIFT                0             /* ro: leaves N (65536) */
 #define REPLAY_ACCEL_K16_HW_CAPACITY_WIDTH                32
 #define REPLAY_ACCEL_K16_HW_CAPACITY_MASK                 0xffffffffu
 
 /* 0x48 HW_TREE: fanout K, levels, tree latency in cycles */
 #define REPLAY_ACCEL_K16_HW_TREE_OFFSET                   0x48
-#define REPLAY_ACCEL_K16_HW_TREE_RESET                    0x00000000u
+#define REPLAY_ACCEL_K16_HW_TREE_RESET                    0x002e0410u
 #define REPLAY_ACCEL_K16_HW_TREE_FANOUT_SHIFT             0             /* ro */
 #define REPLAY_ACCEL_K16_HW_TREE_FANOUT_WIDTH             8
 #define REPLAY_ACCEL_K16_HW_TREE_FANOUT_MASK              0x000000ffu
@@ -191,7 +191,7 @@
 
 /* 0x4c HW_FORMAT: number formats */
 #define REPLAY_ACCEL_K16_HW_FORMAT_OFFSET                 0x4c
-#define REPLAY_ACCEL_K16_HW_FORMAT_RESET                  0x00000000u
+#define REPLAY_ACCEL_K16_HW_FORMAT_RESET                  0x20081020u
 #define REPLAY_ACCEL_K16_HW_FORMAT_PRIORITY_WIDTH_SHIFT   0             /* ro */
 #define REPLAY_ACCEL_K16_HW_FORMAT_PRIORITY_WIDTH_WIDTH   8
 #define REPLAY_ACCEL_K16_HW_FORMAT_PRIORITY_WIDTH_MASK    0x000000ffu
@@ -207,7 +207,7 @@
 
 /* 0x50 HW_MAX_BATCH: largest batch (4096) */
 #define REPLAY_ACCEL_K16_HW_MAX_BATCH_OFFSET              0x50
-#define REPLAY_ACCEL_K16_HW_MAX_BATCH_RESET               0x00000000u
+#define REPLAY_ACCEL_K16_HW_MAX_BATCH_RESET               0x00001000u
 #define REPLAY_ACCEL_K16_HW_MAX_BATCH_SHIFT               0             /* ro: largest batch (4096) */
 #define REPLAY_ACCEL_K16_HW_MAX_BATCH_WIDTH               32
 #define REPLAY_ACCEL_K16_HW_MAX_BATCH_MASK                0xffffffffu

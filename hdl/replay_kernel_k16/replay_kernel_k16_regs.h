@@ -171,14 +171,14 @@
 
 /* 0x44 HW_CAPACITY: leaves N (65536) */
 #define REPLAY_KERNEL_K16_HW_CAPACITY_OFFSET               0x44
-#define REPLAY_KERNEL_K16_HW_CAPACITY_RESET                0x00000000u
+#define REPLAY_KERNEL_K16_HW_CAPACITY_RESET                0x00010000u
 #define REPLAY_KERNEL_K16_HW_CAPACITY_SHIFT                0             /* ro: leaves N (65536) */
 #define REPLAY_KERNEL_K16_HW_CAPACITY_WIDTH                32
 #define REPLAY_KERNEL_K16_HW_CAPACITY_MASK                 0xffffffffu
 
 /* 0x48 HW_TREE: fanout K, levels, tree latency in cycles */
 #define REPLAY_KERNEL_K16_HW_TREE_OFFSET                   0x48
-#define REPLAY_KERNEL_K16_HW_TREE_RESET                    0x00000000u
+#define REPLAY_KERNEL_K16_HW_TREE_RESET                    0x002e0410u
 #define REPLAY_KERNEL_K16_HW_TREE_FANOUT_SHIFT             0             /* ro */
 #define REPLAY_KERNEL_K16_HW_TREE_FANOUT_WIDTH             8
 #define REPLAY_KERNEL_K16_HW_TREE_FANOUT_MASK              0x000000ffu
@@ -191,7 +191,7 @@
 
 /* 0x4c HW_FORMAT: number formats */
 #define REPLAY_KERNEL_K16_HW_FORMAT_OFFSET                 0x4c
-#define REPLAY_KERNEL_K16_HW_FORMAT_RESET                  0x00000000u
+#define REPLAY_KERNEL_K16_HW_FORMAT_RESET                  0x20081020u
 #define REPLAY_KERNEL_K16_HW_FORMAT_PRIORITY_WIDTH_SHIFT   0             /* ro */
 #define REPLAY_KERNEL_K16_HW_FORMAT_PRIORITY_WIDTH_WIDTH   8
 #define REPLAY_KERNEL_K16_HW_FORMAT_PRIORITY_WIDTH_MASK    0x000000ffu
@@ -207,7 +207,7 @@
 
 /* 0x50 HW_MAX_BATCH: largest batch (4096) */
 #define REPLAY_KERNEL_K16_HW_MAX_BATCH_OFFSET              0x50
-#define REPLAY_KERNEL_K16_HW_MAX_BATCH_RESET               0x00000000u
+#define REPLAY_KERNEL_K16_HW_MAX_BATCH_RESET               0x00001000u
 #define REPLAY_KERNEL_K16_HW_MAX_BATCH_SHIFT               0             /* ro: largest batch (4096) */
 #define REPLAY_KERNEL_K16_HW_MAX_BATCH_WIDTH               32
 #define REPLAY_KERNEL_K16_HW_MAX_BATCH_MASK                0xffffffffu
@@ -281,14 +281,14 @@
 
 /* 0x70 DMA_WINDOW: bytes of the accelerator's memory window */
 #define REPLAY_KERNEL_K16_DMA_WINDOW_OFFSET                0x70
-#define REPLAY_KERNEL_K16_DMA_WINDOW_RESET                 0x00000000u
+#define REPLAY_KERNEL_K16_DMA_WINDOW_RESET                 0x00028000u
 #define REPLAY_KERNEL_K16_DMA_WINDOW_SHIFT                 0             /* ro: bytes of the accelerator's memory window */
 #define REPLAY_KERNEL_K16_DMA_WINDOW_WIDTH                 32
 #define REPLAY_KERNEL_K16_DMA_WINDOW_MASK                  0xffffffffu
 
 /* 0x74 DMA_ALIGN: granularities of a copy */
 #define REPLAY_KERNEL_K16_DMA_ALIGN_OFFSET                 0x74
-#define REPLAY_KERNEL_K16_DMA_ALIGN_RESET                  0x00000000u
+#define REPLAY_KERNEL_K16_DMA_ALIGN_RESET                  0x00080040u
 #define REPLAY_KERNEL_K16_DMA_ALIGN_OFFSET_SHIFT           0             /* ro: DMA_OFFSET must be a multiple of this (gmem_data_width / 8) */
 #define REPLAY_KERNEL_K16_DMA_ALIGN_OFFSET_WIDTH           16
 #define REPLAY_KERNEL_K16_DMA_ALIGN_OFFSET_MASK            0x0000ffffu
@@ -298,7 +298,7 @@
 
 /* 0x78 SHELL_VERSION: version of this register layout (1) */
 #define REPLAY_KERNEL_K16_SHELL_VERSION_OFFSET             0x78
-#define REPLAY_KERNEL_K16_SHELL_VERSION_RESET              0x00000000u
+#define REPLAY_KERNEL_K16_SHELL_VERSION_RESET              0x00000001u
 #define REPLAY_KERNEL_K16_SHELL_VERSION_SHIFT              0             /* ro: version of this register layout (1) */
 #define REPLAY_KERNEL_K16_SHELL_VERSION_WIDTH              32
 #define REPLAY_KERNEL_K16_SHELL_VERSION_MASK               0xffffffffu
