@@ -100,7 +100,7 @@ def test_sixteen_bit_codes_meet_the_tighter_target():
     assert rel(acc.returns, ref.returns) <= 1e-3
 
 
-def test_runs_on_a_pynq_device_spec(monkeypatch):
+def test_runs_on_a_pynq_device_spec(monkeypatch, tmp_path):
     """The same buffer on a device spec: ``pynq:BITFILE`` opens the overlay (a fake pynq over
     a golden device's memory) and reads the configuration back from the HW_* registers."""
     from driver_util import fake_pynq_overlay
@@ -112,9 +112,11 @@ def test_runs_on_a_pynq_device_spec(monkeypatch):
     _, cfg = shipped_config(module)
     fake_pynq_overlay(monkeypatch, GoldenDevice(cfg), "gae_accel_0", module)
     monkeypatch.setattr(devices, "_OVERLAYS", {})
+    for name in ("gae.bit", "gae.hwh"):          # the spec's files must exist
+        (tmp_path / name).write_bytes(b"")
     T, M = 16, 4
     batch = random_batch(np.random.default_rng(2), T, M)
-    ref, acc = buffers(T, M, gae="pynq:gae.bit")
+    ref, acc = buffers(T, M, gae=f"pynq:{tmp_path / 'gae.bit'}")
     assert (acc.gae.config.n_pe, acc.gae.config.depth) == (cfg.n_pe, cfg.depth)   # read back
     fill(ref, batch)
     fill(acc, batch)
