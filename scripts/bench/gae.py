@@ -155,6 +155,11 @@ def rows(quick: bool, env, shapes=None) -> list:
                 f"codes in place), Alveo", shape=f"T={T} x N={N}", baselines=dict(times),
                 host_us=host, traffic=traffic[module],
                 run_cycles=run_cycles(kcfg.accel, T, N)))
+    env.note("gae refinement", "these rows time one kernel run per call; the default driver "
+             "(result_tolerance 0.03) runs a batch's error as a second batch when its error "
+             "bound exceeds 3 % (about half of random batches over the promised ranges, 1.8 "
+             "runs per call on average: scripts/gae_accuracy.py, docs/gae.md), which adds about "
+             "one call's host, bus and kernel time to those")
     env.note("gae PPO view", "the batch rows are compute() after the rollout; the streamed "
              "rows are the time left after the last environment step when the rollout pushes "
              "each step (GaeDriver.stream)")
