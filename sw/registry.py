@@ -347,12 +347,15 @@ SHIPPED = [
     # The same network on 8 x 8 tensor units (one DSP per cell: 755 DSPs, 44 % of the
     # ZCU106's): a step of 64 samples in 5,614 cycles instead of 20,307 (docs/learner.md).
     ("learner_kernel_s8", "learner-kernel", _S8_LEARNER),
-    # The fused DQN trainer (docs/trainer.md) around learner_kernel_s8's learner, CartPole
-    # 4-64-64-2: on the ZCU106, 2^16 records in PS DDR over a 128-bit S_AXI_HP port ...
+    # The fused DQN trainer (docs/trainer.md) around an 8 x 8 learner, CartPole 4-64-64-2: on
+    # the ZCU106, 2^16 records in PS DDR over a 128-bit S_AXI_HP port, batches up to 64 (with
+    # learner_kernel_s8's B <= 256 its regions and the tree need 317 BRAM36 of the XCZU7EV's
+    # 312; with B <= 64, 106 for the learner) ...
     ("dqn_trainer_zcu106", "dqn-trainer", {
-        "learner": _S8_LEARNER, "tree": {"fanout": 16, "capacity": 1 << 16, "max_batch": 256},
-        "storage_width": 128}),
-    # ... and as an Alveo U250 kernel, 2^20 records in card DDR over a 512-bit AXI4 master.
+        "learner": {**_S8_LEARNER, "max_batch": 64},
+        "tree": {"fanout": 16, "capacity": 1 << 16, "max_batch": 64}, "storage_width": 128}),
+    # ... and as an Alveo U250 kernel with learner_kernel_s8's learner (B <= 256), 2^20
+    # records in card DDR over a 512-bit AXI4 master.
     ("dqn_trainer_u250", "dqn-trainer", {
         "learner": _S8_LEARNER, "tree": {"fanout": 16, "capacity": 1 << 20, "max_batch": 256},
         "storage_width": 512}),

@@ -245,7 +245,7 @@
 
 /* 0x70 HW_TRAINER: largest batch, priority write-back delay, storage bus bytes */
 #define DQN_TRAINER_ZCU106_HW_TRAINER_OFFSET               0x70
-#define DQN_TRAINER_ZCU106_HW_TRAINER_RESET                0x01010100u
+#define DQN_TRAINER_ZCU106_HW_TRAINER_RESET                0x01010040u
 #define DQN_TRAINER_ZCU106_HW_TRAINER_MAX_BATCH_SHIFT      0             /* ro */
 #define DQN_TRAINER_ZCU106_HW_TRAINER_MAX_BATCH_WIDTH      16
 #define DQN_TRAINER_ZCU106_HW_TRAINER_MAX_BATCH_MASK       0x0000ffffu

@@ -1,6 +1,7 @@
 """The trainer configurations the project defines: the shipped modules ``dqn_trainer_zcu106``
-and ``dqn_trainer_u250`` (:data:`sw.registry.SHIPPED`: the fastest learner that is
-synthesized and fits the XCZU7EV, ``learner_kernel_s8``'s 8 × 8 arrays), one per board with
+and ``dqn_trainer_u250`` (:data:`sw.registry.SHIPPED`: the 8 × 8 arrays of
+``learner_kernel_s8``, the fastest synthesized learner; on the ZCU106 with batches up to 64,
+so that the trainer fits the XCZU7EV's block RAM), one per board with
 the learner the design space exploration picks for B <= 64 (``sw.registry.CANDIDATES``: fits
 by the resource model, which matches Yosys on BRAM36 and DSP, but not generated and
 synthesized yet), all with CartPole's 4-64-64-2 network; and CF'22's second network,
