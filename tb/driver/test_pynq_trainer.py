@@ -102,6 +102,7 @@ def test_trainer_through_pynq_on_its_block_design(pynq_state, tmp_path, monkeypa
     assert overlay.ip_dict[inst]["registers"]["BASE"]["size"] == 64
 
     dev = PynqTrainerDevice(overlay=overlay, config=SIM_CONFIG, use_interrupt=False)
+    dev.time, dev.sleep = gold.time, gold.sleep           # the model's clock, not the wall's
     assert dev.instance == inst and dev.storage_address == BUFFER_ADDRESS
     got = session(dev, SIM_CONFIG, launches=2, steps=4)
     compare(got, session(TrainerGoldenDevice(SIM_CONFIG), SIM_CONFIG, launches=2, steps=4))

@@ -3,7 +3,7 @@ over the golden trainer device: the driver session gives the same transcript as 
 device itself, so every record reaches the device's memory (flush / sync to the device) before
 its doorbell and every read sees the device's writes (invalidate / sync from the device).
 The fakes keep the host's copy of the buffer apart from the device's, so a missing flush or
-sync shows. (XrtTrainerDevice also runs on the Verilated RTL: tb/trainer/test_accelerator_rtl.)
+sync shows; the devices take the golden model's clock (timeouts independent of the load). (XrtTrainerDevice also runs on the Verilated RTL: tb/trainer/test_accelerator_rtl.)
 """
 
 import sys
@@ -120,6 +120,7 @@ def test_pynq_trainer_device_runs_the_session(monkeypatch):
         "phys_addr": 0xA000_0000, "addr_range": 0x1000, "type": f"{TRAINER_VLNV[:-4]}_x:1.0",
         "interrupts": {}}})
     dev = PynqTrainerDevice(overlay=overlay, config=SIM_CONFIG)
+    dev.time, dev.sleep = gold.time, gold.sleep           # the model's clock, not the wall's
     assert dev.storage_address == ADDRESS and not dev.has_interrupt
     got = session(dev, SIM_CONFIG, launches=3, steps=5)
     compare(got, session(_gold(), SIM_CONFIG, launches=3, steps=5))
@@ -131,6 +132,7 @@ def test_xrt_trainer_device_runs_the_session(monkeypatch):
     gold, log = _gold(), []
     monkeypatch.setitem(sys.modules, "pyxrt", fake_pyxrt(gold, log))
     dev = XrtTrainerDevice("k.xclbin", config=SIM_CONFIG, kernel="dqn_trainer_small")
+    dev.time, dev.sleep = gold.time, gold.sleep
     assert log[0] == ("ip", "dqn_trainer_small:{dqn_trainer_small_1}")
     got = session(dev, SIM_CONFIG, launches=3, steps=5)
     compare(got, session(_gold(), SIM_CONFIG, launches=3, steps=5))
