@@ -162,37 +162,6 @@ class _BankHost(_Hosted):
         return self._o().inserted_tids()
 
 
-class _TrainerHost(_Hosted):
-    target, role = TrainerWorker, "trainer"
-
-    def insert(self, batch):
-        return self._o().insert(batch)
-
-    def insert_many(self, batches):
-        return self._o().insert_many(batches)
-
-    def size(self):
-        return self._o().size()
-
-    def stats(self):
-        return self._o().stats()
-
-    def train(self, steps):
-        return self._o().train(steps)
-
-    def flush(self):
-        return self._o().flush()
-
-    def weights(self, target=False):
-        return self._o().weights(target)
-
-    def set_weights(self, net, sync_target=False):
-        return self._o().set_weights(net, sync_target)
-
-    def counters(self):
-        return self._o().counters()
-
-
 class _LearnerHost(_Hosted):
     target, role = LearnerWorker, "learner"
 
@@ -210,6 +179,12 @@ class _LearnerHost(_Hosted):
 
     def counters(self):
         return self._o().counters()
+
+
+class _TrainerHost(_LearnerHost, _BankHost):
+    """The fused trainer, which is the bank and the learner (:mod:`sw.dist.trainer`): the
+    learner's calls and the bank's inserts, size and stats."""
+    target, role = TrainerWorker, "trainer"
 
 
 # -- results ---------------------------------------------------------------------------------

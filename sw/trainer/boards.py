@@ -21,6 +21,7 @@ and ``pyxrt`` are imported only when a device is made.
 import numpy as np
 
 from sw.driver.mmio import Device, MemoryPort, byte_view, check_span
+from sw.driver.pynq_device import PynqDevice
 from sw.registry import block_of_module, shipped_config, vlnv
 
 from .layout import storage_bytes
@@ -93,8 +94,8 @@ class PynqTrainerDevice(Device):
 
     def __init__(self, bitfile=None, *, overlay=None, config=None,
                  module="dqn_trainer_zcu106", name=None, use_interrupt=True, download=True):
-        from sw.driver.pynq_device import (PynqDevice, PynqMmio, _import_pynq,
-                                           find_gae_windows, overlay_windows)
+        from sw.driver.pynq_device import (PynqMmio, _import_pynq, find_gae_windows,
+                                           overlay_windows)
         pynq = _import_pynq()
         self.config = _config(config, module)
         if overlay is None:
@@ -127,29 +128,12 @@ class PynqTrainerDevice(Device):
             self._interrupt = PynqDevice._find_interrupt(pynq, instance, control)
         self.has_interrupt = self._interrupt is not None
 
-    def wait_interrupt(self, timeout: float) -> bool:
-        import asyncio
-
-        from sw.driver.pynq_device import _LoopThread
-        if self._interrupt is None:
-            raise NotImplementedError("no interrupt connected; poll CTRL.AP_DONE")
-        if self._loop is None:
-            self._loop = _LoopThread()
-
-        async def wait():
-            await asyncio.wait_for(self._interrupt.wait(), timeout)
-
-        try:
-            self._loop.run(wait())
-        except (asyncio.TimeoutError, TimeoutError):
-            return False
-        return True
+    # The interrupt wait of PynqDevice (its ``_interrupt`` and ``_loop``).
+    wait_interrupt = PynqDevice.wait_interrupt
 
     def close(self):
         """Free the buffer (and stop the interrupt loop)."""
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
+        PynqDevice.close(self)
         if getattr(self, "buffer", None) is not None:
             free = getattr(self.buffer, "freebuffer", None)
             if free is not None:

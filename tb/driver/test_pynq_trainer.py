@@ -26,7 +26,7 @@ from sw.trainer.boards import TRAINER_VLNV, PynqTrainerDevice  # noqa: E402
 from sw.trainer.device import TrainerGoldenDevice  # noqa: E402
 
 from pynq_board import BoardSpace, memory_device, write_overlay  # noqa: E402
-from trainer.trainer_session import SIM_CONFIG, compare, session  # noqa: E402
+from trainer.trainer_session import SIM_CONFIG, HostBuffer, compare, session  # noqa: E402
 
 MODULE = "dqn_trainer_zcu106"
 #: Where the stand-in pynq.allocate puts the buffer: PS DDR (HP0_DDR_LOW), as a CMA buffer.
@@ -54,24 +54,6 @@ def pynq_state(monkeypatch, tmp_path):
         del pynq.Device._devices
 
 
-class HostBuffer(np.ndarray):
-    """A ``pynq.allocate`` buffer: the host's copy; ``flush`` hands it to the device's side (the
-    golden device's storage), ``invalidate`` takes the device's writes back."""
-
-    def bind(self, device_bytes, log):
-        self.device_bytes, self.log = device_bytes, log
-        self.physical_address = BUFFER_ADDRESS
-        return self
-
-    def flush(self):
-        self.log.append("flush")
-        self.device_bytes[:] = self
-
-    def invalidate(self):
-        self.log.append("invalidate")
-        self[:] = self.device_bytes
-
-
 def test_trainer_through_pynq_on_its_block_design(pynq_state, tmp_path, monkeypatch):
     gold, log = TrainerGoldenDevice(SIM_CONFIG), []
     bit, acc = write_overlay(tmp_path, MODULE)
@@ -80,7 +62,8 @@ def test_trainer_through_pynq_on_its_block_design(pynq_state, tmp_path, monkeypa
 
     def allocate(shape, dtype, **kw):
         assert dtype == np.uint8 and shape == (gold.storage().size,)
-        return np.zeros(shape, np.uint8).view(HostBuffer).bind(gold.storage(), log)
+        return np.zeros(shape, np.uint8).view(HostBuffer).bind(gold.storage(), log,
+                                                              physical_address=BUFFER_ADDRESS)
 
     monkeypatch.setattr(pynq, "allocate", allocate)
     overlay = pynq.Overlay(str(bit))

@@ -16,27 +16,10 @@ from sw.trainer.boards import TRAINER_VLNV, PynqTrainerDevice, XrtTrainerDevice
 from sw.trainer.device import TrainerGoldenDevice
 from sw.trainer.spec import trainer_register_map
 
-from .trainer_session import SIM_CONFIG, compare, session
+from .trainer_session import SIM_CONFIG, HostBuffer, compare, session
 
 ADDRESS = 0x7_0000_0000
 SIM_CONFIG_BASE_HI = trainer_register_map(SIM_CONFIG).offset("BASE_HI")
-
-
-class HostBuffer(np.ndarray):
-    """The host's view of a buffer: ``flush`` copies it to ``device``, ``invalidate`` back."""
-
-    def bind(self, device_bytes, log):
-        self.device_bytes, self.log = device_bytes, log
-        self.device_address = ADDRESS
-        return self
-
-    def flush(self):
-        self.log.append("flush")
-        self.device_bytes[:] = self
-
-    def invalidate(self):
-        self.log.append("invalidate")
-        self[:] = self.device_bytes
 
 
 def fake_pynq(dev, log):
@@ -54,7 +37,8 @@ def fake_pynq(dev, log):
 
     def allocate(shape, dtype, **kw):
         assert dtype == np.uint8 and shape == (dev.storage().size,)
-        return np.zeros(shape, np.uint8).view(HostBuffer).bind(dev.storage(), log)
+        return np.zeros(shape, np.uint8).view(HostBuffer).bind(dev.storage(), log,
+                                                             device_address=ADDRESS)
 
     class Interrupt:
         def __init__(self, pin):

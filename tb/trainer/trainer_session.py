@@ -20,6 +20,27 @@ HYPER = dict(lr=0.05, gamma=0.9, alpha=0.6, beta=0.4, eps=1e-3, sync_period=5,
              snapshot_period=4, trace_period=3)
 
 
+class HostBuffer(np.ndarray):
+    """A fake ``pynq.allocate`` buffer: the host's copy; ``flush`` hands it to the device's side
+    (a golden device's storage), ``invalidate`` takes the device's writes back, each logged."""
+
+    def bind(self, device_bytes, log, **addresses):
+        """The buffer on ``device_bytes``, logging to ``log``, with ``addresses`` (PYNQ's
+        ``device_address`` or ``physical_address``) as attributes."""
+        self.device_bytes, self.log = device_bytes, log
+        for name, value in addresses.items():
+            setattr(self, name, value)
+        return self
+
+    def flush(self):
+        self.log.append("flush")
+        self.device_bytes[:] = self
+
+    def invalidate(self):
+        self.log.append("invalidate")
+        self[:] = self.device_bytes
+
+
 def transitions(n, seed):
     rng = np.random.default_rng(seed)
     obs = rng.normal(0, 0.7, (n, 4))
