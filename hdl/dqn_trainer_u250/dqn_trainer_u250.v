@@ -250,22 +250,22 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .awready(m_axi_gmem_awready),
     .base_hi(base_hi),
     .base_lo(base_lo),
-    .\batch_size$207 (batch_size),
+    .\batch_size$212 (batch_size),
     .beta(beta),
-    .\busy$146 (busy),
+    .\busy$145 (busy),
     .bvalid(m_axi_gmem_bvalid),
     .clk(ap_clk),
     .cmd(cmd),
     .consumed(consumed),
-    .\cycles$148 (cycles),
-    .\done$188 (ap_done),
+    .\cycles$147 (cycles),
+    .\done$184 (ap_done),
     .eps(eps),
-    .\error$150 (status_error),
+    .\error$149 (status_error),
     .g_rid(m_axi_gmem_rid),
     .g_rlast(m_axi_gmem_rlast),
     .g_rresp(m_axi_gmem_rresp),
-    .\gamma$209 (gamma),
-    .\lr$208 (lr),
+    .\gamma$214 (gamma),
+    .\lr$213 (lr),
     .m_axi_gmem_araddr(m_axi_gmem_araddr),
     .m_axi_gmem_arburst(m_axi_gmem_arburst),
     .m_axi_gmem_arid(m_axi_gmem_arid),
@@ -282,14 +282,14 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
     .producer(producer),
     .rdata(m_axi_gmem_rdata),
-    .\ready$167 (ap_ready),
+    .\ready$159 (ap_ready),
     .rst(rst),
     .rvalid(m_axi_gmem_rvalid),
     .sampled(sampled),
     .seed(seed),
     .snapshot_period(snapshot_period),
     .snapshot_seq(snapshot_seq),
-    .\start$166 (start),
+    .\start$158 (start),
     .status_learner_overflow(status_learner_overflow),
     .status_overrun(status_overrun),
     .status_priority_saturated(status_priority_saturated),
@@ -300,7 +300,7 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .steps_total(steps_total),
     .stop(stop),
     .stop_clear(\stop_clear$171 ),
-    .\sync_period$213 (sync_period),
+    .\sync_period$218 (sync_period),
     .trace_count(trace_count),
     .trace_period(trace_period),
     .wready(m_axi_gmem_wready)
@@ -466,8 +466,8 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, awready, wready, bvalid, rst, m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arvalid, m_axi_gmem_arid, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_rready, \start$166 , cmd, steps, \batch_size$207 
-, \lr$208 , \gamma$209 , alpha, beta, eps, \sync_period$213 , snapshot_period, trace_period, seed, base_lo, base_hi, producer, stop, \ready$167 , stop_clear, \done$188 , \cycles$148 , status_learner_overflow, \busy$146 , \error$150 , status_stopped
+module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, awready, wready, bvalid, rst, m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arvalid, m_axi_gmem_arid, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_rready, \start$158 , cmd, steps, \batch_size$212 
+, \lr$213 , \gamma$214 , alpha, beta, eps, \sync_period$218 , snapshot_period, trace_period, seed, base_lo, base_hi, producer, stop, \ready$159 , stop_clear, \done$184 , \cycles$147 , status_learner_overflow, \busy$145 , \error$149 , status_stopped
 , steps_done, steps_total, sampled, snapshot_seq, trace_count, status_weight_underflow, status_overrun, consumed, status_priority_saturated, m_axi_gmem_awvalid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_wdata, m_axi_gmem_wvalid, m_axi_gmem_wlast, m_axi_gmem_wstrb, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -477,12 +477,19 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
 `endif
   wire \$1 ;
   wire \$10 ;
-  reg [15:0] \$100 ;
-  reg \$101 ;
+  reg [31:0] \$100 ;
+  reg [31:0] \$101 ;
+  reg [31:0] \$102 ;
+  reg [31:0] \$103 ;
+  reg [31:0] \$104 ;
+  reg [15:0] \$105 ;
+  reg \$106 ;
+  reg \$107 ;
+  reg \$108 ;
   wire \$11 ;
   wire \$12 ;
   wire \$13 ;
-  wire [16:0] \$14 ;
+  wire \$14 ;
   wire \$15 ;
   wire \$16 ;
   wire \$17 ;
@@ -492,98 +499,98 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire \$20 ;
   wire \$21 ;
   wire \$22 ;
-  wire [32:0] \$23 ;
+  wire \$23 ;
   wire \$24 ;
-  wire \$25 ;
+  wire [32:0] \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire \$29 ;
-  wire \$3 ;
-  wire \$30 ;
+  wire [17:0] \$29 ;
+  wire [32:0] \$3 ;
+  wire [17:0] \$30 ;
   wire \$31 ;
-  wire \$32 ;
-  wire \$33 ;
-  wire \$34 ;
-  wire \$35 ;
+  wire [31:0] \$32 ;
+  wire [32:0] \$33 ;
+  wire [16:0] \$34 ;
+  wire [16:0] \$35 ;
   wire \$36 ;
-  wire \$37 ;
+  wire [16:0] \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
+  wire [32:0] \$4 ;
   wire \$40 ;
   wire \$41 ;
   wire \$42 ;
-  wire [32:0] \$43 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire [31:0] \$47 ;
-  wire [32:0] \$48 ;
+  wire \$47 ;
+  wire \$48 ;
   wire \$49 ;
-  wire [17:0] \$5 ;
+  wire [32:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire \$52 ;
+  wire [32:0] \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
+  wire [16:0] \$54 ;
+  wire [16:0] \$55 ;
+  wire [16:0] \$56 ;
+  wire [32:0] \$57 ;
   wire [32:0] \$58 ;
-  wire \$59 ;
-  wire [17:0] \$6 ;
-  wire [16:0] \$60 ;
-  wire [16:0] \$61 ;
-  wire [16:0] \$62 ;
-  wire [32:0] \$63 ;
-  wire [32:0] \$64 ;
-  wire [32:0] \$65 ;
-  wire [32:0] \$66 ;
+  wire [32:0] \$59 ;
+  wire \$6 ;
+  wire [32:0] \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire \$66 ;
   wire [32:0] \$67 ;
-  wire \$68 ;
-  wire \$69 ;
-  wire [33:0] \$7 ;
-  wire \$70 ;
-  wire [32:0] \$71 ;
-  reg [31:0] \$72 ;
-  reg \$73 ;
+  wire [32:0] \$68 ;
+  reg [31:0] \$69 ;
+  wire \$7 ;
+  reg \$70 ;
+  reg [16:0] \$71 ;
+  reg \$72 ;
+  reg [31:0] \$73 ;
   reg [31:0] \$74 ;
   reg [31:0] \$75 ;
-  reg [2:0] \$76 ;
-  reg [31:0] \$77 ;
-  reg [12:0] \$78 ;
-  reg [23:0] \$79 ;
-  wire [32:0] \$8 ;
-  reg [23:0] \$80 ;
-  reg [24:0] \$81 ;
-  reg [24:0] \$82 ;
-  reg [23:0] \$83 ;
-  reg [15:0] \$84 ;
-  reg [15:0] \$85 ;
-  reg [15:0] \$86 ;
-  reg [31:0] \$87 ;
-  reg [63:0] \$88 ;
-  reg \$89 ;
+  reg [31:0] \$76 ;
+  reg \$77 ;
+  reg \$78 ;
+  reg \$79 ;
+  wire \$8 ;
+  reg \$80 ;
+  reg [2:0] \$81 ;
+  reg [31:0] \$82 ;
+  reg [12:0] \$83 ;
+  reg [23:0] \$84 ;
+  reg [23:0] \$85 ;
+  reg [24:0] \$86 ;
+  reg [24:0] \$87 ;
+  reg [23:0] \$88 ;
+  reg [15:0] \$89 ;
   wire \$9 ;
-  reg [1:0] \$90 ;
-  reg \$91 ;
+  reg [15:0] \$90 ;
+  reg [15:0] \$91 ;
   reg [31:0] \$92 ;
-  reg [4:0] \$93 ;
-  reg [31:0] \$94 ;
-  reg [31:0] \$95 ;
-  reg [31:0] \$96 ;
+  reg [63:0] \$93 ;
+  reg \$94 ;
+  reg [1:0] \$95 ;
+  reg \$96 ;
   reg [31:0] \$97 ;
-  reg [31:0] \$98 ;
+  reg [4:0] \$98 ;
   reg [31:0] \$99 ;
   (* init = 32'd0 *)
   wire [31:0] \$signal ;
   (* init = 32'd0 *)
-  wire [31:0] \$signal$129 ;
+  wire [31:0] \$signal$128 ;
   (* init = 32'd0 *)
-  wire [31:0] \$signal$133 ;
+  wire [31:0] \$signal$132 ;
   reg [31:0] \$signal$153  = 32'd0;
-  reg [31:0] \$signal$158  = 32'd0;
+  reg [31:0] \$signal$208  = 32'd0;
   wire [31:0] ahead;
   input [24:0] alpha;
   wire [24:0] alpha;
@@ -620,18 +627,17 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [31:0] base_lo;
   wire [12:0] batch_size;
   wire [12:0] \batch_size$13 ;
-  input [12:0] \batch_size$207 ;
-  wire [12:0] \batch_size$207 ;
+  input [12:0] \batch_size$212 ;
+  wire [12:0] \batch_size$212 ;
   input [24:0] beta;
   wire [24:0] beta;
   wire bready;
   wire busy;
   wire \busy$1 ;
-  output \busy$146 ;
-  reg \busy$146  = 1'h0;
+  output \busy$145 ;
+  reg \busy$145  = 1'h0;
   (* init = 1'h0 *)
-  wire \busy$147 ;
-  wire \busy$81 ;
+  wire \busy$146 ;
   input bvalid;
   wire bvalid;
   reg clear_flags;
@@ -640,11 +646,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   input [2:0] cmd;
   wire [2:0] cmd;
   reg [96:0] cmd__payload;
-  reg [54:0] \cmd__payload$181 ;
-  wire [12:0] \cmd__payload$181.batch ;
-  wire [16:0] \cmd__payload$181.gamma ;
-  wire [23:0] \cmd__payload$181.lr ;
-  wire \cmd__payload$181.sync ;
+  reg [54:0] \cmd__payload$173 ;
+  wire [12:0] \cmd__payload$173.batch ;
+  wire [16:0] \cmd__payload$173.gamma ;
+  wire [23:0] \cmd__payload$173.lr ;
+  wire \cmd__payload$173.sync ;
   wire [16:0] \cmd__payload.coef ;
   wire [20:0] \cmd__payload.count ;
   wire [23:0] \cmd__payload.eps ;
@@ -657,35 +663,36 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [2:0] \cmd__payload.op ;
   wire [31:0] \cmd__payload.word ;
   wire cmd__ready;
-  wire \cmd__ready$222 ;
+  wire \cmd__ready$228 ;
   reg cmd__valid;
-  reg \cmd__valid$180 ;
+  reg \cmd__valid$172 ;
   output [31:0] consumed;
   wire [31:0] consumed;
-  wire [31:0] \consumed$125 ;
-  wire [31:0] \consumed$191 ;
+  wire [31:0] \consumed$124 ;
+  wire [31:0] \consumed$187 ;
   wire [31:0] cycles;
-  output [31:0] \cycles$148 ;
-  reg [31:0] \cycles$148  = 32'd0;
+  output [31:0] \cycles$147 ;
+  reg [31:0] \cycles$147  = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \cycles$149 ;
+  wire [31:0] \cycles$148 ;
   wire [31:0] \cycles$3 ;
   wire done;
-  output \done$188 ;
-  reg \done$188 ;
-  wire \done$220 ;
-  wire \done$221 ;
-  wire \done$223 ;
+  output \done$184 ;
+  reg \done$184 ;
+  wire \done$226 ;
+  wire \done$227 ;
+  wire \done$229 ;
   wire \done$5 ;
   input [23:0] eps;
   wire [23:0] eps;
   (* init = 2'h0 *)
   wire [1:0] err;
   wire [1:0] error;
-  output [1:0] \error$150 ;
-  reg [1:0] \error$150  = 2'h0;
+  output [1:0] \error$149 ;
+  reg [1:0] \error$149  = 2'h0;
   wire [1:0] \error$7 ;
   reg \final  = 1'h0;
+  reg final_snap = 1'h0;
   wire [63:0] g_araddr;
   wire [1:0] g_arburst;
   wire g_arid;
@@ -704,23 +711,23 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire g_rvalid;
   wire [16:0] gamma;
   wire [16:0] \gamma$15 ;
-  input [23:0] \gamma$209 ;
-  wire [23:0] \gamma$209 ;
+  input [23:0] \gamma$214 ;
+  wire [23:0] \gamma$214 ;
   wire [15:0] host_addr;
+  wire [15:0] \host_addr$81 ;
   wire [15:0] \host_addr$82 ;
-  wire [15:0] \host_addr$83 ;
   wire [127:0] host_rdata;
+  wire [127:0] \host_rdata$93 ;
   wire [127:0] \host_rdata$94 ;
-  wire [127:0] \host_rdata$95 ;
   wire host_re;
+  wire \host_re$84 ;
   wire \host_re$85 ;
-  wire \host_re$86 ;
   wire [127:0] host_wdata;
+  wire [127:0] \host_wdata$90 ;
   wire [127:0] \host_wdata$91 ;
-  wire [127:0] \host_wdata$92 ;
   wire [15:0] host_we;
+  wire [15:0] \host_we$87 ;
   wire [15:0] \host_we$88 ;
-  wire [15:0] \host_we$89 ;
   wire [19:0] idx__payload;
   wire idx__ready;
   wire idx__valid;
@@ -729,8 +736,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   reg load;
   wire [23:0] lr;
   wire [23:0] \lr$17 ;
-  input [23:0] \lr$208 ;
-  wire [23:0] \lr$208 ;
+  input [23:0] \lr$213 ;
+  wire [23:0] \lr$213 ;
   output [63:0] m_axi_gmem_araddr;
   wire [63:0] m_axi_gmem_araddr;
   output [1:0] m_axi_gmem_arburst;
@@ -779,8 +786,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [511:0] rdata;
   wire reading;
   wire ready;
-  output \ready$167 ;
-  reg \ready$167 ;
+  output \ready$159 ;
+  reg \ready$159 ;
   wire \ready$9 ;
   wire [255:0] rec__payload;
   wire [255:0] \rec__payload$23 ;
@@ -801,13 +808,14 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   output [31:0] sampled;
   reg [31:0] sampled = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \sampled$131 ;
+  wire [31:0] \sampled$130 ;
   wire saturated;
   input [31:0] seed;
   wire [31:0] seed;
   wire [31:0] seq;
   reg [31:0] since_trace = 32'd0;
-  wire snap_due;
+  reg snap_due = 1'h0;
+  reg [31:0] snap_last = 32'd0;
   reg snapshot;
   input [15:0] snapshot_period;
   wire [15:0] snapshot_period;
@@ -815,8 +823,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   reg [31:0] snapshot_seq = 32'd0;
   wire start;
   wire \start$11 ;
-  input \start$166 ;
-  wire \start$166 ;
+  input \start$158 ;
+  wire \start$158 ;
   wire status_bw_overflow;
   wire status_delta_overflow;
   wire status_fw_overflow;
@@ -838,10 +846,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [31:0] steps;
   output [31:0] steps_done;
   reg [31:0] steps_done = 32'd0;
+  reg steps_reached = 1'h0;
   output [31:0] steps_total;
   reg [31:0] steps_total = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \steps_total$190 ;
+  wire [31:0] \steps_total$186 ;
   input stop;
   wire stop;
   output stop_clear;
@@ -849,11 +858,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   (* init = 1'h0 *)
   wire stopped;
   reg [15:0] sync_count = 16'h0000;
-  wire sync_due;
+  reg sync_due = 1'h0;
   wire [15:0] sync_period;
   wire [15:0] \sync_period$19 ;
-  input [15:0] \sync_period$213 ;
-  wire [15:0] \sync_period$213 ;
+  input [15:0] \sync_period$218 ;
+  wire [15:0] \sync_period$218 ;
   wire sync_target;
   wire \sync_target$21 ;
   wire [16:0] td__payload;
@@ -862,24 +871,28 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire \td__ready$37 ;
   wire td__valid;
   wire \td__valid$39 ;
+  reg [16:0] td_mag = 17'h00000;
+  reg td_mag_valid = 1'h0;
   reg [32:0] tot;
   wire [51:0] total;
   reg trace;
   output [31:0] trace_count;
   reg [31:0] trace_count = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \trace_count$135 ;
-  wire trace_due;
+  wire [31:0] \trace_count$134 ;
+  reg trace_due = 1'h0;
   (* init = 32'd0 *)
   wire [31:0] trace_index;
+  reg [31:0] trace_last = 32'd0;
   reg [31:0] trace_n = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \trace_n$194 ;
+  wire [31:0] \trace_n$190 ;
   input [15:0] trace_period;
   wire [15:0] trace_period;
   (* init = 32'd0 *)
   wire [31:0] trace_sum;
   reg [4:0] trainer_state = 5'h00;
+  reg tree_empty = 1'h0;
   wire underflow;
   wire [511:0] wdata;
   wire [16:0] weight__payload;
@@ -893,10 +906,10 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire wready;
   wire [63:0] wstrb;
   wire wvalid;
-  assign host_addr = \busy$81  ? \host_addr$83  : \host_addr$82 ;
-  assign host_re = \busy$81  ? \host_re$86  : \host_re$85 ;
-  assign host_we = \busy$81  ? \host_we$89  : \host_we$88 ;
-  assign host_wdata = \busy$81  ? \host_wdata$92  : \host_wdata$91 ;
+  assign host_addr = \host_addr$81  | \host_addr$82 ;
+  assign host_re = \host_re$84  | \host_re$85 ;
+  assign host_we = \host_we$87  | \host_we$88 ;
+  assign host_wdata = \host_wdata$90  | \host_wdata$91 ;
   assign m_axi_gmem_araddr = reading ? araddr : g_araddr;
   assign m_axi_gmem_arlen = reading ? arlen : 8'h00;
   assign m_axi_gmem_arvalid = reading ? arvalid : g_arvalid;
@@ -905,155 +918,170 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign g_arready = arready & \$1 ;
   assign \$2  = ~ reading;
   assign g_rvalid = rvalid & \$2 ;
-  assign \$3  = td__valid & td__ready;
-  assign \$4  = $signed(td__payload) < $signed(1'h0);
-  assign \$5  = - $signed(td__payload);
-  assign \$6  = \$4  ? \$5  : { td__payload[16], td__payload };
-  assign \$7  = $signed({ 1'h0, \$signal$153  }) + $signed(\$6 );
-  assign \$8  = producer - consumed;
-  assign \$9  = | arg_snapshot_period;
-  assign \$10  = \$signal$158  >= arg_snapshot_period;
-  assign snap_due = \$9  & \$10 ;
-  assign \$11  = | arg_trace_period;
-  assign \$12  = since_trace >= arg_trace_period;
-  assign trace_due = \$11  & \$12 ;
-  assign \$13  = | arg_sync_period;
-  assign \$14  = sync_count + 1'h1;
-  assign \$15  = \$14  >= arg_sync_period;
-  assign sync_due = \$13  & \$15 ;
-  assign \$16  = | arg_steps;
-  assign \$17  = steps_done >= arg_steps;
-  assign \$18  = \$16  & \$17 ;
-  assign \$19  = ! total;
-  assign \$20  = | steps_done;
-  assign \$21  = | \$signal$158 ;
-  assign \$22  = \$20  & \$21 ;
-  assign \$23  = snapshot_seq + 1'h1;
-  assign \$24  = ! trainer_state;
-  assign \$25  = trainer_state == 1'h1;
-  assign \$26  = trainer_state == 2'h2;
-  assign \$27  = trainer_state == 2'h3;
-  assign \$28  = trainer_state == 3'h4;
-  assign \$29  = trainer_state == 3'h5;
-  assign \$30  = trainer_state == 3'h6;
-  assign \$31  = trainer_state == 3'h7;
-  assign \$32  = trainer_state == 4'h8;
-  assign \$33  = trainer_state == 4'h9;
-  assign \$34  = trainer_state == 4'ha;
-  assign \$35  = trainer_state == 4'hb;
-  assign \$36  = trainer_state == 4'hc;
-  assign \$37  = trainer_state == 4'hd;
-  assign \$38  = trainer_state == 4'he;
-  assign \$39  = trainer_state == 4'hf;
-  assign \$40  = trainer_state == 5'h10;
-  assign \$41  = trainer_state == 5'h11;
-  assign \$42  = trainer_state == 5'h12;
-  assign \$43  = \cycles$148  + 1'h1;
-  assign \$44  = | { status_wu_overflow, status_wa_overflow, status_bw_overflow, status_delta_overflow, status_target_overflow, status_target_fw_overflow, status_fw_overflow };
-  assign \$45  = status_learner_overflow | \$44 ;
-  assign \$46  = td__valid & td__ready;
-  assign \$47  = tot[32] ? 32'd4294967295 : tot[31:0];
-  assign \$48  = trace_n + 1'h1;
-  assign \$49  = ! \batch_size$207 ;
-  assign \$50  = \batch_size$207  > 9'h100;
-  assign \$51  = \$49  | \$50 ;
-  assign \$52  = | base_lo[11:0];
-  assign \$53  = | arg_steps;
-  assign \$54  = steps_done >= arg_steps;
-  assign \$55  = \$53  & \$54 ;
-  assign \$56  = ! total;
-  assign \$57  = ! \$8 [31:0];
-  assign \$58  = sampled + arg_batch_size;
-  assign \$59  = sync_count == 16'hffff;
-  assign \$60  = sync_count + 1'h1;
-  assign \$61  = \$59  ? { 1'h0, sync_count } : \$60 ;
-  assign \$62  = sync_due ? 17'h00000 : \$61 ;
-  assign \$63  = steps_total + 1'h1;
-  assign \$64  = steps_done + 1'h1;
-  assign \$65  = \$signal$158  + 1'h1;
-  assign \$66  = since_trace + 1'h1;
+  assign \$3  = \$signal$153  + td_mag;
+  assign \$4  = producer - consumed;
+  assign \$5  = snapshot_seq + 1'h1;
+  assign \$6  = ! trainer_state;
+  assign \$7  = trainer_state == 1'h1;
+  assign \$8  = trainer_state == 2'h2;
+  assign \$9  = trainer_state == 2'h3;
+  assign \$10  = trainer_state == 3'h4;
+  assign \$11  = trainer_state == 3'h5;
+  assign \$12  = trainer_state == 3'h6;
+  assign \$13  = trainer_state == 3'h7;
+  assign \$14  = trainer_state == 4'h8;
+  assign \$15  = trainer_state == 4'h9;
+  assign \$16  = trainer_state == 4'ha;
+  assign \$17  = trainer_state == 4'hb;
+  assign \$18  = trainer_state == 4'hc;
+  assign \$19  = trainer_state == 4'hd;
+  assign \$20  = trainer_state == 4'he;
+  assign \$21  = trainer_state == 4'hf;
+  assign \$22  = trainer_state == 5'h10;
+  assign \$23  = trainer_state == 5'h11;
+  assign \$24  = trainer_state == 5'h12;
+  assign \$25  = \cycles$147  + 1'h1;
+  assign \$26  = | { status_wu_overflow, status_wa_overflow, status_bw_overflow, status_delta_overflow, status_target_overflow, status_target_fw_overflow, status_fw_overflow };
+  assign \$27  = status_learner_overflow | \$26 ;
+  assign \$28  = $signed(td__payload) < $signed(1'h0);
+  assign \$29  = - $signed(td__payload);
+  assign \$30  = \$28  ? \$29  : { td__payload[16], td__payload };
+  assign \$31  = td__valid & td__ready;
+  assign \$32  = tot[32] ? 32'd4294967295 : tot[31:0];
+  assign \$33  = trace_n + 1'h1;
+  assign \$34  = arg_snapshot_period - 1'h1;
+  assign \$35  = arg_trace_period - 1'h1;
+  assign \$36  = | arg_sync_period;
+  assign \$37  = sync_count + 1'h1;
+  assign \$38  = \$37  >= arg_sync_period;
+  assign \$39  = \$36  & \$38 ;
+  assign \$40  = | arg_steps;
+  assign \$41  = steps_done >= arg_steps;
+  assign \$42  = \$40  & \$41 ;
+  assign \$43  = | steps_done;
+  assign \$44  = | \$signal$208 ;
+  assign \$45  = \$43  & \$44 ;
+  assign \$46  = ! total;
+  assign \$47  = ! \batch_size$212 ;
+  assign \$48  = \batch_size$212  > 9'h100;
+  assign \$49  = \$47  | \$48 ;
+  assign \$50  = | base_lo[11:0];
+  assign \$51  = ! \$4 [31:0];
+  assign \$52  = sampled + arg_batch_size;
+  assign \$53  = sync_count == 16'hffff;
+  assign \$54  = sync_count + 1'h1;
+  assign \$55  = \$53  ? { 1'h0, sync_count } : \$54 ;
+  assign \$56  = sync_due ? 17'h00000 : \$55 ;
+  assign \$57  = steps_total + 1'h1;
+  assign \$58  = steps_done + 1'h1;
+  assign \$59  = \$signal$208  + 1'h1;
+  assign \$60  = since_trace + 1'h1;
+  assign \$61  = | arg_snapshot_period;
+  assign \$62  = \$signal$208  >= snap_last;
+  assign \$63  = \$61  & \$62 ;
+  assign \$64  = | arg_trace_period;
+  assign \$65  = since_trace >= trace_last;
+  assign \$66  = \$64  & \$65 ;
   assign \$67  = trace_count + 1'h1;
-  assign \$68  = | steps_done;
-  assign \$69  = | \$signal$158 ;
-  assign \$70  = \$68  & \$69 ;
-  assign \$71  = snapshot_seq + 1'h1;
+  assign \$68  = snapshot_seq + 1'h1;
   always @(posedge clk)
-    \cycles$148  <= \$72 ;
+    \cycles$147  <= \$69 ;
   always @(posedge clk)
-    status_learner_overflow <= \$73 ;
+    status_learner_overflow <= \$70 ;
   always @(posedge clk)
-    \$signal$153  <= \$74 ;
+    td_mag <= \$71 ;
   always @(posedge clk)
-    trace_n <= \$75 ;
+    td_mag_valid <= \$72 ;
   always @(posedge clk)
-    arg_cmd <= \$76 ;
+    \$signal$153  <= \$73 ;
   always @(posedge clk)
-    arg_steps <= \$77 ;
+    trace_n <= \$74 ;
   always @(posedge clk)
-    arg_batch_size <= \$78 ;
+    snap_last <= \$75 ;
   always @(posedge clk)
-    arg_lr <= \$79 ;
+    trace_last <= \$76 ;
   always @(posedge clk)
-    arg_gamma <= \$80 ;
+    sync_due <= \$77 ;
   always @(posedge clk)
-    arg_alpha <= \$81 ;
+    steps_reached <= \$78 ;
   always @(posedge clk)
-    arg_beta <= \$82 ;
+    final_snap <= \$79 ;
   always @(posedge clk)
-    arg_eps <= \$83 ;
+    tree_empty <= \$80 ;
   always @(posedge clk)
-    arg_sync_period <= \$84 ;
+    arg_cmd <= \$81 ;
   always @(posedge clk)
-    arg_snapshot_period <= \$85 ;
+    arg_steps <= \$82 ;
   always @(posedge clk)
-    arg_trace_period <= \$86 ;
+    arg_batch_size <= \$83 ;
   always @(posedge clk)
-    arg_seed <= \$87 ;
+    arg_lr <= \$84 ;
   always @(posedge clk)
-    base <= \$88 ;
+    arg_gamma <= \$85 ;
   always @(posedge clk)
-    \busy$146  <= \$89 ;
+    arg_alpha <= \$86 ;
   always @(posedge clk)
-    \error$150  <= \$90 ;
+    arg_beta <= \$87 ;
   always @(posedge clk)
-    status_stopped <= \$91 ;
+    arg_eps <= \$88 ;
   always @(posedge clk)
-    steps_done <= \$92 ;
+    arg_sync_period <= \$89 ;
   always @(posedge clk)
-    trainer_state <= \$93 ;
+    arg_snapshot_period <= \$90 ;
   always @(posedge clk)
-    steps_total <= \$94 ;
+    arg_trace_period <= \$91 ;
   always @(posedge clk)
-    sampled <= \$95 ;
+    arg_seed <= \$92 ;
   always @(posedge clk)
-    snapshot_seq <= \$96 ;
+    base <= \$93 ;
   always @(posedge clk)
-    trace_count <= \$97 ;
+    \busy$145  <= \$94 ;
   always @(posedge clk)
-    \$signal$158  <= \$98 ;
+    \error$149  <= \$95 ;
   always @(posedge clk)
-    since_trace <= \$99 ;
+    status_stopped <= \$96 ;
   always @(posedge clk)
-    sync_count <= \$100 ;
+    steps_done <= \$97 ;
   always @(posedge clk)
-    \final  <= \$101 ;
+    trainer_state <= \$98 ;
+  always @(posedge clk)
+    steps_total <= \$99 ;
+  always @(posedge clk)
+    sampled <= \$100 ;
+  always @(posedge clk)
+    snapshot_seq <= \$101 ;
+  always @(posedge clk)
+    trace_count <= \$102 ;
+  always @(posedge clk)
+    \$signal$208  <= \$103 ;
+  always @(posedge clk)
+    since_trace <= \$104 ;
+  always @(posedge clk)
+    sync_count <= \$105 ;
+  always @(posedge clk)
+    snap_due <= \$106 ;
+  always @(posedge clk)
+    trace_due <= \$107 ;
+  always @(posedge clk)
+    \final  <= \$108 ;
   \dqn_trainer_u250.core.adapter  adapter (
     .B(batch_size),
-    .busy(\busy$81 ),
     .clk(clk),
-    .cmd__payload(\cmd__payload$181 ),
-    .cmd__ready(\cmd__ready$222 ),
-    .cmd__valid(\cmd__valid$180 ),
+    .cmd__payload(\cmd__payload$173 ),
+    .cmd__ready(\cmd__ready$228 ),
+    .cmd__valid(\cmd__valid$172 ),
     .done(done),
-    .\done$91 (\done$223 ),
+    .\done$131 (\done$229 ),
     .error(error),
     .gamma(gamma),
-    .host_addr(\host_addr$83 ),
+    .host_addr(\host_addr$81 ),
     .host_rdata(host_rdata),
-    .host_re(\host_re$86 ),
-    .host_wdata(\host_wdata$92 ),
-    .host_we(\host_we$89 ),
+    .host_re(\host_re$84 ),
+    .host_wdata(\host_wdata$90 ),
+    .host_we(\host_we$87 ),
     .lr(lr),
+    .out_d(td__payload),
+    .out_v(td__valid),
     .rec__payload(rec__payload),
     .rec__ready(rec__ready),
     .rec__valid(rec__valid),
@@ -1061,9 +1089,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .start(start),
     .sync(sync_target),
     .sync_period_zero(sync_period),
-    .td__payload(td__payload),
     .td__ready(td__ready),
-    .td__valid(td__valid),
     .weight__payload(weight__payload),
     .weight__ready(weight__ready),
     .weight__valid(weight__valid)
@@ -1121,7 +1147,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .\cmd__ready$19 (cmd__ready),
     .\cmd__valid$85 (cmd__valid),
     .consumed(consumed),
-    .done(\done$220 ),
+    .done(\done$226 ),
     .o__ready(weight__ready),
     .overrun(status_overrun),
     .rst(rst),
@@ -1150,7 +1176,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .bvalid(bvalid),
     .clk(clk),
     .consumed(consumed),
-    .done(\done$221 ),
+    .done(\done$227 ),
     .host_addr(\host_addr$82 ),
     .host_rdata(host_rdata),
     .host_re(\host_re$85 ),
@@ -1162,7 +1188,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .rready(rready),
     .rst(rst),
     .rvalid(rvalid),
-    .seq(\$23 [31:0]),
+    .seq(\$5 [31:0]),
     .snapshot(snapshot),
     .steps_total(steps_total),
     .trace(trace),
@@ -1178,17 +1204,17 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     tot = 33'h000000000;
-    if (\$3 ) begin
-      tot = \$7 [32:0];
+    if (td_mag_valid) begin
+      tot = \$3 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \ready$167  = 1'h0;
+    \ready$159  = 1'h0;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \ready$167  = 1'h1;
+          if (\start$158 ) begin
+            \ready$159  = 1'h1;
           end
     endcase
   end
@@ -1197,7 +1223,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     clear_flags = 1'h0;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
+          if (\start$158 ) begin
             clear_flags = 1'h1;
           end
     endcase
@@ -1317,7 +1343,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \cmd__valid$180  = 1'h0;
+    \cmd__valid$172  = 1'h0;
     casez (trainer_state)
       5'h00:
           /* empty */;
@@ -1338,12 +1364,12 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h0a:
           /* empty */;
       5'h0b:
-          \cmd__valid$180  = 1'h1;
+          \cmd__valid$172  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \cmd__payload$181  = 55'h00000000000000;
+    \cmd__payload$173  = 55'h00000000000000;
     casez (trainer_state)
       5'h00:
           /* empty */;
@@ -1365,10 +1391,10 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
           /* empty */;
       5'h0b:
         begin
-          \cmd__payload$181 [12:0] = arg_batch_size;
-          \cmd__payload$181 [36:13] = arg_lr;
-          \cmd__payload$181 [53:37] = arg_gamma[16:0];
-          \cmd__payload$181 [54] = sync_due;
+          \cmd__payload$173 [12:0] = arg_batch_size;
+          \cmd__payload$173 [36:13] = arg_lr;
+          \cmd__payload$173 [53:37] = arg_gamma[16:0];
+          \cmd__payload$173 [54] = sync_due;
         end
     endcase
   end
@@ -1447,14 +1473,14 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
             snapshot = 1'h1;
           end
       5'h09:
-          if (\$22 ) begin
+          if (final_snap) begin
             snapshot = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \done$188  = 1'h0;
+    \done$184  = 1'h0;
     casez (trainer_state)
       5'h00:
           /* empty */;
@@ -1493,46 +1519,106 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h12:
           /* empty */;
       5'h01:
-          \done$188  = 1'h1;
+          \done$184  = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \cycles$148 ;
-    if (\busy$146 ) begin
-      \$72  = \$43 [31:0];
+    \$69  = \cycles$147 ;
+    if (\busy$145 ) begin
+      \$69  = \$25 [31:0];
     end
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$72  = 32'd0;
+          if (\start$158 ) begin
+            \$69  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$72  = 32'd0;
+      \$69  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = status_learner_overflow;
+    \$70  = status_learner_overflow;
     if (done) begin
-      \$73  = \$45 ;
+      \$70  = \$27 ;
     end
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$73  = 1'h0;
+          if (\start$158 ) begin
+            \$70  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$73  = 1'h0;
+      \$70  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = \$signal$153 ;
-    if (\$46 ) begin
-      \$74  = \$47 ;
+    \$71  = \$30 [16:0];
+    if (rst) begin
+      \$71  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$72  = \$31 ;
+    if (rst) begin
+      \$72  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$73  = \$signal$153 ;
+    if (td_mag_valid) begin
+      \$73  = \$32 ;
+    end
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          if (cmd__ready) begin
+            \$73  = 32'd0;
+          end
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          /* empty */;
+      5'h0b:
+          /* empty */;
+      5'h0c:
+          /* empty */;
+      5'h0d:
+          /* empty */;
+      5'h0e:
+          /* empty */;
+      5'h0f:
+          /* empty */;
+      5'h10:
+          if (\done$227 ) begin
+            \$73  = 32'd0;
+          end
+    endcase
+    if (rst) begin
+      \$73  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$74  = trace_n;
+    if (td_mag_valid) begin
+      \$74  = \$33 [31:0];
     end
     casez (trainer_state)
       5'h00:
@@ -1566,7 +1652,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h0f:
           /* empty */;
       5'h10:
-          if (\done$221 ) begin
+          if (\done$227 ) begin
             \$74  = 32'd0;
           end
     endcase
@@ -1576,368 +1662,196 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = trace_n;
-    if (\$46 ) begin
-      \$75  = \$48 [31:0];
-    end
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$75  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          if (\done$221 ) begin
-            \$75  = 32'd0;
-          end
-    endcase
+    \$75  = { \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34  };
     if (rst) begin
       \$75  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = arg_cmd;
-    casez (trainer_state)
-      5'h00:
-          if (\start$166 ) begin
-            \$76  = cmd;
-          end
-    endcase
+    \$76  = { \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35  };
     if (rst) begin
-      \$76  = 3'h0;
+      \$76  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = arg_steps;
-    casez (trainer_state)
-      5'h00:
-          if (\start$166 ) begin
-            \$77  = steps;
-          end
-    endcase
+    \$77  = \$39 ;
     if (rst) begin
-      \$77  = 32'd0;
+      \$77  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = arg_batch_size;
-    casez (trainer_state)
-      5'h00:
-          if (\start$166 ) begin
-            \$78  = \batch_size$207 ;
-          end
-    endcase
+    \$78  = \$42 ;
     if (rst) begin
-      \$78  = 13'h0000;
+      \$78  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = arg_lr;
-    casez (trainer_state)
-      5'h00:
-          if (\start$166 ) begin
-            \$79  = \lr$208 ;
-          end
-    endcase
+    \$79  = \$45 ;
     if (rst) begin
-      \$79  = 24'h000000;
+      \$79  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = arg_gamma;
-    casez (trainer_state)
-      5'h00:
-          if (\start$166 ) begin
-            \$80  = \gamma$209 ;
-          end
-    endcase
+    \$80  = \$46 ;
     if (rst) begin
-      \$80  = 24'h000000;
+      \$80  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = arg_alpha;
+    \$81  = arg_cmd;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$81  = alpha;
+          if (\start$158 ) begin
+            \$81  = cmd;
           end
     endcase
     if (rst) begin
-      \$81  = 25'h0000000;
+      \$81  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = arg_beta;
+    \$82  = arg_steps;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$82  = beta;
+          if (\start$158 ) begin
+            \$82  = steps;
           end
     endcase
     if (rst) begin
-      \$82  = 25'h0000000;
+      \$82  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = arg_eps;
+    \$83  = arg_batch_size;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$83  = eps;
+          if (\start$158 ) begin
+            \$83  = \batch_size$212 ;
           end
     endcase
     if (rst) begin
-      \$83  = 24'h000000;
+      \$83  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = arg_sync_period;
+    \$84  = arg_lr;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$84  = \sync_period$213 ;
+          if (\start$158 ) begin
+            \$84  = \lr$213 ;
           end
     endcase
     if (rst) begin
-      \$84  = 16'h0000;
+      \$84  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = arg_snapshot_period;
+    \$85  = arg_gamma;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$85  = snapshot_period;
+          if (\start$158 ) begin
+            \$85  = \gamma$214 ;
           end
     endcase
     if (rst) begin
-      \$85  = 16'h0000;
+      \$85  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = arg_trace_period;
+    \$86  = arg_alpha;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$86  = trace_period;
+          if (\start$158 ) begin
+            \$86  = alpha;
           end
     endcase
     if (rst) begin
-      \$86  = 16'h0000;
+      \$86  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = arg_seed;
+    \$87  = arg_beta;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$87  = seed;
+          if (\start$158 ) begin
+            \$87  = beta;
           end
     endcase
     if (rst) begin
-      \$87  = 32'd0;
+      \$87  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = base;
+    \$88  = arg_eps;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$88  = { base_hi, base_lo };
+          if (\start$158 ) begin
+            \$88  = eps;
           end
     endcase
     if (rst) begin
-      \$88  = 64'h0000000000000000;
+      \$88  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = \busy$146 ;
+    \$89  = arg_sync_period;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$89  = 1'h1;
+          if (\start$158 ) begin
+            \$89  = \sync_period$218 ;
           end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          /* empty */;
-      5'h09:
-          /* empty */;
-      5'h12:
-          /* empty */;
-      5'h01:
-          \$89  = 1'h0;
     endcase
     if (rst) begin
-      \$89  = 1'h0;
+      \$89  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = \error$150 ;
+    \$90  = arg_snapshot_period;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$90  = 2'h0;
-            if (\$51 ) begin
-              \$90  = 2'h1;
-            end else if (\$52 ) begin
-              \$90  = 2'h3;
-            end
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          if (arg_cmd[2]) begin
-          end else if (stop) begin
-          end else if (\$55 ) begin
-          end else if (\$56 ) begin
-            \$90  = 2'h2;
+          if (\start$158 ) begin
+            \$90  = snapshot_period;
           end
     endcase
     if (rst) begin
-      \$90  = 2'h0;
+      \$90  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = status_stopped;
+    \$91  = arg_trace_period;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$91  = 1'h0;
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          if (arg_cmd[2]) begin
-          end else if (stop) begin
-            \$91  = 1'h1;
+          if (\start$158 ) begin
+            \$91  = trace_period;
           end
     endcase
     if (rst) begin
-      \$91  = 1'h0;
+      \$91  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = steps_done;
+    \$92  = arg_seed;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            \$92  = 32'd0;
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$223 ) begin
-            \$92  = \$64 [31:0];
+          if (\start$158 ) begin
+            \$92  = seed;
           end
     endcase
     if (rst) begin
@@ -1946,139 +1860,81 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = trainer_state;
+    \$93  = base;
     casez (trainer_state)
       5'h00:
-          if (\start$166 ) begin
-            (* full_case = 32'd1 *)
-            if (\$51 ) begin
-              \$93  = 5'h01;
-            end else if (\$52 ) begin
-              \$93  = 5'h01;
-            end else if (cmd[0]) begin
-              \$93  = 5'h02;
-            end else if (cmd[1]) begin
-              \$93  = 5'h03;
-            end else begin
-              \$93  = 5'h04;
-            end
+          if (\start$158 ) begin
+            \$93  = { base_hi, base_lo };
+          end
+    endcase
+    if (rst) begin
+      \$93  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$94  = \busy$145 ;
+    casez (trainer_state)
+      5'h00:
+          if (\start$158 ) begin
+            \$94  = 1'h1;
           end
       5'h02:
-          if (cmd__ready) begin
-            \$93  = 5'h05;
-          end
+          /* empty */;
       5'h05:
-          if (\done$220 ) begin
-            (* full_case = 32'd1 *)
-            if (arg_cmd[1]) begin
-              \$93  = 5'h03;
-            end else begin
-              \$93  = 5'h04;
-            end
-          end
+          /* empty */;
       5'h03:
-          \$93  = 5'h06;
+          /* empty */;
       5'h06:
-          if (\done$221 ) begin
-            \$93  = 5'h04;
-          end
+          /* empty */;
       5'h04:
-          if (cmd__ready) begin
-            \$93  = 5'h07;
-          end
+          /* empty */;
       5'h07:
-          if (\done$220 ) begin
-            \$93  = 5'h08;
-          end
+          /* empty */;
       5'h08:
-          (* full_case = 32'd1 *)
-          if (arg_cmd[2]) begin
-            (* full_case = 32'd1 *)
-            if (\$57 ) begin
-              \$93  = 5'h01;
-            end else begin
-              \$93  = 5'h04;
-            end
-          end else if (stop) begin
-            \$93  = 5'h09;
-          end else if (\$55 ) begin
-            \$93  = 5'h09;
-          end else if (\$56 ) begin
-            \$93  = 5'h09;
-          end else begin
-            \$93  = 5'h0a;
-          end
+          /* empty */;
       5'h0a:
-          if (cmd__ready) begin
-            \$93  = 5'h0b;
-          end
+          /* empty */;
       5'h0b:
-          if (\cmd__ready$222 ) begin
-            \$93  = 5'h0c;
-          end
+          /* empty */;
       5'h0c:
-          if (\done$220 ) begin
-            \$93  = 5'h0d;
-          end
+          /* empty */;
       5'h0d:
-          if (cmd__ready) begin
-            \$93  = 5'h0e;
-          end
+          /* empty */;
       5'h0e:
-          if (\done$223 ) begin
-            \$93  = 5'h0f;
-          end
+          /* empty */;
       5'h0f:
-          (* full_case = 32'd1 *)
-          if (trace_due) begin
-            \$93  = 5'h10;
-          end else begin
-            \$93  = 5'h11;
-          end
+          /* empty */;
       5'h10:
-          if (\done$221 ) begin
-            \$93  = 5'h11;
-          end
+          /* empty */;
       5'h11:
-          (* full_case = 32'd1 *)
-          if (snap_due) begin
-            \$93  = 5'h12;
-          end else begin
-            \$93  = 5'h04;
-          end
+          /* empty */;
       5'h09:
-          (* full_case = 32'd1 *)
-          if (\$70 ) begin
-            \$93  = 5'h12;
-          end else begin
-            \$93  = 5'h01;
-          end
+          /* empty */;
       5'h12:
-          if (\done$221 ) begin
-            (* full_case = 32'd1 *)
-            if (\final ) begin
-              \$93  = 5'h01;
-            end else begin
-              \$93  = 5'h04;
-            end
-          end
+          /* empty */;
       5'h01:
-          \$93  = 5'h00;
+          \$94  = 1'h0;
     endcase
     if (rst) begin
-      \$93  = 5'h00;
+      \$94  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = steps_total;
+    \$95  = \error$149 ;
     casez (trainer_state)
       5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$94  = 32'd0;
+          if (\start$158 ) begin
+            \$95  = 2'h0;
+            if (\$49 ) begin
+              \$95  = 2'h1;
+            end else if (\$50 ) begin
+              \$95  = 2'h3;
+            end
           end
+      5'h02:
+          /* empty */;
       5'h05:
           /* empty */;
       5'h03:
@@ -2090,34 +1946,27 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h07:
           /* empty */;
       5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$223 ) begin
-            \$94  = \$63 [31:0];
+          if (arg_cmd[2]) begin
+          end else if (stop) begin
+          end else if (steps_reached) begin
+          end else if (tree_empty) begin
+            \$95  = 2'h2;
           end
     endcase
     if (rst) begin
-      \$94  = 32'd0;
+      \$95  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = sampled;
+    \$96  = status_stopped;
     casez (trainer_state)
       5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$95  = 32'd0;
+          if (\start$158 ) begin
+            \$96  = 1'h0;
           end
+      5'h02:
+          /* empty */;
       5'h05:
           /* empty */;
       5'h03:
@@ -2129,75 +1978,25 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h07:
           /* empty */;
       5'h08:
-          /* empty */;
-      5'h0a:
-          if (cmd__ready) begin
-            \$95  = \$58 [31:0];
+          if (arg_cmd[2]) begin
+          end else if (stop) begin
+            \$96  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$95  = 32'd0;
+      \$96  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = snapshot_seq;
+    \$97  = steps_done;
     casez (trainer_state)
       5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$96  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          /* empty */;
-      5'h09:
-          /* empty */;
-      5'h12:
-          if (\done$221 ) begin
-            \$96  = \$71 [31:0];
-          end
-    endcase
-    if (rst) begin
-      \$96  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = trace_count;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
+          if (\start$158 ) begin
             \$97  = 32'd0;
           end
+      5'h02:
+          /* empty */;
       5'h05:
           /* empty */;
       5'h03:
@@ -2219,12 +2018,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h0d:
           /* empty */;
       5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          if (\done$221 ) begin
-            \$97  = \$67 [31:0];
+          if (\done$229 ) begin
+            \$97  = \$58 [31:0];
           end
     endcase
     if (rst) begin
@@ -2233,13 +2028,138 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = \$signal$158 ;
+    \$98  = trainer_state;
+    casez (trainer_state)
+      5'h00:
+          if (\start$158 ) begin
+            (* full_case = 32'd1 *)
+            if (\$49 ) begin
+              \$98  = 5'h01;
+            end else if (\$50 ) begin
+              \$98  = 5'h01;
+            end else if (cmd[0]) begin
+              \$98  = 5'h02;
+            end else if (cmd[1]) begin
+              \$98  = 5'h03;
+            end else begin
+              \$98  = 5'h04;
+            end
+          end
+      5'h02:
+          if (cmd__ready) begin
+            \$98  = 5'h05;
+          end
+      5'h05:
+          if (\done$226 ) begin
+            (* full_case = 32'd1 *)
+            if (arg_cmd[1]) begin
+              \$98  = 5'h03;
+            end else begin
+              \$98  = 5'h04;
+            end
+          end
+      5'h03:
+          \$98  = 5'h06;
+      5'h06:
+          if (\done$227 ) begin
+            \$98  = 5'h04;
+          end
+      5'h04:
+          if (cmd__ready) begin
+            \$98  = 5'h07;
+          end
+      5'h07:
+          if (\done$226 ) begin
+            \$98  = 5'h08;
+          end
+      5'h08:
+          (* full_case = 32'd1 *)
+          if (arg_cmd[2]) begin
+            (* full_case = 32'd1 *)
+            if (\$51 ) begin
+              \$98  = 5'h01;
+            end else begin
+              \$98  = 5'h04;
+            end
+          end else if (stop) begin
+            \$98  = 5'h09;
+          end else if (steps_reached) begin
+            \$98  = 5'h09;
+          end else if (tree_empty) begin
+            \$98  = 5'h09;
+          end else begin
+            \$98  = 5'h0a;
+          end
+      5'h0a:
+          if (cmd__ready) begin
+            \$98  = 5'h0b;
+          end
+      5'h0b:
+          if (\cmd__ready$228 ) begin
+            \$98  = 5'h0c;
+          end
+      5'h0c:
+          if (\done$226 ) begin
+            \$98  = 5'h0d;
+          end
+      5'h0d:
+          if (cmd__ready) begin
+            \$98  = 5'h0e;
+          end
+      5'h0e:
+          if (\done$229 ) begin
+            \$98  = 5'h0f;
+          end
+      5'h0f:
+          (* full_case = 32'd1 *)
+          if (trace_due) begin
+            \$98  = 5'h10;
+          end else begin
+            \$98  = 5'h11;
+          end
+      5'h10:
+          if (\done$227 ) begin
+            \$98  = 5'h11;
+          end
+      5'h11:
+          (* full_case = 32'd1 *)
+          if (snap_due) begin
+            \$98  = 5'h12;
+          end else begin
+            \$98  = 5'h04;
+          end
+      5'h09:
+          (* full_case = 32'd1 *)
+          if (final_snap) begin
+            \$98  = 5'h12;
+          end else begin
+            \$98  = 5'h01;
+          end
+      5'h12:
+          if (\done$227 ) begin
+            (* full_case = 32'd1 *)
+            if (\final ) begin
+              \$98  = 5'h01;
+            end else begin
+              \$98  = 5'h04;
+            end
+          end
+      5'h01:
+          \$98  = 5'h00;
+    endcase
+    if (rst) begin
+      \$98  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$99  = steps_total;
     casez (trainer_state)
       5'h00:
           /* empty */;
       5'h02:
           if (cmd__ready) begin
-            \$98  = 32'd0;
+            \$99  = 32'd0;
           end
       5'h05:
           /* empty */;
@@ -2262,8 +2182,170 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h0d:
           /* empty */;
       5'h0e:
-          if (\done$223 ) begin
-            \$98  = \$65 [31:0];
+          if (\done$229 ) begin
+            \$99  = \$57 [31:0];
+          end
+    endcase
+    if (rst) begin
+      \$99  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$100  = sampled;
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          if (cmd__ready) begin
+            \$100  = 32'd0;
+          end
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          if (cmd__ready) begin
+            \$100  = \$52 [31:0];
+          end
+    endcase
+    if (rst) begin
+      \$100  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$101  = snapshot_seq;
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          if (cmd__ready) begin
+            \$101  = 32'd0;
+          end
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          /* empty */;
+      5'h0b:
+          /* empty */;
+      5'h0c:
+          /* empty */;
+      5'h0d:
+          /* empty */;
+      5'h0e:
+          /* empty */;
+      5'h0f:
+          /* empty */;
+      5'h10:
+          /* empty */;
+      5'h11:
+          /* empty */;
+      5'h09:
+          /* empty */;
+      5'h12:
+          if (\done$227 ) begin
+            \$101  = \$68 [31:0];
+          end
+    endcase
+    if (rst) begin
+      \$101  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$102  = trace_count;
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          if (cmd__ready) begin
+            \$102  = 32'd0;
+          end
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          /* empty */;
+      5'h0b:
+          /* empty */;
+      5'h0c:
+          /* empty */;
+      5'h0d:
+          /* empty */;
+      5'h0e:
+          /* empty */;
+      5'h0f:
+          /* empty */;
+      5'h10:
+          if (\done$227 ) begin
+            \$102  = \$67 [31:0];
+          end
+    endcase
+    if (rst) begin
+      \$102  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$103  = \$signal$208 ;
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          if (cmd__ready) begin
+            \$103  = 32'd0;
+          end
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          /* empty */;
+      5'h0b:
+          /* empty */;
+      5'h0c:
+          /* empty */;
+      5'h0d:
+          /* empty */;
+      5'h0e:
+          if (\done$229 ) begin
+            \$103  = \$59 [31:0];
           end
       5'h0f:
           /* empty */;
@@ -2274,23 +2356,23 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h09:
           /* empty */;
       5'h12:
-          if (\done$221 ) begin
-            \$98  = 32'd0;
+          if (\done$227 ) begin
+            \$103  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$98  = 32'd0;
+      \$103  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = since_trace;
+    \$104  = since_trace;
     casez (trainer_state)
       5'h00:
           /* empty */;
       5'h02:
           if (cmd__ready) begin
-            \$99  = 32'd0;
+            \$104  = 32'd0;
           end
       5'h05:
           /* empty */;
@@ -2313,29 +2395,29 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h0d:
           /* empty */;
       5'h0e:
-          if (\done$223 ) begin
-            \$99  = \$66 [31:0];
+          if (\done$229 ) begin
+            \$104  = \$60 [31:0];
           end
       5'h0f:
           /* empty */;
       5'h10:
-          if (\done$221 ) begin
-            \$99  = 32'd0;
+          if (\done$227 ) begin
+            \$104  = 32'd0;
           end
     endcase
     if (rst) begin
-      \$99  = 32'd0;
+      \$104  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = sync_count;
+    \$105  = sync_count;
     casez (trainer_state)
       5'h00:
           /* empty */;
       5'h02:
           if (cmd__ready) begin
-            \$100  = 16'h0000;
+            \$105  = 16'h0000;
           end
       5'h05:
           /* empty */;
@@ -2352,17 +2434,91 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
       5'h0a:
           /* empty */;
       5'h0b:
-          if (\cmd__ready$222 ) begin
-            \$100  = \$62 [15:0];
+          if (\cmd__ready$228 ) begin
+            \$105  = \$56 [15:0];
           end
     endcase
     if (rst) begin
-      \$100  = 16'h0000;
+      \$105  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = \final ;
+    \$106  = snap_due;
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          /* empty */;
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          /* empty */;
+      5'h0b:
+          /* empty */;
+      5'h0c:
+          /* empty */;
+      5'h0d:
+          /* empty */;
+      5'h0e:
+          if (\done$229 ) begin
+            \$106  = \$63 ;
+          end
+    endcase
+    if (rst) begin
+      \$106  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$107  = trace_due;
+    casez (trainer_state)
+      5'h00:
+          /* empty */;
+      5'h02:
+          /* empty */;
+      5'h05:
+          /* empty */;
+      5'h03:
+          /* empty */;
+      5'h06:
+          /* empty */;
+      5'h04:
+          /* empty */;
+      5'h07:
+          /* empty */;
+      5'h08:
+          /* empty */;
+      5'h0a:
+          /* empty */;
+      5'h0b:
+          /* empty */;
+      5'h0c:
+          /* empty */;
+      5'h0d:
+          /* empty */;
+      5'h0e:
+          if (\done$229 ) begin
+            \$107  = \$66 ;
+          end
+    endcase
+    if (rst) begin
+      \$107  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$108  = \final ;
     casez (trainer_state)
       5'h00:
           /* empty */;
@@ -2396,15 +2552,15 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
           /* empty */;
       5'h11:
           if (snap_due) begin
-            \$101  = 1'h0;
+            \$108  = 1'h0;
           end
       5'h09:
-          if (\$70 ) begin
-            \$101  = 1'h1;
+          if (final_snap) begin
+            \$108  = 1'h1;
           end
     endcase
     if (rst) begin
-      \$101  = 1'h0;
+      \$108  = 1'h0;
     end
   end
   assign \busy$1  = busy;
@@ -2450,8 +2606,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign m_axi_gmem_rdata = rdata;
   assign m_axi_gmem_arready = arready;
   assign m_axi_gmem_rvalid = rvalid;
+  assign \host_rdata$93  = host_rdata;
   assign \host_rdata$94  = host_rdata;
-  assign \host_rdata$95  = host_rdata;
   assign g_arlen = 8'h00;
   assign g_arid = 1'h0;
   assign g_arsize = 3'h6;
@@ -2460,26 +2616,26 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign g_rdata = rdata;
   assign m_axi_gmem_rresp = g_rresp;
   assign m_axi_gmem_rlast = g_rlast;
-  assign \consumed$125  = consumed;
+  assign \consumed$124  = consumed;
   assign \$signal  = steps_done;
-  assign \$signal$129  = steps_total;
-  assign \sampled$131  = sampled;
-  assign \$signal$133  = snapshot_seq;
-  assign \trace_count$135  = trace_count;
+  assign \$signal$128  = steps_total;
+  assign \sampled$130  = sampled;
+  assign \$signal$132  = snapshot_seq;
+  assign \trace_count$134  = trace_count;
   assign lflag = status_learner_overflow;
   assign saturated = status_priority_saturated;
   assign underflow = status_weight_underflow;
   assign overrun = status_overrun;
   assign stopped = status_stopped;
-  assign \busy$147  = \busy$146 ;
-  assign \cycles$149  = \cycles$148 ;
-  assign err = \error$150 ;
-  assign ahead = \$8 [31:0];
-  assign seq = \$23 [31:0];
-  assign \steps_total$190  = steps_total;
-  assign \consumed$191  = consumed;
+  assign \busy$146  = \busy$145 ;
+  assign \cycles$148  = \cycles$147 ;
+  assign err = \error$149 ;
+  assign ahead = \$4 [31:0];
+  assign seq = \$5 [31:0];
+  assign \steps_total$186  = steps_total;
+  assign \consumed$187  = consumed;
   assign trace_sum = \$signal$153 ;
-  assign \trace_n$194  = trace_n;
+  assign \trace_n$190  = trace_n;
   assign trace_index = trace_count;
   assign \sample__payload.slot  = sample__payload[19:0];
   assign \sample__payload.priority  = sample__payload[51:20];
@@ -2488,224 +2644,270 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign \cmd__payload.count  = cmd__payload[55:35];
   assign \cmd__payload.coef  = cmd__payload[72:56];
   assign \cmd__payload.eps  = cmd__payload[96:73];
-  assign \cmd__payload$181.batch  = \cmd__payload$181 [12:0];
-  assign \cmd__payload$181.lr  = \cmd__payload$181 [36:13];
-  assign \cmd__payload$181.gamma  = \cmd__payload$181 [53:37];
-  assign \cmd__payload$181.sync  = \cmd__payload$181 [54];
+  assign \cmd__payload$173.batch  = \cmd__payload$173 [12:0];
+  assign \cmd__payload$173.lr  = \cmd__payload$173 [36:13];
+  assign \cmd__payload$173.gamma  = \cmd__payload$173 [53:37];
+  assign \cmd__payload$173.sync  = \cmd__payload$173 [54];
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_arsize = 3'h6;
   assign m_axi_gmem_arburst = 2'h1;
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__payload, weight__payload, weight__valid, rec__payload, rec__valid, sync_period_zero, B, lr, gamma, sync, cmd__ready, rec__ready, weight__ready, host_addr, host_we, host_wdata, start
-, host_re, td__valid, td__payload, \done$91 , done, error, host_rdata, clk);
+module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload, weight__payload, weight__valid, rec__payload, rec__valid, host_addr, host_re, host_we, host_wdata, sync_period_zero, B, lr, gamma, sync, out_v, out_d, cmd__ready, rec__ready
+, weight__ready, start, \done$131 , done, error, host_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$3  = 1'h1;
 `endif
 `endif
-  wire [3:0] \$1 ;
+  wire [13:0] \$1 ;
   wire \$10 ;
-  wire [13:0] \$100 ;
-  wire [14:0] \$101 ;
-  wire [127:0] \$102 ;
-  wire \$103 ;
-  wire \$104 ;
-  wire [8:0] \$105 ;
-  wire [9:0] \$106 ;
-  wire \$107 ;
-  wire [9:0] \$108 ;
-  wire [12:0] \$109 ;
+  wire [9:0] \$100 ;
+  wire [9:0] \$101 ;
+  wire [14:0] \$102 ;
+  wire [14:0] \$103 ;
+  wire [6:0] \$104 ;
+  wire [128:0] \$105 ;
+  wire [15:0] \$106 ;
+  wire [142:0] \$107 ;
+  wire [11:0] \$108 ;
+  wire [11:0] \$109 ;
   wire \$11 ;
-  wire [14:0] \$110 ;
-  wire [8:0] \$111 ;
-  wire [8:0] \$112 ;
-  wire [15:0] \$113 ;
-  wire [8:0] \$114 ;
-  wire [9:0] \$115 ;
-  wire [1:0] \$116 ;
-  wire [9:0] \$117 ;
-  wire [12:0] \$118 ;
-  wire [15:0] \$119 ;
-  wire \$12 ;
+  wire \$110 ;
+  wire [34:0] \$111 ;
+  wire \$112 ;
+  wire [4:0] \$113 ;
+  wire [11:0] \$114 ;
+  wire [13:0] \$115 ;
+  wire [14:0] \$116 ;
+  wire [127:0] \$117 ;
+  wire \$118 ;
+  wire [8:0] \$119 ;
+  wire [255:0] \$12 ;
   wire [9:0] \$120 ;
-  wire [9:0] \$121 ;
-  wire [16:0] \$122 ;
-  wire [16:0] \$123 ;
-  wire [13:0] \$124 ;
-  wire \$125 ;
-  wire [32:0] \$126 ;
-  wire [32:0] \$127 ;
-  wire [34:0] \$128 ;
-  wire \$129 ;
+  wire \$121 ;
+  wire [9:0] \$122 ;
+  wire [12:0] \$123 ;
+  wire [14:0] \$124 ;
+  wire [8:0] \$125 ;
+  wire [8:0] \$126 ;
+  wire [15:0] \$127 ;
+  wire [8:0] \$128 ;
+  wire [9:0] \$129 ;
   wire \$13 ;
-  wire \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire [16:0] \$133 ;
-  wire [16:0] \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
+  wire [1:0] \$130 ;
+  wire [9:0] \$131 ;
+  wire [12:0] \$132 ;
+  wire [15:0] \$133 ;
+  wire [9:0] \$134 ;
+  wire [9:0] \$135 ;
+  wire [16:0] \$136 ;
+  wire [16:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
-  wire [4:0] \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  reg [15:0] \$142 ;
-  reg [17:0] \$143 ;
-  reg [12:0] \$144 ;
-  reg [23:0] \$145 ;
-  reg [16:0] \$146 ;
-  reg \$147 ;
-  reg [8:0] \$148 ;
-  reg \$149 ;
+  wire [9:0] \$14 ;
+  wire [15:0] \$140 ;
+  wire [15:0] \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  reg [2:0] \$150 ;
-  reg [8:0] \$151 ;
-  reg [8:0] \$152 ;
-  reg [3:0] \$153 ;
-  reg [8:0] \$154 ;
-  reg [1:0] \$155 ;
-  reg [8:0] \$156 ;
-  reg [1:0] \$157 ;
-  reg [2:0] \$158 ;
-  reg [255:0] \$159 ;
-  wire [9:0] \$16 ;
-  reg [279:0] \$160 ;
-  reg [17:0] \$161 ;
-  reg [17:0] \$162 ;
-  reg [17:0] \$163 ;
-  reg [15:0] \$164 ;
-  reg \$165 ;
-  reg [7:0] \$166 ;
-  reg [15:0] \$167 ;
-  reg [15:0] \$168 ;
-  wire [9:0] \$17 ;
+  reg [15:0] \$150 ;
+  reg \$151 ;
+  reg [15:0] \$152 ;
+  reg [127:0] \$153 ;
+  reg [15:0] \$154 ;
+  reg [17:0] \$155 ;
+  reg [12:0] \$156 ;
+  reg [23:0] \$157 ;
+  reg [16:0] \$158 ;
+  reg \$159 ;
+  wire \$16 ;
+  reg [8:0] \$160 ;
+  reg \$161 ;
+  reg [2:0] \$162 ;
+  reg [8:0] \$163 ;
+  reg [8:0] \$164 ;
+  reg [3:0] \$165 ;
+  reg [8:0] \$166 ;
+  reg [1:0] \$167 ;
+  reg [7:0] \$168 ;
+  reg \$169 ;
+  wire \$17 ;
+  reg \$170 ;
+  reg \$171 ;
+  reg \$172 ;
+  reg \$173 ;
+  reg \$174 ;
+  reg [7:0] \$175 ;
+  reg [7:0] \$176 ;
+  reg [8:0] \$177 ;
+  reg [1:0] \$178 ;
+  reg [2:0] \$179 ;
   wire \$18 ;
-  wire [4:0] \$19 ;
-  wire [3:0] \$2 ;
+  reg [255:0] \$180 ;
+  reg [279:0] \$181 ;
+  reg \$182 ;
+  reg [16:0] \$183 ;
+  reg \$184 ;
+  reg [17:0] \$185 ;
+  reg [17:0] \$186 ;
+  reg [17:0] \$187 ;
+  reg [17:0] \$188 ;
+  reg [17:0] \$189 ;
+  wire \$19 ;
+  reg [15:0] \$190 ;
+  reg [15:0] \$191 ;
+  reg \$192 ;
+  reg [7:0] \$193 ;
+  reg [15:0] \$194 ;
+  reg [15:0] \$195 ;
+  reg \$196 ;
+  reg \$197 ;
+  reg \$198 ;
+  reg \$199 ;
+  wire [13:0] \$2 ;
   wire \$20 ;
+  reg [7:0] \$200 ;
+  reg [7:0] \$201 ;
+  reg [7:0] \$202 ;
+  reg [7:0] \$203 ;
+  reg [15:0] \$204 ;
+  reg [15:0] \$205 ;
+  reg [15:0] \$206 ;
+  reg [15:0] \$207 ;
+  reg [15:0] \$208 ;
+  reg [15:0] \$209 ;
   wire \$21 ;
-  wire [8:0] \$22 ;
-  wire [9:0] \$23 ;
-  wire [6:0] \$24 ;
+  reg [15:0] \$210 ;
+  reg [33:0] \$211 ;
+  reg [18:0] \$212 ;
+  reg [19:0] \$213 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg [15:0] \$216 ;
+  wire [4:0] \$22 ;
+  wire \$23 ;
+  wire [9:0] \$24 ;
   wire \$25 ;
-  wire [9:0] \$26 ;
-  wire [7:0] \$261 ;
-  wire [2:0] \$27 ;
-  wire [9:0] \$274 ;
-  wire [13:0] \$28 ;
-  wire \$29 ;
-  wire [9:0] \$3 ;
-  wire \$30 ;
-  wire [9:0] \$31 ;
-  wire [13:0] \$32 ;
+  wire [4:0] \$26 ;
+  wire \$27 ;
+  wire [8:0] \$28 ;
+  wire [9:0] \$29 ;
+  wire [13:0] \$3 ;
+  wire [6:0] \$30 ;
+  wire \$31 ;
+  wire [9:0] \$32 ;
+  wire [7:0] \$324 ;
   wire \$33 ;
-  wire \$34 ;
+  wire [9:0] \$337 ;
+  wire [2:0] \$34 ;
   wire \$35 ;
   wire \$36 ;
-  wire [15:0] \$37 ;
+  wire \$37 ;
   wire \$38 ;
   wire \$39 ;
-  wire \$4 ;
-  wire [13:0] \$40 ;
-  wire [14:0] \$41 ;
-  wire [14:0] \$42 ;
-  wire [11:0] \$43 ;
+  wire [13:0] \$4 ;
+  wire \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire [8:0] \$43 ;
   wire \$44 ;
   wire \$45 ;
   wire \$46 ;
-  wire \$47 ;
+  wire [15:0] \$47 ;
   wire \$48 ;
   wire \$49 ;
-  wire [255:0] \$5 ;
+  wire [13:0] \$5 ;
   wire \$50 ;
-  wire \$51 ;
+  wire [15:0] \$51 ;
   wire \$52 ;
   wire \$53 ;
-  wire \$54 ;
-  wire \$55 ;
-  wire \$56 ;
-  wire \$57 ;
+  wire [15:0] \$54 ;
+  wire [32:0] \$55 ;
+  wire [34:0] \$56 ;
+  wire [19:0] \$57 ;
   wire \$58 ;
   wire \$59 ;
-  wire \$6 ;
+  wire [3:0] \$6 ;
   wire \$60 ;
   wire \$61 ;
   wire \$62 ;
-  wire [9:0] \$63 ;
+  wire \$63 ;
   wire \$64 ;
-  wire [3:0] \$65 ;
-  wire [3:0] \$66 ;
-  wire [9:0] \$67 ;
-  wire [9:0] \$68 ;
-  wire [6:0] \$69 ;
-  wire [9:0] \$7 ;
-  wire [8:0] \$70 ;
-  wire [9:0] \$71 ;
-  wire [1:0] \$72 ;
-  wire [9:0] \$73 ;
-  wire [12:0] \$74 ;
-  wire [13:0] \$75 ;
-  wire [9:0] \$76 ;
-  wire [9:0] \$77 ;
-  wire [14:0] \$78 ;
-  wire [8:0] \$79 ;
-  wire \$8 ;
-  wire [9:0] \$80 ;
-  wire [1:0] \$81 ;
+  wire \$65 ;
+  wire \$66 ;
+  wire \$67 ;
+  wire \$68 ;
+  wire \$69 ;
+  wire [3:0] \$7 ;
+  wire \$70 ;
+  wire \$71 ;
+  wire \$72 ;
+  wire \$73 ;
+  wire \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  wire [9:0] \$78 ;
+  wire \$79 ;
+  wire [9:0] \$8 ;
+  wire [3:0] \$80 ;
+  wire [3:0] \$81 ;
   wire [9:0] \$82 ;
-  wire [12:0] \$83 ;
-  wire [13:0] \$84 ;
-  wire [9:0] \$85 ;
+  wire [9:0] \$83 ;
+  wire [6:0] \$84 ;
+  wire [8:0] \$85 ;
   wire [9:0] \$86 ;
-  wire [14:0] \$87 ;
-  wire [14:0] \$88 ;
-  wire [6:0] \$89 ;
+  wire [1:0] \$87 ;
+  wire [9:0] \$88 ;
+  wire [12:0] \$89 ;
   wire \$9 ;
-  wire [128:0] \$90 ;
-  wire [15:0] \$91 ;
-  wire [142:0] \$92 ;
-  wire [11:0] \$93 ;
-  wire [11:0] \$94 ;
-  wire \$95 ;
-  wire [34:0] \$96 ;
-  wire \$97 ;
-  wire [4:0] \$98 ;
-  wire [11:0] \$99 ;
+  wire [13:0] \$90 ;
+  wire [9:0] \$91 ;
+  wire [9:0] \$92 ;
+  wire [14:0] \$93 ;
+  wire [8:0] \$94 ;
+  wire [9:0] \$95 ;
+  wire [1:0] \$96 ;
+  wire [9:0] \$97 ;
+  wire [12:0] \$98 ;
+  wire [13:0] \$99 ;
   reg [7:0] \$signature__addr ;
-  reg [7:0] \$signature__addr$57 ;
-  reg [7:0] \$signature__addr$58 ;
-  reg [7:0] \$signature__addr$77 ;
-  reg [7:0] \$signature__addr$78 ;
-  reg [7:0] \$signature__addr$79 ;
-  reg [7:0] \$signature__addr$80 ;
-  (* init = 8'h00 *)
-  wire [7:0] \$signature__addr$93 ;
-  (* init = 8'h00 *)
-  wire [7:0] \$signature__addr$94 ;
+  reg [7:0] \$signature__addr$104 ;
+  reg [7:0] \$signature__addr$105 ;
+  reg [7:0] \$signature__addr$121 ;
+  reg [7:0] \$signature__addr$122 ;
+  reg [7:0] \$signature__addr$123 ;
+  reg [7:0] \$signature__addr$124 ;
+  wire [7:0] \$signature__addr$132 ;
+  wire [7:0] \$signature__addr$133 ;
   wire \$signature__data ;
-  reg \$signature__data$62 ;
-  reg [15:0] \$signature__data$63 ;
-  reg \$signature__data$64 ;
-  wire [15:0] \$signature__data$81 ;
-  wire \$signature__data$82 ;
-  wire [16:0] \$signature__data$83 ;
-  wire \$signature__data$96 ;
-  wire [15:0] \$signature__data$98 ;
+  reg \$signature__data$109 ;
+  reg [15:0] \$signature__data$110 ;
+  reg \$signature__data$111 ;
+  wire [15:0] \$signature__data$125 ;
+  wire \$signature__data$126 ;
+  wire [16:0] \$signature__data$127 ;
+  wire [15:0] \$signature__data$70 ;
+  wire \$signature__data$86 ;
   reg \$signature__en ;
-  reg \$signature__en$60 ;
-  reg \$signature__en$61 ;
+  reg \$signature__en$107 ;
+  reg \$signature__en$108 ;
   output [12:0] B;
   reg [12:0] B = 13'h0000;
+  reg act_cur = 1'h0;
   reg [2:0] adapter_state = 3'h0;
   (* init = 13'h0000 *)
   wire [12:0] batch_size;
   reg [15:0] best = 16'h0000;
-  output busy;
   wire busy;
   input clk;
   wire clk;
@@ -2723,56 +2925,88 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
   reg [255:0] cur = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   input done;
   wire done;
-  output \done$91 ;
-  reg \done$91 ;
+  output \done$131 ;
+  reg \done$131 ;
   input [1:0] error;
   wire [1:0] error;
   reg [8:0] g = 9'h000;
   output [16:0] gamma;
   reg [16:0] gamma = 17'h00000;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$49 ;
-  wire [8:0] groups;
+  wire [16:0] \gamma$95 ;
   reg have = 1'h0;
   output [15:0] host_addr;
-  reg [15:0] host_addr;
+  reg [15:0] host_addr = 16'h0000;
   input [127:0] host_rdata;
   wire [127:0] host_rdata;
   output host_re;
-  reg host_re;
+  reg host_re = 1'h0;
   output [127:0] host_wdata;
-  reg [127:0] host_wdata;
+  reg [127:0] host_wdata = 128'h00000000000000000000000000000000;
   output [15:0] host_we;
-  reg [15:0] host_we;
+  reg [15:0] host_we = 16'h0000;
+  reg [15:0] hp_addr;
+  reg hp_re;
+  reg [127:0] hp_wdata;
+  reg [15:0] hp_we;
   reg [3:0] i = 4'h0;
   reg [8:0] ib = 9'h000;
   reg [1:0] ik = 2'h0;
   reg [2:0] j = 3'h0;
   reg [34:0] lane;
+  reg [7:0] last_b = 8'h00;
+  reg [7:0] last_g = 8'h00;
   wire last_j;
+  reg [8:0] last_row = 9'h000;
   reg [1:0] learner_error = 2'h0;
   reg load;
   output [23:0] lr;
   reg [23:0] lr = 24'h000000;
   (* init = 24'h000000 *)
-  wire [23:0] \lr$48 ;
+  wire [23:0] \lr$94 ;
+  reg more = 1'h0;
   reg nxt;
   reg [6:0] off;
-  wire [8:0] pad_rows;
-  wire [33:0] prod;
+  output [16:0] out_d;
+  reg [16:0] out_d = 17'h00000;
+  reg out_last = 1'h0;
+  output out_v;
+  reg out_v = 1'h0;
   reg [8:0] rb;
+  reg rd_open = 1'h0;
+  reg \real  = 1'h0;
   input [255:0] rec__payload;
   wire [255:0] rec__payload;
   output rec__ready;
   reg rec__ready;
   input rec__valid;
   wire rec__valid;
+  reg [7:0] res_b0 = 8'h00;
+  reg [7:0] res_b1 = 8'h00;
+  reg [7:0] res_b2 = 8'h00;
+  reg [7:0] res_b3 = 8'h00;
   (* init = 8'h00 *)
-  wire [7:0] res_b;
-  reg [15:0] res_best = 16'h0000;
-  reg [15:0] res_q = 16'h0000;
+  wire [7:0] res_b4;
+  reg [18:0] res_disc = 19'h00000;
+  reg [15:0] res_max = 16'h0000;
+  reg [33:0] res_prod = 34'h000000000;
+  reg [15:0] res_q0 = 16'h0000;
+  reg [15:0] res_q1 = 16'h0000;
+  reg [15:0] res_q2 = 16'h0000;
+  reg [15:0] res_q3 = 16'h0000;
+  reg [15:0] res_q4 = 16'h0000;
+  reg [15:0] res_r0 = 16'h0000;
+  reg [15:0] res_r1 = 16'h0000;
+  reg [15:0] res_r2 = 16'h0000;
+  reg res_v0 = 1'h0;
+  reg res_v1 = 1'h0;
+  reg res_v2 = 1'h0;
+  reg res_v3 = 1'h0;
   (* init = 1'h0 *)
-  wire res_v;
+  wire res_v4;
+  reg [19:0] res_ysum = 20'h00000;
+  reg [7:0] rn = 8'h00;
+  reg rn_end = 1'h0;
   reg [8:0] row = 9'h000;
   input rst;
   wire rst;
@@ -2810,19 +3044,28 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
   wire [1:0] \tag3.k ;
   wire [6:0] \tag3.off ;
   wire \tag3.v ;
-  output [16:0] td__payload;
-  reg [16:0] td__payload;
+  reg [17:0] tag4 = 18'h00000;
+  wire [7:0] \tag4.b ;
+  wire [1:0] \tag4.k ;
+  wire [6:0] \tag4.off ;
+  wire \tag4.v ;
+  (* init = 17'h00000 *)
+  wire [16:0] td__payload;
   input td__ready;
   wire td__ready;
-  output td__valid;
-  reg td__valid;
+  (* init = 1'h0 *)
+  wire td__valid;
   reg [7:0] td_rd__addr;
   wire [16:0] td_rd__data;
   reg [7:0] td_wr__addr = 8'h00;
   wire [16:0] td_wr__data;
   reg td_wr__en = 1'h0;
-  reg [8:0] tn = 9'h000;
-  wire [15:0] val;
+  reg [15:0] val = 16'h0000;
+  reg [17:0] val_tag = 18'h00000;
+  wire [7:0] \val_tag.b ;
+  wire [1:0] \val_tag.k ;
+  wire [6:0] \val_tag.off ;
+  wire \val_tag.v ;
   input [16:0] weight__payload;
   wire [16:0] weight__payload;
   output weight__ready;
@@ -2830,13 +3073,13 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
   input weight__valid;
   wire weight__valid;
   reg [8:0] wn = 9'h000;
+  reg wt_open = 1'h0;
   reg [7:0] wt_wr__addr;
   reg [16:0] wt_wr__data;
   reg wt_wr__en;
-  wire [15:0] y;
-  wire [19:0] y_full;
-  wire y_ovf;
-  wire [19:0] ysum;
+  reg y_hi = 1'h0;
+  reg y_lo = 1'h0;
+  reg [15:0] y_low = 16'h0000;
   reg [0:0] act_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -2848,9 +3091,9 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
 `endif
   always @(posedge clk) begin
     if (\$signature__en )
-      act_mem[\$signature__addr ] <= \$signature__data$62 ;
+      act_mem[\$signature__addr ] <= \$signature__data$109 ;
   end
-  assign \$signature__data  = act_mem[\$signature__addr$77 ];
+  assign \$signature__data  = act_mem[\$signature__addr$121 ];
   reg [0:0] done_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -2861,11 +3104,11 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$61 )
-      done_mem[\$signature__addr$58 ] <= \$signature__data$64 ;
+    if (\$signature__en$108 )
+      done_mem[\$signature__addr$105 ] <= \$signature__data$111 ;
   end
-  assign \$signature__data$96  = done_mem[td_wr__addr];
-  assign \$signature__data$82  = done_mem[\$signature__addr$79 ];
+  assign \$signature__data$86  = done_mem[val_tag[10:3]];
+  assign \$signature__data$126  = done_mem[\$signature__addr$123 ];
   reg [15:0] rew_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -2876,11 +3119,11 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$60 )
-      rew_mem[\$signature__addr$57 ] <= \$signature__data$63 ;
+    if (\$signature__en$107 )
+      rew_mem[\$signature__addr$104 ] <= \$signature__data$110 ;
   end
-  assign \$signature__data$98  = rew_mem[td_wr__addr];
-  assign \$signature__data$81  = rew_mem[\$signature__addr$78 ];
+  assign \$signature__data$70  = rew_mem[val_tag[10:3]];
+  assign \$signature__data$125  = rew_mem[\$signature__addr$122 ];
   reg [16:0] td_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -2908,192 +3151,305 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
     if (wt_wr__en)
       wt_mem[wt_wr__addr] <= wt_wr__data;
   end
-  assign \$signature__data$83  = wt_mem[\$signature__addr$80 ];
-  assign \$1  = j + 1'h1;
-  assign \$2  = last_j ? 4'h0 : \$1 ;
-  assign \$3  = row + 1'h1;
-  assign \$4  = row < B;
-  assign \$5  = \$4  ? rec__payload : 256'h0000000000000000000000000000000000000000000000000000000000000000;
-  assign \$6  = weight__valid & weight__ready;
-  assign \$7  = wn + 1'h1;
-  assign \$8  = row == \$43 [8:0];
-  assign \$9  = ~ have;
-  assign \$10  = \$8  & \$9 ;
-  assign \$11  = wn == B;
-  assign \$12  = \$10  & \$11 ;
-  assign \$13  = i < 4'h8;
-  assign \$14  = i + 1'h1;
-  assign \$15  = s_piece == 2'h3;
-  assign \$16  = g + 1'h1;
-  assign \$17  = g + 1'h1;
-  assign \$18  = \$17  == \$42 [8:0];
-  assign \$19  = i + 1'h1;
-  assign \$20  = ib < B;
-  assign \$21  = ik == 2'h2;
-  assign \$22  = { ib[2:0], \$signature__data  } * 5'h10;
-  assign \$23  = { ib[2:0], ik } * 5'h10;
-  assign \$24  = \$21  ? \$22 [6:0] : \$23 [6:0];
-  assign \$25  = ik == 2'h2;
-  assign \$26  = ib + 1'h1;
-  assign \$27  = ik + 1'h1;
-  assign \$28  = B - 1'h1;
-  assign \$29  = td_wr__addr == \$28 ;
-  assign \$30  = td_wr__en & \$29 ;
-  assign \$31  = tn + 1'h1;
-  assign \$32  = B - 1'h1;
-  assign \$33  = tn == \$32 ;
-  assign \$34  = ! tag3[2:1];
-  assign \$35  = tag3[2:1] < 2'h2;
-  assign \$36  = $signed(val) > $signed(best);
-  assign \$37  = \$36  ? val : best;
-  assign \$38  = tag3[2:1] == 2'h2;
-  assign \$39  = tag3[0] & \$38 ;
-  assign \$40  = B + 4'h8;
-  assign \$41  = \$40  - 1'h1;
+  assign \$signature__data$127  = wt_mem[\$signature__addr$124 ];
+  assign \$1  = cmd__payload[12:0] - 1'h1;
+  assign \$3  = cmd__payload[12:0] - 1'h1;
+  assign \$4  = cmd__payload[12:0] - 1'h1;
+  assign \$6  = j + 1'h1;
+  assign \$7  = last_j ? 4'h0 : \$6 ;
+  assign \$8  = row + 1'h1;
+  assign \$9  = row != last_b;
+  assign \$10  = \real  & \$9 ;
+  assign \$11  = row != last_row;
+  assign \$12  = \real  ? rec__payload : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$13  = weight__valid & weight__ready;
+  assign \$14  = wn + 1'h1;
+  assign \$15  = wn != last_b;
+  assign \$16  = ~ more;
+  assign \$17  = ~ have;
+  assign \$18  = \$16  & \$17 ;
+  assign \$19  = ~ wt_open;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = i < 4'h8;
+  assign \$22  = i + 1'h1;
+  assign \$23  = s_piece == 2'h3;
+  assign \$24  = g + 1'h1;
+  assign \$25  = g == last_g;
+  assign \$26  = i + 1'h1;
+  assign \$27  = ik == 2'h2;
+  assign \$28  = { ib[2:0], act_cur } * 5'h10;
+  assign \$29  = { ib[2:0], ik } * 5'h10;
+  assign \$30  = \$27  ? \$28 [6:0] : \$29 [6:0];
+  assign \$31  = ik == 2'h2;
+  assign \$32  = ib + 1'h1;
+  assign \$33  = ib != last_b;
+  assign \$34  = ik + 1'h1;
+  assign \$35  = td_wr__addr == last_b;
+  assign \$36  = td_wr__en & \$35 ;
+  assign \$37  = ~ out_v;
+  assign \$38  = \$37  | td__ready;
+  assign \$39  = ~ rn_end;
+  assign \$40  = \$38  & \$39 ;
+  assign \$41  = out_v & td__ready;
+  assign \$42  = rn == last_b;
+  assign \$43  = rn + 1'h1;
+  assign \$44  = rn == last_b;
+  assign \$45  = out_v & td__ready;
+  assign \$46  = \$45  & out_last;
+  assign \$47  = host_rdata >> tag4[17:11];
+  assign \$48  = ! val_tag[2:1];
+  assign \$49  = val_tag[2:1] < 2'h2;
+  assign \$50  = $signed(val) > $signed(best);
+  assign \$51  = \$50  ? val : best;
+  assign \$52  = val_tag[2:1] == 2'h2;
+  assign \$53  = val_tag[0] & \$52 ;
+  assign \$54  = \$signature__data$86  ? 16'h0000 : best;
+  assign \$55  = $signed(res_max) * $signed({ 1'h0, gamma });
+  assign \$56  = $signed(res_prod) + $signed(17'h08000);
+  assign \$57  = $signed(res_r2) + $signed(res_disc);
+  assign \$58  = ~ res_ysum[19];
+  assign \$59  = | res_ysum[18:15];
+  assign \$60  = \$58  & \$59 ;
+  assign \$61  = & res_ysum[18:15];
+  assign \$62  = ~ \$61 ;
+  assign \$63  = res_ysum[19] & \$62 ;
   assign last_j = j == 3'h7;
   assign busy = ~ cmd__ready;
-  assign \$44  = ~ have;
-  assign \$45  = \$44  | last_j;
-  assign \$46  = row < \$43 [8:0];
-  assign \$47  = \$45  & \$46 ;
-  assign \$48  = row < B;
-  assign \$49  = \$47  & \$48 ;
-  assign \$50  = ~ have;
-  assign \$51  = \$50  | last_j;
-  assign \$52  = row < \$43 [8:0];
-  assign \$53  = \$51  & \$52 ;
-  assign \$54  = row < B;
-  assign \$55  = ~ \$54 ;
-  assign \$56  = \$55  | rec__valid;
-  assign \$57  = \$53  & \$56 ;
-  assign \$58  = rec__valid & rec__ready;
-  assign \$59  = rec__valid & rec__ready;
-  assign \$60  = rec__valid & rec__ready;
-  assign \$61  = wn < B;
-  assign \$62  = weight__valid & weight__ready;
-  assign \$63  = row - 1'h1;
-  assign \$64  = j >= 3'h4;
-  assign \$65  = j - 3'h4;
-  assign \$66  = nxt ? \$65  : { 1'h0, j };
-  assign \$67  = { rb[2:0], col } * 5'h10;
-  assign \$68  = { rb[2:0], col } * 5'h10;
-  assign \$69  = nxt ? \$67 [6:0] : \$68 [6:0];
-  assign \$75  = 12'h800 + \$74 ;
-  assign \$76  = { rb[2:0], col } * 5'h10;
-  assign \$78  = \$75  + \$77 ;
-  assign \$84  = 1'h0 + \$83 ;
-  assign \$85  = { rb[2:0], col } * 5'h10;
-  assign \$87  = \$84  + \$86 ;
-  assign \$88  = nxt ? \$78  : \$87 ;
-  assign \$90  = 2'h3 << \$89 ;
-  assign \$261  = j * 5'h10;
-  assign \$91  = cur >> \$261 ;
-  assign \$92  = \$91  << off;
-  assign \$94  = \$93  | { 9'h000, i[2:0] };
-  assign \$95  = s_b < B;
-  assign \$96  = \$95  ? { \$signature__data$83 , \$signature__data$82 , \$signature__data , \$signature__data$81  } : 35'h000000000;
-  assign \$97  = i < 4'h8;
-  assign \$98  = i - 4'h8;
-  assign \$100  = 13'h1000 + \$99 ;
-  assign \$101  = \$100  + s_piece;
-  assign \$274  = s_piece * 8'h80;
-  assign \$102  = s_word >> \$274 ;
-  assign \$103  = ib < B;
-  assign \$104  = ik == 2'h2;
-  assign \$110  = 14'h2800 + \$109 ;
-  assign \$111  = { ib[2:0], \$signature__data  } * 5'h10;
-  assign \$113  = \$110  + \$112 ;
-  assign \$119  = 15'h4000 + \$118 ;
-  assign \$120  = { ib[2:0], ik } * 5'h10;
-  assign \$122  = \$119  + \$121 ;
-  assign \$123  = \$104  ? { 1'h0, \$113  } : \$122 ;
-  assign \$124  = B - 1'h1;
-  assign \$125  = tn == \$124 ;
-  assign val = host_rdata >> tag3[17:11];
-  assign \$126  = $signed(res_best) * $signed({ 1'h0, gamma });
-  assign \$127  = \$signature__data$96  ? 33'h000000000 : \$126 ;
-  assign \$128  = $signed(\$127 ) + $signed(17'h08000);
-  assign ysum = $signed(\$signature__data$98 ) + $signed(\$128 [34:16]);
-  assign \$129  = $signed(ysum) > $signed(16'h7fff);
-  assign \$130  = $signed(ysum) < $signed(16'h8000);
-  assign y_ovf = \$129  | \$130 ;
-  assign \$131  = $signed(ysum) > $signed(16'h7fff);
-  assign \$132  = $signed(ysum) < $signed(16'h8000);
-  assign \$133  = \$132  ? 17'h18000 : { 1'h0, ysum[15:0] };
-  assign \$134  = \$131  ? 17'h07fff : \$133 ;
-  assign td_wr__data = $signed(res_q) - $signed(\$134 [15:0]);
-  assign \$135  = ! adapter_state;
-  assign \$136  = adapter_state == 1'h1;
-  assign \$137  = adapter_state == 2'h2;
-  assign \$138  = adapter_state == 2'h3;
-  assign \$139  = adapter_state == 3'h4;
-  assign \$140  = adapter_state == 3'h5;
-  assign \$141  = adapter_state == 3'h6;
+  assign \$64  = ~ have;
+  assign \$65  = \$64  | last_j;
+  assign \$66  = \$65  & more;
+  assign \$67  = \$66  & \real ;
+  assign \$68  = ~ have;
+  assign \$69  = \$68  | last_j;
+  assign \$70  = \$69  & more;
+  assign \$71  = ~ \real ;
+  assign \$72  = \$71  | rec__valid;
+  assign \$73  = \$70  & \$72 ;
+  assign \$74  = rec__valid & rec__ready;
+  assign \$75  = rec__valid & rec__ready;
+  assign \$76  = rec__valid & rec__ready;
+  assign \$77  = weight__valid & weight__ready;
+  assign \$78  = row - 1'h1;
+  assign \$79  = j >= 3'h4;
+  assign \$80  = j - 3'h4;
+  assign \$81  = nxt ? \$80  : { 1'h0, j };
+  assign \$82  = { rb[2:0], col } * 5'h10;
+  assign \$83  = { rb[2:0], col } * 5'h10;
+  assign \$84  = nxt ? \$82 [6:0] : \$83 [6:0];
+  assign \$90  = 12'h800 + \$89 ;
+  assign \$91  = { rb[2:0], col } * 5'h10;
+  assign \$93  = \$90  + \$92 ;
+  assign \$99  = 1'h0 + \$98 ;
+  assign \$100  = { rb[2:0], col } * 5'h10;
+  assign \$102  = \$99  + \$101 ;
+  assign \$103  = nxt ? \$93  : \$102 ;
+  assign \$105  = 2'h3 << \$104 ;
+  assign \$324  = j * 5'h10;
+  assign \$106  = cur >> \$324 ;
+  assign \$107  = \$106  << off;
+  assign \$109  = \$108  | { 9'h000, i[2:0] };
+  assign \$110  = s_b <= last_b;
+  assign \$111  = \$110  ? { \$signature__data$127 , \$signature__data$126 , \$signature__data , \$signature__data$125  } : 35'h000000000;
+  assign \$112  = i < 4'h8;
+  assign \$113  = i - 4'h8;
+  assign \$115  = 13'h1000 + \$114 ;
+  assign \$116  = \$115  + s_piece;
+  assign \$337  = s_piece * 8'h80;
+  assign \$117  = s_word >> \$337 ;
+  assign \$118  = ik == 2'h2;
+  assign \$124  = 14'h2800 + \$123 ;
+  assign \$125  = { ib[2:0], act_cur } * 5'h10;
+  assign \$127  = \$124  + \$126 ;
+  assign \$133  = 15'h4000 + \$132 ;
+  assign \$134  = { ib[2:0], ik } * 5'h10;
+  assign \$136  = \$133  + \$135 ;
+  assign \$137  = \$118  ? { 1'h0, \$127  } : \$136 ;
+  assign \$138  = out_v & td__ready;
+  assign \$139  = \$138  & out_last;
+  assign \$140  = y_lo ? 16'h8000 : y_low;
+  assign \$141  = y_hi ? 16'h7fff : \$140 ;
+  assign td_wr__data = $signed(res_q4) - $signed(\$141 );
+  assign \$142  = ! adapter_state;
+  assign \$143  = adapter_state == 1'h1;
+  assign \$144  = adapter_state == 2'h2;
+  assign \$145  = adapter_state == 2'h3;
+  assign \$146  = adapter_state == 3'h4;
+  assign \$147  = adapter_state == 3'h5;
+  assign \$148  = adapter_state == 3'h6;
+  assign \$149  = adapter_state == 3'h7;
   always @(posedge clk)
-    sync_period_zero <= \$142 ;
+    host_addr <= \$150 ;
   always @(posedge clk)
-    tag0 <= \$143 ;
+    host_re <= \$151 ;
   always @(posedge clk)
-    B <= \$144 ;
+    host_we <= \$152 ;
   always @(posedge clk)
-    lr <= \$145 ;
+    host_wdata <= \$153 ;
   always @(posedge clk)
-    gamma <= \$146 ;
+    sync_period_zero <= \$154 ;
   always @(posedge clk)
-    sync <= \$147 ;
+    tag0 <= \$155 ;
   always @(posedge clk)
-    row <= \$148 ;
+    B <= \$156 ;
   always @(posedge clk)
-    have <= \$149 ;
+    lr <= \$157 ;
   always @(posedge clk)
-    j <= \$150 ;
+    gamma <= \$158 ;
   always @(posedge clk)
-    wn <= \$151 ;
+    sync <= \$159 ;
   always @(posedge clk)
-    g <= \$152 ;
+    row <= \$160 ;
   always @(posedge clk)
-    i <= \$153 ;
+    have <= \$161 ;
   always @(posedge clk)
-    ib <= \$154 ;
+    j <= \$162 ;
   always @(posedge clk)
-    ik <= \$155 ;
+    wn <= \$163 ;
   always @(posedge clk)
-    tn <= \$156 ;
+    g <= \$164 ;
   always @(posedge clk)
-    learner_error <= \$157 ;
+    i <= \$165 ;
   always @(posedge clk)
-    adapter_state <= \$158 ;
+    ib <= \$166 ;
   always @(posedge clk)
-    cur <= \$159 ;
+    ik <= \$167 ;
   always @(posedge clk)
-    sword <= \$160 ;
+    rn <= \$168 ;
   always @(posedge clk)
-    tag1 <= \$161 ;
+    rn_end <= \$169 ;
   always @(posedge clk)
-    tag2 <= \$162 ;
+    out_v <= \$170 ;
   always @(posedge clk)
-    tag3 <= \$163 ;
+    \real  <= \$171 ;
   always @(posedge clk)
-    best <= \$164 ;
+    more <= \$172 ;
   always @(posedge clk)
-    td_wr__en <= \$165 ;
+    wt_open <= \$173 ;
   always @(posedge clk)
-    td_wr__addr <= \$166 ;
+    rd_open <= \$174 ;
   always @(posedge clk)
-    res_best <= \$167 ;
+    last_g <= \$175 ;
   always @(posedge clk)
-    res_q <= \$168 ;
+    last_b <= \$176 ;
+  always @(posedge clk)
+    last_row <= \$177 ;
+  always @(posedge clk)
+    learner_error <= \$178 ;
+  always @(posedge clk)
+    adapter_state <= \$179 ;
+  always @(posedge clk)
+    cur <= \$180 ;
+  always @(posedge clk)
+    sword <= \$181 ;
+  always @(posedge clk)
+    act_cur <= \$182 ;
+  always @(posedge clk)
+    out_d <= \$183 ;
+  always @(posedge clk)
+    out_last <= \$184 ;
+  always @(posedge clk)
+    tag1 <= \$185 ;
+  always @(posedge clk)
+    tag2 <= \$186 ;
+  always @(posedge clk)
+    tag3 <= \$187 ;
+  always @(posedge clk)
+    tag4 <= \$188 ;
+  always @(posedge clk)
+    val_tag <= \$189 ;
+  always @(posedge clk)
+    val <= \$190 ;
+  always @(posedge clk)
+    best <= \$191 ;
+  always @(posedge clk)
+    res_v0 <= \$192 ;
+  always @(posedge clk)
+    res_b0 <= \$193 ;
+  always @(posedge clk)
+    res_q0 <= \$194 ;
+  always @(posedge clk)
+    res_r0 <= \$195 ;
+  always @(posedge clk)
+    res_v1 <= \$196 ;
+  always @(posedge clk)
+    res_v2 <= \$197 ;
+  always @(posedge clk)
+    res_v3 <= \$198 ;
+  always @(posedge clk)
+    td_wr__en <= \$199 ;
+  always @(posedge clk)
+    res_b1 <= \$200 ;
+  always @(posedge clk)
+    res_b2 <= \$201 ;
+  always @(posedge clk)
+    res_b3 <= \$202 ;
+  always @(posedge clk)
+    td_wr__addr <= \$203 ;
+  always @(posedge clk)
+    res_q1 <= \$204 ;
+  always @(posedge clk)
+    res_q2 <= \$205 ;
+  always @(posedge clk)
+    res_q3 <= \$206 ;
+  always @(posedge clk)
+    res_q4 <= \$207 ;
+  always @(posedge clk)
+    res_r1 <= \$208 ;
+  always @(posedge clk)
+    res_r2 <= \$209 ;
+  always @(posedge clk)
+    res_max <= \$210 ;
+  always @(posedge clk)
+    res_prod <= \$211 ;
+  always @(posedge clk)
+    res_disc <= \$212 ;
+  always @(posedge clk)
+    res_ysum <= \$213 ;
+  always @(posedge clk)
+    y_hi <= \$214 ;
+  always @(posedge clk)
+    y_lo <= \$215 ;
+  always @(posedge clk)
+    y_low <= \$216 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$142  = 16'h0000;
+    \$150  = hp_addr;
     if (rst) begin
-      \$142  = 16'h0000;
+      \$150  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$143 [17:1] = tag0[17:1];
-    \$143 [0] = 1'h0;
+    \$151  = hp_re;
+    if (rst) begin
+      \$151  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$152  = hp_we;
+    if (rst) begin
+      \$152  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$153  = hp_wdata;
+    if (rst) begin
+      \$153  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$154  = 16'h0000;
+    if (rst) begin
+      \$154  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$155 [17:1] = tag0[17:1];
+    \$155 [0] = 1'h0;
     casez (adapter_state)
       3'h0:
           /* empty */;
@@ -3106,253 +3462,198 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h4:
           /* empty */;
       3'h5:
-          if (\$20 ) begin
-            \$143 [0] = 1'h1;
-            \$143 [2:1] = ik;
-            \$143 [10:3] = ib[7:0];
-            \$143 [17:11] = \$24 ;
+          /* empty */;
+      3'h6:
+          if (rd_open) begin
+            \$155 [0] = 1'h1;
+            \$155 [2:1] = ik;
+            \$155 [10:3] = ib[7:0];
+            \$155 [17:11] = \$30 ;
           end
     endcase
     if (rst) begin
-      \$143  = 18'h00000;
+      \$155  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$144  = B;
+    \$156  = B;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$144  = cmd__payload[12:0];
+            \$156  = cmd__payload[12:0];
           end
     endcase
     if (rst) begin
-      \$144  = 13'h0000;
+      \$156  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$145  = lr;
+    \$157  = lr;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$145  = cmd__payload[36:13];
+            \$157  = cmd__payload[36:13];
           end
     endcase
     if (rst) begin
-      \$145  = 24'h000000;
+      \$157  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$146  = gamma;
+    \$158  = gamma;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$146  = cmd__payload[53:37];
+            \$158  = cmd__payload[53:37];
           end
     endcase
     if (rst) begin
-      \$146  = 17'h00000;
+      \$158  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$147  = sync;
+    \$159  = sync;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$147  = cmd__payload[54];
+            \$159  = cmd__payload[54];
           end
     endcase
     if (rst) begin
-      \$147  = 1'h0;
+      \$159  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$148  = row;
+    \$160  = row;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$148  = 9'h000;
+            \$160  = 9'h000;
           end
       3'h1:
           if (load) begin
-            \$148  = \$3 [8:0];
+            \$160  = \$8 [8:0];
           end
     endcase
     if (rst) begin
-      \$148  = 9'h000;
+      \$160  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$149  = have;
+    \$161  = have;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$149  = 1'h0;
+            \$161  = 1'h0;
           end
       3'h1:
           if (load) begin
-            \$149  = 1'h1;
+            \$161  = 1'h1;
           end else if (last_j) begin
-            \$149  = 1'h0;
+            \$161  = 1'h0;
           end
     endcase
     if (rst) begin
-      \$149  = 1'h0;
+      \$161  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$150  = j;
+    \$162  = j;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$150  = 3'h0;
+            \$162  = 3'h0;
           end
       3'h1:
           if (have) begin
-            \$150  = \$2 [2:0];
+            \$162  = \$7 [2:0];
           end
     endcase
     if (rst) begin
-      \$150  = 3'h0;
+      \$162  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$151  = wn;
+    \$163  = wn;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$151  = 9'h000;
+            \$163  = 9'h000;
           end
       3'h1:
-          if (\$6 ) begin
-            \$151  = \$7 [8:0];
+          if (\$13 ) begin
+            \$163  = \$14 [8:0];
           end
     endcase
     if (rst) begin
-      \$151  = 9'h000;
+      \$163  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$152  = g;
+    \$164  = g;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$152  = 9'h000;
+            \$164  = 9'h000;
           end
       3'h1:
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
+          if (\$21 ) begin
           end else begin
-            if (\$15 ) begin
-              \$152  = \$16 [8:0];
+            if (\$23 ) begin
+              \$164  = \$24 [8:0];
             end
           end
     endcase
     if (rst) begin
-      \$152  = 9'h000;
+      \$164  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$153  = i;
+    \$165  = i;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$153  = 4'h0;
+            \$165  = 4'h0;
           end
       3'h1:
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
-            \$153  = \$14 [3:0];
+          if (\$21 ) begin
+            \$165  = \$22 [3:0];
           end else begin
             (* full_case = 32'd1 *)
-            if (\$15 ) begin
-              \$153  = 4'h0;
+            if (\$23 ) begin
+              \$165  = 4'h0;
             end else begin
-              \$153  = \$19 [3:0];
+              \$165  = \$26 [3:0];
             end
           end
     endcase
     if (rst) begin
-      \$153  = 4'h0;
+      \$165  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$154  = ib;
+    \$166  = ib;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$154  = 9'h000;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$20 ) begin
-            if (\$25 ) begin
-              \$154  = \$26 [8:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$154  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$155  = ik;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$155  = 2'h0;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          if (\$20 ) begin
-            (* full_case = 32'd1 *)
-            if (\$25 ) begin
-              \$155  = 2'h0;
-            end else begin
-              \$155  = \$27 [1:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$155  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$156  = tn;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$156  = 9'h000;
+            \$166  = 9'h000;
           end
       3'h1:
           /* empty */;
@@ -3365,21 +3666,23 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h5:
           /* empty */;
       3'h6:
-          if (td__ready) begin
-            \$156  = \$31 [8:0];
+          if (rd_open) begin
+            if (\$31 ) begin
+              \$166  = \$32 [8:0];
+            end
           end
     endcase
     if (rst) begin
-      \$156  = 9'h000;
+      \$166  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$157  = learner_error;
+    \$167  = ik;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$157  = 2'h0;
+            \$167  = 2'h0;
           end
       3'h1:
           /* empty */;
@@ -3388,150 +3691,643 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h3:
           /* empty */;
       3'h4:
-          if (done) begin
-            \$157  = error;
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          if (rd_open) begin
+            (* full_case = 32'd1 *)
+            if (\$31 ) begin
+              \$167  = 2'h0;
+            end else begin
+              \$167  = \$34 [1:0];
+            end
           end
     endcase
     if (rst) begin
-      \$157  = 2'h0;
+      \$167  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$158  = adapter_state;
+    \$168  = rn;
+    (* full_case = 32'd1 *)
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$158  = 3'h1;
+            \$168  = 8'h00;
           end
       3'h1:
-          if (\$12 ) begin
-            \$158  = 3'h2;
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          /* empty */;
+      3'h7:
+          if (\$40 ) begin
+            \$168  = \$43 [7:0];
+          end
+    endcase
+    if (rst) begin
+      \$168  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$169  = rn_end;
+    (* full_case = 32'd1 *)
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$169  = 1'h0;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          /* empty */;
+      3'h7:
+          if (\$40 ) begin
+            \$169  = \$44 ;
+          end
+    endcase
+    if (rst) begin
+      \$169  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$170  = out_v;
+    (* full_case = 32'd1 *)
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$170  = 1'h0;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          /* empty */;
+      3'h7:
+          if (\$40 ) begin
+            \$170  = 1'h1;
+          end else if (\$41 ) begin
+            \$170  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$170  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$171  = \real ;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$171  = 1'h1;
+          end
+      3'h1:
+          if (load) begin
+            \$171  = \$10 ;
+          end
+    endcase
+    if (rst) begin
+      \$171  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$172  = more;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$172  = 1'h1;
+          end
+      3'h1:
+          if (load) begin
+            \$172  = \$11 ;
+          end
+    endcase
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$173  = wt_open;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$173  = 1'h1;
+          end
+      3'h1:
+          if (\$13 ) begin
+            \$173  = \$15 ;
+          end
+    endcase
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$174  = rd_open;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$174  = 1'h1;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          if (rd_open) begin
+            if (\$31 ) begin
+              \$174  = \$33 ;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$174  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$175  = last_g;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$175  = \$2 [7:0];
+          end
+    endcase
+    if (rst) begin
+      \$175  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$176  = last_b;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$176  = \$3 [7:0];
+          end
+    endcase
+    if (rst) begin
+      \$176  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$177  = last_row;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$177  = \$5 [8:0];
+          end
+    endcase
+    if (rst) begin
+      \$177  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$178  = learner_error;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$178  = 2'h0;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (done) begin
+            \$178  = error;
+          end
+    endcase
+    if (rst) begin
+      \$178  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$179  = adapter_state;
+    (* full_case = 32'd1 *)
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$179  = 3'h1;
+          end
+      3'h1:
+          if (\$20 ) begin
+            \$179  = 3'h2;
           end
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$13 ) begin
+          if (\$21 ) begin
           end else begin
-            if (\$15 ) begin
-              if (\$18 ) begin
-                \$158  = 3'h3;
+            if (\$23 ) begin
+              if (\$25 ) begin
+                \$179  = 3'h3;
               end
             end
           end
       3'h3:
-          \$158  = 3'h4;
+          \$179  = 3'h4;
       3'h4:
-          if (done) begin
-            \$158  = 3'h5;
-          end
+          \$179  = 3'h5;
       3'h5:
-          if (\$30 ) begin
-            \$158  = 3'h6;
+          if (done) begin
+            \$179  = 3'h6;
           end
       3'h6:
-          if (td__ready) begin
-            if (\$33 ) begin
-              \$158  = 3'h0;
-            end
+          if (\$36 ) begin
+            \$179  = 3'h7;
+          end
+      3'h7:
+          if (\$46 ) begin
+            \$179  = 3'h0;
           end
     endcase
     if (rst) begin
-      \$158  = 3'h0;
+      \$179  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$159  = cur;
+    \$180  = cur;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           if (load) begin
-            \$159  = \$5 ;
+            \$180  = \$12 ;
           end
     endcase
     if (rst) begin
-      \$159  = 256'h0000000000000000000000000000000000000000000000000000000000000000;
+      \$180  = 256'h0000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$160  = sword;
+    \$181  = sword;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          if (\$13 ) begin
-            \$160  = { lane, sword[279:35] };
+          if (\$21 ) begin
+            \$181  = { lane, sword[279:35] };
           end
     endcase
     if (rst) begin
-      \$160  = 280'h0000000000000000000000000000000000000000000000000000000000000000000000;
+      \$181  = 280'h0000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$161  = tag0;
+    \$182  = act_cur;
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          \$182  = \$signature__data ;
+    endcase
     if (rst) begin
-      \$161  = 18'h00000;
+      \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$162  = tag1;
+    \$183  = out_d;
+    (* full_case = 32'd1 *)
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          /* empty */;
+      3'h7:
+          if (\$40 ) begin
+            \$183  = td_rd__data;
+          end
+    endcase
     if (rst) begin
-      \$162  = 18'h00000;
+      \$183  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$163  = tag2;
+    \$184  = out_last;
+    (* full_case = 32'd1 *)
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          /* empty */;
+      3'h6:
+          /* empty */;
+      3'h7:
+          if (\$40 ) begin
+            \$184  = \$42 ;
+          end
+    endcase
     if (rst) begin
-      \$163  = 18'h00000;
+      \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$164  = best;
-    if (tag3[0]) begin
-      if (\$34 ) begin
-        \$164  = val;
-      end else if (\$35 ) begin
-        \$164  = \$37 ;
+    \$185  = tag0;
+    if (rst) begin
+      \$185  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$186  = tag1;
+    if (rst) begin
+      \$186  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$187  = tag2;
+    if (rst) begin
+      \$187  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$188  = tag3;
+    if (rst) begin
+      \$188  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$189  = tag4;
+    if (rst) begin
+      \$189  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$190  = \$47 ;
+    if (rst) begin
+      \$190  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$191  = best;
+    if (val_tag[0]) begin
+      if (\$48 ) begin
+        \$191  = val;
+      end else if (\$49 ) begin
+        \$191  = \$51 ;
       end
     end
     if (rst) begin
-      \$164  = 16'h0000;
+      \$191  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$165  = \$39 ;
+    \$192  = \$53 ;
     if (rst) begin
-      \$165  = 1'h0;
+      \$192  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$166  = tag3[10:3];
+    \$193  = val_tag[10:3];
     if (rst) begin
-      \$166  = 8'h00;
+      \$193  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$167  = best;
+    \$194  = val;
     if (rst) begin
-      \$167  = 16'h0000;
+      \$194  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = val;
+    \$195  = \$signature__data$70 ;
     if (rst) begin
-      \$168  = 16'h0000;
+      \$195  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$196  = res_v0;
+    if (rst) begin
+      \$196  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$197  = res_v1;
+    if (rst) begin
+      \$197  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$198  = res_v2;
+    if (rst) begin
+      \$198  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$199  = res_v3;
+    if (rst) begin
+      \$199  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$200  = res_b0;
+    if (rst) begin
+      \$200  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$201  = res_b1;
+    if (rst) begin
+      \$201  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$202  = res_b2;
+    if (rst) begin
+      \$202  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$203  = res_b3;
+    if (rst) begin
+      \$203  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$204  = res_q0;
+    if (rst) begin
+      \$204  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$205  = res_q1;
+    if (rst) begin
+      \$205  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$206  = res_q2;
+    if (rst) begin
+      \$206  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$207  = res_q3;
+    if (rst) begin
+      \$207  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$208  = res_r0;
+    if (rst) begin
+      \$208  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$209  = res_r1;
+    if (rst) begin
+      \$209  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$210  = \$54 ;
+    if (rst) begin
+      \$210  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$211  = { \$55 [32], \$55  };
+    if (rst) begin
+      \$211  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$212  = \$56 [34:16];
+    if (rst) begin
+      \$212  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$213  = \$57 ;
+    if (rst) begin
+      \$213  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$214  = \$60 ;
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$215  = \$63 ;
+    if (rst) begin
+      \$215  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$216  = res_ysum[15:0];
+    if (rst) begin
+      \$216  = 16'h0000;
     end
   end
   always @* begin
@@ -3549,7 +4345,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          rec__ready = \$49 ;
+          rec__ready = \$67 ;
     endcase
   end
   always @* begin
@@ -3559,7 +4355,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          load = \$57 ;
+          load = \$73 ;
     endcase
   end
   always @* begin
@@ -3574,22 +4370,22 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$57  = 8'h00;
+    \$signature__addr$104  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__addr$57  = row[7:0];
+          \$signature__addr$104  = row[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$58  = 8'h00;
+    \$signature__addr$105  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__addr$58  = row[7:0];
+          \$signature__addr$105  = row[7:0];
     endcase
   end
   always @* begin
@@ -3599,57 +4395,57 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__en  = \$58 ;
+          \$signature__en  = \$74 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$60  = 1'h0;
+    \$signature__en$107  = 1'h0;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__en$60  = \$59 ;
+          \$signature__en$107  = \$75 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$61  = 1'h0;
+    \$signature__en$108  = 1'h0;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__en$61  = \$60 ;
+          \$signature__en$108  = \$76 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$62  = 1'h0;
+    \$signature__data$109  = 1'h0;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__data$62  = rec__payload[144];
+          \$signature__data$109  = rec__payload[144];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$63  = 16'h0000;
+    \$signature__data$110  = 16'h0000;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__data$63  = rec__payload[143:128];
+          \$signature__data$110  = rec__payload[143:128];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$64  = 1'h0;
+    \$signature__data$111  = 1'h0;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__data$64  = rec__payload[159];
+          \$signature__data$111  = rec__payload[159];
     endcase
   end
   always @* begin
@@ -3659,7 +4455,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          weight__ready = \$61 ;
+          weight__ready = wt_open;
     endcase
   end
   always @* begin
@@ -3689,7 +4485,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          wt_wr__en = \$62 ;
+          wt_wr__en = \$77 ;
     endcase
   end
   always @* begin
@@ -3699,7 +4495,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          rb = \$63 [8:0];
+          rb = \$78 [8:0];
     endcase
   end
   always @* begin
@@ -3709,7 +4505,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          nxt = \$64 ;
+          nxt = \$79 ;
     endcase
   end
   always @* begin
@@ -3719,7 +4515,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          col = \$66 [1:0];
+          col = \$81 [1:0];
     endcase
   end
   always @* begin
@@ -3729,68 +4525,70 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h0:
           /* empty */;
       3'h1:
-          off = \$69 ;
+          off = \$84 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    host_addr = 16'h0000;
+    hp_addr = 16'h0000;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           if (have) begin
-            host_addr = { 1'h0, \$88  };
+            hp_addr = { 1'h0, \$103  };
           end
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$97 ) begin
+          if (\$112 ) begin
           end else begin
-            host_addr = { 1'h0, \$101  };
+            hp_addr = { 1'h0, \$116  };
           end
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          if (\$103 ) begin
-            host_addr = \$123 [15:0];
+          /* empty */;
+      3'h6:
+          if (rd_open) begin
+            hp_addr = \$137 [15:0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    host_we = 16'h0000;
+    hp_we = 16'h0000;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           if (have) begin
-            host_we = \$90 [15:0];
+            hp_we = \$105 [15:0];
           end
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$97 ) begin
+          if (\$112 ) begin
           end else begin
-            host_we = 16'hffff;
+            hp_we = 16'hffff;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    host_wdata = 128'h00000000000000000000000000000000;
+    hp_wdata = 128'h00000000000000000000000000000000;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           if (have) begin
-            host_wdata = \$92 [127:0];
+            hp_wdata = \$107 [127:0];
           end
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$97 ) begin
+          if (\$112 ) begin
           end else begin
-            host_wdata = \$102 ;
+            hp_wdata = \$117 ;
           end
     endcase
   end
@@ -3803,79 +4601,87 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h1:
           /* empty */;
       3'h2:
-          s_b = \$94 [8:0];
+          s_b = \$109 [8:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$77  = 8'h00;
+    \$signature__addr$121  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$signature__addr$77  = s_b[7:0];
+          \$signature__addr$121  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$signature__addr$77  = ib[7:0];
+          /* empty */;
+      3'h6:
+          \$signature__addr$121  = ib[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$78  = 8'h00;
+    \$signature__addr$122  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$signature__addr$78  = s_b[7:0];
+          \$signature__addr$122  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$signature__addr$78  = ib[7:0];
+          /* empty */;
+      3'h6:
+          \$signature__addr$122  = ib[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$79  = 8'h00;
+    \$signature__addr$123  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$signature__addr$79  = s_b[7:0];
+          \$signature__addr$123  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$signature__addr$79  = ib[7:0];
+          /* empty */;
+      3'h6:
+          \$signature__addr$123  = ib[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$80  = 8'h00;
+    \$signature__addr$124  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$signature__addr$80  = s_b[7:0];
+          \$signature__addr$124  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
           /* empty */;
       3'h5:
-          \$signature__addr$80  = ib[7:0];
+          /* empty */;
+      3'h6:
+          \$signature__addr$124  = ib[7:0];
     endcase
   end
   always @* begin
@@ -3887,7 +4693,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h1:
           /* empty */;
       3'h2:
-          lane = \$96 ;
+          lane = \$111 ;
     endcase
   end
   always @* begin
@@ -3900,9 +4706,9 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$97 ) begin
+          if (\$112 ) begin
           end else begin
-            s_piece = \$98 [1:0];
+            s_piece = \$113 [1:0];
           end
     endcase
   end
@@ -3916,7 +4722,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$97 ) begin
+          if (\$112 ) begin
           end else begin
             s_word = { 232'h0000000000000000000000000000000000000000000000000000000000, sword };
           end
@@ -3933,12 +4739,14 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h2:
           /* empty */;
       3'h3:
+          /* empty */;
+      3'h4:
           start = 1'h1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    host_re = 1'h0;
+    hp_re = 1'h0;
     casez (adapter_state)
       3'h0:
           /* empty */;
@@ -3951,14 +4759,17 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h4:
           /* empty */;
       3'h5:
-          if (\$103 ) begin
-            host_re = 1'h1;
+          /* empty */;
+      3'h6:
+          if (rd_open) begin
+            hp_re = 1'h1;
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     td_rd__addr = 8'h00;
+    (* full_case = 32'd1 *)
     casez (adapter_state)
       3'h0:
           /* empty */;
@@ -3973,12 +4784,15 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h5:
           /* empty */;
       3'h6:
-          td_rd__addr = tn[7:0];
+          /* empty */;
+      3'h7:
+          td_rd__addr = rn;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    td__valid = 1'h0;
+    \done$131  = 1'h0;
+    (* full_case = 32'd1 *)
     casez (adapter_state)
       3'h0:
           /* empty */;
@@ -3993,67 +4807,24 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
       3'h5:
           /* empty */;
       3'h6:
-          td__valid = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    td__payload = 17'h00000;
-    casez (adapter_state)
-      3'h0:
           /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          td__payload = td_rd__data;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \done$91  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (td__ready) begin
-            if (\$125 ) begin
-              \done$91  = 1'h1;
-            end
+      3'h7:
+          if (\$139 ) begin
+            \done$131  = 1'h1;
           end
     endcase
   end
-  assign pad_rows = \$43 [8:0];
-  assign groups = \$42 [8:0];
-  assign res_v = td_wr__en;
-  assign res_b = td_wr__addr;
+  assign td__valid = out_v;
+  assign res_v4 = td_wr__en;
+  assign res_b4 = td_wr__addr;
   assign batch_size = B;
-  assign \lr$48  = lr;
-  assign \gamma$49  = gamma;
+  assign \lr$94  = lr;
+  assign \gamma$95  = gamma;
   assign sync_target = sync;
   assign sync_period = sync_period_zero;
-  assign \$signature__addr$93  = td_wr__addr;
-  assign \$signature__addr$94  = td_wr__addr;
-  assign prod = { \$127 [32], \$127  };
-  assign y_full = ysum;
-  assign y = \$134 [15:0];
+  assign td__payload = out_d;
+  assign \$signature__addr$132  = val_tag[10:3];
+  assign \$signature__addr$133  = val_tag[10:3];
   assign \tag0.v  = tag0[0];
   assign \tag0.k  = tag0[2:1];
   assign \tag0.b  = tag0[10:3];
@@ -4074,35 +4845,44 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, busy, cmd__valid, cmd__pa
   assign \tag3.k  = tag3[2:1];
   assign \tag3.b  = tag3[10:3];
   assign \tag3.off  = tag3[17:11];
-  assign \$42  = { \$41 [14], \$41 [14], \$41 [14], \$41 [14:3] };
-  assign \$43  = { \$42 [8:0], 3'h0 };
-  assign \$70  = { 3'h0, rb[8:3] };
-  assign \$71  = { 1'h0, \$70  };
-  assign \$72  = 2'h0;
-  assign \$74  = { \$73 , 3'h0 };
-  assign \$77  = { 7'h00, \$76 [9:7] };
-  assign \$79  = { 3'h0, rb[8:3] };
-  assign \$80  = { 1'h0, \$79  };
-  assign \$81  = 2'h0;
-  assign \$83  = { \$82 , 3'h0 };
-  assign \$86  = { 7'h00, \$85 [9:7] };
-  assign \$89  = { 3'h0, off[6:3] };
-  assign \$93  = { g, 3'h0 };
-  assign \$99  = { 1'h0, g, 2'h0 };
-  assign \$105  = { 3'h0, ib[8:3] };
-  assign \$106  = { 1'h0, \$105  };
-  assign \$107  = 1'h0;
-  assign \$109  = { \$108 , 3'h0 };
-  assign \$112  = { 7'h00, \$111 [8:7] };
-  assign \$114  = { 3'h0, ib[8:3] };
-  assign \$115  = { 1'h0, \$114  };
-  assign \$116  = 2'h0;
-  assign \$118  = { \$117 , 3'h0 };
-  assign \$121  = { 7'h00, \$120 [9:7] };
-  assign \$73  = { 4'h0, rb[8:3] };
-  assign \$82  = { 4'h0, rb[8:3] };
-  assign \$108  = { 4'h0, ib[8:3] };
-  assign \$117  = { 4'h0, ib[8:3] };
+  assign \tag4.v  = tag4[0];
+  assign \tag4.k  = tag4[2:1];
+  assign \tag4.b  = tag4[10:3];
+  assign \tag4.off  = tag4[17:11];
+  assign \val_tag.v  = val_tag[0];
+  assign \val_tag.k  = val_tag[2:1];
+  assign \val_tag.b  = val_tag[10:3];
+  assign \val_tag.off  = val_tag[17:11];
+  assign \$2  = { \$1 [13], \$1 [13], \$1 [13], \$1 [13:3] };
+  assign \$5 [13:3] = \$4 [13:3];
+  assign \$5 [2:0] = 3'h7;
+  assign \$85  = { 3'h0, rb[8:3] };
+  assign \$86  = { 1'h0, \$85  };
+  assign \$87  = 2'h0;
+  assign \$89  = { \$88 , 3'h0 };
+  assign \$92  = { 7'h00, \$91 [9:7] };
+  assign \$94  = { 3'h0, rb[8:3] };
+  assign \$95  = { 1'h0, \$94  };
+  assign \$96  = 2'h0;
+  assign \$98  = { \$97 , 3'h0 };
+  assign \$101  = { 7'h00, \$100 [9:7] };
+  assign \$104  = { 3'h0, off[6:3] };
+  assign \$108  = { g, 3'h0 };
+  assign \$114  = { 1'h0, g, 2'h0 };
+  assign \$119  = { 3'h0, ib[8:3] };
+  assign \$120  = { 1'h0, \$119  };
+  assign \$121  = 1'h0;
+  assign \$123  = { \$122 , 3'h0 };
+  assign \$126  = { 7'h00, \$125 [8:7] };
+  assign \$128  = { 3'h0, ib[8:3] };
+  assign \$129  = { 1'h0, \$128  };
+  assign \$130  = 2'h0;
+  assign \$132  = { \$131 , 3'h0 };
+  assign \$135  = { 7'h00, \$134 [9:7] };
+  assign \$88  = { 4'h0, rb[8:3] };
+  assign \$97  = { 4'h0, rb[8:3] };
+  assign \$122  = { 4'h0, ib[8:3] };
+  assign \$131  = { 4'h0, ib[8:3] };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -47545,7 +48325,7 @@ module \dqn_trainer_u250.core.learner (rst, host_addr, host_re, host_we, host_wd
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__ready, clear, \cmd__valid$85 , \cmd__payload$86 , sample__payload, sample__valid, done, underflow, overrun, consumed, total, saturated, weight__payload, weight__valid, o__ready, td__valid, td__payload, clk
+module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__ready, clear, \cmd__valid$85 , \cmd__payload$86 , sample__payload, sample__valid, done, underflow, overrun, consumed, total, saturated, weight__payload, weight__valid, td__valid, td__payload, o__ready, clk
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -47555,14 +48335,14 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire [2:0] \$102 ;
-  wire \$103 ;
-  wire [2:0] \$104 ;
-  wire [3:0] \$105 ;
-  wire [2:0] \$106 ;
-  wire [3:0] \$107 ;
+  wire [20:0] \$100 ;
+  wire [9:0] \$101 ;
+  wire \$102 ;
+  wire [3:0] \$103 ;
+  wire \$104 ;
+  wire \$105 ;
+  wire \$106 ;
+  wire \$107 ;
   wire [2:0] \$108 ;
   wire \$109 ;
   wire \$11 ;
@@ -47570,107 +48350,129 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire [3:0] \$111 ;
   wire [2:0] \$112 ;
   wire [3:0] \$113 ;
-  wire \$114 ;
+  wire [2:0] \$114 ;
   wire \$115 ;
-  wire \$116 ;
-  wire [9:0] \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [2:0] \$116 ;
+  wire [3:0] \$117 ;
+  wire [2:0] \$118 ;
+  wire [3:0] \$119 ;
   wire \$12 ;
   wire \$120 ;
   wire \$121 ;
   wire \$122 ;
-  wire \$123 ;
+  wire [9:0] \$123 ;
   wire \$124 ;
   wire \$125 ;
   wire \$126 ;
-  wire [20:0] \$127 ;
-  wire [20:0] \$128 ;
-  wire [21:0] \$129 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
   wire \$13 ;
   wire \$130 ;
-  wire [21:0] \$131 ;
+  wire \$131 ;
   wire \$132 ;
-  wire \$133 ;
-  wire [21:0] \$134 ;
-  wire \$135 ;
+  wire [20:0] \$133 ;
+  wire [20:0] \$134 ;
+  wire [21:0] \$135 ;
   wire \$136 ;
-  wire \$137 ;
+  wire [21:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [2:0] \$140 ;
+  wire [21:0] \$140 ;
   wire \$141 ;
   wire \$142 ;
   wire \$143 ;
-  wire [17:0] \$144 ;
-  wire [17:0] \$145 ;
-  wire [23:0] \$146 ;
-  wire [24:0] \$147 ;
-  wire [9:0] \$148 ;
-  wire [9:0] \$149 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire [9:0] \$146 ;
+  wire \$147 ;
+  wire [2:0] \$148 ;
+  wire \$149 ;
   wire \$15 ;
-  wire [9:0] \$150 ;
-  wire \$151 ;
-  reg \$152 ;
-  reg \$153 ;
-  reg \$154 ;
-  reg \$155 ;
-  reg \$156 ;
-  reg [3:0] \$157 ;
-  reg [31:0] \$158 ;
-  reg [8:0] \$159 ;
+  wire \$150 ;
+  wire [9:0] \$151 ;
+  wire \$152 ;
+  wire \$153 ;
+  wire [17:0] \$154 ;
+  wire [17:0] \$155 ;
+  wire \$156 ;
+  wire [23:0] \$157 ;
+  wire [24:0] \$158 ;
+  wire [9:0] \$159 ;
   wire \$16 ;
-  reg [16:0] \$160 ;
+  wire \$160 ;
   reg \$161 ;
   reg \$162 ;
-  reg [16:0] \$163 ;
-  reg [23:0] \$164 ;
-  reg [20:0] \$165 ;
-  reg [31:0] \$166 ;
-  reg [19:0] \$167 ;
-  reg \$168 ;
-  reg [1:0] \$169 ;
+  reg \$163 ;
+  reg \$164 ;
+  reg \$165 ;
+  reg [3:0] \$166 ;
+  reg [31:0] \$167 ;
+  reg [8:0] \$168 ;
+  reg [16:0] \$169 ;
   wire \$17 ;
-  reg [8:0] \$170 ;
+  reg \$170 ;
   reg \$171 ;
-  reg [97:0] \$172 ;
-  reg [2:0] \$173 ;
-  reg [31:0] \$174 ;
-  reg [19:0] \$175 ;
-  reg \$176 ;
-  reg [20:0] \$177 ;
-  reg [19:0] \$178 ;
-  reg [19:0] \$179 ;
+  reg [16:0] \$172 ;
+  reg [23:0] \$173 ;
+  reg [20:0] \$174 ;
+  reg [31:0] \$175 ;
+  reg [19:0] \$176 ;
+  reg \$177 ;
+  reg [1:0] \$178 ;
+  reg [8:0] \$179 ;
   wire \$18 ;
   reg \$180 ;
-  reg [8:0] \$181 ;
-  reg [31:0] \$182 ;
-  reg [8:0] \$183 ;
+  reg [97:0] \$181 ;
+  reg [19:0] \$182 ;
+  reg [39:0] \$183 ;
   reg \$184 ;
-  reg [8:0] \$185 ;
-  reg [8:0] \$186 ;
-  reg \$187 ;
-  reg [8:0] \$188 ;
+  reg \$185 ;
+  reg \$186 ;
+  reg [2:0] \$187 ;
+  reg [31:0] \$188 ;
   reg [19:0] \$189 ;
   wire \$19 ;
-  reg [20:0] \$190 ;
+  reg \$190 ;
   reg [20:0] \$191 ;
-  reg \$192 ;
-  reg [8:0] \$193 ;
-  reg [16:0] \$194 ;
-  reg [23:0] \$195 ;
-  reg [8:0] \$196 ;
+  reg [19:0] \$192 ;
+  reg [19:0] \$193 ;
+  reg \$194 ;
+  reg [8:0] \$195 ;
+  reg [31:0] \$196 ;
   reg [8:0] \$197 ;
-  reg [8:0] \$198 ;
+  reg \$198 ;
   reg [8:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
   reg \$200 ;
-  reg [24:0] \$201 ;
-  reg \$202 ;
+  reg [7:0] \$201 ;
+  reg [8:0] \$202 ;
+  reg [8:0] \$203 ;
+  reg \$204 ;
+  reg \$205 ;
+  reg [8:0] \$206 ;
+  reg [19:0] \$207 ;
+  reg [20:0] \$208 ;
+  reg [20:0] \$209 ;
   wire \$21 ;
+  reg \$210 ;
+  reg [8:0] \$211 ;
+  reg [7:0] \$212 ;
+  reg \$213 ;
+  reg [16:0] \$214 ;
+  reg [23:0] \$215 ;
+  reg [8:0] \$216 ;
+  reg [8:0] \$217 ;
+  reg [8:0] \$218 ;
+  reg [8:0] \$219 ;
   wire \$22 ;
+  reg \$220 ;
+  reg [16:0] \$221 ;
+  reg \$222 ;
+  reg [24:0] \$223 ;
+  reg \$224 ;
   wire \$23 ;
   wire \$24 ;
   wire \$25 ;
@@ -47699,62 +48501,62 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire [21:0] \$46 ;
   wire \$47 ;
   reg [8:0] \$48 ;
-  wire \$49 ;
+  reg [8:0] \$49 ;
   wire [9:0] \$5 ;
-  wire [31:0] \$50 ;
-  wire \$51 ;
-  wire \$52 ;
+  wire \$50 ;
+  reg [8:0] \$51 ;
+  wire [9:0] \$52 ;
   wire \$53 ;
-  wire \$54 ;
+  wire [31:0] \$54 ;
   wire \$55 ;
   wire [31:0] \$56 ;
-  wire \$57 ;
-  wire [3:0] \$58 ;
-  wire \$59 ;
+  wire [32:0] \$57 ;
+  wire \$58 ;
+  wire [31:0] \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire [9:0] \$61 ;
+  wire \$61 ;
   wire \$62 ;
   wire \$63 ;
   wire \$64 ;
   wire \$65 ;
-  wire \$66 ;
+  wire [31:0] \$66 ;
   wire \$67 ;
-  wire \$68 ;
+  wire [3:0] \$68 ;
   wire \$69 ;
   wire \$7 ;
   wire \$70 ;
-  wire \$71 ;
-  wire [31:0] \$72 ;
+  wire [9:0] \$71 ;
+  wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [31:0] \$75 ;
+  wire \$75 ;
   wire \$76 ;
   wire \$77 ;
-  wire [3:0] \$78 ;
+  wire \$78 ;
   wire \$79 ;
   wire \$8 ;
-  wire [1:0] \$80 ;
-  wire [1:0] \$81 ;
-  wire [2:0] \$82 ;
-  wire \$83 ;
-  wire [31:0] \$84 ;
+  wire [31:0] \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire [31:0] \$83 ;
+  wire \$84 ;
   wire \$85 ;
-  wire [20:0] \$86 ;
-  wire [20:0] \$87 ;
-  wire [9:0] \$88 ;
-  wire [9:0] \$89 ;
+  wire [3:0] \$86 ;
+  wire \$87 ;
+  wire [1:0] \$88 ;
+  wire [1:0] \$89 ;
   wire \$9 ;
-  wire \$90 ;
+  wire [2:0] \$90 ;
   wire \$91 ;
-  wire [20:0] \$92 ;
-  wire [20:0] \$93 ;
-  wire [9:0] \$94 ;
-  wire [9:0] \$95 ;
-  wire \$96 ;
-  wire [3:0] \$97 ;
+  wire [31:0] \$92 ;
+  wire \$93 ;
+  wire [20:0] \$94 ;
+  wire [20:0] \$95 ;
+  wire [9:0] \$96 ;
+  wire \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [20:0] \$99 ;
   wire [8:0] \$signature__addr ;
   wire [19:0] \$signature__data ;
   wire \$signature__en ;
@@ -47765,7 +48567,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   (* init = 17'h00000 *)
   wire [16:0] \beta$38 ;
   wire busy;
-  wire \busy$112 ;
+  wire \busy$121 ;
   wire \busy$24 ;
   input clear;
   wire clear;
@@ -47822,20 +48624,22 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire \i__payload.last ;
   wire [31:0] \i__payload.priority ;
   wire i__ready;
-  wire \i__ready$66 ;
+  wire \i__ready$64 ;
   reg i__valid;
   (* init = 1'h0 *)
   wire \i__valid$67 ;
   reg [19:0] ins_slot = 20'h00000;
   reg [8:0] k = 9'h000;
+  reg [8:0] k_last = 9'h000;
+  reg k_zero = 1'h0;
   reg [8:0] last_n = 9'h000;
   reg last_slot = 1'h0;
   wire [31:0] max_priority;
   wire [31:0] \max_priority$15 ;
   wire [17:0] o__payload;
-  wire [32:0] \o__payload$111 ;
-  wire [31:0] \o__payload$111.fraction ;
-  wire \o__payload$111.last ;
+  wire [32:0] \o__payload$120 ;
+  wire [31:0] \o__payload$120.fraction ;
+  wire \o__payload$120.last ;
   wire [40:0] \o__payload$76 ;
   wire \o__payload$76.overflow ;
   wire [39:0] \o__payload$76.value ;
@@ -47846,7 +48650,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   reg \o__ready$58 ;
   wire \o__ready$71 ;
   wire o__valid;
-  wire \o__valid$110 ;
+  wire \o__valid$119 ;
   wire \o__valid$78 ;
   output overrun;
   reg overrun = 1'h0;
@@ -47957,9 +48761,14 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   reg [16:0] td_alpha = 17'h00000;
   reg td_busy = 1'h0;
   reg td_done = 1'h0;
+  wire td_en;
   reg [23:0] td_eps = 24'h000000;
   reg [8:0] td_in = 9'h000;
+  reg [7:0] td_last = 8'h00;
+  reg [16:0] td_mag = 17'h00000;
+  reg td_mag_valid = 1'h0;
   reg [8:0] td_n = 9'h000;
+  reg td_open = 1'h0;
   reg [8:0] td_out = 9'h000;
   reg td_slot = 1'h0;
   reg td_start;
@@ -47970,10 +48779,17 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire [51:0] \total$13 ;
   output underflow;
   reg underflow = 1'h0;
+  reg wb_ge_lo = 1'h0;
   reg [8:0] wb_j = 9'h000;
+  reg wb_j_end = 1'h0;
+  reg [7:0] wb_last = 8'h00;
+  reg wb_lt_hi = 1'h0;
   reg [31:0] wb_max = 32'd0;
   reg [8:0] wb_n = 9'h000;
+  reg [39:0] wb_prio = 40'h0000000000;
+  reg [19:0] wb_slot = 20'h00000;
   reg wb_valid = 1'h0;
+  reg wb_valid2 = 1'h0;
   output [16:0] weight__payload;
   wire [16:0] weight__payload;
   wire weight__ready;
@@ -48044,22 +48860,23 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   assign \$13  = state == 4'hd;
   assign \$14  = state == 4'he;
   assign \$15  = ~ td_busy;
-  assign \$16  = td_in != td_n;
-  assign \$17  = td_busy & \$16 ;
-  assign \$18  = ~ td_u_valid;
-  assign \$19  = \$18  | \i__ready$66 ;
-  assign td__ready = \$17  & \$19 ;
-  assign \$20  = ! state;
-  assign \$21  = ~ \busy$24 ;
-  assign \$22  = \cmd__valid$85  & \cmd__ready$19 ;
-  assign \$23  = ! \cmd__payload$86 [55:35];
-  assign \$24  = \cmd__payload$86 [55:35] > 9'h100;
-  assign \$25  = \$23  | \$24 ;
-  assign \$26  = ! total;
-  assign \$27  = ~ td_busy;
-  assign \$28  = ~ cmd__valid;
-  assign \$29  = ~ \busy$24 ;
-  assign \$30  = \$28  & \$29 ;
+  assign \$16  = ~ td_u_valid;
+  assign td_en = \$16  | \i__ready$64 ;
+  assign \$17  = td_busy & td_open;
+  assign td__ready = \$17  & td_en;
+  assign \$18  = ! state;
+  assign \$19  = ~ \busy$24 ;
+  assign \$20  = \cmd__valid$85  & \cmd__ready$19 ;
+  assign \$21  = ! \cmd__payload$86 [55:35];
+  assign \$22  = \cmd__payload$86 [55:35] > 9'h100;
+  assign \$23  = \$21  | \$22 ;
+  assign \$24  = ! total;
+  assign \$25  = ~ td_busy;
+  assign \$26  = ~ cmd__valid;
+  assign \$27  = ~ \busy$24 ;
+  assign \$28  = \$26  & \$27 ;
+  assign \$29  = \$signature__data  >= win_lo;
+  assign \$30  = \$signature__data  < win_hi;
   assign \$31  = state != 4'ha;
   assign \$32  = seed - consumed;
   assign \$33  = consumed_mod + 9'h100;
@@ -48077,213 +48894,246 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   assign \$45  = consumed_mod + 9'h100;
   assign \$46  = \$42  ? \$44  : { 1'h0, \$45  };
   assign \$47  = queued > 1'h1;
-  assign \$49  = ahead > 9'h100;
-  assign \$50  = \$49  ? 32'd256 : ahead;
-  assign \$51  = ahead > 9'h100;
-  assign \$52  = pop & td_busy;
-  assign \$53  = td_slot == q_head;
-  assign \$54  = \$52  & \$53 ;
+  assign \$50  = ! \$49 ;
+  assign \$52  = \$51  - 1'h1;
+  assign \$53  = ahead > 9'h100;
+  assign \$54  = \$53  ? 32'd256 : ahead;
   assign \$55  = ahead > 9'h100;
   assign \$56  = \$55  ? 32'd256 : ahead;
-  assign \$57  = ! \$56 ;
-  assign \$58  = \$57  ? 4'ha : 4'h8;
-  assign \$59  = wb_j != wb_n;
-  assign \$60  = wb_j != wb_n;
-  assign \$61  = wb_j + \$60 ;
-  assign \$62  = \$signature__data  >= win_lo;
-  assign \$63  = \$signature__data  < win_hi;
-  assign \$64  = \$62  | \$63 ;
-  assign \$65  = \$signature__data  >= win_lo;
-  assign \$66  = \$signature__data  < win_hi;
-  assign \$67  = \$65  & \$66 ;
-  assign \$68  = win_wrap ? \$64  : \$67 ;
-  assign \$69  = ~ \$68 ;
-  assign \$70  = wb_valid & \$69 ;
-  assign \$71  = | prio_rd__data[39:32];
-  assign \$72  = \$71  ? 32'd4294967295 : prio_rd__data[31:0];
-  assign \$73  = \$72  > wb_max;
-  assign \$74  = | prio_rd__data[39:32];
-  assign \$75  = \$74  ? 32'd4294967295 : prio_rd__data[31:0];
-  assign \$76  = wb_j == wb_n;
-  assign \$77  = ! k;
-  assign \$78  = \$77  ? 4'ha : 4'h8;
-  assign \$80  = q_head + 1'h1;
-  assign \$81  = \$79  ? 2'h0 : \$80 ;
-  assign \$82  = queued - 1'h1;
-  assign \$83  = max_priority > wb_max;
-  assign \$84  = \$83  ? max_priority : wb_max;
-  assign \$85  = ins_slot == 20'hfffff;
-  assign \$86  = ins_slot + 1'h1;
-  assign \$87  = \$85  ? 21'h000000 : \$86 ;
-  assign \$88  = i + 1'h1;
-  assign \$89  = k - 1'h1;
-  assign \$90  = i == \$89 ;
-  assign \$91  = ev_slot == 20'hfffff;
-  assign \$92  = ev_slot + 1'h1;
-  assign \$93  = \$91  ? 21'h000000 : \$92 ;
-  assign \$94  = i + 1'h1;
-  assign \$95  = k - 1'h1;
-  assign \$96  = i == \$95 ;
-  assign \$97  = settle - 1'h1;
-  assign \$98  = ! settle;
-  assign \$99  = weight__valid & o__ready;
-  assign \$100  = ! o__payload[16:0];
-  assign \$101  = \$99  & \$100 ;
-  assign \$102  = q_head + queued;
-  assign \$103  = \$102  > 1'h1;
-  assign \$104  = q_head + queued;
-  assign \$105  = \$104  - 2'h2;
-  assign \$106  = q_head + queued;
-  assign \$107  = \$103  ? \$105  : { 1'h0, \$106  };
+  assign \$57  = \$56  - 1'h1;
+  assign \$58  = ahead > 9'h100;
+  assign \$59  = \$58  ? 32'd256 : ahead;
+  assign \$60  = ! \$59 ;
+  assign \$61  = ahead > 9'h100;
+  assign \$62  = pop & td_busy;
+  assign \$63  = td_slot == q_head;
+  assign \$64  = \$62  & \$63 ;
+  assign \$65  = ahead > 9'h100;
+  assign \$66  = \$65  ? 32'd256 : ahead;
+  assign \$67  = ! \$66 ;
+  assign \$68  = \$67  ? 4'ha : 4'h8;
+  assign \$69  = ~ wb_j_end;
+  assign \$70  = ~ wb_j_end;
+  assign \$71  = wb_j + \$70 ;
+  assign \$72  = wb_j == wb_last;
+  assign \$73  = wb_j_end | \$72 ;
+  assign \$74  = wb_ge_lo | wb_lt_hi;
+  assign \$75  = wb_ge_lo & wb_lt_hi;
+  assign \$76  = win_wrap ? \$74  : \$75 ;
+  assign \$77  = ~ \$76 ;
+  assign \$78  = wb_valid2 & \$77 ;
+  assign \$79  = | wb_prio[39:32];
+  assign \$80  = \$79  ? 32'd4294967295 : wb_prio[31:0];
+  assign \$81  = \$80  > wb_max;
+  assign \$82  = | wb_prio[39:32];
+  assign \$83  = \$82  ? 32'd4294967295 : wb_prio[31:0];
+  assign \$84  = ~ wb_valid;
+  assign \$85  = wb_j_end & \$84 ;
+  assign \$86  = k_zero ? 4'ha : 4'h8;
+  assign \$88  = q_head + 1'h1;
+  assign \$89  = \$87  ? 2'h0 : \$88 ;
+  assign \$90  = queued - 1'h1;
+  assign \$91  = max_priority > wb_max;
+  assign \$92  = \$91  ? max_priority : wb_max;
+  assign \$93  = ins_slot == 20'hfffff;
+  assign \$94  = ins_slot + 1'h1;
+  assign \$95  = \$93  ? 21'h000000 : \$94 ;
+  assign \$96  = i + 1'h1;
+  assign \$97  = i == k_last;
+  assign \$98  = ev_slot == 20'hfffff;
+  assign \$99  = ev_slot + 1'h1;
+  assign \$100  = \$98  ? 21'h000000 : \$99 ;
+  assign \$101  = i + 1'h1;
+  assign \$102  = i == k_last;
+  assign \$103  = settle - 1'h1;
+  assign \$104  = ! settle;
+  assign \$105  = weight__valid & o__ready;
+  assign \$106  = ! o__payload[16:0];
+  assign \$107  = \$105  & \$106 ;
   assign \$108  = q_head + queued;
   assign \$109  = \$108  > 1'h1;
   assign \$110  = q_head + queued;
   assign \$111  = \$110  - 2'h2;
   assign \$112  = q_head + queued;
   assign \$113  = \$109  ? \$111  : { 1'h0, \$112  };
-  assign \$114  = \o__valid$110  & tc_free;
-  assign \$115  = ~ sample_empty;
-  assign \$116  = rsp__valid & rsp__ready;
-  assign \$117  = rsp_j + 1'h1;
-  assign \$118  = ~ \busy$112 ;
-  assign \$119  = sample_empty & \$118 ;
-  assign \$120  = weight__valid & o__ready;
-  assign \$121  = \$120  & o__payload[17];
-  assign \$122  = state != 4'hd;
-  assign \$123  = state == 4'hd;
-  assign \$124  = read_issued != read_n;
-  assign \$125  = tc_free & \$124 ;
-  assign \$126  = read_slot == 20'hfffff;
-  assign \$127  = read_slot + 1'h1;
-  assign \$128  = \$126  ? 21'h000000 : \$127 ;
-  assign \$129  = read_issued + 1'h1;
-  assign \$130  = rsp__valid & rsp__ready;
-  assign \$131  = read_got + 1'h1;
-  assign \$132  = ! read_n;
-  assign \$133  = rsp__valid & rsp__ready;
-  assign \$134  = read_n - 1'h1;
-  assign \$135  = read_got == \$134 ;
-  assign \$136  = \$133  & \$135 ;
-  assign \$137  = \$132  | \$136 ;
-  assign \$138  = state == 4'he;
-  assign \$139  = ~ td_busy;
-  assign \$140  = queued + 1'h1;
-  assign \$141  = ! last_n;
-  assign \$142  = td__valid & td__ready;
-  assign \$143  = $signed(td__payload) < $signed(1'h0);
-  assign \$144  = - $signed(td__payload);
-  assign \$145  = \$143  ? \$144  : { td__payload[16], td__payload };
-  assign \$147  = \$146  + td_eps;
-  assign \$148  = td_in + 1'h1;
-  assign \$149  = td_out + 1'h1;
-  assign \$150  = td_n - 1'h1;
-  assign \$151  = td_out == \$150 ;
+  assign \$114  = q_head + queued;
+  assign \$115  = \$114  > 1'h1;
+  assign \$116  = q_head + queued;
+  assign \$117  = \$116  - 2'h2;
+  assign \$118  = q_head + queued;
+  assign \$119  = \$115  ? \$117  : { 1'h0, \$118  };
+  assign \$120  = \o__valid$119  & tc_free;
+  assign \$121  = ~ sample_empty;
+  assign \$122  = rsp__valid & rsp__ready;
+  assign \$123  = rsp_j + 1'h1;
+  assign \$124  = ~ \busy$121 ;
+  assign \$125  = sample_empty & \$124 ;
+  assign \$126  = weight__valid & o__ready;
+  assign \$127  = \$126  & o__payload[17];
+  assign \$128  = state != 4'hd;
+  assign \$129  = state == 4'hd;
+  assign \$130  = read_issued != read_n;
+  assign \$131  = tc_free & \$130 ;
+  assign \$132  = read_slot == 20'hfffff;
+  assign \$133  = read_slot + 1'h1;
+  assign \$134  = \$132  ? 21'h000000 : \$133 ;
+  assign \$135  = read_issued + 1'h1;
+  assign \$136  = rsp__valid & rsp__ready;
+  assign \$137  = read_got + 1'h1;
+  assign \$138  = ! read_n;
+  assign \$139  = rsp__valid & rsp__ready;
+  assign \$140  = read_n - 1'h1;
+  assign \$141  = read_got == \$140 ;
+  assign \$142  = \$139  & \$141 ;
+  assign \$143  = \$138  | \$142 ;
+  assign \$144  = state == 4'he;
+  assign \$145  = ~ td_busy;
+  assign \$146  = last_n - 1'h1;
+  assign \$147  = | last_n;
+  assign \$148  = queued + 1'h1;
+  assign \$149  = ! last_n;
+  assign \$150  = td__valid & td__ready;
+  assign \$151  = td_in + 1'h1;
+  assign \$152  = td_in != td_last;
+  assign \$153  = $signed(td__payload) < $signed(1'h0);
+  assign \$154  = - $signed(td__payload);
+  assign \$155  = \$153  ? \$154  : { td__payload[16], td__payload };
+  assign \$156  = td__valid & td__ready;
+  assign \$158  = \$157  + td_eps;
+  assign \$159  = td_out + 1'h1;
+  assign \$160  = td_out == td_last;
   always @(posedge clk)
-    done <= \$152 ;
+    done <= \$161 ;
   always @(posedge clk)
-    td_done <= \$153 ;
+    td_done <= \$162 ;
   always @(posedge clk)
-    cmd__valid <= \$154 ;
+    cmd__valid <= \$163 ;
   always @(posedge clk)
-    underflow <= \$155 ;
+    underflow <= \$164 ;
   always @(posedge clk)
-    overrun <= \$156 ;
+    overrun <= \$165 ;
   always @(posedge clk)
-    state <= \$157 ;
+    state <= \$166 ;
   always @(posedge clk)
-    seed <= \$158 ;
+    seed <= \$167 ;
   always @(posedge clk)
-    batch <= \$159 ;
+    batch <= \$168 ;
   always @(posedge clk)
-    beta <= \$160 ;
+    beta <= \$169 ;
   always @(posedge clk)
-    sample_bad <= \$161 ;
+    sample_bad <= \$170 ;
   always @(posedge clk)
-    sample_empty <= \$162 ;
+    sample_empty <= \$171 ;
   always @(posedge clk)
-    alpha <= \$163 ;
+    alpha <= \$172 ;
   always @(posedge clk)
-    eps <= \$164 ;
+    eps <= \$173 ;
   always @(posedge clk)
-    read_n <= \$165 ;
+    read_n <= \$174 ;
   always @(posedge clk)
-    consumed <= \$166 ;
+    consumed <= \$175 ;
   always @(posedge clk)
-    consumed_mod <= \$167 ;
+    consumed_mod <= \$176 ;
   always @(posedge clk)
-    q_head <= \$168 ;
+    q_head <= \$177 ;
   always @(posedge clk)
-    queued <= \$169 ;
+    queued <= \$178 ;
   always @(posedge clk)
-    last_n <= \$170 ;
+    last_n <= \$179 ;
   always @(posedge clk)
-    last_slot <= \$171 ;
+    last_slot <= \$180 ;
   always @(posedge clk)
-    cmd__payload <= \$172 ;
+    cmd__payload <= \$181 ;
   always @(posedge clk)
-    settle <= \$173 ;
+    wb_slot <= \$182 ;
   always @(posedge clk)
-    ahead <= \$174 ;
+    wb_prio <= \$183 ;
   always @(posedge clk)
-    win_lo <= \$175 ;
+    wb_valid2 <= \$184 ;
   always @(posedge clk)
-    win_wrap <= \$176 ;
+    wb_ge_lo <= \$185 ;
   always @(posedge clk)
-    win_hi <= \$177 ;
+    wb_lt_hi <= \$186 ;
   always @(posedge clk)
-    ins_slot <= \$178 ;
+    settle <= \$187 ;
   always @(posedge clk)
-    ev_slot <= \$179 ;
+    ahead <= \$188 ;
   always @(posedge clk)
-    pop <= \$180 ;
+    win_lo <= \$189 ;
   always @(posedge clk)
-    wb_n <= \$181 ;
+    win_wrap <= \$190 ;
   always @(posedge clk)
-    wb_max <= \$182 ;
+    win_hi <= \$191 ;
   always @(posedge clk)
-    wb_j <= \$183 ;
+    ins_slot <= \$192 ;
   always @(posedge clk)
-    wb_valid <= \$184 ;
+    ev_slot <= \$193 ;
   always @(posedge clk)
-    i <= \$185 ;
+    pop <= \$194 ;
   always @(posedge clk)
-    k <= \$186 ;
+    wb_n <= \$195 ;
   always @(posedge clk)
-    sample_slot <= \$187 ;
+    wb_max <= \$196 ;
   always @(posedge clk)
-    rsp_j <= \$188 ;
+    wb_j <= \$197 ;
   always @(posedge clk)
-    read_slot <= \$189 ;
+    wb_valid <= \$198 ;
   always @(posedge clk)
-    read_issued <= \$190 ;
+    i <= \$199 ;
   always @(posedge clk)
-    read_got <= \$191 ;
+    wb_j_end <= \$200 ;
   always @(posedge clk)
-    td_slot <= \$192 ;
+    wb_last <= \$201 ;
   always @(posedge clk)
-    td_n <= \$193 ;
+    k <= \$202 ;
   always @(posedge clk)
-    td_alpha <= \$194 ;
+    k_last <= \$203 ;
   always @(posedge clk)
-    td_eps <= \$195 ;
+    k_zero <= \$204 ;
   always @(posedge clk)
-    td_in <= \$196 ;
+    sample_slot <= \$205 ;
   always @(posedge clk)
-    td_out <= \$197 ;
+    rsp_j <= \$206 ;
   always @(posedge clk)
-    q_n0 <= \$198 ;
+    read_slot <= \$207 ;
   always @(posedge clk)
-    q_n1 <= \$199 ;
+    read_issued <= \$208 ;
   always @(posedge clk)
-    td_busy <= \$200 ;
+    read_got <= \$209 ;
   always @(posedge clk)
-    td_u <= \$201 ;
+    td_slot <= \$210 ;
   always @(posedge clk)
-    td_u_valid <= \$202 ;
+    td_n <= \$211 ;
+  always @(posedge clk)
+    td_last <= \$212 ;
+  always @(posedge clk)
+    td_open <= \$213 ;
+  always @(posedge clk)
+    td_alpha <= \$214 ;
+  always @(posedge clk)
+    td_eps <= \$215 ;
+  always @(posedge clk)
+    td_in <= \$216 ;
+  always @(posedge clk)
+    td_out <= \$217 ;
+  always @(posedge clk)
+    q_n0 <= \$218 ;
+  always @(posedge clk)
+    q_n1 <= \$219 ;
+  always @(posedge clk)
+    td_busy <= \$220 ;
+  always @(posedge clk)
+    td_mag <= \$221 ;
+  always @(posedge clk)
+    td_mag_valid <= \$222 ;
+  always @(posedge clk)
+    td_u <= \$223 ;
+  always @(posedge clk)
+    td_u_valid <= \$224 ;
   \dqn_trainer_u250.core.replay.power  power (
     .clk(clk),
     .\i__payload$3 (\i__payload$68 ),
-    .i__ready(\i__ready$66 ),
+    .i__ready(\i__ready$64 ),
     .i__valid(td_u_valid),
     .\o__payload$18 (\o__payload$76 ),
     .\o__valid$22 (pr_wr__en),
@@ -48291,15 +49141,15 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   );
   \dqn_trainer_u250.core.replay.strata  strata (
     .batch(batch),
-    .busy(\busy$112 ),
+    .busy(\busy$121 ),
     .clk(clk),
     .load(seed_load),
-    .o__payload(\o__payload$111 ),
+    .o__payload(\o__payload$120 ),
     .o__ready(\o__ready$58 ),
     .rst(rst),
     .seed(seed),
     .start(start),
-    .v4(\o__valid$110 )
+    .v4(\o__valid$119 )
   );
   \dqn_trainer_u250.core.replay.tree  tree (
     .busy(\busy$24 ),
@@ -48322,9 +49172,9 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
     .\i__payload$6 (i__payload),
     .i__ready(i__ready),
     .\i__valid$4 (i__valid),
-    .\o__payload$34 (o__payload),
-    .\o__ready$36 (o__ready),
-    .\o__valid$32 (weight__valid),
+    .\o__payload$33 (o__payload),
+    .\o__ready$35 (o__ready),
+    .\o__valid$31 (weight__valid),
     .rst(rst)
   );
   always @* begin
@@ -48335,6 +49185,26 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
           \$48  = q_n0;
       1'h1:
           \$48  = q_n1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    (* full_case = 32'd1 *)
+    casez (q_head)
+      1'h0:
+          \$49  = q_n0;
+      1'h1:
+          \$49  = q_n1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    (* full_case = 32'd1 *)
+    casez (q_head)
+      1'h0:
+          \$51  = q_n0;
+      1'h1:
+          \$51  = q_n1;
     endcase
   end
   always @* begin
@@ -48408,8 +49278,8 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$152  = 1'h0;
-    if (\$22 ) begin
+    \$161  = 1'h0;
+    if (\$20 ) begin
       (* full_case = 32'd1 *)
       casez (\cmd__payload$86 [2:0])
         3'h0:
@@ -48423,7 +49293,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
         3'h4:
             /* empty */;
         default:
-            \$152  = 1'h1;
+            \$161  = 1'h1;
       endcase
     end
     casez (state)
@@ -48432,8 +49302,8 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
       4'h3:
           /* empty */;
       4'h4:
-          if (\$30 ) begin
-            \$152  = 1'h1;
+          if (\$28 ) begin
+            \$161  = 1'h1;
           end
     endcase
     casez (state)
@@ -48448,296 +49318,34 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
       4'h9:
           /* empty */;
       4'ha:
-          if (\$98 ) begin
-            \$152  = 1'h1;
+          if (\$104 ) begin
+            \$161  = 1'h1;
           end
     endcase
     casez (state)
       4'hb:
           if (sample_bad) begin
-            \$152  = 1'h1;
+            \$161  = 1'h1;
           end
       4'hc:
         begin
-          if (\$119 ) begin
-            \$152  = 1'h1;
+          if (\$125 ) begin
+            \$161  = 1'h1;
           end
-          if (\$121 ) begin
-            \$152  = 1'h1;
-          end
-        end
-    endcase
-    if (\$123 ) begin
-      if (\$137 ) begin
-        \$152  = 1'h1;
-      end
-    end
-    if (\$138 ) begin
-      if (\$139 ) begin
-        \$152  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$152  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$153  = 1'h0;
-    if (td_start) begin
-      if (\$141 ) begin
-        \$153  = 1'h1;
-      end
-    end
-    if (pr_wr__en) begin
-      if (\$151 ) begin
-        \$153  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$153  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$154  = cmd__valid;
-    if (tc_free) begin
-      \$154  = 1'h0;
-    end
-    casez (state)
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (tc_free) begin
-            \$154  = 1'h1;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$70 ) begin
-              \$154  = 1'h1;
-            end
-          end
-      4'h8:
-          if (tc_free) begin
-            \$154  = 1'h1;
-          end
-      4'h9:
-          if (tc_free) begin
-            \$154  = 1'h1;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          /* empty */;
-      4'hc:
-          if (\$114 ) begin
-            \$154  = \$115 ;
-          end
-    endcase
-    if (\$123 ) begin
-      if (\$125 ) begin
-        \$154  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$154  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$155  = underflow;
-    if (clear) begin
-      \$155  = 1'h0;
-    end
-    if (\$101 ) begin
-      \$155  = 1'h1;
-    end
-    if (rst) begin
-      \$155  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$156  = overrun;
-    if (clear) begin
-      \$156  = 1'h0;
-    end
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          if (\$51 ) begin
-            \$156  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$156  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$157  = state;
-    if (\$20 ) begin
-      if (\$21 ) begin
-        \$157  = 4'h1;
-      end
-    end
-    if (\$22 ) begin
-      casez (\cmd__payload$86 [2:0])
-        3'h0:
-            \$157  = 4'h2;
-        3'h1:
-            \$157  = 4'h5;
-        3'h2:
-            \$157  = 4'hb;
-        3'h3:
-            \$157  = 4'he;
-        3'h4:
-            \$157  = 4'hd;
-      endcase
-    end
-    casez (state)
-      4'h2:
-          if (\$27 ) begin
-            \$157  = 4'h3;
-          end
-      4'h3:
-          if (tc_free) begin
-            \$157  = 4'h4;
-          end
-      4'h4:
-          if (\$30 ) begin
-            \$157  = 4'h1;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          \$157  = 4'h6;
-      4'h6:
-          (* full_case = 32'd1 *)
-          if (\$54 ) begin
-          end else if (pop) begin
-            \$157  = 4'h7;
-          end else begin
-            \$157  = \$58 ;
-          end
-      4'h7:
-          if (tc_free) begin
-            if (\$76 ) begin
-              \$157  = \$78 ;
-            end
-          end
-      4'h8:
-          if (tc_free) begin
-            if (\$90 ) begin
-              \$157  = 4'h9;
-            end
-          end
-      4'h9:
-          if (tc_free) begin
-            if (\$96 ) begin
-              \$157  = 4'ha;
-            end
-          end
-      4'ha:
-          if (\$98 ) begin
-            \$157  = 4'h1;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-            \$157  = 4'h1;
-          end else begin
-            \$157  = 4'hc;
-          end
-      4'hc:
-        begin
-          if (\$119 ) begin
-            \$157  = 4'h1;
-          end
-          if (\$121 ) begin
-            \$157  = 4'h1;
+          if (\$127 ) begin
+            \$161  = 1'h1;
           end
         end
     endcase
-    if (\$123 ) begin
-      if (\$137 ) begin
-        \$157  = 4'h1;
+    if (\$129 ) begin
+      if (\$143 ) begin
+        \$161  = 1'h1;
       end
     end
-    if (\$138 ) begin
-      if (\$139 ) begin
-        \$157  = 4'h1;
+    if (\$144 ) begin
+      if (\$145 ) begin
+        \$161  = 1'h1;
       end
-    end
-    if (rst) begin
-      \$157  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$158  = seed;
-    if (\$22 ) begin
-      \$158  = \cmd__payload$86 [34:3];
-    end
-    if (rst) begin
-      \$158  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$159  = batch;
-    if (\$22 ) begin
-      casez (\cmd__payload$86 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$159  = \cmd__payload$86 [43:35];
-      endcase
-    end
-    if (rst) begin
-      \$159  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$160  = beta;
-    if (\$22 ) begin
-      casez (\cmd__payload$86 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$160  = \cmd__payload$86 [72:56];
-      endcase
-    end
-    if (rst) begin
-      \$160  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$161  = sample_bad;
-    if (\$22 ) begin
-      casez (\cmd__payload$86 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$161  = \$25 ;
-      endcase
     end
     if (rst) begin
       \$161  = 1'h0;
@@ -48745,16 +49353,16 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$162  = sample_empty;
-    if (\$22 ) begin
-      casez (\cmd__payload$86 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$162  = \$26 ;
-      endcase
+    \$162  = 1'h0;
+    if (td_start) begin
+      if (\$149 ) begin
+        \$162  = 1'h1;
+      end
+    end
+    if (pr_wr__en) begin
+      if (\$160 ) begin
+        \$162  = 1'h1;
+      end
     end
     if (rst) begin
       \$162  = 1'h0;
@@ -48762,8 +49370,270 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$163  = alpha;
-    if (\$22 ) begin
+    \$163  = cmd__valid;
+    if (tc_free) begin
+      \$163  = 1'h0;
+    end
+    casez (state)
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (tc_free) begin
+            \$163  = 1'h1;
+          end
+    endcase
+    casez (state)
+      4'h5:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (tc_free) begin
+            if (\$78 ) begin
+              \$163  = 1'h1;
+            end
+          end
+      4'h8:
+          if (tc_free) begin
+            \$163  = 1'h1;
+          end
+      4'h9:
+          if (tc_free) begin
+            \$163  = 1'h1;
+          end
+    endcase
+    casez (state)
+      4'hb:
+          /* empty */;
+      4'hc:
+          if (\$120 ) begin
+            \$163  = \$121 ;
+          end
+    endcase
+    if (\$129 ) begin
+      if (\$131 ) begin
+        \$163  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$163  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$164  = underflow;
+    if (clear) begin
+      \$164  = 1'h0;
+    end
+    if (\$107 ) begin
+      \$164  = 1'h1;
+    end
+    if (rst) begin
+      \$164  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$165  = overrun;
+    if (clear) begin
+      \$165  = 1'h0;
+    end
+    casez (state)
+      4'h5:
+          /* empty */;
+      4'h6:
+          if (\$61 ) begin
+            \$165  = 1'h1;
+          end
+    endcase
+    if (rst) begin
+      \$165  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$166  = state;
+    if (\$18 ) begin
+      if (\$19 ) begin
+        \$166  = 4'h1;
+      end
+    end
+    if (\$20 ) begin
+      casez (\cmd__payload$86 [2:0])
+        3'h0:
+            \$166  = 4'h2;
+        3'h1:
+            \$166  = 4'h5;
+        3'h2:
+            \$166  = 4'hb;
+        3'h3:
+            \$166  = 4'he;
+        3'h4:
+            \$166  = 4'hd;
+      endcase
+    end
+    casez (state)
+      4'h2:
+          if (\$25 ) begin
+            \$166  = 4'h3;
+          end
+      4'h3:
+          if (tc_free) begin
+            \$166  = 4'h4;
+          end
+      4'h4:
+          if (\$28 ) begin
+            \$166  = 4'h1;
+          end
+    endcase
+    casez (state)
+      4'h5:
+          \$166  = 4'h6;
+      4'h6:
+          (* full_case = 32'd1 *)
+          if (\$64 ) begin
+          end else if (pop) begin
+            \$166  = 4'h7;
+          end else begin
+            \$166  = \$68 ;
+          end
+      4'h7:
+          if (tc_free) begin
+            if (\$85 ) begin
+              \$166  = \$86 ;
+            end
+          end
+      4'h8:
+          if (tc_free) begin
+            if (\$97 ) begin
+              \$166  = 4'h9;
+            end
+          end
+      4'h9:
+          if (tc_free) begin
+            if (\$102 ) begin
+              \$166  = 4'ha;
+            end
+          end
+      4'ha:
+          if (\$104 ) begin
+            \$166  = 4'h1;
+          end
+    endcase
+    casez (state)
+      4'hb:
+          (* full_case = 32'd1 *)
+          if (sample_bad) begin
+            \$166  = 4'h1;
+          end else begin
+            \$166  = 4'hc;
+          end
+      4'hc:
+        begin
+          if (\$125 ) begin
+            \$166  = 4'h1;
+          end
+          if (\$127 ) begin
+            \$166  = 4'h1;
+          end
+        end
+    endcase
+    if (\$129 ) begin
+      if (\$143 ) begin
+        \$166  = 4'h1;
+      end
+    end
+    if (\$144 ) begin
+      if (\$145 ) begin
+        \$166  = 4'h1;
+      end
+    end
+    if (rst) begin
+      \$166  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$167  = seed;
+    if (\$20 ) begin
+      \$167  = \cmd__payload$86 [34:3];
+    end
+    if (rst) begin
+      \$167  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$168  = batch;
+    if (\$20 ) begin
+      casez (\cmd__payload$86 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$168  = \cmd__payload$86 [43:35];
+      endcase
+    end
+    if (rst) begin
+      \$168  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$169  = beta;
+    if (\$20 ) begin
+      casez (\cmd__payload$86 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$169  = \cmd__payload$86 [72:56];
+      endcase
+    end
+    if (rst) begin
+      \$169  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$170  = sample_bad;
+    if (\$20 ) begin
+      casez (\cmd__payload$86 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$170  = \$23 ;
+      endcase
+    end
+    if (rst) begin
+      \$170  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$171  = sample_empty;
+    if (\$20 ) begin
+      casez (\cmd__payload$86 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$171  = \$24 ;
+      endcase
+    end
+    if (rst) begin
+      \$171  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$172  = alpha;
+    if (\$20 ) begin
       casez (\cmd__payload$86 [2:0])
         3'h0:
             /* empty */;
@@ -48772,17 +49642,17 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
         3'h2:
             /* empty */;
         3'h3:
-            \$163  = \cmd__payload$86 [72:56];
+            \$172  = \cmd__payload$86 [72:56];
       endcase
     end
     if (rst) begin
-      \$163  = 17'h00000;
+      \$172  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$164  = eps;
-    if (\$22 ) begin
+    \$173  = eps;
+    if (\$20 ) begin
       casez (\cmd__payload$86 [2:0])
         3'h0:
             /* empty */;
@@ -48791,17 +49661,17 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
         3'h2:
             /* empty */;
         3'h3:
-            \$164  = \cmd__payload$86 [96:73];
+            \$173  = \cmd__payload$86 [96:73];
       endcase
     end
     if (rst) begin
-      \$164  = 24'h000000;
+      \$173  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$165  = read_n;
-    if (\$22 ) begin
+    \$174  = read_n;
+    if (\$20 ) begin
       casez (\cmd__payload$86 [2:0])
         3'h0:
             /* empty */;
@@ -48812,20 +49682,20 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
         3'h3:
             /* empty */;
         3'h4:
-            \$165  = \cmd__payload$86 [55:35];
+            \$174  = \cmd__payload$86 [55:35];
       endcase
     end
     if (rst) begin
-      \$165  = 21'h000000;
+      \$174  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$166  = consumed;
+    \$175  = consumed;
     casez (state)
       4'h2:
-          if (\$27 ) begin
-            \$166  = 32'd0;
+          if (\$25 ) begin
+            \$175  = 32'd0;
           end
     endcase
     casez (state)
@@ -48840,21 +49710,21 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
       4'h9:
           /* empty */;
       4'ha:
-          if (\$98 ) begin
-            \$166  = consumed_next[31:0];
+          if (\$104 ) begin
+            \$175  = consumed_next[31:0];
           end
     endcase
     if (rst) begin
-      \$166  = 32'd0;
+      \$175  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$167  = consumed_mod;
+    \$176  = consumed_mod;
     casez (state)
       4'h2:
-          if (\$27 ) begin
-            \$167  = 20'h00000;
+          if (\$25 ) begin
+            \$176  = 20'h00000;
           end
     endcase
     casez (state)
@@ -48869,21 +49739,21 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
       4'h9:
           /* empty */;
       4'ha:
-          if (\$98 ) begin
-            \$167  = ins_slot;
+          if (\$104 ) begin
+            \$176  = ins_slot;
           end
     endcase
     if (rst) begin
-      \$167  = 20'h00000;
+      \$176  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$168  = q_head;
+    \$177  = q_head;
     casez (state)
       4'h2:
-          if (\$27 ) begin
-            \$168  = 1'h0;
+          if (\$25 ) begin
+            \$177  = 1'h0;
           end
     endcase
     casez (state)
@@ -48893,22 +49763,22 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
           /* empty */;
       4'h7:
           if (tc_free) begin
-            if (\$76 ) begin
-              \$168  = \$81 [0];
+            if (\$85 ) begin
+              \$177  = \$89 [0];
             end
           end
     endcase
     if (rst) begin
-      \$168  = 1'h0;
+      \$177  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$169  = queued;
+    \$178  = queued;
     casez (state)
       4'h2:
-          if (\$27 ) begin
-            \$169  = 2'h0;
+          if (\$25 ) begin
+            \$178  = 2'h0;
           end
     endcase
     casez (state)
@@ -48918,25 +49788,25 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
           /* empty */;
       4'h7:
           if (tc_free) begin
-            if (\$76 ) begin
-              \$169  = \$82 [1:0];
+            if (\$85 ) begin
+              \$178  = \$90 [1:0];
             end
           end
     endcase
     if (td_start) begin
-      \$169  = \$140 [1:0];
+      \$178  = \$148 [1:0];
     end
     if (rst) begin
-      \$169  = 2'h0;
+      \$178  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$170  = last_n;
+    \$179  = last_n;
     casez (state)
       4'h2:
-          if (\$27 ) begin
-            \$170  = 9'h000;
+          if (\$25 ) begin
+            \$179  = 9'h000;
           end
     endcase
     casez (state)
@@ -48944,20 +49814,20 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
           (* full_case = 32'd1 *)
           if (sample_bad) begin
           end else begin
-            \$170  = batch;
+            \$179  = batch;
           end
     endcase
     if (rst) begin
-      \$170  = 9'h000;
+      \$179  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$171  = last_slot;
+    \$180  = last_slot;
     casez (state)
       4'h2:
-          if (\$27 ) begin
-            \$171  = 1'h0;
+          if (\$25 ) begin
+            \$180  = 1'h0;
           end
     endcase
     casez (state)
@@ -48965,199 +49835,8 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
           (* full_case = 32'd1 *)
           if (sample_bad) begin
           end else begin
-            \$171  = \$113 [0];
+            \$180  = \$119 [0];
           end
-    endcase
-    if (rst) begin
-      \$171  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$172  = cmd__payload;
-    casez (state)
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (tc_free) begin
-            \$172 [2:0] = 3'h7;
-            \$172 [25:6] = 20'h00000;
-            \$172 [65:26] = 40'h0000000000;
-            \$172 [97:66] = 32'd0;
-            \$172 [5:3] = 3'h0;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$70 ) begin
-              \$172 [2:0] = 3'h2;
-              \$172 [25:6] = \$signature__data ;
-              \$172 [65:26] = prio_rd__data;
-              \$172 [97:66] = 32'd0;
-              \$172 [5:3] = 3'h0;
-            end
-          end
-      4'h8:
-          if (tc_free) begin
-            \$172 [2:0] = 3'h2;
-            \$172 [25:6] = ins_slot;
-            \$172 [65:26] = { 8'h00, \$84  };
-            \$172 [97:66] = 32'd0;
-            \$172 [5:3] = 3'h0;
-          end
-      4'h9:
-          if (tc_free) begin
-            \$172 [2:0] = 3'h2;
-            \$172 [25:6] = ev_slot;
-            \$172 [65:26] = 40'h0000000000;
-            \$172 [97:66] = 32'd0;
-            \$172 [5:3] = 3'h0;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          /* empty */;
-      4'hc:
-          if (\$114 ) begin
-            \$172 [2:0] = 3'h0;
-            \$172 [25:6] = 20'h00000;
-            \$172 [65:26] = 40'h0000000000;
-            \$172 [97:66] = \o__payload$111 [31:0];
-            \$172 [5:3] = 3'h0;
-          end
-    endcase
-    if (\$123 ) begin
-      if (\$125 ) begin
-        \$172 [2:0] = 3'h5;
-        \$172 [25:6] = read_slot;
-        \$172 [65:26] = 40'h0000000000;
-        \$172 [97:66] = 32'd0;
-        \$172 [5:3] = 3'h0;
-      end
-    end
-    if (rst) begin
-      \$172  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$173  = settle;
-    if (\$31 ) begin
-      \$173  = 3'h6;
-    end
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          \$173  = \$97 [2:0];
-    endcase
-    if (rst) begin
-      \$173  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$174  = ahead;
-    casez (state)
-      4'h5:
-          \$174  = \$32 [31:0];
-    endcase
-    if (rst) begin
-      \$174  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$175  = win_lo;
-    casez (state)
-      4'h5:
-          \$175  = consumed_mod;
-    endcase
-    if (rst) begin
-      \$175  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$176  = win_wrap;
-    casez (state)
-      4'h5:
-          \$176  = \$34 ;
-    endcase
-    if (rst) begin
-      \$176  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$177  = win_hi;
-    casez (state)
-      4'h5:
-          \$177  = \$40 [20:0];
-    endcase
-    if (rst) begin
-      \$177  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$178  = ins_slot;
-    casez (state)
-      4'h5:
-          \$178  = consumed_mod;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (tc_free) begin
-            \$178  = \$87 [19:0];
-          end
-    endcase
-    if (rst) begin
-      \$178  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$179  = ev_slot;
-    casez (state)
-      4'h5:
-          \$179  = \$46 [19:0];
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          if (tc_free) begin
-            \$179  = \$93 [19:0];
-          end
-    endcase
-    if (rst) begin
-      \$179  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$180  = pop;
-    casez (state)
-      4'h5:
-          \$180  = \$47 ;
     endcase
     if (rst) begin
       \$180  = 1'h0;
@@ -49165,65 +49844,105 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$181  = wb_n;
+    \$181  = cmd__payload;
     casez (state)
-      4'h5:
-          \$181  = \$48 ;
+      4'h2:
+          /* empty */;
+      4'h3:
+          if (tc_free) begin
+            \$181 [2:0] = 3'h7;
+            \$181 [25:6] = 20'h00000;
+            \$181 [65:26] = 40'h0000000000;
+            \$181 [97:66] = 32'd0;
+            \$181 [5:3] = 3'h0;
+          end
     endcase
-    if (rst) begin
-      \$181  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$182  = wb_max;
     casez (state)
       4'h5:
-          \$182  = 32'd0;
+          /* empty */;
       4'h6:
           /* empty */;
       4'h7:
           if (tc_free) begin
-            if (\$70 ) begin
-              if (\$73 ) begin
-                \$182  = \$75 ;
-              end
+            if (\$78 ) begin
+              \$181 [2:0] = 3'h2;
+              \$181 [25:6] = wb_slot;
+              \$181 [65:26] = wb_prio;
+              \$181 [97:66] = 32'd0;
+              \$181 [5:3] = 3'h0;
             end
           end
-    endcase
-    if (rst) begin
-      \$182  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$183  = wb_j;
-    casez (state)
-      4'h5:
-          \$183  = 9'h000;
-      4'h6:
-          /* empty */;
-      4'h7:
+      4'h8:
           if (tc_free) begin
-            \$183  = \$61 [8:0];
+            \$181 [2:0] = 3'h2;
+            \$181 [25:6] = ins_slot;
+            \$181 [65:26] = { 8'h00, \$92  };
+            \$181 [97:66] = 32'd0;
+            \$181 [5:3] = 3'h0;
+          end
+      4'h9:
+          if (tc_free) begin
+            \$181 [2:0] = 3'h2;
+            \$181 [25:6] = ev_slot;
+            \$181 [65:26] = 40'h0000000000;
+            \$181 [97:66] = 32'd0;
+            \$181 [5:3] = 3'h0;
           end
     endcase
+    casez (state)
+      4'hb:
+          /* empty */;
+      4'hc:
+          if (\$120 ) begin
+            \$181 [2:0] = 3'h0;
+            \$181 [25:6] = 20'h00000;
+            \$181 [65:26] = 40'h0000000000;
+            \$181 [97:66] = \o__payload$120 [31:0];
+            \$181 [5:3] = 3'h0;
+          end
+    endcase
+    if (\$129 ) begin
+      if (\$131 ) begin
+        \$181 [2:0] = 3'h5;
+        \$181 [25:6] = read_slot;
+        \$181 [65:26] = 40'h0000000000;
+        \$181 [97:66] = 32'd0;
+        \$181 [5:3] = 3'h0;
+      end
+    end
     if (rst) begin
-      \$183  = 9'h000;
+      \$181  = 98'h0000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$184  = wb_valid;
+    \$182  = wb_slot;
+    if (tc_free) begin
+      \$182  = \$signature__data ;
+    end
+    if (rst) begin
+      \$182  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$183  = wb_prio;
+    if (tc_free) begin
+      \$183  = prio_rd__data;
+    end
+    if (rst) begin
+      \$183  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$184  = wb_valid2;
+    if (tc_free) begin
+      \$184  = wb_valid;
+    end
     casez (state)
       4'h5:
           \$184  = 1'h0;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            \$184  = \$59 ;
-          end
     endcase
     if (rst) begin
       \$184  = 1'h0;
@@ -49231,256 +49950,556 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$185  = i;
+    \$185  = wb_ge_lo;
+    if (tc_free) begin
+      \$185  = \$29 ;
+    end
+    if (rst) begin
+      \$185  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$186  = wb_lt_hi;
+    if (tc_free) begin
+      \$186  = \$30 ;
+    end
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$187  = settle;
+    if (\$31 ) begin
+      \$187  = 3'h6;
+    end
     casez (state)
       4'h5:
-          \$185  = 9'h000;
+          /* empty */;
       4'h6:
           /* empty */;
       4'h7:
           /* empty */;
       4'h8:
-          if (tc_free) begin
-            \$185  = \$88 [8:0];
-            if (\$90 ) begin
-              \$185  = 9'h000;
-            end
-          end
+          /* empty */;
       4'h9:
-          if (tc_free) begin
-            \$185  = \$94 [8:0];
-          end
+          /* empty */;
+      4'ha:
+          \$187  = \$103 [2:0];
     endcase
     if (rst) begin
-      \$185  = 9'h000;
+      \$187  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$186  = k;
+    \$188  = ahead;
     casez (state)
       4'h5:
-          /* empty */;
-      4'h6:
-          \$186  = \$50 [8:0];
+          \$188  = \$32 [31:0];
     endcase
     if (rst) begin
-      \$186  = 9'h000;
+      \$188  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$187  = sample_slot;
+    \$189  = win_lo;
     casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$187  = \$107 [0];
-          end
+      4'h5:
+          \$189  = consumed_mod;
     endcase
-    if (rst) begin
-      \$187  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$188  = rsp_j;
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$188  = 9'h000;
-          end
-      4'hc:
-          if (\$116 ) begin
-            \$188  = \$117 [8:0];
-          end
-    endcase
-    if (rst) begin
-      \$188  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$189  = read_slot;
-    if (\$122 ) begin
-      \$189  = \cmd__payload$86 [22:3];
-    end
-    if (\$123 ) begin
-      if (\$125 ) begin
-        \$189  = \$128 [19:0];
-      end
-    end
     if (rst) begin
       \$189  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$190  = read_issued;
-    if (\$122 ) begin
-      \$190  = 21'h000000;
-    end
-    if (\$123 ) begin
-      if (\$125 ) begin
-        \$190  = \$129 [20:0];
-      end
-    end
+    \$190  = win_wrap;
+    casez (state)
+      4'h5:
+          \$190  = \$34 ;
+    endcase
     if (rst) begin
-      \$190  = 21'h000000;
+      \$190  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$191  = read_got;
-    if (\$122 ) begin
-      \$191  = 21'h000000;
-    end
-    if (\$123 ) begin
-      if (\$130 ) begin
-        \$191  = \$131 [20:0];
-      end
-    end
+    \$191  = win_hi;
+    casez (state)
+      4'h5:
+          \$191  = \$40 [20:0];
+    endcase
     if (rst) begin
       \$191  = 21'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$192  = td_slot;
-    if (td_start) begin
-      \$192  = last_slot;
-    end
+    \$192  = ins_slot;
+    casez (state)
+      4'h5:
+          \$192  = consumed_mod;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (tc_free) begin
+            \$192  = \$95 [19:0];
+          end
+    endcase
     if (rst) begin
-      \$192  = 1'h0;
+      \$192  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$193  = td_n;
-    if (td_start) begin
-      \$193  = last_n;
-    end
+    \$193  = ev_slot;
+    casez (state)
+      4'h5:
+          \$193  = \$46 [19:0];
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          /* empty */;
+      4'h9:
+          if (tc_free) begin
+            \$193  = \$100 [19:0];
+          end
+    endcase
     if (rst) begin
-      \$193  = 9'h000;
+      \$193  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$194  = td_alpha;
-    if (td_start) begin
-      \$194  = alpha;
-    end
+    \$194  = pop;
+    casez (state)
+      4'h5:
+          \$194  = \$47 ;
+    endcase
     if (rst) begin
-      \$194  = 17'h00000;
+      \$194  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$195  = td_eps;
-    if (td_start) begin
-      \$195  = eps;
-    end
+    \$195  = wb_n;
+    casez (state)
+      4'h5:
+          \$195  = \$48 ;
+    endcase
     if (rst) begin
-      \$195  = 24'h000000;
+      \$195  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$196  = td_in;
-    if (td_start) begin
-      \$196  = 9'h000;
-    end
-    if (\$142 ) begin
-      \$196  = \$148 [8:0];
-    end
+    \$196  = wb_max;
+    casez (state)
+      4'h5:
+          \$196  = 32'd0;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (tc_free) begin
+            if (\$78 ) begin
+              if (\$81 ) begin
+                \$196  = \$83 ;
+              end
+            end
+          end
+    endcase
     if (rst) begin
-      \$196  = 9'h000;
+      \$196  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$197  = td_out;
-    if (td_start) begin
+    \$197  = wb_j;
+    casez (state)
+      4'h5:
+          \$197  = 9'h000;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (tc_free) begin
+            \$197  = \$71 [8:0];
+          end
+    endcase
+    if (rst) begin
       \$197  = 9'h000;
     end
-    if (pr_wr__en) begin
-      \$197  = \$149 [8:0];
-    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$198  = wb_valid;
+    casez (state)
+      4'h5:
+          \$198  = 1'h0;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (tc_free) begin
+            \$198  = \$69 ;
+          end
+    endcase
     if (rst) begin
-      \$197  = 9'h000;
+      \$198  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$198  = q_n0;
-    if (td_start) begin
-      casez (last_slot)
-        1'h0:
-            \$198  = last_n;
-      endcase
-    end
-    if (rst) begin
-      \$198  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$199  = q_n1;
-    if (td_start) begin
-      (* full_case = 32'd1 *)
-      casez (last_slot)
-        1'h0:
-            /* empty */;
-        1'h1:
-            \$199  = last_n;
-      endcase
-    end
+    \$199  = i;
+    casez (state)
+      4'h5:
+          \$199  = 9'h000;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (tc_free) begin
+            \$199  = \$96 [8:0];
+            if (\$97 ) begin
+              \$199  = 9'h000;
+            end
+          end
+      4'h9:
+          if (tc_free) begin
+            \$199  = \$101 [8:0];
+          end
+    endcase
     if (rst) begin
       \$199  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$200  = td_busy;
-    if (td_start) begin
-      (* full_case = 32'd1 *)
-      if (\$141 ) begin
-      end else begin
-        \$200  = 1'h1;
-      end
-    end
-    if (pr_wr__en) begin
-      if (\$151 ) begin
-        \$200  = 1'h0;
-      end
-    end
+    \$200  = wb_j_end;
+    casez (state)
+      4'h5:
+          \$200  = \$50 ;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (tc_free) begin
+            \$200  = \$73 ;
+          end
+    endcase
     if (rst) begin
       \$200  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$201  = td_u;
-    if (\$142 ) begin
-      \$201  = \$147 ;
-    end
+    \$201  = wb_last;
+    casez (state)
+      4'h5:
+          \$201  = \$52 [7:0];
+    endcase
     if (rst) begin
-      \$201  = 25'h0000000;
+      \$201  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$202  = td_u_valid;
-    if (\$142 ) begin
-      \$202  = 1'h1;
-    end else if (\i__ready$66 ) begin
-      \$202  = 1'h0;
+    \$202  = k;
+    casez (state)
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$202  = \$54 [8:0];
+    endcase
+    if (rst) begin
+      \$202  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$203  = k_last;
+    casez (state)
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$203  = \$57 [8:0];
+    endcase
+    if (rst) begin
+      \$203  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$204  = k_zero;
+    casez (state)
+      4'h5:
+          /* empty */;
+      4'h6:
+          \$204  = \$60 ;
+    endcase
+    if (rst) begin
+      \$204  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$205  = sample_slot;
+    casez (state)
+      4'hb:
+          (* full_case = 32'd1 *)
+          if (sample_bad) begin
+          end else begin
+            \$205  = \$113 [0];
+          end
+    endcase
+    if (rst) begin
+      \$205  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$206  = rsp_j;
+    casez (state)
+      4'hb:
+          (* full_case = 32'd1 *)
+          if (sample_bad) begin
+          end else begin
+            \$206  = 9'h000;
+          end
+      4'hc:
+          if (\$122 ) begin
+            \$206  = \$123 [8:0];
+          end
+    endcase
+    if (rst) begin
+      \$206  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$207  = read_slot;
+    if (\$128 ) begin
+      \$207  = \cmd__payload$86 [22:3];
+    end
+    if (\$129 ) begin
+      if (\$131 ) begin
+        \$207  = \$134 [19:0];
+      end
     end
     if (rst) begin
-      \$202  = 1'h0;
+      \$207  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$208  = read_issued;
+    if (\$128 ) begin
+      \$208  = 21'h000000;
+    end
+    if (\$129 ) begin
+      if (\$131 ) begin
+        \$208  = \$135 [20:0];
+      end
+    end
+    if (rst) begin
+      \$208  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$209  = read_got;
+    if (\$128 ) begin
+      \$209  = 21'h000000;
+    end
+    if (\$129 ) begin
+      if (\$136 ) begin
+        \$209  = \$137 [20:0];
+      end
+    end
+    if (rst) begin
+      \$209  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$210  = td_slot;
+    if (td_start) begin
+      \$210  = last_slot;
+    end
+    if (rst) begin
+      \$210  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$211  = td_n;
+    if (td_start) begin
+      \$211  = last_n;
+    end
+    if (rst) begin
+      \$211  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$212  = td_last;
+    if (td_start) begin
+      \$212  = \$146 [7:0];
+    end
+    if (rst) begin
+      \$212  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$213  = td_open;
+    if (td_start) begin
+      \$213  = \$147 ;
+    end
+    if (\$150 ) begin
+      \$213  = \$152 ;
+    end
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$214  = td_alpha;
+    if (td_start) begin
+      \$214  = alpha;
+    end
+    if (rst) begin
+      \$214  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$215  = td_eps;
+    if (td_start) begin
+      \$215  = eps;
+    end
+    if (rst) begin
+      \$215  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$216  = td_in;
+    if (td_start) begin
+      \$216  = 9'h000;
+    end
+    if (\$150 ) begin
+      \$216  = \$151 [8:0];
+    end
+    if (rst) begin
+      \$216  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$217  = td_out;
+    if (td_start) begin
+      \$217  = 9'h000;
+    end
+    if (pr_wr__en) begin
+      \$217  = \$159 [8:0];
+    end
+    if (rst) begin
+      \$217  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$218  = q_n0;
+    if (td_start) begin
+      casez (last_slot)
+        1'h0:
+            \$218  = last_n;
+      endcase
+    end
+    if (rst) begin
+      \$218  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$219  = q_n1;
+    if (td_start) begin
+      (* full_case = 32'd1 *)
+      casez (last_slot)
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$219  = last_n;
+      endcase
+    end
+    if (rst) begin
+      \$219  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$220  = td_busy;
+    if (td_start) begin
+      (* full_case = 32'd1 *)
+      if (\$149 ) begin
+      end else begin
+        \$220  = 1'h1;
+      end
+    end
+    if (pr_wr__en) begin
+      if (\$160 ) begin
+        \$220  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$220  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$221  = td_mag;
+    if (td_en) begin
+      \$221  = \$155 [16:0];
+    end
+    if (rst) begin
+      \$221  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$222  = td_mag_valid;
+    if (td_en) begin
+      \$222  = \$156 ;
+    end
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$223  = td_u;
+    if (td_en) begin
+      \$223  = \$158 ;
+    end
+    if (rst) begin
+      \$223  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$224  = td_u_valid;
+    if (td_en) begin
+      \$224  = td_mag_valid;
+    end
+    if (rst) begin
+      \$224  = 1'h0;
     end
   end
   assign q_count = queued;
@@ -49538,16 +50557,16 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   assign \cmd__payload$86.count  = \cmd__payload$86 [55:35];
   assign \cmd__payload$86.coef  = \cmd__payload$86 [72:56];
   assign \cmd__payload$86.eps  = \cmd__payload$86 [96:73];
-  assign \o__payload$111.fraction  = \o__payload$111 [31:0];
-  assign \o__payload$111.last  = \o__payload$111 [32];
+  assign \o__payload$120.fraction  = \o__payload$120 [31:0];
+  assign \o__payload$120.last  = \o__payload$120 [32];
   assign \i__payload$68 [41:25] = td_alpha;
   assign \i__payload$68 [24:0] = td_u;
   assign sample__payload[51:20] = rsp__payload[54:23];
   assign sample__payload[19:0] = rsp__payload[22:3];
   assign i__payload[32] = \$6 ;
   assign i__payload[31:0] = rsp__payload[54:23];
-  assign \$79  = q_head;
-  assign \$146  = { 1'h0, \$145 [16:0], 6'h00 };
+  assign \$87  = q_head;
+  assign \$157  = { 1'h0, td_mag, 6'h00 };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -49619,7 +50638,7 @@ module \dqn_trainer_u250.core.replay.power (rst, i__ready, \i__payload$3 , i__va
     .o__payload(\i__payload$6 ),
     .o__ready(o__ready),
     .rst(rst),
-    .valid5(\i__valid$10 )
+    .valid6(\i__valid$10 )
   );
   \dqn_trainer_u250.core.replay.power.scale  scale (
     .clk(clk),
@@ -50636,7 +51655,7 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i__payload, o__payload, valid5, clk);
+module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i__payload, o__payload, valid6, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -50651,26 +51670,29 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   reg \$103 ;
   reg \$104 ;
   reg \$105 ;
-  reg [16:0] \$106 ;
+  reg \$106 ;
   reg [16:0] \$107 ;
   reg [16:0] \$108 ;
   reg [16:0] \$109 ;
   wire \$11 ;
   reg [16:0] \$110 ;
-  reg [24:0] \$111 ;
-  reg [4:0] \$112 ;
-  reg \$113 ;
-  reg [19:0] \$114 ;
-  reg [5:0] \$115 ;
+  reg [16:0] \$111 ;
+  reg [16:0] \$112 ;
+  reg [24:0] \$113 ;
+  reg [24:0] \$114 ;
+  reg [4:0] \$115 ;
   reg \$116 ;
-  reg [11:0] \$117 ;
+  reg [19:0] \$117 ;
   reg [5:0] \$118 ;
   reg \$119 ;
   wire \$12 ;
-  reg [26:0] \$120 ;
-  reg [28:0] \$121 ;
+  reg [11:0] \$120 ;
+  reg [5:0] \$121 ;
   reg \$122 ;
-  reg [23:0] \$123 ;
+  reg [26:0] \$123 ;
+  reg [28:0] \$124 ;
+  reg \$125 ;
+  reg [23:0] \$126 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
@@ -50810,12 +51832,16 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   wire [16:0] \tag4.p ;
   reg [16:0] tag5 = 17'h00000;
   wire [16:0] \tag5.p ;
+  reg [16:0] tag6 = 17'h00000;
+  wire [16:0] \tag6.p ;
   reg valid1 = 1'h0;
   reg valid2 = 1'h0;
   reg valid3 = 1'h0;
   reg valid4 = 1'h0;
-  output valid5;
   reg valid5 = 1'h0;
+  output valid6;
+  reg valid6 = 1'h0;
+  reg [24:0] x0 = 25'h0000000;
   reg [24:0] x1 = 25'h0000000;
   reg zero1 = 1'h0;
   reg zero2 = 1'h0;
@@ -51087,82 +52113,82 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
     end
   end
   assign rd__data = _0_;
-  assign \$1  = ~ valid5;
+  assign \$1  = ~ valid6;
   assign en = \$1  | o__ready;
-  assign \$2  = | i__payload[24:9];
+  assign \$2  = | x0[24:9];
   assign \$3  = ~ \$2 ;
-  assign \$4  = | i__payload[8:1];
+  assign \$4  = | x0[8:1];
   assign \$5  = ~ \$4 ;
-  assign \$18  = ~ i__payload[0];
-  assign \$25  = | i__payload[8:5];
+  assign \$18  = ~ x0[0];
+  assign \$25  = | x0[8:5];
   assign \$26  = ~ \$25 ;
-  assign \$27  = | i__payload[4:3];
+  assign \$27  = | x0[4:3];
   assign \$28  = ~ \$27 ;
-  assign \$29  = ~ i__payload[2];
-  assign \$30  = ~ i__payload[4];
+  assign \$29  = ~ x0[2];
+  assign \$30  = ~ x0[4];
   assign \$31  = \$27  ? \$30  : \$29 ;
-  assign \$32  = | i__payload[4:3];
+  assign \$32  = | x0[4:3];
   assign \$33  = ~ \$32 ;
-  assign \$34  = | i__payload[8:7];
+  assign \$34  = | x0[8:7];
   assign \$35  = ~ \$34 ;
-  assign \$36  = ~ i__payload[6];
-  assign \$37  = ~ i__payload[8];
+  assign \$36  = ~ x0[6];
+  assign \$37  = ~ x0[8];
   assign \$38  = \$34  ? \$37  : \$36 ;
-  assign \$39  = | i__payload[8:7];
+  assign \$39  = | x0[8:7];
   assign \$40  = ~ \$39 ;
   assign \$41  = \$25  ? { \$40 , \$38  } : { \$33 , \$31  };
-  assign \$42  = | i__payload[8:5];
+  assign \$42  = | x0[8:5];
   assign \$43  = ~ \$42 ;
   assign \$44  = \$4  ? { \$43 , \$41  } : { \$24 , \$22  };
-  assign \$45  = | i__payload[8:1];
+  assign \$45  = | x0[8:1];
   assign \$46  = ~ \$45 ;
-  assign \$47  = | i__payload[24:17];
+  assign \$47  = | x0[24:17];
   assign \$48  = ~ \$47 ;
-  assign \$49  = | i__payload[16:13];
+  assign \$49  = | x0[16:13];
   assign \$50  = ~ \$49 ;
-  assign \$51  = | i__payload[12:11];
+  assign \$51  = | x0[12:11];
   assign \$52  = ~ \$51 ;
-  assign \$53  = ~ i__payload[10];
-  assign \$54  = ~ i__payload[12];
+  assign \$53  = ~ x0[10];
+  assign \$54  = ~ x0[12];
   assign \$55  = \$51  ? \$54  : \$53 ;
-  assign \$56  = | i__payload[12:11];
+  assign \$56  = | x0[12:11];
   assign \$57  = ~ \$56 ;
-  assign \$58  = | i__payload[16:15];
+  assign \$58  = | x0[16:15];
   assign \$59  = ~ \$58 ;
-  assign \$60  = ~ i__payload[14];
-  assign \$61  = ~ i__payload[16];
+  assign \$60  = ~ x0[14];
+  assign \$61  = ~ x0[16];
   assign \$62  = \$58  ? \$61  : \$60 ;
-  assign \$63  = | i__payload[16:15];
+  assign \$63  = | x0[16:15];
   assign \$64  = ~ \$63 ;
   assign \$65  = \$49  ? { \$64 , \$62  } : { \$57 , \$55  };
-  assign \$66  = | i__payload[16:13];
+  assign \$66  = | x0[16:13];
   assign \$67  = ~ \$66 ;
-  assign \$68  = | i__payload[24:21];
+  assign \$68  = | x0[24:21];
   assign \$69  = ~ \$68 ;
-  assign \$70  = | i__payload[20:19];
+  assign \$70  = | x0[20:19];
   assign \$71  = ~ \$70 ;
-  assign \$72  = ~ i__payload[18];
-  assign \$73  = ~ i__payload[20];
+  assign \$72  = ~ x0[18];
+  assign \$73  = ~ x0[20];
   assign \$74  = \$70  ? \$73  : \$72 ;
-  assign \$75  = | i__payload[20:19];
+  assign \$75  = | x0[20:19];
   assign \$76  = ~ \$75 ;
-  assign \$77  = | i__payload[24:23];
+  assign \$77  = | x0[24:23];
   assign \$78  = ~ \$77 ;
-  assign \$79  = ~ i__payload[22];
-  assign \$80  = ~ i__payload[24];
+  assign \$79  = ~ x0[22];
+  assign \$80  = ~ x0[24];
   assign \$81  = \$77  ? \$80  : \$79 ;
-  assign \$82  = | i__payload[24:23];
+  assign \$82  = | x0[24:23];
   assign \$83  = ~ \$82 ;
   assign \$84  = \$68  ? { \$83 , \$81  } : { \$76 , \$74  };
-  assign \$85  = | i__payload[24:21];
+  assign \$85  = | x0[24:21];
   assign \$86  = ~ \$85 ;
   assign \$87  = \$47  ? { \$86 , \$84  } : { \$67 , \$65  };
-  assign \$88  = | i__payload[24:17];
+  assign \$88  = | x0[24:17];
   assign \$89  = ~ \$88 ;
   assign \$90  = \$2  ? { \$89 , \$87  } : { \$46 , \$44  };
-  assign \$91  = | i__payload[24:9];
+  assign \$91  = | x0[24:9];
   assign \$92  = ~ \$91 ;
-  assign \$93  = ! i__payload[24:0];
+  assign \$93  = ! x0;
   assign \$94  = x1 << lz1;
   assign \$95  = 4'h8 - lz1;
   assign \$96  = rd__data[36:22] * r3;
@@ -51180,41 +52206,47 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   always @(posedge clk)
     valid5 <= \$105 ;
   always @(posedge clk)
-    tag1 <= \$106 ;
+    valid6 <= \$106 ;
   always @(posedge clk)
-    tag2 <= \$107 ;
+    tag1 <= \$107 ;
   always @(posedge clk)
-    tag3 <= \$108 ;
+    tag2 <= \$108 ;
   always @(posedge clk)
-    tag4 <= \$109 ;
+    tag3 <= \$109 ;
   always @(posedge clk)
-    tag5 <= \$110 ;
+    tag4 <= \$110 ;
   always @(posedge clk)
-    x1 <= \$111 ;
+    tag5 <= \$111 ;
   always @(posedge clk)
-    lz1 <= \$112 ;
+    tag6 <= \$112 ;
   always @(posedge clk)
-    zero1 <= \$113 ;
+    x0 <= \$113 ;
   always @(posedge clk)
-    f2 <= \$114 ;
+    x1 <= \$114 ;
   always @(posedge clk)
-    e2 <= \$115 ;
+    lz1 <= \$115 ;
   always @(posedge clk)
-    zero2 <= \$116 ;
+    zero1 <= \$116 ;
   always @(posedge clk)
-    r3 <= \$117 ;
+    f2 <= \$117 ;
   always @(posedge clk)
-    e3 <= \$118 ;
+    e2 <= \$118 ;
   always @(posedge clk)
-    zero3 <= \$119 ;
+    zero2 <= \$119 ;
   always @(posedge clk)
-    p4 <= \$120 ;
+    r3 <= \$120 ;
   always @(posedge clk)
-    base4 <= \$121 ;
+    e3 <= \$121 ;
   always @(posedge clk)
-    zero4 <= \$122 ;
+    zero3 <= \$122 ;
   always @(posedge clk)
-    log5 <= \$123 ;
+    p4 <= \$123 ;
+  always @(posedge clk)
+    base4 <= \$124 ;
+  always @(posedge clk)
+    zero4 <= \$125 ;
+  always @(posedge clk)
+    log5 <= \$126 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$101  = valid1;
@@ -51267,138 +52299,162 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$106  = tag1;
+    \$106  = valid6;
     if (en) begin
-      \$106  = i__payload[41:25];
+      \$106  = valid5;
+    end
+    if (rst) begin
+      \$106  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$107  = tag2;
+    \$107  = tag1;
     if (en) begin
-      \$107  = tag1;
+      \$107  = i__payload[41:25];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$108  = tag3;
+    \$108  = tag2;
     if (en) begin
-      \$108  = tag2;
+      \$108  = tag1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$109  = tag4;
+    \$109  = tag3;
     if (en) begin
-      \$109  = tag3;
+      \$109  = tag2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$110  = tag5;
+    \$110  = tag4;
     if (en) begin
-      \$110  = tag4;
+      \$110  = tag3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$111  = x1;
+    \$111  = tag5;
     if (en) begin
-      \$111  = i__payload[24:0];
+      \$111  = tag4;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$112  = lz1;
+    \$112  = tag6;
     if (en) begin
-      \$112  = { \$92 , \$90  };
+      \$112  = tag5;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$113  = zero1;
+    \$113  = x0;
     if (en) begin
-      \$113  = \$93 ;
+      \$113  = i__payload[24:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$114  = f2;
+    \$114  = x1;
     if (en) begin
-      \$114  = \$94 [23:4];
+      \$114  = x0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$115  = e2;
+    \$115  = lz1;
     if (en) begin
-      \$115  = \$95 ;
+      \$115  = { \$92 , \$90  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$116  = zero2;
+    \$116  = zero1;
     if (en) begin
-      \$116  = zero1;
+      \$116  = \$93 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$117  = r3;
+    \$117  = f2;
     if (en) begin
-      \$117  = f2[11:0];
+      \$117  = \$94 [23:4];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$118  = e3;
+    \$118  = e2;
     if (en) begin
-      \$118  = e2;
+      \$118  = \$95 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$119  = zero3;
+    \$119  = zero2;
     if (en) begin
-      \$119  = zero2;
+      \$119  = zero1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$120  = p4;
+    \$120  = r3;
     if (en) begin
-      \$120  = \$96 ;
+      \$120  = f2[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$121  = base4;
+    \$121  = e3;
     if (en) begin
-      \$121  = \$98 [28:0];
+      \$121  = e2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$122  = zero4;
+    \$122  = zero3;
     if (en) begin
-      \$122  = zero3;
+      \$122  = zero2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$123  = log5;
+    \$123  = p4;
     if (en) begin
-      \$123  = \$100 ;
+      \$123  = \$96 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$124  = base4;
+    if (en) begin
+      \$124  = \$98 [28:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$125  = zero4;
+    if (en) begin
+      \$125  = zero3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$126  = log5;
+    if (en) begin
+      \$126  = \$100 ;
     end
   end
   assign i__ready = en;
-  assign o__valid = valid5;
+  assign o__valid = valid6;
   assign rd__addr = f2[19:12];
   assign rd__en = en;
   assign \o__payload.log  = o__payload[23:0];
   assign \o__payload.tag  = o__payload[40:24];
   assign \o__payload.tag.p  = o__payload[40:24];
-  assign \tag5.p  = tag5;
+  assign \tag6.p  = tag6;
   assign \tag1.p  = tag1;
   assign \i__payload.x  = i__payload[24:0];
   assign \i__payload.tag  = i__payload[41:25];
@@ -51406,8 +52462,9 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   assign \tag2.p  = tag2;
   assign \tag3.p  = tag3;
   assign \tag4.p  = tag4;
+  assign \tag5.p  = tag5;
   assign o__payload[23:0] = log5;
-  assign o__payload[40:24] = tag5;
+  assign o__payload[40:24] = tag6;
   assign \$6  = 1'h1;
   assign \$7  = 1'h0;
   assign \$8  = 1'h1;
@@ -51683,70 +52740,69 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   wire \$1 ;
   wire \$10 ;
   wire \$11 ;
-  wire [9:0] \$12 ;
-  wire [10:0] \$13 ;
+  wire \$12 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
   wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
   wire \$18 ;
-  wire [9:0] \$19 ;
+  wire \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  wire [42:0] \$21 ;
-  wire [23:0] \$22 ;
-  wire [40:0] \$23 ;
-  wire [21:0] \$24 ;
-  wire [43:0] \$25 ;
-  wire [44:0] \$26 ;
-  wire [54:0] \$27 ;
-  wire [55:0] \$28 ;
-  wire [71:0] \$29 ;
+  wire [42:0] \$20 ;
+  wire [23:0] \$21 ;
+  wire [40:0] \$22 ;
+  wire [21:0] \$23 ;
+  wire [43:0] \$24 ;
+  wire [44:0] \$25 ;
+  wire [54:0] \$26 ;
+  wire [55:0] \$27 ;
+  wire [71:0] \$28 ;
+  wire [72:0] \$29 ;
   wire \$3 ;
-  wire [72:0] \$30 ;
-  wire [84:0] \$31 ;
-  wire [85:0] \$32 ;
-  wire [33:0] \$33 ;
+  wire [84:0] \$30 ;
+  wire [85:0] \$31 ;
+  wire [33:0] \$32 ;
+  wire \$33 ;
   wire \$34 ;
-  wire \$35 ;
-  wire [9:0] \$36 ;
-  wire [33:0] \$37 ;
-  wire [9:0] \$38 ;
+  wire [9:0] \$35 ;
+  wire [33:0] \$36 ;
+  wire \$37 ;
+  wire \$38 ;
   wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire \$41 ;
+  reg [8:0] \$40 ;
+  reg [7:0] \$41 ;
   reg [8:0] \$42 ;
-  reg [8:0] \$43 ;
-  reg [32:0] \$44 ;
+  reg [32:0] \$43 ;
+  reg \$44 ;
   reg \$45 ;
-  reg \$46 ;
-  reg [5:0] \$47 ;
-  reg [32:0] \$48 ;
-  reg [9:0] \$49 ;
+  reg [5:0] \$46 ;
+  reg [32:0] \$47 ;
+  reg [9:0] \$48 ;
+  reg [8:0] \$49 ;
   wire \$5 ;
-  reg [8:0] \$50 ;
+  reg \$50 ;
   reg \$51 ;
-  reg \$52 ;
-  reg [31:0] \$53 ;
-  reg [32:0] \$54 ;
-  reg [42:0] \$55 ;
-  reg [23:0] \$56 ;
-  reg [40:0] \$57 ;
-  reg [21:0] \$58 ;
-  reg [32:0] \$59 ;
+  reg [31:0] \$52 ;
+  reg [32:0] \$53 ;
+  reg [42:0] \$54 ;
+  reg [23:0] \$55 ;
+  reg [40:0] \$56 ;
+  reg [21:0] \$57 ;
+  reg [32:0] \$58 ;
+  reg [64:0] \$59 ;
   wire \$6 ;
-  reg [64:0] \$60 ;
-  reg [32:0] \$61 ;
-  reg [31:0] \$62 ;
+  reg [32:0] \$60 ;
+  reg [31:0] \$61 ;
+  reg \$62 ;
   reg \$63 ;
   reg \$64 ;
   reg \$65 ;
   reg \$66 ;
   reg \$67 ;
-  reg \$68 ;
   wire \$7 ;
-  wire \$8 ;
+  wire [9:0] \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
   reg [8:0] b = 9'h000;
@@ -51762,6 +52818,7 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   input clk;
   wire clk;
   reg [5:0] div_cnt = 6'h00;
+  wire [10:0] div_diff;
   reg emitting = 1'h0;
   wire en;
   reg [32:0] f = 33'h000000000;
@@ -51773,6 +52830,7 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   input load;
   wire load;
   reg [8:0] n = 9'h000;
+  reg [7:0] n_last = 8'h00;
   output [32:0] o__payload;
   wire [32:0] o__payload;
   wire [31:0] \o__payload.fraction ;
@@ -51803,71 +52861,73 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   reg v4 = 1'h0;
   wire [31:0] word;
   reg [31:0] x1 = 32'd0;
-  assign \$30  = \$28  + \$29 ;
-  assign \$32  = \$30  + \$31 ;
-  assign \$33  = base3 + prod3[64:32];
-  assign \$34  = b != n;
-  assign \$35  = emitting & \$34 ;
-  assign \$36  = b + 1'h1;
-  assign \$37  = base + f;
-  assign \$38  = n - 1'h1;
-  assign \$39  = b == \$38 ;
-  assign \$40  = b == n;
-  assign \$41  = emitting & \$40 ;
+  assign \$29  = \$27  + \$28 ;
+  assign \$31  = \$29  + \$30 ;
+  assign \$32  = base3 + prod3[64:32];
+  assign \$33  = b != n;
+  assign \$34  = emitting & \$33 ;
+  assign \$35  = b + 1'h1;
+  assign \$36  = base + f;
+  assign \$37  = b == n_last;
+  assign \$38  = b == n;
+  assign \$39  = emitting & \$38 ;
   always @(posedge clk)
-    n <= \$42 ;
+    n <= \$40 ;
   always @(posedge clk)
-    b <= \$43 ;
+    n_last <= \$41 ;
   always @(posedge clk)
-    base <= \$44 ;
+    b <= \$42 ;
   always @(posedge clk)
-    emitting <= \$45 ;
+    base <= \$43 ;
   always @(posedge clk)
-    \$signal  <= \$46 ;
+    emitting <= \$44 ;
   always @(posedge clk)
-    div_cnt <= \$47 ;
+    \$signal  <= \$45 ;
   always @(posedge clk)
-    f <= \$48 ;
+    div_cnt <= \$46 ;
   always @(posedge clk)
-    rem <= \$49 ;
+    f <= \$47 ;
   always @(posedge clk)
-    cached_b <= \$50 ;
+    rem <= \$48 ;
   always @(posedge clk)
-    v1 <= \$51 ;
+    cached_b <= \$49 ;
   always @(posedge clk)
-    last1 <= \$52 ;
+    v1 <= \$50 ;
   always @(posedge clk)
-    x1 <= \$53 ;
+    last1 <= \$51 ;
   always @(posedge clk)
-    base1 <= \$54 ;
+    x1 <= \$52 ;
   always @(posedge clk)
-    pp_0_0 <= \$55 ;
+    base1 <= \$53 ;
   always @(posedge clk)
-    pp_0_26 <= \$56 ;
+    pp_0_0 <= \$54 ;
   always @(posedge clk)
-    pp_17_0 <= \$57 ;
+    pp_0_26 <= \$55 ;
   always @(posedge clk)
-    pp_17_26 <= \$58 ;
+    pp_17_0 <= \$56 ;
   always @(posedge clk)
-    base2 <= \$59 ;
+    pp_17_26 <= \$57 ;
   always @(posedge clk)
-    prod3 <= \$60 ;
+    base2 <= \$58 ;
   always @(posedge clk)
-    base3 <= \$61 ;
+    prod3 <= \$59 ;
   always @(posedge clk)
-    frac4 <= \$62 ;
+    base3 <= \$60 ;
   always @(posedge clk)
-    v2 <= \$63 ;
+    frac4 <= \$61 ;
   always @(posedge clk)
-    v3 <= \$64 ;
+    v2 <= \$62 ;
   always @(posedge clk)
-    v4 <= \$65 ;
+    v3 <= \$63 ;
   always @(posedge clk)
-    last2 <= \$66 ;
+    v4 <= \$64 ;
   always @(posedge clk)
-    last3 <= \$67 ;
+    last2 <= \$65 ;
   always @(posedge clk)
-    last4 <= \$68 ;
+    last3 <= \$66 ;
+  always @(posedge clk)
+    last4 <= \$67 ;
+  assign div_diff = { rem[8:0], 1'h0 } - n;
   assign \$1  = ~ v4;
   assign en = \$1  | o__ready;
   assign \$2  = b != n;
@@ -51878,25 +52938,24 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   assign busy = \$4  | \$5 ;
   assign \$6  = ~ busy;
   assign \$7  = start & \$6 ;
-  assign \$8  = batch == cached_b;
-  assign \$9  = batch == 1'h1;
-  assign \$10  = batch != 1'h1;
-  assign \$11  = { rem[8:0], 1'h0 } >= n;
-  assign \$12  = \$11  * n;
-  assign \$13  = { rem[8:0], 1'h0 } - \$12 ;
-  assign \$14  = { rem[8:0], 1'h0 } >= n;
+  assign \$8  = batch - 1'h1;
+  assign \$9  = batch == cached_b;
+  assign \$10  = batch == 1'h1;
+  assign \$11  = batch != 1'h1;
+  assign \$12  = ~ div_diff[10];
+  assign \$13  = div_diff[10] ? { rem[8:0], 1'h0 } : div_diff[9:0];
+  assign \$14  = ~ div_diff[10];
   assign \$15  = div_cnt - 1'h1;
   assign \$16  = div_cnt == 1'h1;
   assign \$17  = b != n;
   assign \$18  = emitting & \$17 ;
-  assign \$19  = n - 1'h1;
-  assign \$20  = b == \$19 ;
-  assign \$21  = x1[16:0] * f[25:0];
-  assign \$22  = x1[16:0] * f[32:26];
-  assign \$23  = x1[31:17] * f[25:0];
-  assign \$24  = x1[31:17] * f[32:26];
-  assign \$26  = 1'h0 + \$25 ;
-  assign \$28  = \$26  + \$27 ;
+  assign \$19  = b == n_last;
+  assign \$20  = x1[16:0] * f[25:0];
+  assign \$21  = x1[16:0] * f[32:26];
+  assign \$22  = x1[31:17] * f[25:0];
+  assign \$23  = x1[31:17] * f[32:26];
+  assign \$25  = 1'h0 + \$24 ;
+  assign \$27  = \$25  + \$26 ;
   \dqn_trainer_u250.core.replay.strata.prng  prng (
     .ahead(word),
     .clk(clk),
@@ -51907,9 +52966,34 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$42  = n;
+    \$40  = n;
     if (\$7 ) begin
-      \$42  = batch;
+      \$40  = batch;
+    end
+    if (rst) begin
+      \$40  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$41  = n_last;
+    if (\$7 ) begin
+      \$41  = \$8 [7:0];
+    end
+    if (rst) begin
+      \$41  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$42  = b;
+    if (\$7 ) begin
+      \$42  = 9'h000;
+    end
+    if (en) begin
+      if (\$34 ) begin
+        \$42  = \$35 [8:0];
+      end
     end
     if (rst) begin
       \$42  = 9'h000;
@@ -51917,148 +53001,143 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$43  = b;
+    \$43  = base;
     if (\$7 ) begin
-      \$43  = 9'h000;
+      \$43  = 33'h000000000;
     end
     if (en) begin
-      if (\$35 ) begin
-        \$43  = \$36 [8:0];
+      if (\$34 ) begin
+        \$43  = \$36 [32:0];
       end
     end
     if (rst) begin
-      \$43  = 9'h000;
+      \$43  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$44  = base;
+    \$44  = emitting;
     if (\$7 ) begin
-      \$44  = 33'h000000000;
-    end
-    if (en) begin
-      if (\$35 ) begin
-        \$44  = \$37 [32:0];
-      end
-    end
-    if (rst) begin
-      \$44  = 33'h000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$45  = emitting;
-    if (\$7 ) begin
-      if (\$8 ) begin
-        \$45  = 1'h1;
+      if (\$9 ) begin
+        \$44  = 1'h1;
       end
     end
     if (\$signal ) begin
       if (\$16 ) begin
-        \$45  = 1'h1;
+        \$44  = 1'h1;
       end
     end
     if (en) begin
-      if (\$35 ) begin
-        if (\$39 ) begin
-          \$45  = 1'h0;
+      if (\$34 ) begin
+        if (\$37 ) begin
+          \$44  = 1'h0;
         end
       end
     end
-    if (\$41 ) begin
-      \$45  = 1'h0;
+    if (\$39 ) begin
+      \$44  = 1'h0;
     end
     if (rst) begin
-      \$45  = 1'h0;
+      \$44  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$46  = \$signal ;
+    \$45  = \$signal ;
     if (\$7 ) begin
       (* full_case = 32'd1 *)
-      if (\$8 ) begin
+      if (\$9 ) begin
       end else begin
-        \$46  = 1'h1;
+        \$45  = 1'h1;
       end
     end
     if (\$signal ) begin
       if (\$16 ) begin
-        \$46  = 1'h0;
+        \$45  = 1'h0;
       end
     end
     if (rst) begin
-      \$46  = 1'h0;
+      \$45  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$47  = div_cnt;
+    \$46  = div_cnt;
     if (\$7 ) begin
       (* full_case = 32'd1 *)
-      if (\$8 ) begin
+      if (\$9 ) begin
       end else begin
-        \$47  = 6'h20;
+        \$46  = 6'h20;
       end
     end
     if (\$signal ) begin
-      \$47  = \$15 [5:0];
+      \$46  = \$15 [5:0];
     end
     if (rst) begin
-      \$47  = 6'h00;
+      \$46  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$48  = f;
+    \$47  = f;
     if (\$7 ) begin
       (* full_case = 32'd1 *)
-      if (\$8 ) begin
+      if (\$9 ) begin
       end else begin
-        \$48  = { 32'h00000000, \$9  };
+        \$47  = { 32'h00000000, \$10  };
       end
     end
     if (\$signal ) begin
-      \$48  = { f[31:0], \$14  };
+      \$47  = { f[31:0], \$14  };
     end
     if (rst) begin
-      \$48  = 33'h000000000;
+      \$47  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$49  = rem;
+    \$48  = rem;
     if (\$7 ) begin
       (* full_case = 32'd1 *)
-      if (\$8 ) begin
+      if (\$9 ) begin
       end else begin
-        \$49  = { 9'h000, \$10  };
+        \$48  = { 9'h000, \$11  };
       end
     end
     if (\$signal ) begin
-      \$49  = \$13 [9:0];
+      \$48  = \$13 ;
     end
     if (rst) begin
-      \$49  = 10'h000;
+      \$48  = 10'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$50  = cached_b;
+    \$49  = cached_b;
     if (\$signal ) begin
       if (\$16 ) begin
-        \$50  = n;
+        \$49  = n;
       end
     end
     if (rst) begin
-      \$50  = 9'h000;
+      \$49  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$51  = v1;
+    \$50  = v1;
     if (en) begin
-      \$51  = \$18 ;
+      \$50  = \$18 ;
+    end
+    if (rst) begin
+      \$50  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$51  = last1;
+    if (en) begin
+      \$51  = \$19 ;
     end
     if (rst) begin
       \$51  = 1'h0;
@@ -52066,119 +53145,119 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$52  = last1;
+    \$52  = x1;
     if (en) begin
-      \$52  = \$20 ;
+      \$52  = word;
     end
     if (rst) begin
-      \$52  = 1'h0;
+      \$52  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$53  = x1;
+    \$53  = base1;
     if (en) begin
-      \$53  = word;
+      \$53  = base;
     end
     if (rst) begin
-      \$53  = 32'd0;
+      \$53  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$54  = base1;
+    \$54  = pp_0_0;
     if (en) begin
-      \$54  = base;
+      \$54  = \$20 ;
     end
     if (rst) begin
-      \$54  = 33'h000000000;
+      \$54  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$55  = pp_0_0;
+    \$55  = pp_0_26;
     if (en) begin
       \$55  = \$21 ;
     end
     if (rst) begin
-      \$55  = 43'h00000000000;
+      \$55  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$56  = pp_0_26;
+    \$56  = pp_17_0;
     if (en) begin
       \$56  = \$22 ;
     end
     if (rst) begin
-      \$56  = 24'h000000;
+      \$56  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$57  = pp_17_0;
+    \$57  = pp_17_26;
     if (en) begin
       \$57  = \$23 ;
     end
     if (rst) begin
-      \$57  = 41'h00000000000;
+      \$57  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$58  = pp_17_26;
+    \$58  = base2;
     if (en) begin
-      \$58  = \$24 ;
+      \$58  = base1;
     end
     if (rst) begin
-      \$58  = 22'h000000;
+      \$58  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$59  = base2;
+    \$59  = prod3;
     if (en) begin
-      \$59  = base1;
+      \$59  = \$31 [64:0];
     end
     if (rst) begin
-      \$59  = 33'h000000000;
+      \$59  = 65'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$60  = prod3;
+    \$60  = base3;
     if (en) begin
-      \$60  = \$32 [64:0];
+      \$60  = base2;
     end
     if (rst) begin
-      \$60  = 65'h00000000000000000;
+      \$60  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$61  = base3;
+    \$61  = frac4;
     if (en) begin
-      \$61  = base2;
+      \$61  = \$32 [31:0];
     end
     if (rst) begin
-      \$61  = 33'h000000000;
+      \$61  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$62  = frac4;
+    \$62  = v2;
     if (en) begin
-      \$62  = \$33 [31:0];
+      \$62  = v1;
     end
     if (rst) begin
-      \$62  = 32'd0;
+      \$62  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$63  = v2;
+    \$63  = v3;
     if (en) begin
-      \$63  = v1;
+      \$63  = v2;
     end
     if (rst) begin
       \$63  = 1'h0;
@@ -52186,9 +53265,9 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$64  = v3;
+    \$64  = v4;
     if (en) begin
-      \$64  = v2;
+      \$64  = v3;
     end
     if (rst) begin
       \$64  = 1'h0;
@@ -52196,9 +53275,9 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$65  = v4;
+    \$65  = last2;
     if (en) begin
-      \$65  = v3;
+      \$65  = last1;
     end
     if (rst) begin
       \$65  = 1'h0;
@@ -52206,9 +53285,9 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$66  = last2;
+    \$66  = last3;
     if (en) begin
-      \$66  = last1;
+      \$66  = last2;
     end
     if (rst) begin
       \$66  = 1'h0;
@@ -52216,22 +53295,12 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$67  = last3;
+    \$67  = last4;
     if (en) begin
-      \$67  = last2;
+      \$67  = last3;
     end
     if (rst) begin
       \$67  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$68  = last4;
-    if (en) begin
-      \$68  = last3;
-    end
-    if (rst) begin
-      \$68  = 1'h0;
     end
   end
   assign \seed$1  = seed;
@@ -52241,10 +53310,10 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   assign \o__payload.last  = o__payload[32];
   assign o__payload[32] = last4;
   assign o__payload[31:0] = frac4;
-  assign \$25  = { 1'h0, pp_0_0 };
-  assign \$27  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$29  = { 14'h0000, pp_17_0, 17'h00000 };
-  assign \$31  = { 20'h00000, pp_17_26, 43'h00000000000 };
+  assign \$24  = { 1'h0, pp_0_0 };
+  assign \$26  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$28  = { 14'h0000, pp_17_0, 17'h00000 };
+  assign \$30  = { 20'h00000, pp_17_26, 43'h00000000000 };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -69062,7 +70131,7 @@ module \dqn_trainer_u250.core.replay.tree.prng (rst, step, ahead, clk);
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i__valid$4 , beta, \o__payload$34 , \o__valid$32 , \o__ready$36 , clk);
+module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i__valid$4 , beta, \o__payload$33 , \o__valid$31 , \o__ready$35 , clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$19  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -69071,16 +70140,16 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$11 ;
-  wire [9:0] \$12 ;
-  wire \$13 ;
+  wire [9:0] \$11 ;
+  wire \$12 ;
+  wire [24:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
   wire [9:0] \$16 ;
   wire [9:0] \$17 ;
   wire \$18 ;
   wire \$19 ;
-  wire [24:0] \$2 ;
+  wire \$2 ;
   wire \$20 ;
   reg \$21 ;
   reg \$22 ;
@@ -69091,13 +70160,16 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   reg [8:0] \$27 ;
   reg \$28 ;
   reg \$29 ;
-  wire \$3 ;
-  wire [9:0] \$4 ;
+  wire [9:0] \$3 ;
+  reg \$30 ;
+  reg \$31 ;
+  reg [24:0] \$32 ;
+  wire \$4 ;
   wire \$5 ;
   wire \$6 ;
-  wire \$7 ;
-  wire [23:0] \$8 ;
-  wire [9:0] \$9 ;
+  wire [23:0] \$7 ;
+  wire [9:0] \$8 ;
+  wire \$9 ;
   wire [7:0] \$signature__addr ;
   wire [23:0] \$signature__data ;
   wire \$signature__en ;
@@ -69110,6 +70182,8 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   input clk;
   wire clk;
   reg computing = 1'h0;
+  reg diff_last = 1'h0;
+  reg diff_valid = 1'h0;
   wire en;
   wire [32:0] i__payload;
   wire [41:0] \i__payload$21 ;
@@ -69117,9 +70191,9 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   wire [17:0] \i__payload$21.tag ;
   wire [16:0] \i__payload$21.tag.p ;
   wire \i__payload$21.tag.tag ;
-  wire [24:0] \i__payload$26 ;
-  wire \i__payload$26.tag ;
-  wire [23:0] \i__payload$26.y ;
+  wire [24:0] \i__payload$25 ;
+  wire \i__payload$25.tag ;
+  wire [23:0] \i__payload$25.y ;
   input [32:0] \i__payload$6 ;
   wire [32:0] \i__payload$6 ;
   wire \i__payload$6.last ;
@@ -69130,41 +70204,42 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   wire i__ready;
   wire \i__ready$16 ;
   wire \i__ready$2 ;
-  wire \i__ready$29 ;
+  wire \i__ready$28 ;
   wire i__valid;
   (* init = 1'h0 *)
   wire \i__valid$20 ;
-  wire \i__valid$30 ;
+  wire \i__valid$29 ;
   input \i__valid$4 ;
   wire \i__valid$4 ;
+  reg [24:0] log_diff = 25'h0000000;
   reg [23:0] log_min = 24'h000000;
   reg [8:0] n = 9'h000;
   reg [8:0] n_read = 9'h000;
   reg [8:0] n_written = 9'h000;
   wire [24:0] o__payload;
-  wire [24:0] \o__payload$27 ;
-  wire \o__payload$27.tag ;
-  wire [23:0] \o__payload$27.y ;
-  output [17:0] \o__payload$34 ;
-  wire [17:0] \o__payload$34 ;
-  wire \o__payload$34.last ;
-  wire [16:0] \o__payload$34.weight ;
-  wire [18:0] \o__payload$35 ;
-  wire \o__payload$35.overflow ;
-  wire \o__payload$35.tag ;
-  wire [16:0] \o__payload$35.value ;
+  wire [24:0] \o__payload$26 ;
+  wire \o__payload$26.tag ;
+  wire [23:0] \o__payload$26.y ;
+  output [17:0] \o__payload$33 ;
+  wire [17:0] \o__payload$33 ;
+  wire \o__payload$33.last ;
+  wire [16:0] \o__payload$33.weight ;
+  wire [18:0] \o__payload$34 ;
+  wire \o__payload$34.overflow ;
+  wire \o__payload$34.tag ;
+  wire [16:0] \o__payload$34.value ;
   wire [23:0] \o__payload.log ;
   wire \o__payload.tag ;
   wire o__ready;
-  wire \o__ready$28 ;
-  input \o__ready$36 ;
+  wire \o__ready$27 ;
+  input \o__ready$35 ;
+  wire \o__ready$35 ;
   wire \o__ready$36 ;
-  wire \o__ready$37 ;
   wire o__valid;
+  wire \o__valid$30 ;
+  output \o__valid$31 ;
   wire \o__valid$31 ;
-  output \o__valid$32 ;
   wire \o__valid$32 ;
-  wire \o__valid$33 ;
   wire [7:0] rd__addr;
   wire [23:0] rd__data;
   wire rd__en;
@@ -69194,27 +70269,27 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   assign rd__data = _0_;
   assign i__ready = accepting & \i__ready$2 ;
   assign i__valid = \i__valid$4  & accepting;
-  assign \$1  = ~ read_valid;
+  assign \$1  = ~ diff_valid;
   assign en = \$1  | \i__ready$16 ;
-  assign \$2  = $signed(log_min) - $signed(rd__data);
-  assign \$3  = \i__valid$4  & i__ready;
-  assign \$4  = n_written + 1'h1;
-  assign \$5  = ! n_written;
-  assign \$6  = $signed(o__payload[23:0]) < $signed(log_min);
-  assign \$7  = \$5  | \$6 ;
-  assign \$8  = \$7  ? o__payload[23:0] : log_min;
-  assign \$9  = n_written + 1'h1;
-  assign \$10  = n_read != n;
-  assign \$11  = computing & \$10 ;
-  assign \$12  = n - 1'h1;
-  assign \$13  = n_read == \$12 ;
+  assign \$2  = \i__valid$4  & i__ready;
+  assign \$3  = n_written + 1'h1;
+  assign \$4  = ! n_written;
+  assign \$5  = $signed(o__payload[23:0]) < $signed(log_min);
+  assign \$6  = \$4  | \$5 ;
+  assign \$7  = \$6  ? o__payload[23:0] : log_min;
+  assign \$8  = n_written + 1'h1;
+  assign \$9  = n_read != n;
+  assign \$10  = computing & \$9 ;
+  assign \$11  = n - 1'h1;
+  assign \$12  = n_read == \$11 ;
+  assign \$13  = $signed(log_min) - $signed(rd__data);
   assign \$14  = n_read != n;
   assign \$15  = computing & \$14 ;
   assign \$16  = n_read + 1'h1;
   assign \$17  = n - 1'h1;
   assign \$18  = n_read == \$17 ;
-  assign \$19  = \o__valid$32  & \o__ready$36 ;
-  assign \$20  = \$19  & \o__payload$34 [17];
+  assign \$19  = \o__valid$31  & \o__ready$35 ;
+  assign \$20  = \$19  & \o__payload$33 [17];
   always @(posedge clk)
     busy <= \$21 ;
   always @(posedge clk)
@@ -69233,15 +70308,21 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     read_valid <= \$28 ;
   always @(posedge clk)
     read_last <= \$29 ;
+  always @(posedge clk)
+    diff_valid <= \$30 ;
+  always @(posedge clk)
+    diff_last <= \$31 ;
+  always @(posedge clk)
+    log_diff <= \$32 ;
   \dqn_trainer_u250.core.replay.weights.exp2  exp2 (
     .clk(clk),
-    .en(\o__ready$28 ),
-    .i__payload(\i__payload$26 ),
-    .i__valid(\i__valid$30 ),
-    .o__payload(\o__payload$35 ),
-    .o__ready(\o__ready$36 ),
+    .en(\o__ready$27 ),
+    .i__payload(\i__payload$25 ),
+    .i__valid(\i__valid$29 ),
+    .o__payload(\o__payload$34 ),
+    .o__ready(\o__ready$35 ),
     .rst(rst),
-    .valid5(\o__valid$32 )
+    .valid5(\o__valid$31 )
   );
   \dqn_trainer_u250.core.replay.weights.log2  log2 (
     .clk(clk),
@@ -69250,22 +70331,22 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     .i__valid(i__valid),
     .o__payload(o__payload),
     .rst(rst),
-    .valid5(\$signature__en )
+    .valid6(\$signature__en )
   );
   \dqn_trainer_u250.core.replay.weights.scale  scale (
     .clk(clk),
     .en(\i__ready$16 ),
     .i__payload(\i__payload$21 ),
-    .i__valid(read_valid),
-    .o__payload(\i__payload$26 ),
-    .o__ready(\o__ready$28 ),
+    .i__valid(diff_valid),
+    .o__payload(\i__payload$25 ),
+    .o__ready(\o__ready$27 ),
     .rst(rst),
-    .valid4(\i__valid$30 )
+    .valid4(\i__valid$29 )
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$21  = busy;
-    if (\$3 ) begin
+    if (\$2 ) begin
       \$21  = 1'h1;
     end
     if (\$20 ) begin
@@ -69278,7 +70359,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$22  = accepting;
-    if (\$3 ) begin
+    if (\$2 ) begin
       if (\i__payload$6 [32]) begin
         \$22  = 1'h0;
       end
@@ -69294,7 +70375,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$23  = n_written;
     if (\$signature__en ) begin
-      \$23  = \$4 [8:0];
+      \$23  = \$3 [8:0];
       if (o__payload[24]) begin
         \$23  = 9'h000;
       end
@@ -69307,7 +70388,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$24  = log_min;
     if (\$signature__en ) begin
-      \$24  = \$8 ;
+      \$24  = \$7 ;
     end
     if (rst) begin
       \$24  = 24'h000000;
@@ -69318,7 +70399,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     \$25  = n;
     if (\$signature__en ) begin
       if (o__payload[24]) begin
-        \$25  = \$9 [8:0];
+        \$25  = \$8 [8:0];
       end
     end
     if (rst) begin
@@ -69365,7 +70446,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$28  = read_valid;
     if (en) begin
-      \$28  = \$11 ;
+      \$28  = \$10 ;
     end
     if (rst) begin
       \$28  = 1'h0;
@@ -69375,10 +70456,40 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$29  = read_last;
     if (en) begin
-      \$29  = \$13 ;
+      \$29  = \$12 ;
     end
     if (rst) begin
       \$29  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$30  = diff_valid;
+    if (en) begin
+      \$30  = read_valid;
+    end
+    if (rst) begin
+      \$30  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$31  = diff_last;
+    if (en) begin
+      \$31  = read_last;
+    end
+    if (rst) begin
+      \$31  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$32  = log_diff;
+    if (en) begin
+      \$32  = \$13 ;
+    end
+    if (rst) begin
+      \$32  = 25'h0000000;
     end
   end
   assign o__ready = 1'h1;
@@ -69387,12 +70498,12 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   assign o__valid = \$signature__en ;
   assign rd__addr = n_read[7:0];
   assign rd__en = en;
-  assign \i__valid$20  = read_valid;
-  assign \o__payload$27  = \i__payload$26 ;
-  assign \i__ready$29  = \o__ready$28 ;
-  assign \o__valid$31  = \i__valid$30 ;
-  assign \o__valid$33  = \o__valid$32 ;
-  assign \o__ready$37  = \o__ready$36 ;
+  assign \i__valid$20  = diff_valid;
+  assign \o__payload$26  = \i__payload$25 ;
+  assign \i__ready$28  = \o__ready$27 ;
+  assign \o__valid$30  = \i__valid$29 ;
+  assign \o__valid$32  = \o__valid$31 ;
+  assign \o__ready$36  = \o__ready$35 ;
   assign active = busy;
   assign \i__payload.x  = i__payload[31:0];
   assign \i__payload.tag  = i__payload[32];
@@ -69404,20 +70515,20 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   assign \i__payload$21.tag  = \i__payload$21 [41:24];
   assign \i__payload$21.tag.p  = \i__payload$21 [40:24];
   assign \i__payload$21.tag.tag  = \i__payload$21 [41];
-  assign \i__payload$26.y  = \i__payload$26 [23:0];
-  assign \i__payload$26.tag  = \i__payload$26 [24];
-  assign \o__payload$27.y  = \i__payload$26 [23:0];
-  assign \o__payload$27.tag  = \i__payload$26 [24];
-  assign \o__payload$34.weight  = \o__payload$34 [16:0];
-  assign \o__payload$34.last  = \o__payload$34 [17];
-  assign \o__payload$35.value  = \o__payload$35 [16:0];
-  assign \o__payload$35.overflow  = \o__payload$35 [17];
-  assign \o__payload$35.tag  = \o__payload$35 [18];
-  assign \o__payload$34 [17] = \o__payload$35 [18];
-  assign \o__payload$34 [16:0] = \o__payload$35 [16:0];
-  assign \i__payload$21 [41] = read_last;
+  assign \i__payload$25.y  = \i__payload$25 [23:0];
+  assign \i__payload$25.tag  = \i__payload$25 [24];
+  assign \o__payload$26.y  = \i__payload$25 [23:0];
+  assign \o__payload$26.tag  = \i__payload$25 [24];
+  assign \o__payload$33.weight  = \o__payload$33 [16:0];
+  assign \o__payload$33.last  = \o__payload$33 [17];
+  assign \o__payload$34.value  = \o__payload$34 [16:0];
+  assign \o__payload$34.overflow  = \o__payload$34 [17];
+  assign \o__payload$34.tag  = \o__payload$34 [18];
+  assign \o__payload$33 [17] = \o__payload$34 [18];
+  assign \o__payload$33 [16:0] = \o__payload$34 [16:0];
+  assign \i__payload$21 [41] = diff_last;
   assign \i__payload$21 [40:24] = beta;
-  assign \i__payload$21 [23:0] = \$2 [23:0];
+  assign \i__payload$21 [23:0] = log_diff[23:0];
   assign i__payload[32] = \i__payload$6 [32];
   assign i__payload[31:0] = \i__payload$6 [31:0];
 endmodule
@@ -70272,7 +71383,7 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload, o__payload, valid5, clk);
+module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload, o__payload, valid6, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -70293,20 +71404,23 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   reg \$109 ;
   wire \$11 ;
   reg \$110 ;
-  reg [31:0] \$111 ;
-  reg [4:0] \$112 ;
-  reg \$113 ;
-  reg [19:0] \$114 ;
-  reg [6:0] \$115 ;
+  reg \$111 ;
+  reg \$112 ;
+  reg [31:0] \$113 ;
+  reg [31:0] \$114 ;
+  reg [4:0] \$115 ;
   reg \$116 ;
-  reg [11:0] \$117 ;
+  reg [19:0] \$117 ;
   reg [6:0] \$118 ;
   reg \$119 ;
   wire \$12 ;
-  reg [26:0] \$120 ;
-  reg [29:0] \$121 ;
+  reg [11:0] \$120 ;
+  reg [6:0] \$121 ;
   reg \$122 ;
-  reg [23:0] \$123 ;
+  reg [26:0] \$123 ;
+  reg [29:0] \$124 ;
+  reg \$125 ;
+  reg [23:0] \$126 ;
   wire \$13 ;
   wire \$14 ;
   wire \$15 ;
@@ -70438,12 +71552,15 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   reg tag3 = 1'h0;
   reg tag4 = 1'h0;
   reg tag5 = 1'h0;
+  reg tag6 = 1'h0;
   reg valid1 = 1'h0;
   reg valid2 = 1'h0;
   reg valid3 = 1'h0;
   reg valid4 = 1'h0;
-  output valid5;
   reg valid5 = 1'h0;
+  output valid6;
+  reg valid6 = 1'h0;
+  reg [31:0] x0 = 32'd0;
   reg [31:0] x1 = 32'd0;
   reg zero1 = 1'h0;
   reg zero2 = 1'h0;
@@ -70713,99 +71830,99 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
     _0_ <= log_table[f2[19:12]];
   end
   assign rd__data = _0_;
-  assign \$1  = ~ valid5;
-  assign \$2  = | i__payload[31:16];
+  assign \$1  = ~ valid6;
+  assign \$2  = | x0[31:16];
   assign \$3  = ~ \$2 ;
-  assign \$4  = | i__payload[15:8];
+  assign \$4  = | x0[15:8];
   assign \$5  = ~ \$4 ;
-  assign \$6  = | i__payload[7:4];
+  assign \$6  = | x0[7:4];
   assign \$7  = ~ \$6 ;
-  assign \$8  = | i__payload[3:2];
+  assign \$8  = | x0[3:2];
   assign \$9  = ~ \$8 ;
-  assign \$10  = ~ i__payload[1];
-  assign \$11  = ~ i__payload[3];
+  assign \$10  = ~ x0[1];
+  assign \$11  = ~ x0[3];
   assign \$12  = \$8  ? \$11  : \$10 ;
-  assign \$13  = | i__payload[3:2];
+  assign \$13  = | x0[3:2];
   assign \$14  = ~ \$13 ;
-  assign \$15  = | i__payload[7:6];
+  assign \$15  = | x0[7:6];
   assign \$16  = ~ \$15 ;
-  assign \$17  = ~ i__payload[5];
-  assign \$18  = ~ i__payload[7];
+  assign \$17  = ~ x0[5];
+  assign \$18  = ~ x0[7];
   assign \$19  = \$15  ? \$18  : \$17 ;
-  assign \$20  = | i__payload[7:6];
+  assign \$20  = | x0[7:6];
   assign \$21  = ~ \$20 ;
   assign \$22  = \$6  ? { \$21 , \$19  } : { \$14 , \$12  };
-  assign \$23  = | i__payload[7:4];
+  assign \$23  = | x0[7:4];
   assign \$24  = ~ \$23 ;
-  assign \$25  = | i__payload[15:12];
+  assign \$25  = | x0[15:12];
   assign \$26  = ~ \$25 ;
-  assign \$27  = | i__payload[11:10];
+  assign \$27  = | x0[11:10];
   assign \$28  = ~ \$27 ;
-  assign \$29  = ~ i__payload[9];
-  assign \$30  = ~ i__payload[11];
+  assign \$29  = ~ x0[9];
+  assign \$30  = ~ x0[11];
   assign \$31  = \$27  ? \$30  : \$29 ;
-  assign \$32  = | i__payload[11:10];
+  assign \$32  = | x0[11:10];
   assign \$33  = ~ \$32 ;
-  assign \$34  = | i__payload[15:14];
+  assign \$34  = | x0[15:14];
   assign \$35  = ~ \$34 ;
-  assign \$36  = ~ i__payload[13];
-  assign \$37  = ~ i__payload[15];
+  assign \$36  = ~ x0[13];
+  assign \$37  = ~ x0[15];
   assign \$38  = \$34  ? \$37  : \$36 ;
-  assign \$39  = | i__payload[15:14];
+  assign \$39  = | x0[15:14];
   assign \$40  = ~ \$39 ;
   assign \$41  = \$25  ? { \$40 , \$38  } : { \$33 , \$31  };
-  assign \$42  = | i__payload[15:12];
+  assign \$42  = | x0[15:12];
   assign \$43  = ~ \$42 ;
   assign \$44  = \$4  ? { \$43 , \$41  } : { \$24 , \$22  };
-  assign \$45  = | i__payload[15:8];
+  assign \$45  = | x0[15:8];
   assign \$46  = ~ \$45 ;
-  assign \$47  = | i__payload[31:24];
+  assign \$47  = | x0[31:24];
   assign \$48  = ~ \$47 ;
-  assign \$49  = | i__payload[23:20];
+  assign \$49  = | x0[23:20];
   assign \$50  = ~ \$49 ;
-  assign \$51  = | i__payload[19:18];
+  assign \$51  = | x0[19:18];
   assign \$52  = ~ \$51 ;
-  assign \$53  = ~ i__payload[17];
-  assign \$54  = ~ i__payload[19];
+  assign \$53  = ~ x0[17];
+  assign \$54  = ~ x0[19];
   assign \$55  = \$51  ? \$54  : \$53 ;
-  assign \$56  = | i__payload[19:18];
+  assign \$56  = | x0[19:18];
   assign \$57  = ~ \$56 ;
-  assign \$58  = | i__payload[23:22];
+  assign \$58  = | x0[23:22];
   assign \$59  = ~ \$58 ;
-  assign \$60  = ~ i__payload[21];
-  assign \$61  = ~ i__payload[23];
+  assign \$60  = ~ x0[21];
+  assign \$61  = ~ x0[23];
   assign \$62  = \$58  ? \$61  : \$60 ;
-  assign \$63  = | i__payload[23:22];
+  assign \$63  = | x0[23:22];
   assign \$64  = ~ \$63 ;
   assign \$65  = \$49  ? { \$64 , \$62  } : { \$57 , \$55  };
-  assign \$66  = | i__payload[23:20];
+  assign \$66  = | x0[23:20];
   assign \$67  = ~ \$66 ;
-  assign \$68  = | i__payload[31:28];
+  assign \$68  = | x0[31:28];
   assign \$69  = ~ \$68 ;
-  assign \$70  = | i__payload[27:26];
+  assign \$70  = | x0[27:26];
   assign \$71  = ~ \$70 ;
-  assign \$72  = ~ i__payload[25];
-  assign \$73  = ~ i__payload[27];
+  assign \$72  = ~ x0[25];
+  assign \$73  = ~ x0[27];
   assign \$74  = \$70  ? \$73  : \$72 ;
-  assign \$75  = | i__payload[27:26];
+  assign \$75  = | x0[27:26];
   assign \$76  = ~ \$75 ;
-  assign \$77  = | i__payload[31:30];
+  assign \$77  = | x0[31:30];
   assign \$78  = ~ \$77 ;
-  assign \$79  = ~ i__payload[29];
-  assign \$80  = ~ i__payload[31];
+  assign \$79  = ~ x0[29];
+  assign \$80  = ~ x0[31];
   assign \$81  = \$77  ? \$80  : \$79 ;
-  assign \$82  = | i__payload[31:30];
+  assign \$82  = | x0[31:30];
   assign \$83  = ~ \$82 ;
   assign \$84  = \$68  ? { \$83 , \$81  } : { \$76 , \$74  };
-  assign \$85  = | i__payload[31:28];
+  assign \$85  = | x0[31:28];
   assign \$86  = ~ \$85 ;
   assign \$87  = \$47  ? { \$86 , \$84  } : { \$67 , \$65  };
-  assign \$88  = | i__payload[31:24];
+  assign \$88  = | x0[31:24];
   assign \$89  = ~ \$88 ;
   assign \$90  = \$2  ? { \$89 , \$87  } : { \$46 , \$44  };
-  assign \$91  = | i__payload[31:16];
+  assign \$91  = | x0[31:16];
   assign \$92  = ~ \$91 ;
-  assign \$93  = ! i__payload[31:0];
+  assign \$93  = ! x0;
   assign \$94  = x1 << lz1;
   assign \$95  = 4'hf - lz1;
   assign \$96  = rd__data[36:22] * r3;
@@ -70823,41 +71940,47 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   always @(posedge clk)
     valid5 <= \$105 ;
   always @(posedge clk)
-    tag1 <= \$106 ;
+    valid6 <= \$106 ;
   always @(posedge clk)
-    tag2 <= \$107 ;
+    tag1 <= \$107 ;
   always @(posedge clk)
-    tag3 <= \$108 ;
+    tag2 <= \$108 ;
   always @(posedge clk)
-    tag4 <= \$109 ;
+    tag3 <= \$109 ;
   always @(posedge clk)
-    tag5 <= \$110 ;
+    tag4 <= \$110 ;
   always @(posedge clk)
-    x1 <= \$111 ;
+    tag5 <= \$111 ;
   always @(posedge clk)
-    lz1 <= \$112 ;
+    tag6 <= \$112 ;
   always @(posedge clk)
-    zero1 <= \$113 ;
+    x0 <= \$113 ;
   always @(posedge clk)
-    f2 <= \$114 ;
+    x1 <= \$114 ;
   always @(posedge clk)
-    e2 <= \$115 ;
+    lz1 <= \$115 ;
   always @(posedge clk)
-    zero2 <= \$116 ;
+    zero1 <= \$116 ;
   always @(posedge clk)
-    r3 <= \$117 ;
+    f2 <= \$117 ;
   always @(posedge clk)
-    e3 <= \$118 ;
+    e2 <= \$118 ;
   always @(posedge clk)
-    zero3 <= \$119 ;
+    zero2 <= \$119 ;
   always @(posedge clk)
-    p4 <= \$120 ;
+    r3 <= \$120 ;
   always @(posedge clk)
-    base4 <= \$121 ;
+    e3 <= \$121 ;
   always @(posedge clk)
-    zero4 <= \$122 ;
+    zero3 <= \$122 ;
   always @(posedge clk)
-    log5 <= \$123 ;
+    p4 <= \$123 ;
+  always @(posedge clk)
+    base4 <= \$124 ;
+  always @(posedge clk)
+    zero4 <= \$125 ;
+  always @(posedge clk)
+    log5 <= \$126 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$101  = valid1;
@@ -70910,133 +72033,157 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$106  = tag1;
+    \$106  = valid6;
     if (en) begin
-      \$106  = i__payload[32];
+      \$106  = valid5;
+    end
+    if (rst) begin
+      \$106  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$107  = tag2;
+    \$107  = tag1;
     if (en) begin
-      \$107  = tag1;
+      \$107  = i__payload[32];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$108  = tag3;
+    \$108  = tag2;
     if (en) begin
-      \$108  = tag2;
+      \$108  = tag1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$109  = tag4;
+    \$109  = tag3;
     if (en) begin
-      \$109  = tag3;
+      \$109  = tag2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$110  = tag5;
+    \$110  = tag4;
     if (en) begin
-      \$110  = tag4;
+      \$110  = tag3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$111  = x1;
+    \$111  = tag5;
     if (en) begin
-      \$111  = i__payload[31:0];
+      \$111  = tag4;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$112  = lz1;
+    \$112  = tag6;
     if (en) begin
-      \$112  = { \$92 , \$90  };
+      \$112  = tag5;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$113  = zero1;
+    \$113  = x0;
     if (en) begin
-      \$113  = \$93 ;
+      \$113  = i__payload[31:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$114  = f2;
+    \$114  = x1;
     if (en) begin
-      \$114  = \$94 [30:11];
+      \$114  = x0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$115  = e2;
+    \$115  = lz1;
     if (en) begin
-      \$115  = { \$95 [5], \$95  };
+      \$115  = { \$92 , \$90  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$116  = zero2;
+    \$116  = zero1;
     if (en) begin
-      \$116  = zero1;
+      \$116  = \$93 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$117  = r3;
+    \$117  = f2;
     if (en) begin
-      \$117  = f2[11:0];
+      \$117  = \$94 [30:11];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$118  = e3;
+    \$118  = e2;
     if (en) begin
-      \$118  = e2;
+      \$118  = { \$95 [5], \$95  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$119  = zero3;
+    \$119  = zero2;
     if (en) begin
-      \$119  = zero2;
+      \$119  = zero1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$120  = p4;
+    \$120  = r3;
     if (en) begin
-      \$120  = \$96 ;
+      \$120  = f2[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$121  = base4;
+    \$121  = e3;
     if (en) begin
-      \$121  = \$98 [29:0];
+      \$121  = e2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$122  = zero4;
+    \$122  = zero3;
     if (en) begin
-      \$122  = zero3;
+      \$122  = zero2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$123  = log5;
+    \$123  = p4;
     if (en) begin
-      \$123  = \$100 [23:0];
+      \$123  = \$96 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$124  = base4;
+    if (en) begin
+      \$124  = \$98 [29:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$125  = zero4;
+    if (en) begin
+      \$125  = zero3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$126  = log5;
+    if (en) begin
+      \$126  = \$100 [23:0];
     end
   end
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign o__valid = valid5;
+  assign o__valid = valid6;
   assign rd__addr = f2[19:12];
   assign rd__en = en;
   assign \o__payload.log  = o__payload[23:0];
@@ -71044,7 +72191,7 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   assign \i__payload.x  = i__payload[31:0];
   assign \i__payload.tag  = i__payload[32];
   assign o__payload[23:0] = log5;
-  assign o__payload[24] = tag5;
+  assign o__payload[24] = tag6;
   assign en = 1'h1;
   assign \$97  = { e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3, 22'h000000 };
 endmodule
@@ -71341,254 +72488,265 @@ module \dqn_trainer_u250.core.replay.weights.scale (rst, en, o__ready, i__payloa
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wready, bvalid, rst, seq, load, trace, snapshot, trace_sum, trace_n, base, steps_total, trace_index, consumed, host_rdata, reading, arvalid, araddr
-, arlen, rready, host_addr, host_we, host_wdata, awvalid, awaddr, awlen, host_re, wdata, wvalid, wlast, wstrb, done, clk);
+module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wready, bvalid, rst, seq, load, trace, snapshot, trace_sum, trace_n, base, steps_total, trace_index, consumed, host_rdata, host_addr, host_re, host_we
+, host_wdata, reading, arvalid, araddr, arlen, rready, awvalid, awaddr, awlen, wdata, wvalid, wlast, wstrb, done, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$23  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
   initial #0 \$auto$verilog_backend.cc:2355:dump_module$23  = 1'h1;
 `endif
 `endif
-  reg [6:0] \$1 ;
-  wire [64:0] \$10 ;
-  wire [9:0] \$100 ;
+  wire \$1 ;
+  wire [15:0] \$10 ;
+  wire [17:0] \$100 ;
   wire [6:0] \$101 ;
-  wire [9:0] \$102 ;
-  wire [12:0] \$103 ;
-  wire [15:0] \$104 ;
+  wire [7:0] \$102 ;
+  wire [6:0] \$103 ;
+  wire [7:0] \$104 ;
   wire [10:0] \$105 ;
-  wire [10:0] \$106 ;
-  wire [16:0] \$107 ;
-  wire [6:0] \$108 ;
-  wire [9:0] \$109 ;
+  wire [16:0] \$106 ;
+  wire [10:0] \$107 ;
+  wire [10:0] \$108 ;
+  wire [17:0] \$109 ;
   wire [64:0] \$11 ;
-  wire [6:0] \$110 ;
-  wire [9:0] \$111 ;
-  wire [12:0] \$112 ;
-  wire [15:0] \$113 ;
-  wire [10:0] \$114 ;
-  wire [10:0] \$115 ;
-  wire [16:0] \$116 ;
-  wire [6:0] \$117 ;
-  wire [7:0] \$118 ;
-  wire [6:0] \$119 ;
-  wire [14:0] \$12 ;
-  wire [7:0] \$120 ;
-  wire [10:0] \$121 ;
-  wire [15:0] \$122 ;
-  wire [10:0] \$123 ;
-  wire [10:0] \$124 ;
-  wire [16:0] \$125 ;
-  reg [16:0] \$126 ;
-  wire \$127 ;
-  wire [31:0] \$128 ;
-  wire \$129 ;
-  wire [65:0] \$13 ;
-  wire [63:0] \$130 ;
-  wire \$131 ;
-  wire \$132 ;
-  wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
-  wire \$138 ;
-  wire \$139 ;
-  wire [638:0] \$14 ;
-  wire \$140 ;
-  wire \$141 ;
-  wire [64:0] \$142 ;
-  wire [64:0] \$143 ;
-  wire [15:0] \$144 ;
-  wire [64:0] \$145 ;
-  wire [9:0] \$146 ;
-  wire [9:0] \$147 ;
-  wire \$148 ;
-  wire \$149 ;
-  wire [8:0] \$15 ;
-  reg [6:0] \$150 ;
-  wire [7:0] \$151 ;
-  wire \$152 ;
-  wire [7:0] \$153 ;
-  wire [7:0] \$154 ;
+  reg [17:0] \$110 ;
+  wire [6:0] \$111 ;
+  wire [9:0] \$112 ;
+  wire [6:0] \$113 ;
+  wire [9:0] \$114 ;
+  wire [12:0] \$115 ;
+  wire [15:0] \$116 ;
+  wire [10:0] \$117 ;
+  wire [10:0] \$118 ;
+  wire [16:0] \$119 ;
+  wire [9:0] \$12 ;
+  wire [6:0] \$120 ;
+  wire [9:0] \$121 ;
+  wire [6:0] \$122 ;
+  wire [9:0] \$123 ;
+  wire [12:0] \$124 ;
+  wire [15:0] \$125 ;
+  wire [10:0] \$126 ;
+  wire [10:0] \$127 ;
+  wire [16:0] \$128 ;
+  wire [6:0] \$129 ;
+  wire [9:0] \$13 ;
+  wire [7:0] \$130 ;
+  wire [6:0] \$131 ;
+  wire [7:0] \$132 ;
+  wire [10:0] \$133 ;
+  wire [15:0] \$134 ;
+  wire [10:0] \$135 ;
+  wire [10:0] \$136 ;
+  wire [16:0] \$137 ;
+  reg [16:0] \$138 ;
+  wire [17:0] \$139 ;
+  wire \$14 ;
+  wire [10:0] \$140 ;
+  wire [10:0] \$141 ;
+  wire [10:0] \$142 ;
+  reg [6:0] \$143 ;
+  wire [10:0] \$144 ;
+  wire [10:0] \$145 ;
+  wire [10:0] \$146 ;
+  reg [6:0] \$147 ;
+  wire [6:0] \$148 ;
+  wire [6:0] \$149 ;
+  wire \$15 ;
+  wire [128:0] \$150 ;
+  wire [15:0] \$151 ;
+  wire [10:0] \$152 ;
+  wire [10:0] \$153 ;
+  wire [10:0] \$154 ;
   reg [6:0] \$155 ;
-  wire [7:0] \$156 ;
-  wire \$157 ;
-  wire [7:0] \$158 ;
-  wire [7:0] \$159 ;
-  wire [526:0] \$16 ;
-  wire \$160 ;
-  reg [7:0] \$161 ;
-  wire [8:0] \$162 ;
+  wire [10:0] \$156 ;
+  wire [10:0] \$157 ;
+  wire [10:0] \$158 ;
+  reg [6:0] \$159 ;
+  reg [6:0] \$16 ;
+  wire [6:0] \$160 ;
+  wire [142:0] \$161 ;
+  wire [9:0] \$162 ;
   wire \$163 ;
-  wire [2:0] \$164 ;
-  wire [8:0] \$165 ;
-  wire [5:0] \$166 ;
-  wire \$167 ;
-  wire \$168 ;
-  wire \$169 ;
-  wire [9:0] \$17 ;
-  wire [15:0] \$170 ;
-  wire [64:0] \$171 ;
-  wire [9:0] \$172 ;
-  wire \$173 ;
-  wire \$174 ;
-  wire [10:0] \$175 ;
-  wire [10:0] \$176 ;
-  wire [10:0] \$177 ;
-  reg [6:0] \$178 ;
-  wire [6:0] \$179 ;
-  wire [6:0] \$18 ;
-  reg [6:0] \$180 ;
-  wire [7:0] \$181 ;
-  wire \$182 ;
+  wire [6:0] \$164 ;
+  wire [9:0] \$165 ;
+  wire [6:0] \$166 ;
+  wire [9:0] \$167 ;
+  wire [12:0] \$168 ;
+  wire [15:0] \$169 ;
+  wire \$17 ;
+  wire [10:0] \$170 ;
+  wire [10:0] \$171 ;
+  wire [16:0] \$172 ;
+  wire [6:0] \$173 ;
+  wire [9:0] \$174 ;
+  wire [6:0] \$175 ;
+  wire [9:0] \$176 ;
+  wire [12:0] \$177 ;
+  wire [15:0] \$178 ;
+  wire [10:0] \$179 ;
+  wire [7:0] \$18 ;
+  wire [10:0] \$180 ;
+  wire [16:0] \$181 ;
+  wire [6:0] \$182 ;
   wire [7:0] \$183 ;
-  wire [7:0] \$184 ;
-  reg [6:0] \$185 ;
-  wire [7:0] \$186 ;
-  wire \$187 ;
-  wire [7:0] \$188 ;
-  wire [7:0] \$189 ;
-  wire [9:0] \$19 ;
-  wire \$190 ;
-  reg [7:0] \$191 ;
-  wire [8:0] \$192 ;
-  wire \$193 ;
-  wire [2:0] \$194 ;
-  wire [8:0] \$195 ;
-  wire [5:0] \$196 ;
+  wire [6:0] \$184 ;
+  wire [7:0] \$185 ;
+  wire [10:0] \$186 ;
+  wire [15:0] \$187 ;
+  wire [10:0] \$188 ;
+  wire [10:0] \$189 ;
+  wire [7:0] \$19 ;
+  wire [16:0] \$190 ;
+  reg [16:0] \$191 ;
+  wire \$192 ;
+  wire [31:0] \$193 ;
+  wire \$194 ;
+  wire [63:0] \$195 ;
+  wire \$196 ;
   wire \$197 ;
-  wire [9:0] \$198 ;
+  wire \$198 ;
   wire \$199 ;
-  wire [13:0] \$2 ;
-  wire [6:0] \$20 ;
-  wire [1:0] \$200 ;
+  wire \$2 ;
+  reg [6:0] \$20 ;
+  wire \$200 ;
   wire \$201 ;
   wire \$202 ;
   wire \$203 ;
   wire \$204 ;
   wire \$205 ;
-  wire [64:0] \$206 ;
-  wire [6:0] \$207 ;
-  wire [15:0] \$208 ;
-  reg \$209 ;
-  wire [9:0] \$21 ;
-  reg \$210 ;
-  reg \$211 ;
+  wire \$206 ;
+  reg [15:0] \$207 ;
+  reg \$208 ;
+  reg [15:0] \$209 ;
+  wire \$21 ;
+  reg [127:0] \$210 ;
+  reg [8:0] \$211 ;
   reg \$212 ;
   reg \$213 ;
   reg \$214 ;
-  reg [4:0] \$215 ;
-  reg [4:0] \$216 ;
-  reg [4:0] \$217 ;
-  reg [8:0] \$218 ;
-  reg [8:0] \$219 ;
-  wire [12:0] \$22 ;
-  reg [8:0] \$220 ;
-  reg \$221 ;
-  reg [63:0] \$222 ;
-  reg [7:0] \$223 ;
-  reg [1:0] \$224 ;
-  reg [6:0] \$225 ;
-  reg [6:0] \$226 ;
-  reg [4:0] \$227 ;
-  reg [7:0] \$228 ;
-  reg [3:0] \$229 ;
-  wire [15:0] \$23 ;
-  reg [1:0] \$230 ;
+  reg \$215 ;
+  reg \$216 ;
+  reg \$217 ;
+  reg \$218 ;
+  reg \$219 ;
+  wire [7:0] \$22 ;
+  reg [4:0] \$220 ;
+  reg [4:0] \$221 ;
+  reg [4:0] \$222 ;
+  reg [4:0] \$223 ;
+  reg [8:0] \$224 ;
+  reg [8:0] \$225 ;
+  reg [8:0] \$226 ;
+  reg [8:0] \$227 ;
+  reg \$228 ;
+  reg \$229 ;
+  wire [7:0] \$23 ;
+  reg \$230 ;
   reg \$231 ;
-  reg [8:0] \$232 ;
-  reg [511:0] \$233 ;
-  reg \$234 ;
-  reg [5:0] \$235 ;
-  reg [5:0] \$236 ;
-  reg \$237 ;
+  reg \$232 ;
+  reg [63:0] \$233 ;
+  reg [7:0] \$234 ;
+  reg [1:0] \$235 ;
+  reg [6:0] \$236 ;
+  reg [6:0] \$237 ;
   reg [4:0] \$238 ;
-  reg [8:0] \$239 ;
-  wire [10:0] \$24 ;
-  wire [10:0] \$25 ;
-  wire [16:0] \$26 ;
-  wire [6:0] \$27 ;
-  wire [9:0] \$28 ;
-  wire [6:0] \$29 ;
-  wire [13:0] \$3 ;
-  wire [9:0] \$30 ;
-  wire [12:0] \$31 ;
-  wire [16:0] \$32 ;
-  wire [9:0] \$328 ;
-  wire [10:0] \$33 ;
-  wire [10:0] \$34 ;
-  wire [17:0] \$35 ;
-  wire [6:0] \$36 ;
-  wire [7:0] \$37 ;
-  wire [6:0] \$38 ;
-  wire [7:0] \$39 ;
+  reg [7:0] \$239 ;
+  wire \$24 ;
+  reg [3:0] \$240 ;
+  reg [1:0] \$241 ;
+  reg \$242 ;
+  reg [8:0] \$243 ;
+  reg [511:0] \$244 ;
+  reg \$245 ;
+  reg [5:0] \$246 ;
+  reg [5:0] \$247 ;
+  reg \$248 ;
+  reg [4:0] \$249 ;
+  reg [7:0] \$25 ;
+  reg [8:0] \$250 ;
+  wire \$26 ;
+  wire [2:0] \$27 ;
+  wire [8:0] \$28 ;
+  wire [5:0] \$29 ;
+  wire \$3 ;
+  wire \$30 ;
+  wire \$31 ;
+  wire \$32 ;
+  wire [15:0] \$33 ;
+  wire [64:0] \$34 ;
+  wire [9:0] \$35 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire [10:0] \$38 ;
+  wire [10:0] \$39 ;
   wire \$4 ;
   wire [10:0] \$40 ;
-  wire [16:0] \$41 ;
-  wire [10:0] \$42 ;
-  wire [10:0] \$43 ;
-  wire [17:0] \$44 ;
-  reg [17:0] \$45 ;
-  wire [6:0] \$46 ;
-  wire [9:0] \$47 ;
-  wire [6:0] \$48 ;
-  wire [9:0] \$49 ;
-  wire \$5 ;
-  wire [12:0] \$50 ;
-  wire [15:0] \$51 ;
-  wire [10:0] \$52 ;
-  wire [10:0] \$53 ;
-  wire [16:0] \$54 ;
-  wire [6:0] \$55 ;
-  wire [9:0] \$56 ;
-  wire [6:0] \$57 ;
+  wire [9:0] \$403 ;
+  reg [6:0] \$41 ;
+  wire [6:0] \$42 ;
+  reg [6:0] \$43 ;
+  wire \$44 ;
+  wire [7:0] \$45 ;
+  wire [7:0] \$46 ;
+  reg [6:0] \$47 ;
+  wire \$48 ;
+  wire [7:0] \$49 ;
+  wire [8:0] \$5 ;
+  wire [7:0] \$50 ;
+  wire \$51 ;
+  reg [7:0] \$52 ;
+  wire \$53 ;
+  wire [2:0] \$54 ;
+  wire [8:0] \$55 ;
+  wire [5:0] \$56 ;
+  wire \$57 ;
   wire [9:0] \$58 ;
-  wire [12:0] \$59 ;
-  wire \$6 ;
-  wire [15:0] \$60 ;
-  wire [10:0] \$61 ;
-  wire [10:0] \$62 ;
-  wire [16:0] \$63 ;
-  wire [6:0] \$64 ;
-  wire [7:0] \$65 ;
-  wire [6:0] \$66 ;
-  wire [7:0] \$67 ;
-  wire [10:0] \$68 ;
-  wire [15:0] \$69 ;
-  wire \$7 ;
-  wire [10:0] \$70 ;
-  wire [10:0] \$71 ;
-  wire [16:0] \$72 ;
-  reg [16:0] \$73 ;
-  wire [17:0] \$74 ;
-  wire [10:0] \$75 ;
-  wire [10:0] \$76 ;
-  wire [10:0] \$77 ;
-  reg [6:0] \$78 ;
-  wire [10:0] \$79 ;
-  wire [8:0] \$8 ;
-  wire [10:0] \$80 ;
-  wire [10:0] \$81 ;
-  reg [6:0] \$82 ;
+  wire \$59 ;
+  wire [8:0] \$6 ;
+  wire [1:0] \$60 ;
+  wire \$61 ;
+  wire \$62 ;
+  wire \$63 ;
+  wire \$64 ;
+  wire \$65 ;
+  wire [64:0] \$66 ;
+  wire [5:0] \$67 ;
+  wire \$68 ;
+  wire [6:0] \$69 ;
+  wire [64:0] \$7 ;
+  wire [15:0] \$70 ;
+  reg [6:0] \$71 ;
+  wire [13:0] \$72 ;
+  wire [13:0] \$73 ;
+  wire [25:0] \$74 ;
+  wire [64:0] \$75 ;
+  wire [64:0] \$76 ;
+  wire [14:0] \$77 ;
+  wire [65:0] \$78 ;
+  wire [638:0] \$79 ;
+  wire \$8 ;
+  wire [8:0] \$80 ;
+  wire [526:0] \$81 ;
+  wire [9:0] \$82 ;
   wire [6:0] \$83 ;
-  wire [6:0] \$84 ;
-  wire [128:0] \$85 ;
-  wire [15:0] \$86 ;
-  wire [10:0] \$87 ;
-  wire [10:0] \$88 ;
+  wire [9:0] \$84 ;
+  wire [6:0] \$85 ;
+  wire [9:0] \$86 ;
+  wire [12:0] \$87 ;
+  wire [15:0] \$88 ;
   wire [10:0] \$89 ;
-  wire [25:0] \$9 ;
-  reg [6:0] \$90 ;
-  wire [10:0] \$91 ;
-  wire [10:0] \$92 ;
-  wire [10:0] \$93 ;
-  reg [6:0] \$94 ;
-  wire [6:0] \$95 ;
-  wire [142:0] \$96 ;
-  wire [9:0] \$97 ;
-  wire \$98 ;
-  wire [6:0] \$99 ;
+  wire [64:0] \$9 ;
+  wire [10:0] \$90 ;
+  wire [16:0] \$91 ;
+  wire [6:0] \$92 ;
+  wire [9:0] \$93 ;
+  wire [6:0] \$94 ;
+  wire [9:0] \$95 ;
+  wire [12:0] \$96 ;
+  wire [16:0] \$97 ;
+  wire [10:0] \$98 ;
+  wire [10:0] \$99 ;
   output [63:0] araddr;
   reg [63:0] araddr;
   output [7:0] arlen;
@@ -71617,35 +72775,44 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   output done;
   reg done;
   output [15:0] host_addr;
-  reg [15:0] host_addr;
+  reg [15:0] host_addr = 16'h0000;
   input [127:0] host_rdata;
   wire [127:0] host_rdata;
   output host_re;
-  reg host_re;
+  reg host_re = 1'h0;
   output [127:0] host_wdata;
-  reg [127:0] host_wdata;
+  reg [127:0] host_wdata = 128'h00000000000000000000000000000000;
   output [15:0] host_we;
-  reg [15:0] host_we;
+  reg [15:0] host_we = 16'h0000;
   reg [63:0] io_addr = 64'h0000000000000000;
   reg [5:0] io_arrived = 6'h00;
   reg [8:0] io_bcnt = 9'h000;
   reg [511:0] io_beat = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] io_col = 7'h00;
+  reg io_go_load = 1'h0;
+  reg io_go_snapshot = 1'h0;
+  reg io_go_trace = 1'h0;
+  reg [15:0] io_hp_addr;
+  reg io_hp_re;
+  reg [127:0] io_hp_wdata;
+  reg [15:0] io_hp_we;
   reg [5:0] io_issued = 6'h00;
   reg [1:0] io_job = 2'h0;
   reg [4:0] io_lane = 5'h00;
   reg [1:0] io_layer = 2'h0;
   reg [7:0] io_layer_word = 8'h00;
   reg [7:0] io_left = 8'h00;
-  wire [8:0] io_next_len;
+  reg [8:0] io_next_len = 9'h000;
   reg [8:0] io_off0 = 9'h000;
   reg [8:0] io_off1 = 9'h000;
   reg [8:0] io_off2 = 9'h000;
   reg [8:0] io_off3 = 9'h000;
+  reg [8:0] io_off4 = 9'h000;
   reg [4:0] io_otag0 = 5'h00;
   reg [4:0] io_otag1 = 5'h00;
   reg [4:0] io_otag2 = 5'h00;
   reg [4:0] io_otag3 = 5'h00;
+  reg [4:0] io_otag4 = 5'h00;
   reg io_phase = 1'h0;
   wire io_real;
   reg [6:0] io_row = 7'h00;
@@ -71653,11 +72820,13 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg io_rtag1 = 1'h0;
   reg io_rtag2 = 1'h0;
   reg io_rtag3 = 1'h0;
+  reg io_rtag4 = 1'h0;
   wire [63:0] io_slot;
   reg io_tag0 = 1'h0;
   reg io_tag1 = 1'h0;
   reg io_tag2 = 1'h0;
   reg io_tag3 = 1'h0;
+  reg io_tag4 = 1'h0;
   wire [6:0] io_to_page;
   wire [63:0] io_trace_addr;
   wire [511:0] io_trace_data;
@@ -71669,7 +72838,7 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   input [511:0] rdata;
   wire [511:0] rdata;
   output reading;
-  reg reading;
+  reg reading = 1'h0;
   output rready;
   reg rready;
   input rst;
@@ -71701,318 +72870,374 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg [63:0] wstrb;
   output wvalid;
   reg wvalid;
-  assign io_real = \$1  > io_row;
-  assign \$2  = 13'h1000 - io_addr[11:0];
-  assign \$4  = io_left < \$3 [6:0];
-  assign \$5  = io_left <= 9'h100;
-  assign \$6  = \$4  & \$5 ;
-  assign \$7  = \$3 [6:0] <= 9'h100;
-  assign \$8  = \$7  ? { 2'h0, \$3 [6:0] } : 9'h100;
-  assign io_next_len = \$6  ? { 1'h0, io_left } : \$8 ;
-  assign \$9  = seq[0] ? 26'h2006000 : 26'h2003000;
-  assign \$10  = base + \$9 ;
-  assign \$11  = base + 26'h2009000;
-  assign \$13  = \$11  + \$12 ;
-  assign \$14  = { trace_n, trace_sum, consumed, steps_total } << io_trace_shift;
-  assign \$16  = 16'hffff << \$15 ;
-  assign \$17  = io_next_len - 1'h1;
-  assign \$21  = \$19  | { 3'h0, \$20  };
-  assign \$23  = 15'h7800 + \$22 ;
-  assign \$24  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$26  = \$23  + \$25 ;
-  assign \$30  = \$28  | { 3'h0, \$29  };
-  assign \$32  = 16'h8000 + \$31 ;
-  assign \$33  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$35  = \$32  + \$34 ;
-  assign \$39  = \$37  | { 1'h0, \$38  };
-  assign \$41  = 16'h8800 + \$40 ;
-  assign \$42  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$44  = \$41  + \$43 ;
-  assign \$49  = \$47  | { 3'h0, \$48  };
-  assign \$51  = 15'h6000 + \$50 ;
-  assign \$52  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$54  = \$51  + \$53 ;
-  assign \$58  = \$56  | { 3'h0, \$57  };
-  assign \$60  = 15'h6800 + \$59 ;
-  assign \$61  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$63  = \$60  + \$62 ;
-  assign \$67  = \$65  | { 1'h0, \$66  };
-  assign \$69  = 15'h7000 + \$68 ;
-  assign \$70  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$72  = \$69  + \$71 ;
-  assign \$74  = io_phase ? \$45  : { 1'h0, \$73  };
-  assign \$75  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$76  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$77  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$79  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$80  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$81  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$83  = io_phase ? \$78  : \$82 ;
-  assign \$85  = 2'h3 << \$84 ;
-  assign \$328  = io_lane * 5'h10;
-  assign \$86  = io_beat >> \$328 ;
-  assign \$87  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$88  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$1  = io_left < \$73 [6:0];
+  assign \$2  = io_left <= 9'h100;
+  assign \$3  = \$1  & \$2 ;
+  assign \$4  = \$73 [6:0] <= 9'h100;
+  assign \$5  = \$4  ? { 2'h0, \$73 [6:0] } : 9'h100;
+  assign \$6  = \$3  ? { 1'h0, io_left } : \$5 ;
+  assign \$7  = base + 26'h2000000;
+  assign \$11  = io_addr + \$10 ;
+  assign \$12  = io_left - io_next_len;
+  assign \$13  = io_bcnt - 1'h1;
+  assign \$14  = ~ io_phase;
+  assign \$15  = io_real & \$14 ;
+  assign \$17  = \$16  == io_col;
+  assign \$18  = io_col + 1'h1;
+  assign \$19  = \$17  ? 8'h00 : \$18 ;
+  assign \$21  = \$20  == io_col;
+  assign \$22  = io_row + 1'h1;
+  assign \$23  = \$21  ? \$22  : { 1'h0, io_row };
+  assign \$24  = io_lane == 5'h1f;
+  assign \$26  = \$25  == io_layer_word;
+  assign \$27  = io_layer + 1'h1;
+  assign \$28  = io_layer_word + 1'h1;
+  assign \$29  = io_lane + 1'h1;
+  assign \$30  = io_lane == 5'h1f;
+  assign \$31  = | io_bcnt;
+  assign \$32  = | io_left;
+  assign \$34  = io_addr + \$33 ;
+  assign \$35  = io_left - io_next_len;
+  assign \$36  = io_job == 1'h1;
+  assign \$37  = io_issued < 6'h20;
+  assign \$38  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$39  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$40  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$42  = io_issued + 1'h1;
+  assign \$44  = \$43  == io_col;
+  assign \$45  = io_col + 1'h1;
+  assign \$46  = \$44  ? 8'h00 : \$45 ;
+  assign \$48  = \$47  == io_col;
+  assign \$49  = io_row + 1'h1;
+  assign \$50  = \$48  ? \$49  : { 1'h0, io_row };
+  assign \$51  = io_lane == 5'h1f;
+  assign \$53  = \$52  == io_layer_word;
+  assign \$54  = io_layer + 1'h1;
+  assign \$55  = io_layer_word + 1'h1;
+  assign \$56  = io_lane + 1'h1;
+  assign \$57  = io_arrived == 6'h20;
+  assign \$58  = io_bcnt - 1'h1;
+  assign \$59  = io_job == 2'h3;
+  assign \$60  = io_widx + 1'h1;
+  assign \$61  = io_bcnt == 1'h1;
+  assign \$62  = io_job == 1'h1;
+  assign \$63  = | io_left;
+  assign \$64  = ! io_job;
+  assign \$65  = io_job == 1'h1;
+  assign \$66  = \$75 [63:0] + 7'h40;
+  assign \$69  = io_arrived + 1'h1;
+  assign \$70  = host_rdata >> io_off4;
+  assign io_real = \$71  > io_row;
+  assign \$72  = 13'h1000 - io_addr[11:0];
+  assign \$74  = seq[0] ? 26'h2006000 : 26'h2003000;
+  assign \$75  = base + \$74 ;
+  assign \$76  = base + 26'h2009000;
+  assign \$78  = \$76  + \$77 ;
+  assign \$79  = { trace_n, trace_sum, consumed, steps_total } << io_trace_shift;
+  assign \$81  = 16'hffff << \$80 ;
+  assign \$82  = io_next_len - 1'h1;
+  assign \$86  = \$84  | { 3'h0, \$85  };
+  assign \$88  = 15'h7800 + \$87 ;
   assign \$89  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$91  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$92  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$93  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$95  = io_phase ? \$90  : \$94 ;
-  assign \$96  = \$86  << \$95 ;
-  assign \$97  = io_next_len - 1'h1;
-  assign \$98  = io_issued < 6'h20;
-  assign \$102  = \$100  | { 3'h0, \$101  };
-  assign \$104  = 15'h6000 + \$103 ;
-  assign \$105  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$107  = \$104  + \$106 ;
-  assign \$111  = \$109  | { 3'h0, \$110  };
-  assign \$113  = 15'h6800 + \$112 ;
-  assign \$114  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$116  = \$113  + \$115 ;
-  assign \$120  = \$118  | { 1'h0, \$119  };
-  assign \$122  = 15'h7000 + \$121 ;
-  assign \$123  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$125  = \$122  + \$124 ;
-  assign \$127  = io_bcnt == 1'h1;
-  assign \$128  = \$127  ? 32'd4294967295 : 32'd0;
-  assign \$129  = io_bcnt == 1'h1;
-  assign \$130  = \$129  ? { steps_total, seq } : 64'h0000000000000000;
-  assign \$131  = io_bcnt == 1'h1;
-  assign \$132  = io_job == 2'h3;
-  assign \$133  = ! storage_io_state;
-  assign \$134  = storage_io_state == 1'h1;
-  assign \$135  = storage_io_state == 2'h2;
-  assign \$136  = storage_io_state == 2'h3;
-  assign \$137  = storage_io_state == 3'h4;
-  assign \$138  = storage_io_state == 3'h5;
-  assign \$139  = storage_io_state == 3'h6;
-  assign \$140  = storage_io_state == 3'h7;
-  assign \$141  = storage_io_state == 4'h8;
-  assign \$142  = base + 26'h2000000;
-  assign \$145  = io_addr + \$144 ;
-  assign \$146  = io_left - io_next_len;
-  assign \$147  = io_bcnt - 1'h1;
-  assign \$148  = ~ io_phase;
-  assign \$149  = io_real & \$148 ;
-  assign \$151  = \$150  - 1'h1;
-  assign \$152  = io_col == \$151 ;
-  assign \$153  = io_col + 1'h1;
-  assign \$154  = \$152  ? 8'h00 : \$153 ;
-  assign \$156  = \$155  - 1'h1;
-  assign \$157  = io_col == \$156 ;
-  assign \$158  = io_row + 1'h1;
-  assign \$159  = \$157  ? \$158  : { 1'h0, io_row };
-  assign \$160  = io_lane == 5'h1f;
-  assign \$162  = \$161  - 1'h1;
-  assign \$163  = io_layer_word == \$162 ;
-  assign \$164  = io_layer + 1'h1;
-  assign \$165  = io_layer_word + 1'h1;
-  assign \$166  = io_lane + 1'h1;
-  assign \$167  = io_lane == 5'h1f;
-  assign \$168  = | io_bcnt;
-  assign \$169  = | io_left;
-  assign \$171  = io_addr + \$170 ;
-  assign \$172  = io_left - io_next_len;
-  assign \$173  = io_job == 1'h1;
-  assign \$174  = io_issued < 6'h20;
-  assign \$175  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$176  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$177  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$179  = io_issued + 1'h1;
-  assign \$181  = \$180  - 1'h1;
-  assign \$182  = io_col == \$181 ;
-  assign \$183  = io_col + 1'h1;
-  assign \$184  = \$182  ? 8'h00 : \$183 ;
-  assign \$186  = \$185  - 1'h1;
-  assign \$187  = io_col == \$186 ;
-  assign \$188  = io_row + 1'h1;
-  assign \$189  = \$187  ? \$188  : { 1'h0, io_row };
-  assign \$190  = io_lane == 5'h1f;
-  assign \$192  = \$191  - 1'h1;
-  assign \$193  = io_layer_word == \$192 ;
-  assign \$194  = io_layer + 1'h1;
-  assign \$195  = io_layer_word + 1'h1;
-  assign \$196  = io_lane + 1'h1;
-  assign \$197  = io_arrived == 6'h20;
-  assign \$198  = io_bcnt - 1'h1;
-  assign \$199  = io_job == 2'h3;
-  assign \$200  = io_widx + 1'h1;
-  assign \$201  = io_bcnt == 1'h1;
-  assign \$202  = io_job == 1'h1;
-  assign \$203  = | io_left;
-  assign \$204  = ! io_job;
-  assign \$205  = io_job == 1'h1;
-  assign \$206  = \$10 [63:0] + 7'h40;
-  assign \$207  = io_arrived + 1'h1;
-  assign \$208  = host_rdata >> io_off3;
+  assign \$91  = \$88  + \$90 ;
+  assign \$95  = \$93  | { 3'h0, \$94  };
+  assign \$97  = 16'h8000 + \$96 ;
+  assign \$98  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$100  = \$97  + \$99 ;
+  assign \$104  = \$102  | { 1'h0, \$103  };
+  assign \$106  = 16'h8800 + \$105 ;
+  assign \$107  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$109  = \$106  + \$108 ;
+  assign \$114  = \$112  | { 3'h0, \$113  };
+  assign \$116  = 15'h6000 + \$115 ;
+  assign \$117  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$119  = \$116  + \$118 ;
+  assign \$123  = \$121  | { 3'h0, \$122  };
+  assign \$125  = 15'h6800 + \$124 ;
+  assign \$126  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$128  = \$125  + \$127 ;
+  assign \$132  = \$130  | { 1'h0, \$131  };
+  assign \$134  = 15'h7000 + \$133 ;
+  assign \$135  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$137  = \$134  + \$136 ;
+  assign \$139  = io_phase ? \$110  : { 1'h0, \$138  };
+  assign \$140  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$141  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$142  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$144  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$145  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$146  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$148  = io_phase ? \$143  : \$147 ;
+  assign \$150  = 2'h3 << \$149 ;
+  assign \$403  = io_lane * 5'h10;
+  assign \$151  = io_beat >> \$403 ;
+  assign \$152  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$153  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$154  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$156  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$157  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$158  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$160  = io_phase ? \$155  : \$159 ;
+  assign \$161  = \$151  << \$160 ;
+  assign \$162  = io_next_len - 1'h1;
+  assign \$163  = io_issued < 6'h20;
+  assign \$167  = \$165  | { 3'h0, \$166  };
+  assign \$169  = 15'h6000 + \$168 ;
+  assign \$170  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$172  = \$169  + \$171 ;
+  assign \$176  = \$174  | { 3'h0, \$175  };
+  assign \$178  = 15'h6800 + \$177 ;
+  assign \$179  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$181  = \$178  + \$180 ;
+  assign \$185  = \$183  | { 1'h0, \$184  };
+  assign \$187  = 15'h7000 + \$186 ;
+  assign \$188  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$190  = \$187  + \$189 ;
+  assign \$192  = io_bcnt == 1'h1;
+  assign \$193  = \$192  ? 32'd4294967295 : 32'd0;
+  assign \$194  = io_bcnt == 1'h1;
+  assign \$195  = \$194  ? { steps_total, seq } : 64'h0000000000000000;
+  assign \$196  = io_bcnt == 1'h1;
+  assign \$197  = io_job == 2'h3;
+  assign \$198  = ! storage_io_state;
+  assign \$199  = storage_io_state == 1'h1;
+  assign \$200  = storage_io_state == 2'h2;
+  assign \$201  = storage_io_state == 2'h3;
+  assign \$202  = storage_io_state == 3'h4;
+  assign \$203  = storage_io_state == 3'h5;
+  assign \$204  = storage_io_state == 3'h6;
+  assign \$205  = storage_io_state == 3'h7;
+  assign \$206  = storage_io_state == 4'h8;
   always @(posedge clk)
-    io_rtag1 <= \$209 ;
+    host_addr <= \$207 ;
   always @(posedge clk)
-    io_rtag2 <= \$210 ;
+    host_re <= \$208 ;
   always @(posedge clk)
-    io_rtag3 <= \$211 ;
+    host_we <= \$209 ;
   always @(posedge clk)
-    io_tag1 <= \$212 ;
+    host_wdata <= \$210 ;
   always @(posedge clk)
-    io_tag2 <= \$213 ;
+    io_next_len <= \$211 ;
   always @(posedge clk)
-    io_tag3 <= \$214 ;
+    io_rtag1 <= \$212 ;
   always @(posedge clk)
-    io_otag1 <= \$215 ;
+    io_rtag2 <= \$213 ;
   always @(posedge clk)
-    io_otag2 <= \$216 ;
+    io_rtag3 <= \$214 ;
   always @(posedge clk)
-    io_otag3 <= \$217 ;
+    io_rtag4 <= \$215 ;
   always @(posedge clk)
-    io_off1 <= \$218 ;
+    io_tag1 <= \$216 ;
   always @(posedge clk)
-    io_off2 <= \$219 ;
+    io_tag2 <= \$217 ;
   always @(posedge clk)
-    io_off3 <= \$220 ;
+    io_tag3 <= \$218 ;
   always @(posedge clk)
-    io_tag0 <= \$221 ;
+    io_tag4 <= \$219 ;
   always @(posedge clk)
-    io_addr <= \$222 ;
+    io_otag1 <= \$220 ;
   always @(posedge clk)
-    io_left <= \$223 ;
+    io_otag2 <= \$221 ;
   always @(posedge clk)
-    io_layer <= \$224 ;
+    io_otag3 <= \$222 ;
   always @(posedge clk)
-    io_row <= \$225 ;
+    io_otag4 <= \$223 ;
   always @(posedge clk)
-    io_col <= \$226 ;
+    io_off1 <= \$224 ;
   always @(posedge clk)
-    io_lane <= \$227 ;
+    io_off2 <= \$225 ;
   always @(posedge clk)
-    io_layer_word <= \$228 ;
+    io_off3 <= \$226 ;
   always @(posedge clk)
-    storage_io_state <= \$229 ;
+    io_off4 <= \$227 ;
   always @(posedge clk)
-    io_job <= \$230 ;
+    io_tag0 <= \$228 ;
   always @(posedge clk)
-    io_widx <= \$231 ;
+    io_go_load <= \$229 ;
   always @(posedge clk)
-    io_bcnt <= \$232 ;
+    io_go_snapshot <= \$230 ;
   always @(posedge clk)
-    io_beat <= \$233 ;
+    io_go_trace <= \$231 ;
   always @(posedge clk)
-    io_phase <= \$234 ;
+    reading <= \$232 ;
   always @(posedge clk)
-    io_issued <= \$235 ;
+    io_addr <= \$233 ;
   always @(posedge clk)
-    io_arrived <= \$236 ;
+    io_left <= \$234 ;
   always @(posedge clk)
-    io_rtag0 <= \$237 ;
+    io_layer <= \$235 ;
   always @(posedge clk)
-    io_otag0 <= \$238 ;
+    io_row <= \$236 ;
   always @(posedge clk)
-    io_off0 <= \$239 ;
+    io_col <= \$237 ;
+  always @(posedge clk)
+    io_lane <= \$238 ;
+  always @(posedge clk)
+    io_layer_word <= \$239 ;
+  always @(posedge clk)
+    storage_io_state <= \$240 ;
+  always @(posedge clk)
+    io_job <= \$241 ;
+  always @(posedge clk)
+    io_widx <= \$242 ;
+  always @(posedge clk)
+    io_bcnt <= \$243 ;
+  always @(posedge clk)
+    io_beat <= \$244 ;
+  always @(posedge clk)
+    io_phase <= \$245 ;
+  always @(posedge clk)
+    io_issued <= \$246 ;
+  always @(posedge clk)
+    io_arrived <= \$247 ;
+  always @(posedge clk)
+    io_rtag0 <= \$248 ;
+  always @(posedge clk)
+    io_otag0 <= \$249 ;
+  always @(posedge clk)
+    io_off0 <= \$250 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$1  = 7'h00;
+    \$16  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$1  = 7'h05;
+          \$16  = 7'h3f;
       2'h1:
-          \$1  = 7'h41;
+          \$16  = 7'h3f;
       2'h2:
-          \$1  = 7'h41;
+          \$16  = 7'h01;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$45  = 18'h00000;
+    \$20  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$45  = { 1'h0, \$26  };
+          \$20  = 7'h3f;
       2'h1:
-          \$45  = \$35 ;
+          \$20  = 7'h3f;
       2'h2:
-          \$45  = \$44 ;
+          \$20  = 7'h01;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$73  = 17'h00000;
+    \$25  = 8'h00;
     casez (io_layer)
       2'h0:
-          \$73  = \$54 ;
+          \$25  = 8'h09;
       2'h1:
-          \$73  = \$63 ;
+          \$25  = 8'h81;
       2'h2:
-          \$73  = \$72 ;
+          \$25  = 8'h04;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$78  = 7'h00;
+    \$41  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$78  = \$75 [6:0];
+          \$41  = \$38 [6:0];
       2'h1:
-          \$78  = \$76 [6:0];
+          \$41  = \$39 [6:0];
       2'h2:
-          \$78  = \$77 [6:0];
+          \$41  = \$40 [6:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$82  = 7'h00;
+    \$43  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$82  = \$79 [6:0];
+          \$43  = 7'h3f;
       2'h1:
-          \$82  = \$80 [6:0];
+          \$43  = 7'h3f;
       2'h2:
-          \$82  = \$81 [6:0];
+          \$43  = 7'h01;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$90  = 7'h00;
+    \$47  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$90  = \$87 [6:0];
+          \$47  = 7'h3f;
       2'h1:
-          \$90  = \$88 [6:0];
+          \$47  = 7'h3f;
       2'h2:
-          \$90  = \$89 [6:0];
+          \$47  = 7'h01;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$94  = 7'h00;
+    \$52  = 8'h00;
     casez (io_layer)
       2'h0:
-          \$94  = \$91 [6:0];
+          \$52  = 8'h09;
       2'h1:
-          \$94  = \$92 [6:0];
+          \$52  = 8'h81;
       2'h2:
-          \$94  = \$93 [6:0];
+          \$52  = 8'h04;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$126  = 17'h00000;
+    \$71  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$126  = \$107 ;
+          \$71  = 7'h05;
       2'h1:
-          \$126  = \$116 ;
+          \$71  = 7'h41;
       2'h2:
-          \$126  = \$125 ;
+          \$71  = 7'h41;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$150  = 7'h00;
+    \$110  = 18'h00000;
     casez (io_layer)
       2'h0:
-          \$150  = 7'h40;
+          \$110  = { 1'h0, \$91  };
       2'h1:
-          \$150  = 7'h40;
+          \$110  = \$100 ;
       2'h2:
-          \$150  = 7'h02;
+          \$110  = \$109 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$138  = 17'h00000;
+    casez (io_layer)
+      2'h0:
+          \$138  = \$119 ;
+      2'h1:
+          \$138  = \$128 ;
+      2'h2:
+          \$138  = \$137 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$143  = 7'h00;
+    casez (io_layer)
+      2'h0:
+          \$143  = \$140 [6:0];
+      2'h1:
+          \$143  = \$141 [6:0];
+      2'h2:
+          \$143  = \$142 [6:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$147  = 7'h00;
+    casez (io_layer)
+      2'h0:
+          \$147  = \$144 [6:0];
+      2'h1:
+          \$147  = \$145 [6:0];
+      2'h2:
+          \$147  = \$146 [6:0];
     endcase
   end
   always @* begin
@@ -72020,86 +73245,1045 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
     \$155  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$155  = 7'h40;
+          \$155  = \$152 [6:0];
       2'h1:
-          \$155  = 7'h40;
+          \$155  = \$153 [6:0];
       2'h2:
-          \$155  = 7'h02;
+          \$155  = \$154 [6:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$161  = 8'h00;
+    \$159  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$161  = 8'h0a;
+          \$159  = \$156 [6:0];
       2'h1:
-          \$161  = 8'h82;
+          \$159  = \$157 [6:0];
       2'h2:
-          \$161  = 8'h05;
+          \$159  = \$158 [6:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$178  = 7'h00;
+    \$191  = 17'h00000;
     casez (io_layer)
       2'h0:
-          \$178  = \$175 [6:0];
+          \$191  = \$172 ;
       2'h1:
-          \$178  = \$176 [6:0];
+          \$191  = \$181 ;
       2'h2:
-          \$178  = \$177 [6:0];
+          \$191  = \$190 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$180  = 7'h00;
-    casez (io_layer)
-      2'h0:
-          \$180  = 7'h40;
-      2'h1:
-          \$180  = 7'h40;
-      2'h2:
-          \$180  = 7'h02;
-    endcase
+    \$207  = io_hp_addr;
+    if (rst) begin
+      \$207  = 16'h0000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$185  = 7'h00;
-    casez (io_layer)
-      2'h0:
-          \$185  = 7'h40;
-      2'h1:
-          \$185  = 7'h40;
-      2'h2:
-          \$185  = 7'h02;
-    endcase
+    \$208  = io_hp_re;
+    if (rst) begin
+      \$208  = 1'h0;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$191  = 8'h00;
-    casez (io_layer)
-      2'h0:
-          \$191  = 8'h0a;
-      2'h1:
-          \$191  = 8'h82;
-      2'h2:
-          \$191  = 8'h05;
-    endcase
+    \$209  = io_hp_we;
+    if (rst) begin
+      \$209  = 16'h0000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    reading = 1'h0;
+    \$210  = io_hp_wdata;
+    if (rst) begin
+      \$210  = 128'h00000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$211  = \$6 ;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$211  = 9'h040;
+          end
+          if (io_go_snapshot) begin
+            \$211  = { 8'h00, \$8  };
+          end
+          if (io_go_trace) begin
+            \$211  = 9'h001;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (bvalid) begin
+            if (\$63 ) begin
+            end else if (\$64 ) begin
+              \$211  = { 3'h0, \$67  };
+            end else if (\$65 ) begin
+              \$211  = { 8'h00, \$68  };
+            end
+          end
+    endcase
+    if (rst) begin
+      \$211  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$212  = io_rtag0;
+    if (rst) begin
+      \$212  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$213  = io_rtag1;
+    if (rst) begin
+      \$213  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$214  = io_rtag2;
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$215  = io_rtag3;
+    if (rst) begin
+      \$215  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$216  = io_tag0;
+    if (rst) begin
+      \$216  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$217  = io_tag1;
+    if (rst) begin
+      \$217  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$218  = io_tag2;
+    if (rst) begin
+      \$218  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$219  = io_tag3;
+    if (rst) begin
+      \$219  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$220  = io_otag0;
+    if (rst) begin
+      \$220  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$221  = io_otag1;
+    if (rst) begin
+      \$221  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$222  = io_otag2;
+    if (rst) begin
+      \$222  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$223  = io_otag3;
+    if (rst) begin
+      \$223  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$224  = io_off0;
+    if (rst) begin
+      \$224  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$225  = io_off1;
+    if (rst) begin
+      \$225  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$226  = io_off2;
+    if (rst) begin
+      \$226  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$227  = io_off3;
+    if (rst) begin
+      \$227  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$228  = 1'h0;
     casez (storage_io_state)
       4'h0:
           /* empty */;
       4'h1:
-          reading = 1'h1;
+          /* empty */;
       4'h3:
-          reading = 1'h1;
+          /* empty */;
       4'h4:
-          reading = 1'h1;
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            \$228  = 1'h1;
+          end
     endcase
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$229  = load;
+    if (rst) begin
+      \$229  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$230  = snapshot;
+    if (rst) begin
+      \$230  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$231  = trace;
+    if (rst) begin
+      \$231  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$232  = reading;
+    casez (storage_io_state)
+      4'h0:
+          if (io_go_load) begin
+            \$232  = 1'h1;
+          end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            if (\$30 ) begin
+              (* full_case = 32'd1 *)
+              if (\$31 ) begin
+              end else if (\$32 ) begin
+              end else begin
+                \$232  = 1'h0;
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$233  = io_addr;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$233  = \$7 [63:0];
+          end
+          if (io_go_snapshot) begin
+            \$233  = \$75 [63:0];
+          end
+          if (io_go_trace) begin
+            \$233  = \$9 [63:0];
+          end
+        end
+      4'h1:
+          if (arready) begin
+            \$233  = \$11 [63:0];
+          end
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          if (awready) begin
+            \$233  = \$34 [63:0];
+          end
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (bvalid) begin
+            if (\$63 ) begin
+            end else if (\$64 ) begin
+              \$233  = \$66 [63:0];
+            end else if (\$65 ) begin
+              \$233  = \$75 [63:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$233  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$234  = io_left;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$234  = 8'h91;
+          end
+          if (io_go_snapshot) begin
+            \$234  = 8'h01;
+          end
+          if (io_go_trace) begin
+            \$234  = 8'h01;
+          end
+        end
+      4'h1:
+          if (arready) begin
+            \$234  = \$12 [7:0];
+          end
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          if (awready) begin
+            \$234  = \$35 [7:0];
+          end
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (bvalid) begin
+            if (\$63 ) begin
+            end else if (\$64 ) begin
+              \$234  = 8'h91;
+            end else if (\$65 ) begin
+              \$234  = 8'h01;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$234  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$235  = io_layer;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$235  = 2'h0;
+          end
+          if (io_go_snapshot) begin
+            \$235  = 2'h0;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            if (\$24 ) begin
+              if (\$26 ) begin
+                \$235  = \$27 [1:0];
+              end
+            end
+          end
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            if (\$51 ) begin
+              if (\$53 ) begin
+                \$235  = \$54 [1:0];
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$235  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$236  = io_row;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$236  = 7'h00;
+          end
+          if (io_go_snapshot) begin
+            \$236  = 7'h00;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            if (io_real) begin
+              \$236  = \$23 [6:0];
+            end
+            if (\$24 ) begin
+              if (\$26 ) begin
+                \$236  = 7'h00;
+              end
+            end
+          end
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            if (io_real) begin
+              \$236  = \$50 [6:0];
+            end
+            if (\$51 ) begin
+              if (\$53 ) begin
+                \$236  = 7'h00;
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$236  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$237  = io_col;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$237  = 7'h00;
+          end
+          if (io_go_snapshot) begin
+            \$237  = 7'h00;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            if (io_real) begin
+              \$237  = \$19 [6:0];
+            end
+            if (\$24 ) begin
+              if (\$26 ) begin
+                \$237  = 7'h00;
+              end
+            end
+          end
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            if (io_real) begin
+              \$237  = \$46 [6:0];
+            end
+            if (\$51 ) begin
+              if (\$53 ) begin
+                \$237  = 7'h00;
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$237  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$238  = io_lane;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$238  = 5'h00;
+          end
+          if (io_go_snapshot) begin
+            \$238  = 5'h00;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            (* full_case = 32'd1 *)
+            if (\$24 ) begin
+              \$238  = 5'h00;
+            end else begin
+              \$238  = \$29 [4:0];
+            end
+          end
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            (* full_case = 32'd1 *)
+            if (\$51 ) begin
+              \$238  = 5'h00;
+            end else begin
+              \$238  = \$56 [4:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$238  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$239  = io_layer_word;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$239  = 8'h00;
+          end
+          if (io_go_snapshot) begin
+            \$239  = 8'h00;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            if (\$24 ) begin
+              (* full_case = 32'd1 *)
+              if (\$26 ) begin
+                \$239  = 8'h00;
+              end else begin
+                \$239  = \$28 [7:0];
+              end
+            end
+          end
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            if (\$51 ) begin
+              (* full_case = 32'd1 *)
+              if (\$53 ) begin
+                \$239  = 8'h00;
+              end else begin
+                \$239  = \$55 [7:0];
+              end
+            end
+          end
+    endcase
+    if (rst) begin
+      \$239  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$240  = storage_io_state;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_load) begin
+            \$240  = 4'h1;
+          end
+          if (io_go_snapshot) begin
+            \$240  = 4'h2;
+          end
+          if (io_go_trace) begin
+            \$240  = 4'h2;
+          end
+        end
+      4'h1:
+          if (arready) begin
+            \$240  = 4'h3;
+          end
+      4'h3:
+          if (rvalid) begin
+            \$240  = 4'h4;
+          end
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+          end else begin
+            if (\$30 ) begin
+              (* full_case = 32'd1 *)
+              if (\$31 ) begin
+                \$240  = 4'h3;
+              end else if (\$32 ) begin
+                \$240  = 4'h1;
+              end else begin
+                \$240  = 4'h5;
+              end
+            end
+          end
+      4'h2:
+          if (awready) begin
+            (* full_case = 32'd1 *)
+            if (\$36 ) begin
+              \$240  = 4'h6;
+            end else begin
+              \$240  = 4'h7;
+            end
+          end
+      4'h6:
+          if (\$57 ) begin
+            \$240  = 4'h7;
+          end
+      4'h7:
+          if (wready) begin
+            if (\$61 ) begin
+              \$240  = 4'h8;
+            end else if (\$62 ) begin
+              \$240  = 4'h6;
+            end
+          end
+      4'h8:
+          if (bvalid) begin
+            (* full_case = 32'd1 *)
+            if (\$63 ) begin
+              \$240  = 4'h2;
+            end else if (\$64 ) begin
+              \$240  = 4'h2;
+            end else if (\$65 ) begin
+              \$240  = 4'h2;
+            end else begin
+              \$240  = 4'h5;
+            end
+          end
+      4'h5:
+          \$240  = 4'h0;
+    endcase
+    if (rst) begin
+      \$240  = 4'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$241  = io_job;
+    casez (storage_io_state)
+      4'h0:
+        begin
+          if (io_go_snapshot) begin
+            \$241  = 2'h0;
+          end
+          if (io_go_trace) begin
+            \$241  = 2'h3;
+          end
+        end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          /* empty */;
+      4'h8:
+          if (bvalid) begin
+            if (\$63 ) begin
+            end else if (\$64 ) begin
+              \$241  = 2'h1;
+            end else if (\$65 ) begin
+              \$241  = 2'h2;
+            end
+          end
+    endcase
+    if (rst) begin
+      \$241  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$242  = io_widx;
+    casez (storage_io_state)
+      4'h0:
+          if (io_go_trace) begin
+            \$242  = 1'h0;
+          end
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (wready) begin
+            if (\$59 ) begin
+              \$242  = \$60 [0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$242  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$243  = io_bcnt;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          if (arready) begin
+            \$243  = io_next_len;
+          end
+      4'h3:
+          if (rvalid) begin
+            \$243  = \$13 [8:0];
+          end
+      4'h4:
+          /* empty */;
+      4'h2:
+          if (awready) begin
+            \$243  = io_next_len;
+          end
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (wready) begin
+            \$243  = \$58 [8:0];
+          end
+    endcase
+    if (rst) begin
+      \$243  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$244  = io_beat;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          if (rvalid) begin
+            \$244  = rdata;
+          end
+      4'h4:
+          /* empty */;
+      4'h2:
+          if (awready) begin
+            \$244  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+          end
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (wready) begin
+            \$244  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+          end
+    endcase
+    if (io_tag4) begin
+      if (io_rtag4) begin
+        (* full_case = 32'd1 *)
+        casez (io_otag4)
+          5'h00:
+              \$244 [15:0] = \$70 ;
+          5'h01:
+              \$244 [31:16] = \$70 ;
+          5'h02:
+              \$244 [47:32] = \$70 ;
+          5'h03:
+              \$244 [63:48] = \$70 ;
+          5'h04:
+              \$244 [79:64] = \$70 ;
+          5'h05:
+              \$244 [95:80] = \$70 ;
+          5'h06:
+              \$244 [111:96] = \$70 ;
+          5'h07:
+              \$244 [127:112] = \$70 ;
+          5'h08:
+              \$244 [143:128] = \$70 ;
+          5'h09:
+              \$244 [159:144] = \$70 ;
+          5'h0a:
+              \$244 [175:160] = \$70 ;
+          5'h0b:
+              \$244 [191:176] = \$70 ;
+          5'h0c:
+              \$244 [207:192] = \$70 ;
+          5'h0d:
+              \$244 [223:208] = \$70 ;
+          5'h0e:
+              \$244 [239:224] = \$70 ;
+          5'h0f:
+              \$244 [255:240] = \$70 ;
+          5'h10:
+              \$244 [271:256] = \$70 ;
+          5'h11:
+              \$244 [287:272] = \$70 ;
+          5'h12:
+              \$244 [303:288] = \$70 ;
+          5'h13:
+              \$244 [319:304] = \$70 ;
+          5'h14:
+              \$244 [335:320] = \$70 ;
+          5'h15:
+              \$244 [351:336] = \$70 ;
+          5'h16:
+              \$244 [367:352] = \$70 ;
+          5'h17:
+              \$244 [383:368] = \$70 ;
+          5'h18:
+              \$244 [399:384] = \$70 ;
+          5'h19:
+              \$244 [415:400] = \$70 ;
+          5'h1a:
+              \$244 [431:416] = \$70 ;
+          5'h1b:
+              \$244 [447:432] = \$70 ;
+          5'h1c:
+              \$244 [463:448] = \$70 ;
+          5'h1d:
+              \$244 [479:464] = \$70 ;
+          5'h1e:
+              \$244 [495:480] = \$70 ;
+          5'h1f:
+              \$244 [511:496] = \$70 ;
+        endcase
+      end
+    end
+    if (rst) begin
+      \$244  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$245  = io_phase;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          if (rvalid) begin
+            \$245  = 1'h0;
+          end
+      4'h4:
+          (* full_case = 32'd1 *)
+          if (\$15 ) begin
+            \$245  = 1'h1;
+          end else begin
+            \$245  = 1'h0;
+          end
+    endcase
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$246  = io_issued;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          if (awready) begin
+            \$246  = 6'h00;
+          end
+      4'h6:
+          if (\$37 ) begin
+            \$246  = \$42 [5:0];
+          end
+      4'h7:
+          if (wready) begin
+            \$246  = 6'h00;
+          end
+    endcase
+    if (rst) begin
+      \$246  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$247  = io_arrived;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          if (awready) begin
+            \$247  = 6'h00;
+          end
+      4'h6:
+          /* empty */;
+      4'h7:
+          if (wready) begin
+            \$247  = 6'h00;
+          end
+    endcase
+    if (io_tag4) begin
+      \$247  = \$69 [5:0];
+    end
+    if (rst) begin
+      \$247  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$248  = io_rtag0;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            \$248  = io_real;
+          end
+    endcase
+    if (rst) begin
+      \$248  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$249  = io_otag0;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            \$249  = io_lane;
+          end
+    endcase
+    if (rst) begin
+      \$249  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
+    \$250  = io_off0;
+    casez (storage_io_state)
+      4'h0:
+          /* empty */;
+      4'h1:
+          /* empty */;
+      4'h3:
+          /* empty */;
+      4'h4:
+          /* empty */;
+      4'h2:
+          /* empty */;
+      4'h6:
+          if (\$37 ) begin
+            \$250  = { 2'h0, \$41  };
+          end
+    endcase
+    if (rst) begin
+      \$250  = 9'h000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
@@ -72128,7 +74312,7 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
       4'h0:
           /* empty */;
       4'h1:
-          arlen = \$17 [7:0];
+          arlen = \$82 [7:0];
     endcase
   end
   always @* begin
@@ -72145,7 +74329,7 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    host_addr = 16'h0000;
+    io_hp_addr = 16'h0000;
     casez (storage_io_state)
       4'h0:
           /* empty */;
@@ -72155,19 +74339,19 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
           /* empty */;
       4'h4:
           if (io_real) begin
-            host_addr = \$74 [15:0];
+            io_hp_addr = \$139 [15:0];
           end
       4'h2:
           /* empty */;
       4'h6:
-          if (\$98 ) begin
-            host_addr = \$126 [15:0];
+          if (\$163 ) begin
+            io_hp_addr = \$191 [15:0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    host_we = 16'h0000;
+    io_hp_we = 16'h0000;
     casez (storage_io_state)
       4'h0:
           /* empty */;
@@ -72177,13 +74361,13 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
           /* empty */;
       4'h4:
           if (io_real) begin
-            host_we = \$85 [15:0];
+            io_hp_we = \$150 [15:0];
           end
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    host_wdata = 128'h00000000000000000000000000000000;
+    io_hp_wdata = 128'h00000000000000000000000000000000;
     casez (storage_io_state)
       4'h0:
           /* empty */;
@@ -72193,7 +74377,7 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
           /* empty */;
       4'h4:
           if (io_real) begin
-            host_wdata = \$96 [127:0];
+            io_hp_wdata = \$161 [127:0];
           end
     endcase
   end
@@ -72242,12 +74426,12 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
       4'h4:
           /* empty */;
       4'h2:
-          awlen = \$97 [7:0];
+          awlen = \$162 [7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    host_re = 1'h0;
+    io_hp_re = 1'h0;
     casez (storage_io_state)
       4'h0:
           /* empty */;
@@ -72260,8 +74444,8 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
       4'h2:
           /* empty */;
       4'h6:
-          if (\$98 ) begin
-            host_re = io_real;
+          if (\$163 ) begin
+            io_hp_re = io_real;
           end
     endcase
   end
@@ -72285,13 +74469,13 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
           (* full_case = 32'd1 *)
           casez (io_job)
             2'h0:
-                wdata = { 480'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$128  };
+                wdata = { 480'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$193  };
             2'h1:
                 wdata = io_beat;
             2'h2:
-                wdata = { 448'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$130  };
+                wdata = { 448'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$195  };
             2'h3:
-                wdata = \$14 [511:0];
+                wdata = \$79 [511:0];
           endcase
     endcase
   end
@@ -72332,7 +74516,7 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
       4'h6:
           /* empty */;
       4'h7:
-          wlast = \$131 ;
+          wlast = \$196 ;
     endcase
   end
   always @* begin
@@ -72354,8 +74538,8 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
       4'h7:
         begin
           wstrb = 64'hffffffffffffffff;
-          if (\$132 ) begin
-            wstrb = \$16 [63:0];
+          if (\$197 ) begin
+            wstrb = \$81 [63:0];
           end
         end
     endcase
@@ -72384,926 +74568,69 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
           done = 1'h1;
     endcase
   end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$209  = io_rtag0;
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$210  = io_rtag1;
-    if (rst) begin
-      \$210  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$211  = io_rtag2;
-    if (rst) begin
-      \$211  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$212  = io_tag0;
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$213  = io_tag1;
-    if (rst) begin
-      \$213  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$214  = io_tag2;
-    if (rst) begin
-      \$214  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$215  = io_otag0;
-    if (rst) begin
-      \$215  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$216  = io_otag1;
-    if (rst) begin
-      \$216  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$217  = io_otag2;
-    if (rst) begin
-      \$217  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$218  = io_off0;
-    if (rst) begin
-      \$218  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$219  = io_off1;
-    if (rst) begin
-      \$219  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$220  = io_off2;
-    if (rst) begin
-      \$220  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$221  = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            \$221  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$221  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$222  = io_addr;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$222  = \$142 [63:0];
-          end
-          if (snapshot) begin
-            \$222  = \$10 [63:0];
-          end
-          if (trace) begin
-            \$222  = \$143 [63:0];
-          end
-        end
-      4'h1:
-          if (arready) begin
-            \$222  = \$145 [63:0];
-          end
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$222  = \$171 [63:0];
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$203 ) begin
-            end else if (\$204 ) begin
-              \$222  = \$206 [63:0];
-            end else if (\$205 ) begin
-              \$222  = \$10 [63:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$222  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$223  = io_left;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$223  = 8'h91;
-          end
-          if (snapshot) begin
-            \$223  = 8'h01;
-          end
-          if (trace) begin
-            \$223  = 8'h01;
-          end
-        end
-      4'h1:
-          if (arready) begin
-            \$223  = \$146 [7:0];
-          end
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$223  = \$172 [7:0];
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$203 ) begin
-            end else if (\$204 ) begin
-              \$223  = 8'h91;
-            end else if (\$205 ) begin
-              \$223  = 8'h01;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$223  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$224  = io_layer;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$224  = 2'h0;
-          end
-          if (snapshot) begin
-            \$224  = 2'h0;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-          end else begin
-            if (\$160 ) begin
-              if (\$163 ) begin
-                \$224  = \$164 [1:0];
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            if (\$190 ) begin
-              if (\$193 ) begin
-                \$224  = \$194 [1:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$224  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$225  = io_row;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$225  = 7'h00;
-          end
-          if (snapshot) begin
-            \$225  = 7'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-          end else begin
-            if (io_real) begin
-              \$225  = \$159 [6:0];
-            end
-            if (\$160 ) begin
-              if (\$163 ) begin
-                \$225  = 7'h00;
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            if (io_real) begin
-              \$225  = \$189 [6:0];
-            end
-            if (\$190 ) begin
-              if (\$193 ) begin
-                \$225  = 7'h00;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$225  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$226  = io_col;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$226  = 7'h00;
-          end
-          if (snapshot) begin
-            \$226  = 7'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-          end else begin
-            if (io_real) begin
-              \$226  = \$154 [6:0];
-            end
-            if (\$160 ) begin
-              if (\$163 ) begin
-                \$226  = 7'h00;
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            if (io_real) begin
-              \$226  = \$184 [6:0];
-            end
-            if (\$190 ) begin
-              if (\$193 ) begin
-                \$226  = 7'h00;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$226  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$227  = io_lane;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$227  = 5'h00;
-          end
-          if (snapshot) begin
-            \$227  = 5'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-          end else begin
-            (* full_case = 32'd1 *)
-            if (\$160 ) begin
-              \$227  = 5'h00;
-            end else begin
-              \$227  = \$166 [4:0];
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            (* full_case = 32'd1 *)
-            if (\$190 ) begin
-              \$227  = 5'h00;
-            end else begin
-              \$227  = \$196 [4:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$227  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$228  = io_layer_word;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$228  = 8'h00;
-          end
-          if (snapshot) begin
-            \$228  = 8'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-          end else begin
-            if (\$160 ) begin
-              (* full_case = 32'd1 *)
-              if (\$163 ) begin
-                \$228  = 8'h00;
-              end else begin
-                \$228  = \$165 [7:0];
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            if (\$190 ) begin
-              (* full_case = 32'd1 *)
-              if (\$193 ) begin
-                \$228  = 8'h00;
-              end else begin
-                \$228  = \$195 [7:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$228  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$229  = storage_io_state;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (load) begin
-            \$229  = 4'h1;
-          end
-          if (snapshot) begin
-            \$229  = 4'h2;
-          end
-          if (trace) begin
-            \$229  = 4'h2;
-          end
-        end
-      4'h1:
-          if (arready) begin
-            \$229  = 4'h3;
-          end
-      4'h3:
-          if (rvalid) begin
-            \$229  = 4'h4;
-          end
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-          end else begin
-            if (\$167 ) begin
-              (* full_case = 32'd1 *)
-              if (\$168 ) begin
-                \$229  = 4'h3;
-              end else if (\$169 ) begin
-                \$229  = 4'h1;
-              end else begin
-                \$229  = 4'h5;
-              end
-            end
-          end
-      4'h2:
-          if (awready) begin
-            (* full_case = 32'd1 *)
-            if (\$173 ) begin
-              \$229  = 4'h6;
-            end else begin
-              \$229  = 4'h7;
-            end
-          end
-      4'h6:
-          if (\$197 ) begin
-            \$229  = 4'h7;
-          end
-      4'h7:
-          if (wready) begin
-            if (\$201 ) begin
-              \$229  = 4'h8;
-            end else if (\$202 ) begin
-              \$229  = 4'h6;
-            end
-          end
-      4'h8:
-          if (bvalid) begin
-            (* full_case = 32'd1 *)
-            if (\$203 ) begin
-              \$229  = 4'h2;
-            end else if (\$204 ) begin
-              \$229  = 4'h2;
-            end else if (\$205 ) begin
-              \$229  = 4'h2;
-            end else begin
-              \$229  = 4'h5;
-            end
-          end
-      4'h5:
-          \$229  = 4'h0;
-    endcase
-    if (rst) begin
-      \$229  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$230  = io_job;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (snapshot) begin
-            \$230  = 2'h0;
-          end
-          if (trace) begin
-            \$230  = 2'h3;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$203 ) begin
-            end else if (\$204 ) begin
-              \$230  = 2'h1;
-            end else if (\$205 ) begin
-              \$230  = 2'h2;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$230  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$231  = io_widx;
-    casez (storage_io_state)
-      4'h0:
-          if (trace) begin
-            \$231  = 1'h0;
-          end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            if (\$199 ) begin
-              \$231  = \$200 [0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$231  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$232  = io_bcnt;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (arready) begin
-            \$232  = io_next_len;
-          end
-      4'h3:
-          if (rvalid) begin
-            \$232  = \$147 [8:0];
-          end
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$232  = io_next_len;
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            \$232  = \$198 [8:0];
-          end
-    endcase
-    if (rst) begin
-      \$232  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$233  = io_beat;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          if (rvalid) begin
-            \$233  = rdata;
-          end
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$233  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            \$233  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-          end
-    endcase
-    if (io_tag3) begin
-      if (io_rtag3) begin
-        (* full_case = 32'd1 *)
-        casez (io_otag3)
-          5'h00:
-              \$233 [15:0] = \$208 ;
-          5'h01:
-              \$233 [31:16] = \$208 ;
-          5'h02:
-              \$233 [47:32] = \$208 ;
-          5'h03:
-              \$233 [63:48] = \$208 ;
-          5'h04:
-              \$233 [79:64] = \$208 ;
-          5'h05:
-              \$233 [95:80] = \$208 ;
-          5'h06:
-              \$233 [111:96] = \$208 ;
-          5'h07:
-              \$233 [127:112] = \$208 ;
-          5'h08:
-              \$233 [143:128] = \$208 ;
-          5'h09:
-              \$233 [159:144] = \$208 ;
-          5'h0a:
-              \$233 [175:160] = \$208 ;
-          5'h0b:
-              \$233 [191:176] = \$208 ;
-          5'h0c:
-              \$233 [207:192] = \$208 ;
-          5'h0d:
-              \$233 [223:208] = \$208 ;
-          5'h0e:
-              \$233 [239:224] = \$208 ;
-          5'h0f:
-              \$233 [255:240] = \$208 ;
-          5'h10:
-              \$233 [271:256] = \$208 ;
-          5'h11:
-              \$233 [287:272] = \$208 ;
-          5'h12:
-              \$233 [303:288] = \$208 ;
-          5'h13:
-              \$233 [319:304] = \$208 ;
-          5'h14:
-              \$233 [335:320] = \$208 ;
-          5'h15:
-              \$233 [351:336] = \$208 ;
-          5'h16:
-              \$233 [367:352] = \$208 ;
-          5'h17:
-              \$233 [383:368] = \$208 ;
-          5'h18:
-              \$233 [399:384] = \$208 ;
-          5'h19:
-              \$233 [415:400] = \$208 ;
-          5'h1a:
-              \$233 [431:416] = \$208 ;
-          5'h1b:
-              \$233 [447:432] = \$208 ;
-          5'h1c:
-              \$233 [463:448] = \$208 ;
-          5'h1d:
-              \$233 [479:464] = \$208 ;
-          5'h1e:
-              \$233 [495:480] = \$208 ;
-          5'h1f:
-              \$233 [511:496] = \$208 ;
-        endcase
-      end
-    end
-    if (rst) begin
-      \$233  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$234  = io_phase;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          if (rvalid) begin
-            \$234  = 1'h0;
-          end
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$149 ) begin
-            \$234  = 1'h1;
-          end else begin
-            \$234  = 1'h0;
-          end
-    endcase
-    if (rst) begin
-      \$234  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$235  = io_issued;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$235  = 6'h00;
-          end
-      4'h6:
-          if (\$174 ) begin
-            \$235  = \$179 [5:0];
-          end
-      4'h7:
-          if (wready) begin
-            \$235  = 6'h00;
-          end
-    endcase
-    if (rst) begin
-      \$235  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$236  = io_arrived;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$236  = 6'h00;
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            \$236  = 6'h00;
-          end
-    endcase
-    if (io_tag3) begin
-      \$236  = \$207 [5:0];
-    end
-    if (rst) begin
-      \$236  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$237  = io_rtag0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            \$237  = io_real;
-          end
-    endcase
-    if (rst) begin
-      \$237  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$238  = io_otag0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            \$238  = io_lane;
-          end
-    endcase
-    if (rst) begin
-      \$238  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$23 ) begin end
-    \$239  = io_off0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$174 ) begin
-            \$239  = { 2'h0, \$178  };
-          end
-    endcase
-    if (rst) begin
-      \$239  = 9'h000;
-    end
-  end
-  assign io_to_page = \$3 [6:0];
-  assign io_slot = \$10 [63:0];
-  assign io_trace_addr = \$13 [63:0];
-  assign io_trace_data = \$14 [511:0];
-  assign io_trace_strb = \$16 [63:0];
+  assign io_to_page = \$73 [6:0];
+  assign io_slot = \$75 [63:0];
+  assign io_trace_addr = \$78 [63:0];
+  assign io_trace_data = \$79 [511:0];
+  assign io_trace_strb = \$81 [63:0];
   assign bready = 1'h1;
-  assign \$3  = { \$2 [13], \$2 [13], \$2 [13], \$2 [13], \$2 [13], \$2 [13], \$2 [13:6] };
-  assign \$12  = { 3'h0, trace_index[7:0], 4'h0 };
-  assign io_trace_shift = { \$13 [5:0], 3'h0 };
-  assign \$15  = { 3'h0, io_trace_shift[8:3] };
-  assign \$18  = { 3'h0, io_row[6:3] };
-  assign \$19  = { \$18 , 3'h0 };
-  assign \$20  = { 3'h0, io_col[6:3] };
-  assign \$22  = { \$21 , 3'h0 };
-  assign \$25  = { 7'h00, \$24 [10:7] };
-  assign \$27  = { 3'h0, io_row[6:3] };
-  assign \$28  = { \$27 , 3'h0 };
-  assign \$29  = { 3'h0, io_col[6:3] };
-  assign \$31  = { \$30 , 3'h0 };
-  assign \$34  = { 7'h00, \$33 [10:7] };
-  assign \$36  = { 3'h0, io_row[6:3] };
-  assign \$37  = { 1'h0, \$36  };
-  assign \$38  = { 3'h0, io_col[6:3] };
-  assign \$40  = { \$39 , 3'h0 };
-  assign \$43  = { 7'h00, \$42 [10:7] };
-  assign \$46  = { 3'h0, io_row[6:3] };
-  assign \$47  = { \$46 , 3'h0 };
-  assign \$48  = { 3'h0, io_col[6:3] };
-  assign \$50  = { \$49 , 3'h0 };
-  assign \$53  = { 7'h00, \$52 [10:7] };
-  assign \$55  = { 3'h0, io_row[6:3] };
-  assign \$56  = { \$55 , 3'h0 };
-  assign \$57  = { 3'h0, io_col[6:3] };
-  assign \$59  = { \$58 , 3'h0 };
-  assign \$62  = { 7'h00, \$61 [10:7] };
-  assign \$64  = { 3'h0, io_row[6:3] };
-  assign \$65  = { 1'h0, \$64  };
-  assign \$66  = { 3'h0, io_col[6:3] };
-  assign \$68  = { \$67 , 3'h0 };
-  assign \$71  = { 7'h00, \$70 [10:7] };
-  assign \$84  = { 3'h0, \$83 [6:3] };
-  assign \$99  = { 3'h0, io_row[6:3] };
-  assign \$100  = { \$99 , 3'h0 };
-  assign \$101  = { 3'h0, io_col[6:3] };
-  assign \$103  = { \$102 , 3'h0 };
-  assign \$106  = { 7'h00, \$105 [10:7] };
-  assign \$108  = { 3'h0, io_row[6:3] };
-  assign \$109  = { \$108 , 3'h0 };
-  assign \$110  = { 3'h0, io_col[6:3] };
+  assign \$73  = { \$72 [13], \$72 [13], \$72 [13], \$72 [13], \$72 [13], \$72 [13], \$72 [13:6] };
+  assign \$8  = 1'h1;
+  assign \$77  = { 3'h0, trace_index[7:0], 4'h0 };
+  assign \$9 [5:0] = 6'h00;
+  assign \$9 [64:6] = { 1'h0, \$78 [63:6] };
+  assign \$10  = { 1'h0, io_next_len, 6'h00 };
+  assign \$33  = { 1'h0, io_next_len, 6'h00 };
+  assign \$67  = 6'h3f;
+  assign \$68  = 1'h1;
+  assign io_trace_shift = { \$78 [5:0], 3'h0 };
+  assign \$80  = { 3'h0, io_trace_shift[8:3] };
+  assign \$83  = { 3'h0, io_row[6:3] };
+  assign \$84  = { \$83 , 3'h0 };
+  assign \$85  = { 3'h0, io_col[6:3] };
+  assign \$87  = { \$86 , 3'h0 };
+  assign \$90  = { 7'h00, \$89 [10:7] };
+  assign \$92  = { 3'h0, io_row[6:3] };
+  assign \$93  = { \$92 , 3'h0 };
+  assign \$94  = { 3'h0, io_col[6:3] };
+  assign \$96  = { \$95 , 3'h0 };
+  assign \$99  = { 7'h00, \$98 [10:7] };
+  assign \$101  = { 3'h0, io_row[6:3] };
+  assign \$102  = { 1'h0, \$101  };
+  assign \$103  = { 3'h0, io_col[6:3] };
+  assign \$105  = { \$104 , 3'h0 };
+  assign \$108  = { 7'h00, \$107 [10:7] };
+  assign \$111  = { 3'h0, io_row[6:3] };
   assign \$112  = { \$111 , 3'h0 };
-  assign \$115  = { 7'h00, \$114 [10:7] };
-  assign \$117  = { 3'h0, io_row[6:3] };
-  assign \$118  = { 1'h0, \$117  };
-  assign \$119  = { 3'h0, io_col[6:3] };
+  assign \$113  = { 3'h0, io_col[6:3] };
+  assign \$115  = { \$114 , 3'h0 };
+  assign \$118  = { 7'h00, \$117 [10:7] };
+  assign \$120  = { 3'h0, io_row[6:3] };
   assign \$121  = { \$120 , 3'h0 };
-  assign \$124  = { 7'h00, \$123 [10:7] };
-  assign \$143 [5:0] = 6'h00;
-  assign \$143 [64:6] = { 1'h0, \$13 [63:6] };
-  assign \$144  = { 1'h0, io_next_len, 6'h00 };
-  assign \$170  = { 1'h0, io_next_len, 6'h00 };
+  assign \$122  = { 3'h0, io_col[6:3] };
+  assign \$124  = { \$123 , 3'h0 };
+  assign \$127  = { 7'h00, \$126 [10:7] };
+  assign \$129  = { 3'h0, io_row[6:3] };
+  assign \$130  = { 1'h0, \$129  };
+  assign \$131  = { 3'h0, io_col[6:3] };
+  assign \$133  = { \$132 , 3'h0 };
+  assign \$136  = { 7'h00, \$135 [10:7] };
+  assign \$149  = { 3'h0, \$148 [6:3] };
+  assign \$164  = { 3'h0, io_row[6:3] };
+  assign \$165  = { \$164 , 3'h0 };
+  assign \$166  = { 3'h0, io_col[6:3] };
+  assign \$168  = { \$167 , 3'h0 };
+  assign \$171  = { 7'h00, \$170 [10:7] };
+  assign \$173  = { 3'h0, io_row[6:3] };
+  assign \$174  = { \$173 , 3'h0 };
+  assign \$175  = { 3'h0, io_col[6:3] };
+  assign \$177  = { \$176 , 3'h0 };
+  assign \$180  = { 7'h00, \$179 [10:7] };
+  assign \$182  = { 3'h0, io_row[6:3] };
+  assign \$183  = { 1'h0, \$182  };
+  assign \$184  = { 3'h0, io_col[6:3] };
+  assign \$186  = { \$185 , 3'h0 };
+  assign \$189  = { 7'h00, \$188 [10:7] };
 endmodule
 
 (* generator = "Amaranth" *)

@@ -155,10 +155,12 @@ class TrainerCore(wiring.Component):
                      self.axi("awburst").eq(1), io.rdata.eq(self.axi("rdata")),
                      io.arready.eq(self.axi("arready")), io.rvalid.eq(self.axi("rvalid"))]
 
-        # -- the learner's host port: the adapter's, or the storage traffic's ---------------
+        # -- the learner's host port: the adapter's or the storage traffic's, ORed: both
+        # drive it from registers that hold zeros while they do not access it, and the
+        # sequencer never runs them at once (no select from a state decoder)
         for name in ("addr", "re", "we", "wdata"):
-            m.d.comb += getattr(ln.host, name).eq(
-                Mux(ad.busy, getattr(ad.host, name), getattr(io.host, name)))
+            m.d.comb += getattr(ln.host, name).eq(getattr(ad.host, name)
+                                                  | getattr(io.host, name))
         m.d.comb += [ad.host.rdata.eq(ln.host.rdata), io.host.rdata.eq(ln.host.rdata)]
 
         # -- the AXI master: AR/R to the gather engine or to LOAD ---------------------------
@@ -210,10 +212,13 @@ class TrainerCore(wiring.Component):
         lflags = Cat(getattr(ln.status, f) for f in FLAG_FIELDS.values())
         with m.If(ln.ctrl.done):
             m.d.sync += lflag.eq(lflag | lflags.any())
-        # Σ|td| of the trace period, saturating
-        with m.If(ad.td.valid & ad.td.ready):
-            td = ad.td.payload
-            mag = Mux(td < 0, -td, td)
+        # Σ|td| of the trace period, saturating; |td| registered first (the sum is read two
+        # or more cycles after the step's last TD error)
+        mag = Signal(len(ad.td.payload), name="td_mag")
+        mag_v = Signal(name="td_mag_valid")
+        td = ad.td.payload
+        m.d.sync += [mag.eq(Mux(td < 0, -td, td)), mag_v.eq(ad.td.valid & ad.td.ready)]
+        with m.If(mag_v):
             tot = Signal(33)
             m.d.comb += tot.eq(trace_sum + mag)
             m.d.sync += [trace_sum.eq(Mux(tot[32], _MASK, tot[:32])), trace_n.eq(trace_n + 1)]
@@ -223,15 +228,24 @@ class TrainerCore(wiring.Component):
         B = L["batch_size"]
         ahead = Signal(32)
         m.d.comb += ahead.eq(a.producer - rp.consumed)
+        # due after this step (TD_WAIT's increments): since + 1 >= period, registered there
         snap_due = Signal()
         trace_due = Signal()
-        m.d.comb += [snap_due.eq((L["snapshot_period"] != 0)
-                                 & (since_snap >= L["snapshot_period"])),
-                     trace_due.eq((L["trace_period"] != 0)
-                                  & (since_trace >= L["trace_period"]))]
+        snap_last, trace_last = Signal(32, name="snap_last"), Signal(32, name="trace_last")
+        m.d.sync += [snap_last.eq(L["snapshot_period"] - 1),
+                     trace_last.eq(L["trace_period"] - 1)]
+        # registered every cycle: their inputs change only in states two or more cycles
+        # before the states that read them (sync_count at LEARN, steps_done and since_snap
+        # at TD_WAIT, SNAP_WAIT and IDLE), so the registers are exact where they are read
         sync_due = Signal()
-        m.d.comb += sync_due.eq((L["sync_period"] != 0)
+        m.d.sync += sync_due.eq((L["sync_period"] != 0)
                                 & (sync_count + 1 >= L["sync_period"]))
+        steps_reached = Signal()
+        m.d.sync += steps_reached.eq((L["steps"] != 0) & (steps_done >= L["steps"]))
+        final_snap = Signal()
+        m.d.sync += final_snap.eq((steps_done != 0) & (since_snap != 0))
+        tree_empty = Signal()           # the root settled before the replay's done
+        m.d.sync += tree_empty.eq(rp.total == 0)
         final = Signal()              # the snapshot in progress ends the launch
         with m.FSM(name="trainer"):
             with m.State("IDLE"):
@@ -292,9 +306,9 @@ class TrainerCore(wiring.Component):
                     m.d.comb += self.stop_clear.eq(1)
                     m.d.sync += stopped.eq(1)
                     m.next = "FINAL"
-                with m.Elif((L["steps"] != 0) & (steps_done >= L["steps"])):
+                with m.Elif(steps_reached):
                     m.next = "FINAL"
-                with m.Elif(rp.total == 0):
+                with m.Elif(tree_empty):
                     m.d.sync += err.eq(2)
                     m.next = "FINAL"
                 with m.Else():
@@ -325,7 +339,11 @@ class TrainerCore(wiring.Component):
             with m.State("TD_WAIT"):
                 with m.If(ad.done):
                     m.d.sync += [steps_total.eq(steps_total + 1), steps_done.eq(steps_done + 1),
-                                 since_snap.eq(since_snap + 1), since_trace.eq(since_trace + 1)]
+                                 since_snap.eq(since_snap + 1), since_trace.eq(since_trace + 1),
+                                 snap_due.eq((L["snapshot_period"] != 0)
+                                             & (since_snap >= snap_last)),
+                                 trace_due.eq((L["trace_period"] != 0)
+                                              & (since_trace >= trace_last))]
                     m.next = "TRACE"
             with m.State("TRACE"):
                 with m.If(trace_due):
@@ -346,7 +364,7 @@ class TrainerCore(wiring.Component):
                 with m.Else():
                     m.next = "BOUNDARY"
             with m.State("FINAL"):
-                with m.If((steps_done != 0) & (since_snap != 0)):
+                with m.If(final_snap):
                     m.d.comb += io.snapshot.eq(1)
                     m.d.sync += final.eq(1)
                     m.next = "SNAP_WAIT"

@@ -12,13 +12,14 @@ from sw.learner.layout import mem_addr_bits, region, region_base, sub_words
 from sw.learner.spec import learner_register_map
 from sw.shell.spec import HOST_READ_LATENCY
 from sw.trainer.layout import lane_bytes, record_bytes
-from sw.trainer.schedule import adapter_pack_cycles, adapter_readback_cycles
+from sw.trainer.schedule import HOST_OUT_STAGES, adapter_pack_cycles, adapter_readback_cycles
 from sw.trainer.spec import TrainerConfig
 
-from ..fixed import rshift_round, saturate
+from ..fixed import rshift_round, saturate_staged
 from ..shell.signatures import ArgsSignature, MemoryPortSignature, RunControlSignature
 
-__all__ = ["LearnerAdapter", "learner_step_layout", "element_addr", "region_geometry"]
+__all__ = ["LearnerAdapter", "learner_step_layout", "element_addr", "region_geometry",
+           "registered_host"]
 
 
 def learner_step_layout(config: TrainerConfig) -> data.StructLayout:
@@ -53,6 +54,17 @@ def element_addr(lc, name, b, j):
     bit = lane * w
     addr = base + (block << _log2(sub)) + (bit >> _log2(D))
     return addr, bit[:_log2(D)]
+
+
+def registered_host(m, port, name):
+    """Signals ``addr``, ``re``, ``we`` and ``wdata`` (a dict; 0 unless driven) whose values
+    drive the host port ``port`` one cycle later: the learner's address decoding starts at a
+    flip-flop. Reads return :data:`~sw.shell.spec.HOST_READ_LATENCY` + 1 cycles after they
+    are issued on these signals (:data:`sw.trainer.schedule.HOST_OUT_STAGES`)."""
+    sig = {n: Signal(len(getattr(port, n)), name=f"{name}_{n}")
+           for n in ("addr", "re", "we", "wdata")}
+    m.d.sync += [getattr(port, n).eq(v) for n, v in sig.items()]
+    return sig
 
 
 class LearnerAdapter(wiring.Component):
@@ -101,7 +113,8 @@ class LearnerAdapter(wiring.Component):
     learner_args : ``Out(ArgsSignature(learner_register_map(config.learner)))``
     host : ``Out(MemoryPortSignature(...))``
         To :class:`~rtl_gen.learner.core.LearnerCore`'s ``ctrl``, ``args`` and ``host``
-        (``wiring.connect``). The host port is used only while the learner is idle.
+        (``wiring.connect``). The host port is used only while the learner is idle; its
+        outputs are registers (:func:`registered_host`), all zero between accesses.
     busy : ``Out(1)``
         A command runs.
     done : ``Out(1)``
@@ -165,8 +178,9 @@ class LearnerAdapter(wiring.Component):
         ab = lc.action_bits
         lwf = num.loss_weight_format
         maxb = lc.max_batch
-        lat = HOST_READ_LATENCY
+        lat = HOST_READ_LATENCY + HOST_OUT_STAGES
         cw = num.coef_width
+        self._hp = hp = registered_host(m, self.host, "hp")
         act = num.act_format
 
         # -- the command's arguments -------------------------------------------------------
@@ -181,8 +195,10 @@ class LearnerAdapter(wiring.Component):
         m.d.comb += [self.learner_args.batch_size.eq(B), self.learner_args.lr.eq(lr),
                      self.learner_args.gamma.eq(gamma), self.learner_args.sync_target.eq(sync),
                      self.learner_args.sync_period.eq(period)]
-        groups = Signal(range(maxb + 1))          # row groups of B
-        m.d.comb += groups.eq((B + S - 1) >> _log2(S))
+        # latched with the command, so that no comparison against B sits on a data path
+        last_b = Signal(range(maxb))              # B - 1
+        last_g = Signal(range(maxb))              # groups - 1
+        last_row = Signal(range(maxb + S))        # the last row of the last group
 
         # -- per-sample memories (combinational reads) -------------------------------------
         m.submodules.act_mem = act_mem = Memory(shape=ab, depth=maxb, init=[])
@@ -206,8 +222,10 @@ class LearnerAdapter(wiring.Component):
         wn = Signal(range(maxb + 1))             # weights taken
         last_j = Signal()
         load = Signal()
-        pad_rows = Signal(range(maxb + S + 1))
-        m.d.comb += [last_j.eq(j == 2 * n_in - 1), pad_rows.eq(groups << _log2(S))]
+        real = Signal()                          # row < B (a record row comes next)
+        more = Signal()                          # row < the padded rows
+        wt_open = Signal()                       # weights still to take
+        m.d.comb += last_j.eq(j == 2 * n_in - 1)
 
         # -- samples words ------------------------------------------------------------------
         s_base, s_sub, _ = self._geometry("samples")
@@ -219,33 +237,39 @@ class LearnerAdapter(wiring.Component):
         # -- read-back ----------------------------------------------------------------------
         ib = Signal(range(maxb + 1))             # sample of the next read
         ik = Signal(range(n_out + 1))            # its element (n_out: Q[a])
+        rd_open = Signal()                       # ib < B
+        act_cur = Signal(ab)                     # the action of sample ib, registered
         tags = [Signal(data.StructLayout({"v": 1, "k": range(n_out + 1),
                                           "b": range(maxb), "off": _log2(D) or 1}),
                        name=f"tag{t}") for t in range(lat)]
         best = Signal(signed(w))
-        qa = Signal(signed(w))
-        res_v = Signal()
-        res_b = Signal(range(maxb))
-        res_best = Signal(signed(w))
-        res_q = Signal(signed(w))
-        tn = Signal(range(maxb + 1))             # TD errors sent
+        rn = Signal(range(maxb))                 # the next TD error to load
+        rn_end = Signal()                        # all B loaded
+        out_v = Signal()                         # the TD output register
+        out_last = Signal()
+        out_d = Signal(signed(w + 1))
 
-        m.d.comb += [self.busy.eq(~self.cmd.ready)]
+        m.d.comb += [self.busy.eq(~self.cmd.ready), self.td.valid.eq(out_v),
+                     self.td.payload.eq(out_d)]
         m.d.sync += tags[0].v.eq(0)
         with m.FSM(name="adapter"):
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(1)
                 with m.If(self.cmd.valid):
                     p = self.cmd.payload
+                    b1 = p.batch - 1            # rows up to B rounded up to S: (B-1) | (S-1)
                     m.d.sync += [B.eq(p.batch), lr.eq(p.lr), gamma.eq(p.gamma),
                                  sync.eq(p.sync), row.eq(0), have.eq(0), j.eq(0), wn.eq(0),
-                                 g.eq(0), i.eq(0), ib.eq(0), ik.eq(0), tn.eq(0),
+                                 g.eq(0), i.eq(0), ib.eq(0), ik.eq(0), rn.eq(0),
+                                 rn_end.eq(0), out_v.eq(0), real.eq(1), more.eq(1),
+                                 wt_open.eq(1), rd_open.eq(1), last_g.eq(b1 >> _log2(S)),
+                                 last_b.eq(b1), last_row.eq(b1 | (S - 1)),
                                  self.learner_error.eq(0)]
                     m.next = "PACK"
             with m.State("PACK"):
-                self._pack(m, B, row, have, cur, j, wn, last_j, load, pad_rows, rec_wr,
-                           wt_wr, n_in, lb, ab, w)
-                with m.If((row == pad_rows) & ~have & (wn == B)):
+                self._pack(m, row, have, cur, j, wn, last_j, load, real, more, wt_open,
+                           last_b, last_row, rec_wr, wt_wr, n_in, lb, ab, w)
+                with m.If(~more & ~have & ~wt_open):
                     m.next = "SAMPLES"
             with m.State("SAMPLES"):
                 b = Signal(range(maxb + S), name="s_b")
@@ -253,8 +277,8 @@ class LearnerAdapter(wiring.Component):
                 for port in rd0:
                     m.d.comb += port.addr.eq(b)
                 lane = Signal(slb)
-                m.d.comb += lane.eq(Mux(b < B, Cat(rd0[1].data[:w], rd0[0].data, rd0[2].data,
-                                                   rd0[3].data), 0))
+                m.d.comb += lane.eq(Mux(b <= last_b, Cat(rd0[1].data[:w], rd0[0].data,
+                                                         rd0[2].data, rd0[3].data), 0))
                 with m.If(i < S):
                     # lane i of the word: shift in from the top
                     m.d.sync += [sword.eq(Cat(sword[slb:], lane) if S > 1 else lane),
@@ -263,15 +287,18 @@ class LearnerAdapter(wiring.Component):
                     piece = Signal(range(s_sub), name="s_piece")
                     word = Signal(s_sub * D, name="s_word")
                     m.d.comb += [piece.eq(i - S), word.eq(sword),
-                                 self.host.addr.eq(s_base + (g << _log2(s_sub)) + piece),
-                                 self.host.we.eq((1 << (D // 8)) - 1),
-                                 self.host.wdata.eq(word.word_select(piece, D))]
+                                 hp["addr"].eq(s_base + (g << _log2(s_sub)) + piece),
+                                 hp["we"].eq((1 << (D // 8)) - 1),
+                                 hp["wdata"].eq(word.word_select(piece, D))]
                     with m.If(piece == s_sub - 1):
                         m.d.sync += [i.eq(0), g.eq(g + 1)]
-                        with m.If(g + 1 == groups):
-                            m.next = "START"
+                        with m.If(g == last_g):
+                            m.next = "FLUSH"
                     with m.Else():
                         m.d.sync += i.eq(i + 1)
+            with m.State("FLUSH"):
+                # the last samples write leaves the host port's output register
+                m.next = "START"
             with m.State("START"):
                 m.d.comb += self.learner_ctrl.start.eq(1)
                 m.next = "RUN"
@@ -280,57 +307,76 @@ class LearnerAdapter(wiring.Component):
                     m.d.sync += self.learner_error.eq(self.learner_ctrl.error)
                     m.next = "READ"
             with m.State("READ"):
-                self._issue(m, ib, ik, B, rd0, tags[0], n_out)
-                with m.If(td_wr.en & (td_wr.addr == B - 1)):
+                self._issue(m, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], n_out)
+                with m.If(td_wr.en & (td_wr.addr == last_b)):
                     m.next = "TD"
             with m.State("TD"):
-                m.d.comb += [td_rd.addr.eq(tn), self.td.valid.eq(1),
-                             self.td.payload.eq(td_rd.data)]
-                with m.If(self.td.ready):
-                    m.d.sync += tn.eq(tn + 1)
-                    with m.If(tn == B - 1):
-                        m.d.comb += self.done.eq(1)
-                        m.next = "IDLE"
+                # the TD errors through one output register: td_mem's (LUT RAM) read ends
+                # in a flip-flop, not in the replay side's power unit
+                take = self.td.valid & self.td.ready
+                m.d.comb += td_rd.addr.eq(rn)
+                with m.If((~out_v | self.td.ready) & ~rn_end):
+                    m.d.sync += [out_v.eq(1), out_d.eq(td_rd.data),
+                                 out_last.eq(rn == last_b), rn.eq(rn + 1),
+                                 rn_end.eq(rn == last_b)]
+                with m.Elif(take):
+                    m.d.sync += out_v.eq(0)
+                with m.If(take & out_last):
+                    m.d.comb += self.done.eq(1)
+                    m.next = "IDLE"
 
         # -- read-back pipeline: tags follow the reads, results into td_mem -----------------
+        # V: the element out of the returned word; R1: max tq (0 if done), Q[a], r;
+        # R2: γ·max tq (a DSP between registers); R3: its rounding; R4: + r; R5: the
+        # saturation's range checks, then y and Q[a] - y into td_mem
+        # (ADAPTER_READBACK_STAGES in sw.trainer.schedule)
         m.d.sync += [tags[t + 1].eq(tags[t]) for t in range(lat - 1)]
         tl = tags[-1]
+        vt = Signal.like(tl, name="val_tag")
         val = Signal(signed(w))
-        m.d.comb += val.eq(self.host.rdata.bit_select(tl.off, w))
-        with m.If(tl.v):
-            with m.If(tl.k == 0):
+        m.d.sync += [vt.eq(tl), val.eq(self.host.rdata.bit_select(tl.off, w))]
+        with m.If(vt.v):
+            with m.If(vt.k == 0):
                 m.d.sync += best.eq(val)
-            with m.Elif(tl.k < n_out):
+            with m.Elif(vt.k < n_out):
                 m.d.sync += best.eq(Mux(val > best, val, best))
-        m.d.sync += [res_v.eq(tl.v & (tl.k == n_out)), res_b.eq(tl.b), res_best.eq(best),
-                     res_q.eq(val)]
-        # the result stage: y and Q[a] - y
         for port in rd1:
-            m.d.comb += port.addr.eq(res_b)
-        prod = Signal(signed(w + cw + 1))
-        m.d.comb += prod.eq(Mux(rd1[1].data, 0, res_best * gamma))
+            m.d.comb += port.addr.eq(vt.b)
+        nst = 5
+        pv = [Signal(name=f"res_v{s}") for s in range(nst)]
+        pb = [Signal(range(maxb), name=f"res_b{s}") for s in range(nst)]
+        pq = [Signal(signed(w), name=f"res_q{s}") for s in range(nst)]
+        pr = [Signal(signed(w), name=f"res_r{s}") for s in range(3)]
+        m.d.sync += [pv[0].eq(vt.v & (vt.k == n_out)), pb[0].eq(vt.b), pq[0].eq(val),
+                     pr[0].eq(rd1[0].data)]
+        m.d.sync += [x[s + 1].eq(x[s]) for x in (pv, pb, pq) for s in range(nst - 1)]
+        m.d.sync += [pr[s + 1].eq(pr[s]) for s in range(2)]
+        mx = Signal(signed(w), name="res_max")        # R1: max tq, 0 after a terminal step
+        m.d.sync += mx.eq(Mux(rd1[1].data, 0, best))
+        prod = Signal(signed(w + cw + 1), name="res_prod")
+        m.d.sync += prod.eq(mx * gamma)                # R2
         disc = rshift_round(prod, cw - 1, act.rounding)
-        ysum = Signal(signed(max(w, len(disc)) + 1))
-        m.d.comb += ysum.eq(rd1[0].data + disc)
-        y, _ = saturate(m, ysum, act, name="y")
-        m.d.comb += [td_wr.en.eq(res_v), td_wr.addr.eq(res_b), td_wr.data.eq(res_q - y)]
+        disc_r = Signal(disc.shape(), name="res_disc")
+        m.d.sync += disc_r.eq(disc)                    # R3
+        ysum = Signal(signed(max(w, len(disc)) + 1), name="res_ysum")
+        m.d.sync += ysum.eq(pr[2] + disc_r)            # R4
+        y, _ = saturate_staged(m, ysum, act, name="y")  # R5
+        m.d.comb += [td_wr.en.eq(pv[4]), td_wr.addr.eq(pb[4]), td_wr.data.eq(pq[4] - y)]
         return m
 
-    def _pack(self, m, B, row, have, cur, j, wn, last_j, load, pad_rows, rec_wr, wt_wr,
-              n_in, lb, ab, w):
+    def _pack(self, m, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,
+              last_row, rec_wr, wt_wr, n_in, lb, ab, w):
         lc = self._config.learner
         D = lc.axi_data_width
         # a new row when none is being written or this is its last element
         free = ~have | last_j
-        more = row < pad_rows
-        real = row < B
         m.d.comb += [self.rec.ready.eq(free & more & real),
                      load.eq(free & more & (~real | self.rec.valid))]
         with m.If(have):
             m.d.sync += j.eq(Mux(last_j, 0, j + 1))
         with m.If(load):
-            m.d.sync += [have.eq(1), row.eq(row + 1),
-                         cur.eq(Mux(real, self.rec.payload, 0))]
+            m.d.sync += [have.eq(1), row.eq(row + 1), real.eq(real & (row != last_b)),
+                         more.eq(row != last_row), cur.eq(Mux(real, self.rec.payload, 0))]
         with m.Elif(last_j):
             m.d.sync += have.eq(0)
         code = self.rec.payload.word_select(2 * n_in + 1, lb)
@@ -341,11 +387,11 @@ class LearnerAdapter(wiring.Component):
             rec_wr[1].data.eq(self.rec.payload.word_select(2 * n_in, lb)[:w]),
             rec_wr[2].data.eq(code[lb - 1]),
         ]
-        m.d.comb += [self.weight.ready.eq(wn < B), wt_wr.addr.eq(wn),
-                     wt_wr.data.eq(self.weight.payload),
-                     wt_wr.en.eq(self.weight.valid & self.weight.ready)]
-        with m.If(self.weight.valid & self.weight.ready):
-            m.d.sync += wn.eq(wn + 1)
+        take = self.weight.valid & self.weight.ready
+        m.d.comb += [self.weight.ready.eq(wt_open), wt_wr.addr.eq(wn),
+                     wt_wr.data.eq(self.weight.payload), wt_wr.en.eq(take)]
+        with m.If(take):
+            m.d.sync += [wn.eq(wn + 1), wt_open.eq(wn != last_b)]
         # the element write: row - 1 is the row in cur
         rb = Signal.like(row)
         m.d.comb += rb.eq(row - 1)
@@ -357,23 +403,25 @@ class LearnerAdapter(wiring.Component):
         off = Signal(range(D))
         m.d.comb += off.eq(Mux(nxt, o1, o0))
         with m.If(have):
-            m.d.comb += [self.host.addr.eq(Mux(nxt, a1, a0)),
-                         self.host.we.eq(((1 << (w // 8)) - 1) << (off >> 3)),
-                         self.host.wdata.eq(
+            hp = self._hp
+            m.d.comb += [hp["addr"].eq(Mux(nxt, a1, a0)),
+                         hp["we"].eq(((1 << (w // 8)) - 1) << (off >> 3)),
+                         hp["wdata"].eq(
                              cur.word_select(j, lb)[:w] << off)]
 
-    def _issue(self, m, ib, ik, B, rd0, tag, n_out):
-        """The read-back's reads: tq[b, 0..n_out-1] then Q[b, a_b], one per cycle."""
+    def _issue(self, m, ib, ik, rd_open, act_cur, last_b, rd0, tag, n_out):
+        """The read-back's reads: tq[b, 0..n_out-1] then Q[b, a_b], one per cycle (the
+        action registered from sample ib's row at least one cycle before its Q[a] read)."""
         for port in rd0:
             m.d.comb += port.addr.eq(ib)
-        going = ib < B
-        aq, oq = self._element_addr("q", ib, rd0[0].data)
+        m.d.sync += act_cur.eq(rd0[0].data)
+        aq, oq = self._element_addr("q", ib, act_cur)
         at, ot = self._element_addr("tq", ib, ik)
         isq = ik == n_out
-        with m.If(going):
-            m.d.comb += [self.host.addr.eq(Mux(isq, aq, at)), self.host.re.eq(1)]
+        with m.If(rd_open):
+            m.d.comb += [self._hp["addr"].eq(Mux(isq, aq, at)), self._hp["re"].eq(1)]
             m.d.sync += [tag.v.eq(1), tag.k.eq(ik), tag.b.eq(ib), tag.off.eq(Mux(isq, oq, ot))]
             with m.If(isq):
-                m.d.sync += [ik.eq(0), ib.eq(ib + 1)]
+                m.d.sync += [ik.eq(0), ib.eq(ib + 1), rd_open.eq(ib != last_b)]
             with m.Else():
                 m.d.sync += ik.eq(ik + 1)

@@ -8,7 +8,7 @@ widths: :class:`~sw.trainer.powers.PowerConfig`).
   multiply, interpolation add, barrel shifter, rounding and saturation; 5 cycles.
 * :class:`LogScaleUnit` -- ``round(p·log2 x)`` as :func:`~sw.trainer.powers.power_raw` forms
   it, clamped to the logarithm's range; 4 cycles.
-* :class:`PowerUnit` -- ``x**p``: the three above, connected stream to stream; 14 cycles.
+* :class:`PowerUnit` -- ``x**p``: the three above, connected stream to stream; 15 cycles.
 
 Every unit is a pipeline with an ``amaranth.lib.stream`` input ``i`` and output ``o``, one
 element per cycle. The whole pipeline advances while its output is empty or taken
@@ -175,9 +175,9 @@ class Log2Unit(wiring.Component):
 
     Notes
     -----
-    Latency :data:`LOG2_LATENCY` = 5 cycles, throughput one result per cycle. Stages (each
-    ends in a register): 1 the leading-one detector (a multiplexer tree over the input padded
-    to a power of two); 2 the barrel shifter (the M bits below the leading one, truncated or
+    Latency :data:`LOG2_LATENCY` = 6 cycles, throughput one result per cycle. Stages (each
+    ends in a register): 0 the input; 1 the leading-one detector (a multiplexer tree over
+    the input padded to a power of two); 2 the barrel shifter (the M bits below the leading one, truncated or
     zero-filled) and the exponent ``e - in_frac``; 3 the table read (a ``2**T``-word ROM of
     ``(a + half, b - a)``: the rounding constant of the last step sits in the table); 4 the
     interpolation multiply ``(b - a)·r`` (``(table_frac - T + 1) x (M - T)`` bits: one
@@ -215,8 +215,10 @@ class Log2Unit(wiring.Component):
         pipe = _Pipeline(m, self, LOG2_LATENCY, _tag(self.i.payload))
         reg = pipe.reg
 
+        # 0: the input registered (it may come from a memory or a multiplexer).
+        x = reg(self.i.payload.x, W, "x0")
+
         # 1: leading-one detector (the input padded with ones to a power of two).
-        x = self.i.payload.x
         pad = (1 << max(W - 1, 0).bit_length()) - W
         lz = _leading_zeros(Cat(Const((1 << pad) - 1, pad), x)) if W > 1 else Const(0, 1)
         x1, lz1 = reg(x, W, "x1"), reg(lz, len(lz), "lz1")
@@ -504,7 +506,7 @@ class PowerUnit(wiring.Component):
 
     Notes
     -----
-    Latency :data:`POWER_LATENCY` = 14 cycles (5 + 4 + 5), throughput one result per cycle.
+    Latency :data:`POWER_LATENCY` = 15 cycles (6 + 4 + 5), throughput one result per cycle.
     Two tables (block RAM or LUTs), three multipliers (one DSP48E2 each at the defaults).
     ``p`` may change from one element to the next.
     """

@@ -374,10 +374,14 @@ class TrainerReplay(wiring.Component):
         pw = tc.priority_width
         ahead = Signal(COUNT_BITS, name="ahead")
         k = Signal(range(W + 1), name="k")
+        k_last = Signal(range(W + 1), name="k_last")        # k - 1 (k > 0 where read)
+        k_zero = Signal(name="k_zero")
         i = Signal(range(W + 1), name="i")
         pop = Signal(name="pop")
         wb_n = Signal(range(cfg.max_batch + 1), name="wb_n")
         j = Signal(range(cfg.max_batch + 1), name="wb_j")
+        j_end = Signal(name="wb_j_end")                     # j == wb_n
+        wb_last = Signal(range(cfg.max_batch), name="wb_last")   # wb_n - 1
         rv = Signal(name="wb_valid")
         wb_max = Signal(pw, name="wb_max")
         lo, hi = Signal(range(cap), name="win_lo"), Signal(range(cap + 1), name="win_hi")
@@ -393,8 +397,17 @@ class TrainerReplay(wiring.Component):
         addr = Cat(j[:r.jb], r.head)
         m.d.comb += [slot_rd.addr.eq(addr), prio_rd.addr.eq(addr),
                      slot_rd.en.eq(r.tc_free), prio_rd.en.eq(r.tc_free)]
-        slot, prio = slot_rd.data, prio_rd.data
-        inside = Mux(wrap, (slot >= lo) | (slot < hi), (slot >= lo) & (slot < hi))
+        # one register stage after the queue's block RAM (advancing with it, on tc_free):
+        # the window test's comparisons are registered, the tree command and the running
+        # maximum start at flip-flops
+        slot = Signal.like(slot_rd.data, name="wb_slot")
+        prio = Signal.like(prio_rd.data, name="wb_prio")
+        rv2 = Signal(name="wb_valid2")
+        ge_lo, lt_hi = Signal(name="wb_ge_lo"), Signal(name="wb_lt_hi")
+        with m.If(r.tc_free):
+            m.d.sync += [slot.eq(slot_rd.data), prio.eq(prio_rd.data), rv2.eq(rv),
+                         ge_lo.eq(slot_rd.data >= lo), lt_hi.eq(slot_rd.data < hi)]
+        inside = Mux(wrap, ge_lo | lt_hi, ge_lo & lt_hi)
         sat = Mux(prio[pw:].any(), (1 << pw) - 1, prio[:pw])
         k_next = Mux(ahead > W, W, ahead)
         after_wb = Mux(k_next == 0, _S.B_SETTLE, _S.B_INS)
@@ -416,10 +429,11 @@ class TrainerReplay(wiring.Component):
                     state.eq(_S.B_WAIT), ahead.eq(r.word - self.consumed),
                     lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
                     ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
-                    wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), i.eq(0),
+                    wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
+                    i.eq(0), j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
                 ]
             with m.Case(_S.B_WAIT):
-                m.d.sync += k.eq(k_next)
+                m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(k_next == 0)]
                 with m.If(ahead > W):
                     m.d.sync += self.overrun.eq(1)
                 with m.If(pop & r.td_active & (r.td_slot == r.head)):
@@ -430,26 +444,27 @@ class TrainerReplay(wiring.Component):
                     m.d.sync += state.eq(after_wb)
             with m.Case(_S.B_WB):
                 with m.If(r.tc_free):
-                    m.d.sync += [rv.eq(j != wb_n), j.eq(j + (j != wb_n))]
-                    with m.If(rv & ~inside):
+                    m.d.sync += [rv.eq(~j_end), j.eq(j + ~j_end),
+                                 j_end.eq(j_end | (j == wb_last))]
+                    with m.If(rv2 & ~inside):
                         self._load(m, r, SumTreeOp.UPDATE, index=slot, priority=prio)
                         with m.If(sat > wb_max):
                             m.d.sync += wb_max.eq(sat)
-                    with m.If(j == wb_n):
-                        m.d.sync += [state.eq(Mux(k == 0, _S.B_SETTLE, _S.B_INS)),
+                    with m.If(j_end & ~rv):
+                        m.d.sync += [state.eq(Mux(k_zero, _S.B_SETTLE, _S.B_INS)),
                                      r.head.eq(Mux(r.head == D, 0, r.head + 1)),
                                      r.count.eq(r.count - 1)]
             with m.Case(_S.B_INS):
                 with m.If(r.tc_free):
                     self._load(m, r, SumTreeOp.UPDATE, index=ins, priority=ins_val)
                     m.d.sync += [ins.eq(inc(ins)), i.eq(i + 1)]
-                    with m.If(i == k - 1):
+                    with m.If(i == k_last):
                         m.d.sync += [state.eq(_S.B_EVICT), i.eq(0)]
             with m.Case(_S.B_EVICT):
                 with m.If(r.tc_free):
                     self._load(m, r, SumTreeOp.UPDATE, index=ev, priority=0)
                     m.d.sync += [ev.eq(inc(ev)), i.eq(i + 1)]
-                    with m.If(i == k - 1):
+                    with m.If(i == k_last):
                         m.d.sync += state.eq(_S.B_SETTLE)
             with m.Case(_S.B_SETTLE):
                 m.d.sync += wait.eq(wait - 1)
@@ -539,6 +554,8 @@ class TrainerReplay(wiring.Component):
         nmax = cfg.max_batch
         act = cfg.learner.numerics.act_format
         tn = Signal(range(nmax + 1), name="td_n")
+        tn_last = Signal(range(nmax), name="td_last")       # tn - 1
+        td_open = Signal(name="td_open")                    # j_in != tn
         j_in = Signal(range(nmax + 1), name="td_in")
         j_out = Signal(range(nmax + 1), name="td_out")
         alpha = Signal.like(r.alpha, name="td_alpha")
@@ -551,29 +568,36 @@ class TrainerReplay(wiring.Component):
                 m.d.comb += r.td_start.eq(1)
                 self._finish(m, r)
         with m.If(r.td_start):
-            m.d.sync += [r.td_slot.eq(r.last_slot), tn.eq(r.last_n), alpha.eq(r.alpha),
+            m.d.sync += [r.td_slot.eq(r.last_slot), tn.eq(r.last_n),
+                         tn_last.eq(r.last_n - 1), td_open.eq(r.last_n != 0),
+                         alpha.eq(r.alpha),
                          eps.eq(r.eps), j_in.eq(0), j_out.eq(0), r.count.eq(r.count + 1),
                          r.nb[r.last_slot].eq(r.last_n)]
             with m.If(r.last_n == 0):
                 m.d.sync += self.td_done.eq(1)
             with m.Else():
                 m.d.sync += r.td_active.eq(1)
+        # two stages with one enable: |td| registered (the TD errors may come from a block
+        # RAM's output), then u
         td = self.td.payload
-        mag = Mux(td < 0, -td, td)[:self._td_width]
+        mag = Signal(self._td_width, name="td_mag")
+        mag_v = Signal(name="td_mag_valid")
+        en = Signal(name="td_en")
         took = self.td.valid & self.td.ready
         m.d.comb += [
-            self.td.ready.eq(r.td_active & (j_in != tn) & (~u_valid | pu.i.ready)),
+            en.eq(~u_valid | pu.i.ready),
+            self.td.ready.eq(r.td_active & td_open & en),
             pu.i.valid.eq(u_valid), pu.i.payload.x.eq(u), pu.i.payload.p.eq(alpha),
             pu.o.ready.eq(1),
             pr_wr.addr.eq(Cat(j_out[:r.jb], r.td_slot)), pr_wr.data.eq(pu.o.payload.value),
             pr_wr.en.eq(pu.o.valid),
         ]
         with m.If(took):
-            m.d.sync += [u.eq((mag << (cfg.eps_frac - act.frac)) + eps), u_valid.eq(1),
-                         j_in.eq(j_in + 1)]
-        with m.Elif(pu.i.ready):
-            m.d.sync += u_valid.eq(0)
+            m.d.sync += [j_in.eq(j_in + 1), td_open.eq(j_in != tn_last)]
+        with m.If(en):
+            m.d.sync += [mag.eq(Mux(td < 0, -td, td)[:self._td_width]), mag_v.eq(took),
+                         u.eq((mag << (cfg.eps_frac - act.frac)) + eps), u_valid.eq(mag_v)]
         with m.If(pu.o.valid):
             m.d.sync += j_out.eq(j_out + 1)
-            with m.If(j_out == tn - 1):
+            with m.If(j_out == tn_last):
                 m.d.sync += [r.td_active.eq(0), self.td_done.eq(1)]

@@ -14,7 +14,9 @@ from sw.trainer.layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, lane_by
 from sw.trainer.spec import TrainerConfig
 
 from ..shell.signatures import MemoryPortSignature
-from .learner_adapter import element_addr
+from sw.trainer.schedule import HOST_OUT_STAGES
+
+from .learner_adapter import element_addr, registered_host
 
 __all__ = ["StorageIO"]
 
@@ -58,9 +60,12 @@ class StorageIO(wiring.Component):
     seq, steps_total, consumed, trace_sum, trace_n, trace_index : ``In(32)``
         The snapshot's sequence number and the header and trace words, held during a job.
     host : ``Out(MemoryPortSignature(...))``
-        To the learner's host port (the learner idle).
+        To the learner's host port (the learner idle); registered outputs
+        (:func:`~rtl_gen.trainer.learner_adapter.registered_host`), all zero between
+        accesses.
     reading : ``Out(1)``
-        A LOAD owns AR and R (the core's multiplexer).
+        A LOAD owns AR and R (the core's multiplexer); a register, set from LOAD's first
+        address phase to its last lane.
     araddr, arlen, arvalid, rready : ``Out``; arready, rdata, rvalid : ``In``
         AR and R (INCR bursts of ``storage_width / 8``-byte beats; R's ID, RESP and LAST
         are not checked).
@@ -109,7 +114,8 @@ class StorageIO(wiring.Component):
         LB = 8 * lane_bytes(cfg)
         NL = W // LB
         w = lc.numerics.width
-        lat = HOST_READ_LATENCY
+        lat = HOST_READ_LATENCY + HOST_OUT_STAGES
+        hp = registered_host(m, self.host, "io_hp")
         base = self.base
 
         def ax(name):
@@ -128,21 +134,21 @@ class StorageIO(wiring.Component):
         k = Signal(range(NL), name="io_lane")
         lw = Signal(range(max(words) + 1), name="io_layer_word")
         rows_a = Array(Const(r, len(row)) for r, _ in shapes)
-        cols_a = Array(Const(c, len(col)) for _, c in shapes)
-        words_a = Array(Const(n, len(lw)) for n in words)
+        last_col_a = Array(Const(c - 1, len(col)) for _, c in shapes)
+        last_word_a = Array(Const(n - 1, len(lw)) for n in words)
         real = Signal(name="io_real")
         m.d.comb += real.eq(row < rows_a[lay])
         walk_reset = [lay.eq(0), row.eq(0), col.eq(0), k.eq(0), lw.eq(0)]
 
         def advance():
             """The next lane of the image."""
-            last_col = col == cols_a[lay] - 1
+            last_col = col == last_col_a[lay]
             with m.If(real):
                 m.d.sync += [col.eq(Mux(last_col, 0, col + 1)),
                              row.eq(Mux(last_col, row + 1, row))]
             with m.If(k == NL - 1):
                 m.d.sync += k.eq(0)
-                with m.If(lw == words_a[lay] - 1):
+                with m.If(lw == last_word_a[lay]):
                     m.d.sync += [lw.eq(0), lay.eq(lay + 1), row.eq(0), col.eq(0)]
                 with m.Else():
                     m.d.sync += lw.eq(lw + 1)
@@ -162,9 +168,22 @@ class StorageIO(wiring.Component):
         bcnt = Signal(9, name="io_bcnt")
         to_page = Signal(range(_PAGE // nb + 1), name="io_to_page")
         m.d.comb += to_page.eq((_PAGE - addr[:12]) >> _log2(nb))
+
+        def burst_len(to_page, left):
+            return Mux((left < to_page) & (left <= _MAX_BURST), left,
+                       Mux(to_page <= _MAX_BURST, to_page, _MAX_BURST))
+
+        def first_len(offset, words):
+            """The first burst's length of a job at ``offset`` bytes from BASE (4 KiB
+            aligned): a constant."""
+            tp = (_PAGE - offset % _PAGE) // nb
+            return words if words < tp and words <= _MAX_BURST else min(tp, _MAX_BURST)
+
+        # the next burst's length, registered: recomputed every cycle from ADDR and LEFT
+        # (an address phase comes two or more cycles after the handshake that changed
+        # them), or loaded with the constant of a job's first burst where a job sets them
         nxt_len = Signal(9, name="io_next_len")
-        m.d.comb += nxt_len.eq(Mux((left < to_page) & (left <= _MAX_BURST), left,
-                                   Mux(to_page <= _MAX_BURST, to_page, _MAX_BURST)))
+        m.d.sync += nxt_len.eq(burst_len(to_page, left))
 
         beat = Signal(W, name="io_beat")
         phase = Signal(name="io_phase")
@@ -202,40 +221,49 @@ class StorageIO(wiring.Component):
 
         m.d.comb += ax("bready").eq(1)
 
+        # the starts registered: the job's first addresses (64-bit sums) load from stable
+        # registers, not from the core's sequencer through them (one cycle per job)
+        go_load, go_snap, go_trace = (Signal(name=f"io_go_{n}")
+                                      for n in ("load", "snapshot", "trace"))
+        m.d.sync += [go_load.eq(self.load), go_snap.eq(self.snapshot),
+                     go_trace.eq(self.trace)]
         with m.FSM(name="storage_io"):
             with m.State("IDLE"):
-                with m.If(self.load):
-                    m.d.sync += [addr.eq(base + region_base(cfg, "load")),
-                                 left.eq(total_words), *walk_reset]
+                with m.If(go_load):
+                    m.d.sync += [self.reading.eq(1), addr.eq(base + region_base(cfg, "load")),
+                                 left.eq(total_words), *walk_reset,
+                                 nxt_len.eq(first_len(region_base(cfg, "load"), total_words))]
                     m.next = "L_AR"
-                with m.If(self.snapshot):
-                    m.d.sync += [addr.eq(slot), left.eq(hdr_beats), job.eq(0), *walk_reset]
+                with m.If(go_snap):
+                    m.d.sync += [addr.eq(slot), left.eq(hdr_beats), job.eq(0), *walk_reset,
+                                 nxt_len.eq(Mux(self.seq[0], first_len(snap1, hdr_beats),
+                                                first_len(snap0, hdr_beats)))]
                     m.next = "W_AW"
-                with m.If(self.trace):
+                with m.If(go_trace):
+                    # an entry never crosses 4 KiB: one burst of all its beats
                     m.d.sync += [addr.eq(tr_addr & ~(nb - 1)), left.eq(trace_beats),
-                                 job.eq(3), widx.eq(0)]
+                                 job.eq(3), widx.eq(0), nxt_len.eq(trace_beats)]
                     m.next = "W_AW"
             # -- LOAD: read bursts, two host writes per real lane ----------------------------
             with m.State("L_AR"):
-                m.d.comb += [self.reading.eq(1), self.arvalid.eq(1), self.araddr.eq(addr),
+                m.d.comb += [self.arvalid.eq(1), self.araddr.eq(addr),
                              self.arlen.eq(nxt_len - 1)]
                 with m.If(ax("arready")):
                     m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
                                  left.eq(left - nxt_len), bcnt.eq(nxt_len)]
                     m.next = "L_R"
             with m.State("L_R"):
-                m.d.comb += [self.reading.eq(1), self.rready.eq(1)]
+                m.d.comb += self.rready.eq(1)
                 with m.If(ax("rvalid")):
                     m.d.sync += [beat.eq(ax("rdata")), bcnt.eq(bcnt - 1), phase.eq(0)]
                     m.next = "L_LANE"
             with m.State("L_LANE"):
-                m.d.comb += self.reading.eq(1)
                 v = beat.word_select(k, LB)[:w]
                 o = Mux(phase, to, wo)
                 with m.If(real):
-                    m.d.comb += [self.host.addr.eq(Mux(phase, ta, wa)),
-                                 self.host.we.eq(((1 << (w // 8)) - 1) << (o >> 3)),
-                                 self.host.wdata.eq(v << o)]
+                    m.d.comb += [hp["addr"].eq(Mux(phase, ta, wa)),
+                                 hp["we"].eq(((1 << (w // 8)) - 1) << (o >> 3)),
+                                 hp["wdata"].eq(v << o)]
                 last_lane = k == NL - 1
                 with m.If(real & ~phase):
                     m.d.sync += phase.eq(1)
@@ -248,6 +276,7 @@ class StorageIO(wiring.Component):
                         with m.Elif(left != 0):
                             m.next = "L_AR"
                         with m.Else():
+                            m.d.sync += self.reading.eq(0)
                             m.next = "DONE"
             # -- writes: AW, then beats, then B ------------------------------------------
             with m.State("W_AW"):
@@ -264,7 +293,7 @@ class StorageIO(wiring.Component):
             with m.State("W_FETCH"):
                 # NL host reads of the beat's lanes (padding lanes read nothing)
                 with m.If(issued < NL):
-                    m.d.comb += [self.host.addr.eq(wa), self.host.re.eq(real)]
+                    m.d.comb += [hp["addr"].eq(wa), hp["re"].eq(real)]
                     m.d.sync += [tags[0].eq(1), rtags[0].eq(real), otags[0].eq(k),
                                  offs[0].eq(wo),
                                  issued.eq(issued + 1)]
@@ -304,10 +333,16 @@ class StorageIO(wiring.Component):
                         m.next = "W_AW"
                     with m.Elif(job == 0):
                         m.d.sync += [job.eq(1), left.eq(total_words),
-                                     addr.eq(slot + HEADER_BYTES)]
+                                     addr.eq(slot + HEADER_BYTES),
+                                     nxt_len.eq(Mux(self.seq[0],
+                                                    first_len(snap1 + HEADER_BYTES, total_words),
+                                                    first_len(snap0 + HEADER_BYTES,
+                                                              total_words)))]
                         m.next = "W_AW"
                     with m.Elif(job == 1):
-                        m.d.sync += [job.eq(2), left.eq(hdr_beats), addr.eq(slot)]
+                        m.d.sync += [job.eq(2), left.eq(hdr_beats), addr.eq(slot),
+                                     nxt_len.eq(Mux(self.seq[0], first_len(snap1, hdr_beats),
+                                                    first_len(snap0, hdr_beats)))]
                         m.next = "W_AW"
                     with m.Else():
                         m.next = "DONE"

@@ -3,7 +3,7 @@ a batch of B, ``b·F + ((x_b·F) >> target_bits)`` with ``F = 2**target_bits // 
 next word of the trainer's xorshift32 PRNG, bit for bit as
 :func:`sw.trainer.golden.stratified_fractions` on :meth:`sw.replay.prng.Xorshift32.fractions`."""
 
-from amaranth.hdl import Cat, Module, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -97,18 +97,23 @@ class StratifiedFractions(wiring.Component):
         base = Signal(tb + 1, name="base")                  # b·F (at most 2**X)
 
         # -- start and the divider: 2**X = a one followed by X zeros, one bit per cycle -------
+        n_last = Signal(range(nmax), name="n_last")         # B - 1
         with m.If(self.start & ~self.busy):
-            m.d.sync += [n.eq(self.batch), b.eq(0), base.eq(0)]
+            m.d.sync += [n.eq(self.batch), n_last.eq(self.batch - 1), b.eq(0), base.eq(0)]
             with m.If(self.batch == cached):
                 m.d.sync += emitting.eq(1)
             with m.Else():
                 # The leading one: quotient bit X is B == 1, the remainder 1 - that bit.
                 m.d.sync += [dividing.eq(1), cnt.eq(tb), f.eq(self.batch == 1),
                              rem.eq(self.batch != 1)]
+        # one subtraction per bit: its borrow is the quotient bit's complement
         r2 = Cat(0, rem)[:len(rem)]
-        ge = r2 >= n
+        diff = Signal(len(rem) + 1, name="div_diff")
+        m.d.comb += diff.eq(r2 - n)
+        ge = ~diff[-1]
         with m.If(dividing):
-            m.d.sync += [rem.eq(r2 - ge * n), f.eq(Cat(ge, f)[:tb + 1]), cnt.eq(cnt - 1)]
+            m.d.sync += [rem.eq(Mux(ge, diff[:len(rem)], r2)), f.eq(Cat(ge, f)[:tb + 1]),
+                         cnt.eq(cnt - 1)]
             with m.If(cnt == 1):
                 m.d.sync += [dividing.eq(0), emitting.eq(1), cached.eq(n)]
 
@@ -128,7 +133,7 @@ class StratifiedFractions(wiring.Component):
                 pps.append((Signal(len(xa) + len(fa), name=f"pp_{sx}_{sf}"), sx + sf, xa, fa))
         with m.If(en):
             m.d.sync += [
-                v[0].eq(issue), last[0].eq(b == n - 1),
+                v[0].eq(issue), last[0].eq(b == n_last),
                 x1.eq(prng.word[PRNG_BITS - tb:]), base1.eq(base),
                 *(pp.eq(xa * fa) for pp, _, xa, fa in pps), base2.eq(base1),
                 prod3.eq(sum(pp << s for pp, s, _, _ in pps)), base3.eq(base2),
@@ -138,7 +143,7 @@ class StratifiedFractions(wiring.Component):
             ]
             with m.If(issue):
                 m.d.sync += [b.eq(b + 1), base.eq(base + f)]
-                with m.If(b == n - 1):
+                with m.If(b == n_last):
                     m.d.sync += emitting.eq(0)
         with m.If(emitting & (b == n)):                     # B = 0: nothing to draw
             m.d.sync += emitting.eq(0)

@@ -49,7 +49,7 @@ class ISWeightUnit(wiring.Component):
     through a :class:`~rtl_gen.trainer.powers.LogScaleUnit` with β and an
     :class:`~rtl_gen.trainer.powers.Exp2Unit`. Without back-pressure, priorities taken one per
     cycle with the last in cycle t give weight j in cycle ``t + WEIGHTS_TAIL + j``
-    (:data:`WEIGHTS_TAIL` = 16); a stalled ``o`` holds the read and both pipelines.
+    (:data:`WEIGHTS_TAIL` = 18); a stalled ``o`` holds the read and both pipelines.
     """
 
     def __init__(self, config):
@@ -114,21 +114,25 @@ class ISWeightUnit(wiring.Component):
                 m.d.sync += [n.eq(nw + 1), nw.eq(0), computing.eq(1), nr.eq(0)]
 
         # -- read out: log2 p_min - log2 p_i, scaled by beta, exp2 ----------------------------
+        # the read (block RAM), then the difference registered: two stages, one enable
         rv, rlast = Signal(name="read_valid"), Signal(name="read_last")
+        dv, dlast = Signal(name="diff_valid"), Signal(name="diff_last")
+        diff = Signal(signed(lw + 1), name="log_diff")
         en = Signal()
         issue = computing & (nr != n)
-        m.d.comb += [en.eq(~rv | scale.i.ready), rd.addr.eq(nr), rd.en.eq(en)]
+        m.d.comb += [en.eq(~dv | scale.i.ready), rd.addr.eq(nr), rd.en.eq(en)]
         with m.If(en):
-            m.d.sync += [rv.eq(issue), rlast.eq(nr == n - 1)]
+            m.d.sync += [rv.eq(issue), rlast.eq(nr == n - 1), dv.eq(rv), dlast.eq(rlast),
+                         diff.eq(lmin - rd.data)]
             with m.If(issue):
                 m.d.sync += nr.eq(nr + 1)
                 with m.If(nr == n - 1):
                     m.d.sync += computing.eq(0)
         m.d.comb += [
-            scale.i.valid.eq(rv),
-            scale.i.payload.log.eq(lmin - rd.data),
+            scale.i.valid.eq(dv),
+            scale.i.payload.log.eq(diff),
             scale.i.payload.tag.p.eq(self.beta),
-            scale.i.payload.tag.tag.eq(rlast),
+            scale.i.payload.tag.tag.eq(dlast),
         ]
         wiring.connect(m, scale.o, exp2.i)
         m.d.comb += [

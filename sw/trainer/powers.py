@@ -43,7 +43,7 @@ __all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "Po
 
 #: Pipeline latencies of the gateware (:mod:`rtl_gen.trainer.powers`), cycles from an input
 #: transfer to its result: log2, exp2, the scaling ``round(p·log2 x)``, and ``x**p``.
-LOG2_LATENCY = 5
+LOG2_LATENCY = 6
 EXP2_LATENCY = 5
 SCALE_LATENCY = 4
 POWER_LATENCY = LOG2_LATENCY + SCALE_LATENCY + EXP2_LATENCY

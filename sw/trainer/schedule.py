@@ -37,9 +37,9 @@ __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATEN
            "WEIGHTS_TAIL", "clear_cycles", "boundary_cycles", "sample_cycles", "td_cycles",
            "read_cycles", "gather_cycles", "replay_cycles", "learner_cycles",
            "step_cycles", "snapshot_cycles", "launch_cycles", "adapter_pack_cycles",
-           "adapter_readback_cycles", "adapter_cycles", "sequential_load_cycles",
-           "sequential_snapshot_cycles", "sequential_trace_cycles", "sequential_step_cycles",
-           "sequential_launch_cycles"]
+           "HOST_OUT_STAGES", "ADAPTER_READBACK_STAGES", "IO_START", "adapter_readback_cycles",
+           "adapter_cycles", "sequential_load_cycles", "sequential_snapshot_cycles",
+           "sequential_trace_cycles", "sequential_step_cycles", "sequential_launch_cycles"]
 
 #: Cycles between two steps in which the batch buffers change hands.
 HANDOFF = 4
@@ -60,8 +60,9 @@ SETTLE = 7
 #: (:class:`rtl_gen.trainer.strata.StratifiedFractions`).
 FRACTION_LATENCY = 4
 #: Cycles from a batch's last priority to its first IS weight: the logarithm, the memory
-#: write, the read, the scaling and exp2 (:class:`rtl_gen.trainer.weights.ISWeightUnit`).
-WEIGHTS_TAIL = LOG2_LATENCY + 2 + SCALE_LATENCY + EXP2_LATENCY
+#: write, the read, the difference to the minimum, the scaling and exp2
+#: (:class:`rtl_gen.trainer.weights.ISWeightUnit`).
+WEIGHTS_TAIL = LOG2_LATENCY + 3 + SCALE_LATENCY + EXP2_LATENCY
 
 
 # -- the replay side's commands (rtl_gen.trainer.replay.TrainerReplay), no back-pressure ----
@@ -72,8 +73,9 @@ def clear_cycles(config: TrainerConfig) -> int:
 
 def boundary_cycles(config: TrainerConfig, writeback: int, inserts: int) -> int:
     """Cycles of BOUNDARY writing back a batch of ``writeback`` entries (0: none due) and
-    taking ``inserts`` records: ``writeback + 1 (if any) + 2·inserts + SETTLE + 3``."""
-    return (writeback + 1 if writeback else 0) + 2 * inserts + SETTLE + 3
+    taking ``inserts`` records: ``writeback + 2 (if any) + 2·inserts + SETTLE + 3`` (the
+    queue's block RAM and one register stage after it)."""
+    return (writeback + 2 if writeback else 0) + 2 * inserts + SETTLE + 3
 
 
 def sample_cycles(config: TrainerConfig, batch: int, divide: bool = True,
@@ -90,8 +92,8 @@ def sample_cycles(config: TrainerConfig, batch: int, divide: bool = True,
 
 def td_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles from a TD command to its ``td_done``, the TD errors offered from the command on:
-    ``B + POWER_LATENCY + 3``."""
-    return batch + POWER_LATENCY + 3
+    ``B + POWER_LATENCY + 4`` (|td| and u registered before the power unit)."""
+    return batch + POWER_LATENCY + 4
 
 
 def read_cycles(config: TrainerConfig, count: int) -> int:
@@ -168,7 +170,8 @@ def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_
 def adapter_pack_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles of :class:`~rtl_gen.trainer.learner_adapter.LearnerAdapter` from a command's
     transfer to the learner's start, the records and weights offered from the transfer on:
-    ``3 + 2·n_in·Bp + g·(S + sub)`` with ``g = ceil(B / S)`` row groups, ``Bp = g·S`` rows
+    ``3 + HOST_OUT_STAGES + 2·n_in·Bp + g·(S + sub)`` (the last write out of the host
+    port's output register before the start) with ``g = ceil(B / S)`` row groups, ``Bp = g·S`` rows
     (one obs and one next_obs element per cycle, padding rows as zeros) and ``sub`` host words
     per ``samples`` word (S cycles to assemble its lanes)."""
     from sw.learner.layout import region, sub_words
@@ -176,16 +179,28 @@ def adapter_pack_cycles(config: TrainerConfig, batch: int) -> int:
     S = lc.array
     g = -(-int(batch) // S)
     sub = sub_words(lc, region(lc, "samples"))
-    return 3 + 2 * lc.sizes[0] * g * S + g * (S + sub)
+    return 3 + HOST_OUT_STAGES + 2 * lc.sizes[0] * g * S + g * (S + sub)
+
+
+#: Register stages on the learner host port outputs of the adapter and of the storage
+#: traffic (:func:`rtl_gen.trainer.learner_adapter.registered_host`): their reads return
+#: ``HOST_READ_LATENCY + HOST_OUT_STAGES`` cycles after they are issued.
+HOST_OUT_STAGES = 1
+
+#: Register stages of the adapter's read-back beyond the host port's read latency: the
+#: element out of its word; max tq and r; γ·max tq; its rounding; + r; the saturation's
+#: range checks (then ``Q[a] - y`` into the TD memory); the TD output register.
+ADAPTER_READBACK_STAGES = 7
 
 
 def adapter_readback_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles of the adapter from the learner's ``done`` to its own ``done`` with ``td``
     always ready: ``B·(n_out + 1)`` host reads (``tq`` of a sample and its ``Q[a]``), the
-    port's read latency, one result stage, then B TD errors:
-    ``B·(n_out + 2) + HOST_READ_LATENCY + 1``."""
+    port's read latency, :data:`ADAPTER_READBACK_STAGES`, then B TD errors:
+    ``B·(n_out + 2) + HOST_READ_LATENCY + HOST_OUT_STAGES + ADAPTER_READBACK_STAGES``."""
     from sw.shell.spec import HOST_READ_LATENCY
-    return int(batch) * (config.learner.n_out + 2) + HOST_READ_LATENCY + 1
+    return (int(batch) * (config.learner.n_out + 2) + HOST_READ_LATENCY + HOST_OUT_STAGES
+            + ADAPTER_READBACK_STAGES)
 
 
 def adapter_cycles(config: TrainerConfig, batch: int) -> int:
@@ -214,18 +229,24 @@ def _bursts(offset: int, beats: int, config: TrainerConfig) -> list:
     return out
 
 
+#: Cycles of StorageIO's registered job start (LOAD, snapshot, trace) before its first
+#: address phase.
+IO_START = 1
+
+
 def sequential_load_cycles(config: TrainerConfig, read_latency: int = READ_LATENCY) -> int:
     """Cycles of LOAD in :class:`~rtl_gen.trainer.core.TrainerCore`, from its state to the
     next: per burst ``L + beats`` (AR, first beat after the read latency L, one cycle per
     later beat) and per storage word's lane 2 cycles (a weight into ``w<l>`` and ``tw<l>``)
-    or 1 (padding), plus 2: ``2 + Σ (L + beats) + N_w + words·lanes``."""
+    or 1 (padding), plus 2 and :data:`IO_START`:
+    ``2 + IO_START + Σ (L + beats) + N_w + words·lanes``."""
     from .layout import lane_bytes, region_base
     nb = config.storage_width // 8
     words = weight_bytes(config) // nb
     lanes = nb // lane_bytes(config)
     n_w = sum(r * c for r, c in config.learner.numerics.weight_shapes())
     bursts = _bursts(region_base(config, "load"), words, config)
-    return 2 + sum(read_latency + n for n in bursts) + n_w + words * lanes
+    return 2 + IO_START + sum(read_latency + n for n in bursts) + n_w + words * lanes
 
 
 def _write_cycles(bursts_cost, write_latency):
@@ -236,8 +257,8 @@ def sequential_snapshot_cycles(config: TrainerConfig, write_latency: int = 1) ->
     """Cycles of a snapshot, from the core's SNAP (or FINAL) state to the next: the BUSY
     header, the weights, the header, each burst ``c + Wl + 1`` cycles (AW, c cycles of beats,
     the B response ``Wl`` cycles after the last beat; a header's c is its beats, a weight
-    word's ``lanes + HOST_READ_LATENCY + 2``: its lanes read from the learner, one per
-    cycle), plus 2."""
+    word's ``lanes + HOST_READ_LATENCY + HOST_OUT_STAGES + 2``: its lanes read from the
+    learner, one per cycle), plus 2 and :data:`IO_START`."""
     from sw.shell.spec import HOST_READ_LATENCY
     from .layout import HEADER_BYTES, lane_bytes, region_base
     nb = config.storage_width // 8
@@ -245,15 +266,16 @@ def sequential_snapshot_cycles(config: TrainerConfig, write_latency: int = 1) ->
     words = weight_bytes(config) // nb
     at = region_base(config, "snap0")
     hdr = [n for n in _bursts(at, HEADER_BYTES // nb, config)]
-    wts = [n * (lanes + HOST_READ_LATENCY + 2) for n in _bursts(at + HEADER_BYTES, words, config)]
-    return 2 + _write_cycles(hdr + wts + hdr, write_latency)
+    per_word = lanes + HOST_READ_LATENCY + HOST_OUT_STAGES + 2
+    wts = [n * per_word for n in _bursts(at + HEADER_BYTES, words, config)]
+    return 2 + IO_START + _write_cycles(hdr + wts + hdr, write_latency)
 
 
 def sequential_trace_cycles(config: TrainerConfig, write_latency: int = 1) -> int:
-    """Cycles of a trace entry, from the core's TRACE state to the next: ``3 + beats + Wl``
-    (one beat, two with a 64-bit storage port)."""
+    """Cycles of a trace entry, from the core's TRACE state to the next:
+    ``3 + IO_START + beats + Wl`` (one beat, two with a 64-bit storage port)."""
     from .layout import TRACE_BYTES
-    return 3 + max(1, TRACE_BYTES // (config.storage_width // 8)) + write_latency
+    return 3 + IO_START + max(1, TRACE_BYTES // (config.storage_width // 8)) + write_latency
 
 
 def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0,
@@ -266,11 +288,11 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     transfer ``max(S0 + G1 + 2·n_in·Bp + 1, sample_cycles(B, divide))`` until the adapter's
     rows and weights are in (S0 = ``d + FRACTION_LATENCY + tree latency + 3``: the first
     sample; G1 = ``gather_cycles(b, O, 1, L)``: its record; the adapter then takes a record
-    every ``2·n_in`` cycles, Bp = B rounded up to S), ``1 + g·(S + sub)`` for the samples
-    words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
+    every ``2·n_in`` cycles, Bp = B rounded up to S), ``1 + g·(S + sub) + HOST_OUT_STAGES`` for
+    the samples words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
     (:func:`adapter_readback_cycles`), then 1 and a trace entry (or 1) and a snapshot
     (or 1); with ``delay`` 0 the next BOUNDARY's write-back waits for this step's last new
-    priority, ``POWER_LATENCY`` cycles after the read-back minus those. Needs
+    priority, ``POWER_LATENCY + 1`` cycles after the read-back minus those. Needs
     ``2·n_in >= b`` (the adapter slower than the gather)."""
     from sw.learner.layout import region, sub_words
     lc = config.learner
@@ -286,9 +308,10 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     after = (1 + (sequential_trace_cycles(config, write_latency) if trace else 1)
              + (sequential_snapshot_cycles(config, write_latency) if snapshot else 1))
     # delay 0: the next BOUNDARY writes this step's batch back, after its last priority
-    # (POWER_LATENCY + 2 cycles after the last TD error), so it waits for what is left
-    wait = max(0, POWER_LATENCY - after) if config.delay == 0 else 0
+    # (POWER_LATENCY + 3 cycles after the last TD error), so it waits for what is left
+    wait = max(0, POWER_LATENCY + 1 - after) if config.delay == 0 else 0
     return (boundary_cycles(config, writeback, inserts) + 2 + pack + 1 + g * (S + sub)
+            + HOST_OUT_STAGES
             + learner_step_cycles(lc, batch) + ADAPTER_START
             + adapter_readback_cycles(config, batch) + after + wait)
 
