@@ -207,6 +207,18 @@ def test_no_development_rounds_or_issue_numbers():
                      "goes to docs/changelog.md):\n" + "\n".join(bad))
 
 
+def test_changelog_is_release_notes_of_the_current_version():
+    """The changelog's sections are versions, newest first, the newest the package's."""
+    import tomllib
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    heads = re.findall(r"^## (\d+)\.(\d+)\.(\d+)\b", (DOCS / "changelog.md").read_text(),
+                       re.MULTILINE)
+    assert heads, "docs/changelog.md has no '## X.Y.Z' version sections"
+    assert ".".join(heads[0]) == version, (heads[0], version)
+    numbers = [tuple(map(int, h)) for h in heads]
+    assert numbers == sorted(numbers, reverse=True) and len(set(numbers)) == len(numbers), heads
+
+
 # -- snippets that run, figures that are the code's ------------------------------------------------
 #: Pages whose ```python blocks run, in order and in one namespace per page, on the golden
 #: devices, as a reader pastes them. Fragments that need a board, a library's objects or a long
