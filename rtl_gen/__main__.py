@@ -7,6 +7,7 @@ Examples::
     python -m rtl_gen shipped --out hdl          # every configuration shipped in hdl/
     python -m rtl_gen list                       # blocks and their parameters
     python -m rtl_gen regs --format ipxact --module gae_accel_n8 --out build/regs
+    python -m rtl_gen regs --manifest build/replay_k8_4k --out build/regs   # any configuration
 """
 
 import argparse
@@ -17,6 +18,7 @@ import re
 import sys
 from pathlib import Path
 
+from sw.manifest import load_manifest
 from sw.registry import BLOCKS, SHIPPED
 
 from .emit import check_module_name, emit, shipped_table
@@ -129,11 +131,15 @@ def main(argv=None):
     sp = sub.add_parser("shipped", help="emit every configuration shipped in hdl/")
     sp.add_argument("--out", required=True, type=Path)
     sub.add_parser("list", help="list blocks and parameters")
-    rp = sub.add_parser("regs", help="SystemRDL or IP-XACT of shipped register maps "
-                                     "(docs/regs.md)")
+    rp = sub.add_parser("regs", help="SystemRDL or IP-XACT of register maps (docs/regs.md)")
     rp.add_argument("--format", choices=FORMATS, default="rdl")
     rp.add_argument("--module", action="append",
-                    help="a shipped module with a register map (repeatable; default all)")
+                    help="a shipped module with a register map (repeatable; default all "
+                         "shipped ones unless --manifest is given)")
+    rp.add_argument("--manifest", action="append", type=Path, metavar="PATH",
+                    help="any generated configuration with a register map: its manifest "
+                         "<module>.json or the directory python -m rtl_gen wrote it to "
+                         "(repeatable)")
     rp.add_argument("--out", required=True, type=Path)
     args = ap.parse_args(argv)
 
@@ -147,7 +153,9 @@ def main(argv=None):
                     print(f"    --{f.name.replace('_', '-')} ({_param_help(block.config, f)})")
             return 0
         if args.command == "regs":
-            for module in args.module or regmap_modules():
+            generated = [load_manifest(p, argument="--manifest") for p in args.manifest or ()]
+            modules = args.module or ([] if generated else regmap_modules())
+            for module in [*modules, *generated]:
                 print(f"wrote {export(module, args.format, args.out)}")
             return 0
         if args.command == "shipped":

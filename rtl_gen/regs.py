@@ -1,4 +1,5 @@
-"""``python -m rtl_gen regs``: SystemRDL and IP-XACT of the shipped register maps.
+"""``python -m rtl_gen regs``: SystemRDL and IP-XACT of the register maps, of the shipped modules
+(``--module``) or of any generated configuration (``--manifest``, :func:`sw.manifest.load_manifest`).
 
 SystemRDL is :func:`sw.rdl.to_systemrdl` of the register description with the configuration's
 constants as the HW_* fields' reset values (:meth:`sw.regmap.RegisterMap.with_constant_resets`:
@@ -10,6 +11,7 @@ packaged under (:func:`sw.registry.vlnv`). docs/regs.md.
 
 from pathlib import Path
 
+from sw.manifest import Generated
 from sw.rdl import to_systemrdl
 from sw.registry import LIBRARY, VENDOR, VERSION, shipped, shipped_config
 
@@ -24,11 +26,20 @@ def regmap_modules() -> list:
 
 
 def _regmap(module):
-    if module not in regmap_modules():
+    """``(module name, register map with its constants' resets)`` of a shipped module name or
+    a generated configuration (:class:`~sw.manifest.Generated`)."""
+    if isinstance(module, Generated):
+        if module.block.regmap is None:
+            raise ValueError(f"manifest {str(module.path)!r} must be of a block with a register "
+                             f"map, not of {module.block.name!r} (a building block without a "
+                             f"control port)")
+        block, cfg, name = module.block, module.config, module.module
+    elif module not in regmap_modules():
         raise ValueError(f"module must be a shipped module with a register map "
                          f"({', '.join(regmap_modules())}), not {module!r}")
-    block, cfg = shipped_config(module)
-    return block.regmap(cfg).with_constant_resets(cfg)
+    else:
+        (block, cfg), name = shipped_config(module), module
+    return name, block.regmap(cfg).with_constant_resets(cfg)
 
 
 def compile_rdl(path):
@@ -47,12 +58,14 @@ def compile_rdl(path):
         raise ValueError(f"{path}: does not compile as SystemRDL ({e})") from None
 
 
-def export(module: str, fmt: str, out_dir) -> Path:
+def export(module, fmt: str, out_dir) -> Path:
     """Write ``<out_dir>/<module>.rdl`` (``fmt="rdl"``) or ``<module>.rdl`` and
-    ``<module>.xml`` (``"ipxact"``); returns the path of the requested file."""
+    ``<module>.xml`` (``"ipxact"``); returns the path of the requested file. ``module``: a
+    shipped module's name, or a generated configuration
+    (:func:`sw.manifest.load_manifest`)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    rm = _regmap(module)
+    module, rm = _regmap(module)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rdl = out_dir / f"{module}.rdl"

@@ -194,3 +194,28 @@ def test_names_that_are_systemrdl_keywords_are_escaped(tmp_path):
     assert a.get_child_by_name("sw").get_property("reset") == 3
     with pytest.raises(TypeError, match="regmap must be a RegisterMap"):
         to_systemrdl({"name": "m"})
+
+
+def test_cli_exports_any_generated_configuration(tmp_path, capsys):
+    """``--manifest`` takes a configuration that is not shipped: its manifest, or the directory
+    ``python -m rtl_gen`` wrote it to; the export is its own register map's."""
+    from rtl_gen.emit import emit
+    from sw.registry import block
+
+    gen = tmp_path / "replay_k8_4k"
+    emit("replay-accel", {"fanout": 8, "capacity": 4096}, gen, module="replay_k8_4k")
+    cfg = block("replay-accel").config.from_dict({"fanout": 8, "capacity": 4096})
+    want = to_systemrdl(block("replay-accel").regmap(cfg).with_constant_resets(cfg),
+                        name="replay_k8_4k")
+    for path in (gen, gen / "replay_k8_4k.json"):
+        assert main(["regs", "--manifest", str(path), "--out", str(tmp_path / "out")]) == 0
+        assert (tmp_path / "out" / "replay_k8_4k.rdl").read_text() == want
+        assert not (tmp_path / "out" / "replay_accel_k16.rdl").exists()   # only what was named
+    assert "HW_CAPACITY" in want and "4096" in want
+    # a block without a register map, a path that is no manifest: errors naming the argument
+    emit("gae-pe", {"k": 2}, tmp_path / "pe", module="pe_small")
+    capsys.readouterr()
+    assert main(["regs", "--manifest", str(tmp_path / "pe"), "--out", str(tmp_path)]) == 2
+    assert "must be of a block with a register map, not of 'gae-pe'" in capsys.readouterr().err
+    assert main(["regs", "--manifest", str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
+    assert "--manifest must be a manifest <module>.json" in capsys.readouterr().err
