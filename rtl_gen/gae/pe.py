@@ -196,11 +196,15 @@ class GaeProcessingElement(wiring.Component):
     before saturation, see :meth:`_loop2`); throughput one element per cycle. ``i.ready`` is
     ``~o.valid | o.ready``: the whole pipeline holds while the output is stalled, so no element
     is lost or reordered.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`GaePeConfig` (its own parameters are checked there).
     """
 
     def __init__(self, config: GaePeConfig):
         if not isinstance(config, GaePeConfig):
-            self._MustUse__silence = True    # no "created but never used" warning for this
             raise TypeError(f"config must be a GaePeConfig, not {config!r}")
         self._config = config
         cw = config.coef_width

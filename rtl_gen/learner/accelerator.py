@@ -48,7 +48,6 @@ class LearnerAccelerator(AcceleratorShell):
     def __init__(self, config: LearnerConfig, *, host_port="axi", regmap=None,
                  control_addr_width=None, constants=None):
         if not isinstance(config, LearnerConfig):
-            self._MustUse__silence = True
             raise TypeError(f"config must be a LearnerConfig, not {config!r}")
         self._config = config
         base = learner_register_map(config)

@@ -139,7 +139,6 @@ class LearnerCore(wiring.Component):
 
     def __init__(self, config: LearnerConfig):
         if not isinstance(config, LearnerConfig):
-            self._MustUse__silence = True
             raise TypeError(f"config must be a LearnerConfig, not {config!r}")
         self._config = config
         D = config.axi_data_width

@@ -198,7 +198,6 @@ class TensorUnit(wiring.Component):
 
     def __init__(self, config: TensorUnitConfig):
         if not isinstance(config, TensorUnitConfig):
-            self._MustUse__silence = True    # no "created but never used" warning for this
             raise TypeError(f"config must be a TensorUnitConfig, not {config!r}")
         self._config = config
         super().__init__({

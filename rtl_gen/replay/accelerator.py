@@ -84,7 +84,6 @@ class ReplayAccelerator(AcceleratorShell):
     def __init__(self, config: SumTreeConfig, *, host_port="axi", regmap=None,
                  control_addr_width=None, constants=None):
         if not isinstance(config, SumTreeConfig):
-            self._MustUse__silence = True    # no "created but never used" warning for this
             raise TypeError(f"config must be a SumTreeConfig, not {config!r}")
         self._config = config
         base = replay_register_map(config)

@@ -151,6 +151,8 @@ def test_pe_k2_loop_saturation_at_shipped_width(mode, rounding):
     assert sticky == 1
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")  # refused, never elaborated
+@pytest.mark.usefixtures("collect_components")
 def test_pe_rejects_bad_config():
     with pytest.raises(TypeError, match="config must be a GaePeConfig"):
         GaeProcessingElement({"k": 2})

@@ -312,6 +312,8 @@ def test_wu_stage(name, stage, sync, saturate):
 
 
 # -- construction ----------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")  # refused, never elaborated
+@pytest.mark.usefixtures("collect_components")
 def test_stage_blocks_check_their_arguments():
     cfg = LearnerConfig(**CONFIGS["dqn"])
     st = stages_by_name(cfg)

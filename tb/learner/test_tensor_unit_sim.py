@@ -129,6 +129,8 @@ def test_saturation_flags_and_k_overflow():
     assert sticky == 1 and k_sticky == 1 and model.sticky_k_overflow
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")  # refused, never elaborated
+@pytest.mark.usefixtures("collect_components")
 def test_rejects_bad_config():
     with pytest.raises(TypeError, match="config must be a TensorUnitConfig"):
         TensorUnit({"rows": 2})

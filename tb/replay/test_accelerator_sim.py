@@ -24,6 +24,8 @@ SMALL = SumTreeConfig(fanout=4, capacity=100, priority_width=20, priority_frac=8
                       input_guard_bits=4, target_bits=24, max_batch=48)
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")  # refused, never elaborated
+@pytest.mark.usefixtures("collect_components")
 def test_config_type_checked():
     with pytest.raises(TypeError, match="config must be a SumTreeConfig"):
         ReplayAccelerator({"fanout": 4})

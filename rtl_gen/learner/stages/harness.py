@@ -62,11 +62,9 @@ class StageHarness(wiring.Component):
 
     def __init__(self, config: LearnerConfig, stage: str):
         if not isinstance(config, LearnerConfig):
-            self._MustUse__silence = True
             raise TypeError(f"config must be a LearnerConfig, not {config!r}")
         names = {st.name: st for st in stages(config)}
         if stage not in names:
-            self._MustUse__silence = True
             raise ValueError(f"stage must be one of {', '.join(names)}, not {stage!r}")
         self._config = config
         self._stage = names[stage]
