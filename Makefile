@@ -94,9 +94,15 @@ estimate-candidates: $(STAMP)
 # Estimated clock of every shipped module (docs/timing.md): Yosys + an UltraScale+ -2 delay
 # model; writes build/timing.json and hdl/timing.json, refreshes the manifests' clock_mhz and
 # the docs' tables. Not `make hdl`'s prerequisite: it reads the committed hdl/.
+# `make timing MANIFEST=DIR` estimates a configuration of your own instead (what
+# `python -m rtl_gen <block> ... --out DIR` wrote): DIR/<module>_timing.json and its manifest.
 timing: $(STAMP)
+ifeq ($(MANIFEST),)
 	$(PY) scripts/timing.py -j $(JOBS) --json build/timing.json
 	$(PY) scripts/update_docs.py
+else
+	$(PY) scripts/timing.py -j $(JOBS) --manifest $(MANIFEST)
+endif
 
 # End-to-end benchmark (docs/benchmarks.md): each accelerator's host, bus and kernel time
 # against the strongest CPU code measured in the same run; build/bench_e2e.json.

@@ -17,10 +17,10 @@ from amaranth.hdl import Shape
 from amaranth.lib import data, wiring
 
 from sw.console import progress_bar
-from sw.registry import BLOCKS, SHIPPED
+from sw.registry import BLOCKS, SHIPPED, shipped_modules
 from sw.registry import block as find_block
 from sw.regmap import register_files
-from sw.timing import manifest_clock
+from sw.timing import manifest_clock, timing_file
 from sw.verilog_text import sim_safe
 
 from .convert import convert
@@ -106,10 +106,12 @@ def to_verilog(component, name: str, *, progress=None) -> str:
     return sim_safe(convert(component, name, progress=progress))
 
 
-def manifest(block, config, component, module: str, verilog_text: str | None = None) -> dict:
+def manifest(block, config, component, module: str, verilog_text: str | None = None, *,
+             timing_path=None) -> dict:
     """The manifest of one emitted module (see the module docstring). With ``verilog_text``,
     ``"clock_mhz"`` gives the clock to quote, ``min(target, estimate)``, and the throughput per
-    second at it (:func:`sw.timing.manifest_clock`, from ``hdl/timing.json``)."""
+    second at it (:func:`sw.timing.manifest_clock`, from ``timing_path``, by default
+    ``hdl/timing.json``)."""
     out = {
         "block": block.name,
         "module": module,
@@ -117,7 +119,8 @@ def manifest(block, config, component, module: str, verilog_text: str | None = N
         "config": dataclasses.asdict(config),
         "latency": block.latency(config),
         "throughput": block.throughput(config),
-        **({"clock_mhz": manifest_clock(module, verilog_text, block.throughput(config))}
+        **({"clock_mhz": manifest_clock(module, verilog_text, block.throughput(config),
+                                        path=timing_path)}
            if verilog_text is not None else {}),
         "formats": block.formats(config),
         "clock": "ap_clk (rising edge)" if "ap_clk" in component.signature.members
@@ -136,6 +139,15 @@ def manifest(block, config, component, module: str, verilog_text: str | None = N
         out["registers"] = {"json": f"{module}_regs.json", "c_header": f"{module}_regs.h",
                             "markdown": f"{module}_regs.md"}
     return out
+
+
+def _timing_path(out_dir: Path, module: str):
+    """Where the clock estimate of ``module`` emitted to ``out_dir`` is: its own
+    ``<module>_timing.json`` there if ``scripts/timing.py --manifest`` wrote one (a fresh entry
+    survives regenerating the same Verilog), else ``hdl/timing.json`` for a shipped module's
+    name (None) and that file, not yet written, for any other."""
+    own = timing_file(out_dir, module)
+    return None if not own.exists() and module in shipped_modules() else own
 
 
 def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
@@ -157,7 +169,8 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
                       leave=False, bar_format="{desc} {n}/{total} [{elapsed}{postfix}]") as bar:
         text = to_verilog(component, module, progress=bar)
     (out_dir / f"{module}.v").write_text(text)
-    man = manifest(block, config, component, module, text)
+    man = manifest(block, config, component, module, text,
+                   timing_path=_timing_path(out_dir, module))
     if block.regmap is not None:
         assert block.regmap(config) == component.regmap, \
             "the gateware's register map is not the spec's"

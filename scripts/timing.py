@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Estimate the clock of the shipped modules (``make timing``): levels, worst paths, Fmax.
+"""Estimate the clock of generated modules (``make timing``): levels, worst paths, Fmax.
 
 Usage::
 
     python scripts/timing.py                       # every shipped module (make timing)
     python scripts/timing.py --module gae_pe_k2    # one module (repeatable)
+    python scripts/timing.py --manifest build/my_pe   # any generated configuration
     python scripts/timing.py --vivado build/vivado # also write Vivado OOC timing scripts
 
 Each module of ``hdl/`` is synthesized by ``scripts/estimate.py`` (Yosys ``synth_xilinx
@@ -16,11 +17,18 @@ register-to-register path (ns), its logic levels (LUTs, CARRY8 units, DSPs cross
 estimated Fmax, the clock the project quotes, ``min(target, Fmax)`` (:func:`sw.timing.clock_mhz`),
 how many pipeline stages the worst path needs at the target, and LUT/FF/DSP/BRAM.
 
-Writes ``build/timing.json`` (every path reported, every DSP and block RAM) and the committed
-artefact ``hdl/timing.json`` (per module: the Verilog's SHA-256, the estimate, the worst paths),
+Writes ``build/timing.json`` (``--json``: every path reported, every DSP and block RAM) and the
+committed artefact ``hdl/timing.json`` (per module: the Verilog's SHA-256, the estimate, the
+worst paths),
 then refreshes the ``clock_mhz`` record of each manifest ``hdl/<module>/<module>.json`` from it.
 ``tb/test_timing.py`` fails, without Yosys, when an entry of ``hdl/timing.json`` no longer
 matches its Verilog. An estimate: Vivado is the reference (``make vivado BOARD=ooc``).
+
+``--manifest PATH`` takes any configuration ``python -m rtl_gen`` wrote (its manifest
+``<module>.json``, or the ``--out`` directory; :func:`sw.manifest.load_manifest`): its entry goes
+to ``<module>_timing.json`` beside the manifest (:func:`sw.timing.timing_file`), never into
+``hdl/timing.json``, and its manifest's ``clock_mhz`` record is refreshed from that file
+(``make timing MANIFEST=PATH``).
 """
 
 import argparse
@@ -38,6 +46,7 @@ for p in (ROOT, ROOT / "scripts"):
 import estimate  # noqa: E402
 import timing_model  # noqa: E402
 from sw import registry, timing  # noqa: E402
+from sw.manifest import load_manifest  # noqa: E402
 
 BUILD_JSON = ROOT / "build" / "timing.json"
 
@@ -128,37 +137,82 @@ def worst_paths_text(records: dict) -> str:
     return "\n".join(out)
 
 
+def refresh_manifest(man_path: Path, artefact: Path | None):
+    """Rewrite the ``clock_mhz`` record of the manifest ``man_path`` (its Verilog beside it)
+    from the artefact (None: ``hdl/timing.json``, with its own ``source`` text)."""
+    man = json.loads(man_path.read_text())
+    m = man["module"]
+    text = (man_path.parent / man.get("verilog", f"{m}.v")).read_text()
+    clock = timing.manifest_clock(m, text, man.get("throughput"), path=artefact)
+    man.pop("clock_mhz", None)
+    keys = list(man)        # where rtl_gen.emit.manifest puts it: after "throughput"
+    at = keys.index("throughput") + 1 if "throughput" in keys else len(keys)
+    man = {**{k: man[k] for k in keys[:at]}, "clock_mhz": clock,
+           **{k: man[k] for k in keys[at:]}}
+    man_path.write_text(json.dumps(man, indent=2) + "\n")
+
+
 def refresh_manifests(hdl: Path, modules, artefact: Path):
-    """Rewrite the ``clock_mhz`` record of each module's manifest from the artefact."""
+    """Rewrite the ``clock_mhz`` record of each shipped module's manifest from the artefact."""
     for m in modules:
         man_path = hdl / m / f"{m}.json"
-        if not man_path.is_file():
+        if man_path.is_file():
+            refresh_manifest(man_path, artefact)
+
+
+def manifest_targets(paths, hdl: Path, shipped) -> tuple:
+    """``(shipped_names, generated)`` of the ``--manifest`` paths: the names of those that are
+    a shipped module's manifest in ``hdl`` (timed as ``--module``), and module ->
+    :class:`~sw.manifest.Generated` of the others. ``ValueError`` naming ``--manifest``: a
+    path that is not a manifest, or one module name twice."""
+    names, generated = [], {}
+    for p in paths:
+        gen = load_manifest(p, argument="--manifest")
+        if gen.module in shipped and gen.directory.resolve() == (hdl / gen.module).resolve():
+            names.append(gen.module)
             continue
-        man = json.loads(man_path.read_text())
-        text = (hdl / m / f"{m}.v").read_text()
-        clock = timing.manifest_clock(m, text, man.get("throughput"), path=artefact)
-        man.pop("clock_mhz", None)
-        keys = list(man)        # where rtl_gen.emit.manifest puts it: after "throughput"
-        at = keys.index("throughput") + 1 if "throughput" in keys else len(keys)
-        man = {**{k: man[k] for k in keys[:at]}, "clock_mhz": clock,
-               **{k: man[k] for k in keys[at:]}}
-        man_path.write_text(json.dumps(man, indent=2) + "\n")
+        if gen.module in generated:
+            raise ValueError(f"--manifest {str(p)!r}: module {gen.module!r} is named twice "
+                             f"(at {str(generated[gen.module].path)!r} too): give one another "
+                             f"name (python -m rtl_gen ... --name)")
+        generated[gen.module] = gen
+    return names, generated
+
+
+def write_generated(gen, record: dict, head: dict) -> Path:
+    """The estimate of a generated configuration: ``<module>_timing.json`` beside its
+    manifest (the format of ``hdl/timing.json``, one module), then its manifest's
+    ``clock_mhz`` from it."""
+    path = timing.timing_file(gen.directory, gen.module)
+    doc = {**head, "modules": {gen.module: {**record, "paths": record["paths"][:3]}}}
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    refresh_manifest(gen.path, path)
+    return path
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
-        description="Estimate register-to-register timing of the shipped modules "
-                    "(Yosys + an UltraScale+ -2 delay model; Vivado is the reference).")
+        description="Estimate register-to-register timing of the shipped modules or of any "
+                    "generated configuration (Yosys + an UltraScale+ -2 delay model; Vivado is "
+                    "the reference).")
     ap.add_argument("--module", action="append", default=[], metavar="NAME",
-                    help="a shipped module (repeatable; default all)")
+                    help="a shipped module (repeatable; default all, unless --manifest is "
+                         "given)")
+    ap.add_argument("--manifest", action="append", default=[], type=Path, metavar="PATH",
+                    help="any generated configuration: its manifest <module>.json or the "
+                         "directory python -m rtl_gen wrote it to (repeatable); the estimate "
+                         "goes to <module>_timing.json there and its manifest's clock_mhz")
     ap.add_argument("--hdl", type=Path, default=ROOT / "hdl", help="shipped Verilog (hdl/)")
-    ap.add_argument("--json", type=Path, default=BUILD_JSON, help="full report (JSON)")
+    ap.add_argument("--json", type=Path,
+                    help=f"full report (JSON; default {BUILD_JSON.relative_to(ROOT)} when a "
+                         f"shipped module is timed)")
     ap.add_argument("--paths", type=int, default=5, help="worst paths per module in --json")
     ap.add_argument("--target-mhz", type=float, default=timing.TARGET_MHZ)
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel Yosys runs")
     ap.add_argument("--no-cache", action="store_true", help="resynthesize even if cached")
     ap.add_argument("--no-artefact", action="store_true",
-                    help="do not update hdl/timing.json and the manifests")
+                    help="do not update hdl/timing.json, <module>_timing.json and the "
+                         "manifests")
     ap.add_argument("--vivado", type=Path, metavar="DIR",
                     help="also write DIR/<module>/timing_ooc.tcl (Vivado OOC synthesis and "
                          "implementation: the real report)")
@@ -171,9 +225,22 @@ def main(argv=None) -> int:
         ap.error(f"--target-mhz must be positive, not {args.target_mhz}")
     if args.paths < 1:
         ap.error(f"--paths must be a positive integer, not {args.paths}")
-    modules = args.module or shipped
     try:
-        designs = [estimate.design_from_file(args.hdl / m / f"{m}.v") for m in modules]
+        named, generated = manifest_targets(args.manifest, args.hdl, shipped)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    modules = list(dict.fromkeys(args.module + named)) if (args.module or args.manifest) \
+        else shipped
+    both = [m for m in modules if m in generated]
+    if both:
+        ap.error(f"--manifest: module {both[0]!r} is also a shipped module timed in this run: "
+                 f"give it another name (python -m rtl_gen ... --name)")
+    verilog = {**{m: args.hdl / m / f"{m}.v" for m in modules},
+               **{m: gen.verilog for m, gen in generated.items()}}
+    modules = [*modules, *generated]
+    try:
+        designs = [estimate.design_from_file(verilog[m]) for m in modules]
         results, errors = estimate.estimate(designs, jobs=args.jobs,
                                             use_cache=not args.no_cache)
     except estimate.EstimateError as e:
@@ -202,33 +269,45 @@ def main(argv=None) -> int:
             "flow": "synth_xilinx -family xcup -flatten; scripts/timing_model.py",
             "model": timing_model.MODEL, "target_mhz": args.target_mhz,
             "note": "an estimate from Yosys and a delay model; Vivado is the reference"}
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({**head, "modules": full}, indent=1) + "\n")
-    print(f"wrote {args.json}")
-    if not args.no_artefact:
+    report = args.json or (BUILD_JSON if any(m not in generated for m in records) else None)
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps({**head, "modules": full}, indent=1) + "\n")
+        print(f"wrote {report}")
+    if not args.no_artefact and any(m not in generated for m in records):
         artefact = args.hdl / "timing.json"
         old = json.loads(artefact.read_text()) if artefact.is_file() else {"modules": {}}
         kept = {m: r for m, r in old.get("modules", {}).items() if m in shipped}
         for m, r in records.items():
-            kept[m] = {**r, "paths": r["paths"][:3]}
+            if m not in generated:
+                kept[m] = {**r, "paths": r["paths"][:3]}
         doc = {**head, "modules": {m: kept[m] for m in shipped if m in kept}}
         artefact.write_text(json.dumps(doc, indent=1) + "\n")
         refresh_manifests(args.hdl, shipped, artefact)
         print(f"wrote {artefact} and the clock_mhz of the {len(shipped)} manifests")
+    if not args.no_artefact:
+        for m, gen in generated.items():
+            if m in records:
+                path = write_generated(gen, records[m], head)
+                print(f"wrote {path} and the clock_mhz of {gen.path}")
     if args.vivado:
-        write_vivado(args.vivado, list(records), args.hdl, args.target_mhz)
+        manifests = {**{m: args.hdl / m / f"{m}.json" for m in records},
+                     **{m: gen.path for m, gen in generated.items()}}
+        write_vivado(args.vivado, {m: manifests[m] for m in records}, args.target_mhz)
     return 1 if errors else 0
 
 
-def write_vivado(out: Path, modules, hdl: Path, target: float):
+def write_vivado(out: Path, manifests: dict, target: float):
     """Vivado out-of-context synthesis + implementation scripts, ``out/<module>/timing_ooc.tcl``
-    (:func:`rtl_gen.vivado.module_timing_tcl`), one per module."""
+    (:func:`rtl_gen.vivado.module_timing_tcl`), one per module of ``manifests`` (module ->
+    the path of its manifest, the Verilog beside it)."""
     from rtl_gen.vivado.ooc_timing import module_timing_tcl
-    for m in modules:
-        manifest = json.loads((hdl / m / f"{m}.json").read_text())
+    for m, path in manifests.items():
+        manifest = json.loads(path.read_text())
         d = out / m
         d.mkdir(parents=True, exist_ok=True)
-        tcl = module_timing_tcl(manifest, hdl / m / f"{m}.v", d, period_ns=1000 / target)
+        tcl = module_timing_tcl(manifest, path.parent / manifest["verilog"], d,
+                                period_ns=1000 / target)
         (d / "timing_ooc.tcl").write_text(tcl)
         print(f"wrote {d / 'timing_ooc.tcl'}: vivado -mode batch -source "
               f"{d / 'timing_ooc.tcl'}")

@@ -1,12 +1,15 @@
-"""The clock of the shipped modules: ``min(target, estimate)``, never an assumed clock alone.
+"""The clock of the generated modules: ``min(target, estimate)``, never an assumed clock alone.
 
 Every throughput in seconds (manifests, ``docs/generated/``, benchmarks, RL programs) uses
-:func:`clock_mhz`. The estimate comes from ``hdl/timing.json``, written by ``make timing``
-(``scripts/timing.py``: Yosys ``synth_xilinx -family xcup`` and a register-to-register walk of
-the mapped netlist under an UltraScale+ -2 delay model, see ``docs/timing.md``). The artefact
-records the SHA-256 of each module's Verilog; an entry whose hash differs from
-``hdl/<module>/<module>.v`` is *stale* and is not used (the clock falls back to the target,
-labelled ``"assumed"``). ``tb/test_timing.py`` fails when any entry is stale, without Yosys.
+:func:`clock_mhz`. The estimate of a shipped module comes from ``hdl/timing.json``, written by
+``make timing`` (``scripts/timing.py``: Yosys ``synth_xilinx -family xcup`` and a
+register-to-register walk of the mapped netlist under an UltraScale+ -2 delay model, see
+``docs/timing.md``); that of any other generated configuration from ``<module>_timing.json``
+beside its manifest (:func:`timing_file`, written by ``scripts/timing.py --manifest DIR``). An
+artefact records the SHA-256 of each module's Verilog; an entry whose hash differs from the
+Verilog is *stale* and is not used (the clock falls back to the target, labelled
+``"assumed"``). ``tb/test_timing.py`` fails when any entry of ``hdl/timing.json`` is stale,
+without Yosys.
 
 This module is host side: no Amaranth, no Yosys.
 """
@@ -19,7 +22,7 @@ from pathlib import Path
 from .verilog_text import synthesis_text
 
 __all__ = ["TARGET_MHZ", "HDL", "TIMING_JSON", "verilog_sha256", "load_timing", "entry",
-           "status", "clock_mhz", "manifest_clock", "stale_modules"]
+           "status", "clock_mhz", "manifest_clock", "stale_modules", "timing_file"]
 
 #: The clock every flow targets (Vivado constraints, block design, Vitis ``--kernel_frequency``).
 TARGET_MHZ = 300
@@ -27,6 +30,13 @@ TARGET_MHZ = 300
 HDL = Path(__file__).resolve().parent.parent / "hdl"
 #: The committed timing artefact (``make timing``).
 TIMING_JSON = HDL / "timing.json"
+
+
+def timing_file(directory, module: str) -> Path:
+    """The timing artefact of a configuration generated outside ``hdl/``:
+    ``<directory>/<module>_timing.json``, beside its manifest (``scripts/timing.py --manifest``
+    writes it; :func:`rtl_gen.emit.emit` reads it when it regenerates the module there)."""
+    return Path(directory) / f"{module}_timing.json"
 
 
 def verilog_sha256(text: str) -> str:
@@ -106,13 +116,20 @@ def clock_mhz(module: str, *, target: float = TARGET_MHZ, verilog_text: str | No
 def manifest_clock(module: str, verilog_text: str, throughput: dict | None, *,
                    path=None) -> dict:
     """The ``"clock_mhz"`` record of a manifest: target, estimate, the clock used and the
-    throughput per second at that clock (``per_cycle * MHz * 1e6``)."""
+    throughput per second at that clock (``per_cycle * MHz * 1e6``). ``path``: the artefact
+    (default ``hdl/timing.json``; a generated configuration's :func:`timing_file`)."""
     e = entry(module, verilog_text, path=path)
     mhz, label = clock_mhz(module, verilog_text=verilog_text, path=path)
+    if path is None or Path(path).resolve() == TIMING_JSON:
+        source = ("hdl/timing.json (make timing)" if e else
+                  "no fresh hdl/timing.json entry: run make timing")
+    else:
+        name = Path(path).name
+        source = (f"{name} (scripts/timing.py --manifest)" if e else
+                  f"no fresh {name} beside the manifest: run scripts/timing.py --manifest on "
+                  f"its directory")
     out = {"target": TARGET_MHZ, "estimated_fmax": e["fmax_mhz"] if e else None,
-           "used": round(mhz, 1), "label": label,
-           "source": "hdl/timing.json (make timing)" if e else
-           "no fresh hdl/timing.json entry: run make timing"}
+           "used": round(mhz, 1), "label": label, "source": source}
     if throughput and throughput.get("per_cycle") is not None:
         out["throughput_per_second"] = throughput["per_cycle"] * mhz * 1e6
     return out

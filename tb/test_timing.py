@@ -293,3 +293,82 @@ def test_vivado_ooc_script_runs_under_the_stubs(tmp_path):
     assert names.index("read_xdc") < names.index("synth_design") < names.index("route_design")
     xdc = next(tmp_path.rglob("clock.xdc")).read_text()
     assert "create_clock -period 3.333 -name clk [get_ports clk]" in xdc
+
+
+# -- configurations of your own (--manifest) ------------------------------------------------
+#: A small GAE PE (Yosys takes seconds on it), not a shipped configuration.
+SMALL_PE = {"data_width": 16, "data_frac": 8, "coef_width": 12, "k": 1}
+
+
+def test_manifest_targets_and_errors(tmp_path, capsys):
+    """``--manifest`` of a shipped module in hdl/ times it as ``--module`` does; another
+    generated configuration is timed beside its manifest; bad paths exit 2 naming the flag."""
+    script = _load("timing")
+    shipped = registry.shipped_modules()
+    man = tmp_path / "pe_custom"
+    man.mkdir()
+    src = json.loads((timing.HDL / "gae_pe_k2" / "gae_pe_k2.json").read_text())
+    (man / "pe_custom.json").write_text(json.dumps({**src, "module": "pe_custom",
+                                                    "verilog": "pe_custom.v"}))
+    (man / "pe_custom.v").write_text("module pe_custom; endmodule\n")
+    names, generated = script.manifest_targets([timing.HDL / "gae_pe_k2", man], timing.HDL,
+                                               shipped)
+    assert names == ["gae_pe_k2"] and list(generated) == ["pe_custom"]
+    assert generated["pe_custom"].verilog == man / "pe_custom.v"
+    assert script.main(["--manifest", str(tmp_path / "nope")]) == 2
+    assert "--manifest must be a manifest <module>.json" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("pe_custom.json", "pe_custom.v"):
+        (other / name).write_text((man / name).read_text())
+    assert script.main(["--manifest", str(man), "--manifest", str(other)]) == 2
+    assert "module 'pe_custom' is named twice" in capsys.readouterr().err
+
+
+def test_regenerating_keeps_a_fresh_estimate(tmp_path):
+    """``python -m rtl_gen`` regenerating a configuration into its directory quotes the
+    estimate of its ``<module>_timing.json`` while the Verilog is the same; other Verilog is
+    "assumed" again."""
+    from rtl_gen.emit import emit
+
+    man = emit("gae-pe", SMALL_PE, tmp_path, module="pe_custom")
+    assert man["clock_mhz"]["label"] == "assumed"
+    assert "run scripts/timing.py --manifest" in man["clock_mhz"]["source"]
+    text = (tmp_path / "pe_custom.v").read_text()
+    art = timing.timing_file(tmp_path, "pe_custom")
+    art.write_text(json.dumps({"modules": {"pe_custom": {
+        "verilog_sha256": timing.verilog_sha256(text), "fmax_mhz": 250.0}}}))
+    man = emit("gae-pe", SMALL_PE, tmp_path, module="pe_custom")
+    assert man["clock_mhz"] == {**man["clock_mhz"], "estimated_fmax": 250.0, "used": 250.0,
+                                "label": "estimated",
+                                "source": "pe_custom_timing.json (scripts/timing.py --manifest)"}
+    man = emit("gae-pe", {**SMALL_PE, "k": 2}, tmp_path, module="pe_custom")
+    assert man["clock_mhz"]["label"] == "assumed"
+
+
+@pytest.mark.slow
+def test_timing_of_a_generated_configuration(tmp_path, capsys):
+    """``scripts/timing.py --manifest DIR`` (``make timing MANIFEST=DIR``) on a configuration
+    that is not shipped: the estimate goes to ``DIR/<module>_timing.json`` and the manifest's
+    ``clock_mhz``, never into ``hdl/timing.json``."""
+    from rtl_gen.emit import emit
+
+    script = _load("timing")
+    emit("gae-pe", SMALL_PE, tmp_path / "pe_custom", module="pe_custom")
+    before = timing.TIMING_JSON.read_bytes()
+    rc = script.main(["--manifest", str(tmp_path / "pe_custom"), "-j", "1",
+                      "--vivado", str(tmp_path / "viv")])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "pe_custom" in out and "est. Fmax" in out
+    assert timing.TIMING_JSON.read_bytes() == before
+    art = timing.timing_file(tmp_path / "pe_custom", "pe_custom")
+    text = (tmp_path / "pe_custom" / "pe_custom.v").read_text()
+    e = timing.entry("pe_custom", text, path=art)
+    assert e is not None and e["fmax_mhz"] > 0 and e["levels"]["total"] > 0
+    man = json.loads((tmp_path / "pe_custom" / "pe_custom.json").read_text())
+    assert man["clock_mhz"] == timing.manifest_clock("pe_custom", text, man["throughput"],
+                                                     path=art)
+    assert man["clock_mhz"]["label"] in ("estimated", "target")
+    assert man["clock_mhz"]["estimated_fmax"] == e["fmax_mhz"]
+    assert (tmp_path / "viv" / "pe_custom" / "timing_ooc.tcl").is_file()
