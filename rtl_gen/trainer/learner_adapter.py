@@ -84,8 +84,11 @@ class LearnerAdapter(wiring.Component):
        and waits for its ``done``;
     3. *read back*: reads ``tq[b, 0..n_out-1]`` and ``Q[b, a_b]`` (one host read per cycle,
        pipelined), forms ``y = saturate(r + rshift_round(γ·(1-d)·max tq, coef_width - 1))``
-       and ``td = Q[a] - y`` (``act_width + 1`` bits) into a B-entry memory;
-    4. *TD*: streams the B TD errors on :attr:`td` (ready respected), then ``done``.
+       and ``td = Q[a] - y`` (``act_width + 1`` bits) into a B-entry memory, in register
+       stages (:data:`~sw.trainer.schedule.ADAPTER_READBACK_STAGES`: no more than one carry
+       chain or the DSP between two registers);
+    4. *TD*: streams the B TD errors on :attr:`td` from an output register (ready
+       respected), then ``done``.
 
     Without back-pressure (records and weights offered from the command's cycle on, ``td``
     always ready) the command takes :func:`~sw.trainer.schedule.adapter_pack_cycles` +
