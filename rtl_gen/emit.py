@@ -3,7 +3,8 @@
 :func:`emit` elaborates a block of :data:`sw.registry.BLOCKS` and writes ``<module>.v``, its
 manifest ``<module>.json`` (configuration, formats, latency and throughput from the block's
 spec, ports, register files, Vitis kernel arguments) and, for blocks with a control port, the
-register map as JSON, C header and Markdown. The CLI (``python -m rtl_gen``), the Makefile
+register map as JSON, C header and Markdown (with the memory window's layout, for a block with
+one: :meth:`sw.registry.Block.memory_window`). The CLI (``python -m rtl_gen``), the Makefile
 (through the CLI), the tests and the Vivado flow all go through it, so what is shipped is what
 is tested.
 """
@@ -174,7 +175,8 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
     if block.regmap is not None:
         assert block.regmap(config) == component.regmap, \
             "the gateware's register map is not the spec's"
-        for name, text in register_files(block.regmap(config), config, module).items():
+        for name, text in register_files(block.regmap(config), config, module,
+                                         memory=block.memory_window(config)).items():
             (out_dir / name).write_text(text)
     (out_dir / f"{module}.json").write_text(json.dumps(man, indent=2) + "\n")
     return man

@@ -254,6 +254,13 @@ def regs_page(module: str) -> str:
            "their configuration.", ""]
     out += table(["offset", "register", "reads", "field", "parameter", "field value"], rows)
     out += ["", "## Register map", "", regmap.to_markdown().rstrip("\n")]
+    window = block.memory_window(config)
+    if window is not None:
+        out += ["", "## Memory window", "",
+                f"Byte offsets of the regions the driver reads and writes, from the layout it "
+                f"packs with (`sw.registry.Block.memory_window`); the C header defines them as "
+                f"`{module.upper()}_MEM_<REGION>_OFFSET`, `_WORDS`, `_WORD_BYTES`, `_LANES`, "
+                f"`_LANE_BITS`, the JSON as `memory`.", "", window.to_markdown().rstrip("\n")]
     return "\n".join(out) + "\n"
 
 

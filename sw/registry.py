@@ -16,7 +16,9 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from sw.gae import layout as gae_layout
 from sw.gae import spec as gae
+from sw.learner import layout as learner_layout
 from sw.learner import schedule as learner_schedule
 from sw.learner import spec as learner
 from sw.replay import spec as replay
@@ -95,6 +97,7 @@ class Block:
     _latency: Callable = field(default=lambda c: None, repr=False)
     _throughput: Callable = field(default=lambda c: None, repr=False)
     _kernel_args: Callable | None = field(default=None, repr=False)
+    _memory: Callable | None = field(default=None, repr=False)
 
     def load(self, what: str):
         """The object a ``"module:attribute"`` member names: ``"gateware"``, ``"device"``,
@@ -134,6 +137,16 @@ class Block:
         if self.role == "kernel":
             return self.accelerator.regmap(config.accel)
         return self.regmap(config)
+
+    def memory_window(self, config):
+        """The :class:`~sw.memmap.MemoryWindow` of an accelerator's ``s_axi_mem`` (from its
+        layout, the one its driver packs with), or of a kernel's ``MEM_PTR`` buffer (its
+        accelerator's window in ``DMA_WINDOW`` bytes,
+        :meth:`~sw.memmap.MemoryWindow.in_kernel_buffer`); None for a block without one."""
+        if self.role == "kernel":
+            window = self.accelerator.memory_window(config.accel)
+            return None if window is None else window.in_kernel_buffer(config.window_bytes)
+        return None if self._memory is None else self._memory(config)
 
     def kernel_args(self, config) -> dict | None:
         """For a kernel, and an accelerator with its own AXI4 master (the trainer), what
@@ -243,7 +256,7 @@ BLOCKS = {b.name: b for b in [
           role="accelerator", regmap=gae.gae_register_map, device="sw.gae.device:GoldenDevice",
           driver="sw.gae.driver:GaeDriver", reader="sw.gae.driver:read_hw_config",
           _formats=_gae_core_formats, _latency=_gae_full_run,
-          _throughput=_gae_elements),
+          _throughput=_gae_elements, _memory=gae_layout.memory_window),
     Block("gae-kernel", "gae_kernel",
           "HEPPO GAE accelerator as a Vitis kernel: AXI4-Lite + m_axi DMA shell",
           gae.GaeKernelConfig, "rtl_gen.gae.kernel:GaeKernel", family="gae", role="kernel",
@@ -260,7 +273,8 @@ BLOCKS = {b.name: b for b in [
           family="replay", role="accelerator", regmap=replay.replay_register_map,
           device="sw.replay.device:ReplayGoldenDevice",
           driver="sw.replay.driver:ReplayDriver", reader="sw.replay.driver:read_replay_config",
-          _formats=_replay_formats, _latency=_replay_run, _throughput=_tree_ops),
+          _formats=_replay_formats, _latency=_replay_run, _throughput=_tree_ops,
+          _memory=replay.memory_window),
     Block("replay-kernel", "replay_kernel",
           "prioritized replay as a Vitis kernel: AXI4-Lite + m_axi DMA shell "
           "(host-commanded copies)",
@@ -283,7 +297,8 @@ BLOCKS = {b.name: b for b in [
           device="sw.learner.device:LearnerGoldenDevice",
           driver="sw.learner.driver:LearnerDriver",
           reader="sw.learner.driver:read_learner_config", _formats=_learner_formats,
-          _latency=_learner_step, _throughput=_learner_rate),
+          _latency=_learner_step, _throughput=_learner_rate,
+          _memory=learner_layout.memory_window),
     Block("learner-kernel", "learner_kernel",
           "MLP learner as a Vitis kernel: AXI4-Lite + m_axi DMA shell (host-commanded copies)",
           learner.LearnerKernelConfig, "rtl_gen.learner.kernel:LearnerKernel", family="learner",

@@ -592,11 +592,13 @@ class RegisterMap:
         """:meth:`to_dict` as indented JSON text, ending with a newline."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
-    def to_c_header(self, prefix: str | None = None) -> str:
+    def to_c_header(self, prefix: str | None = None, *, extra: str = "") -> str:
         """C macros: ``PREFIX_REG_OFFSET``, ``PREFIX_REG_FIELD_{SHIFT,WIDTH,MASK}``,
         ``PREFIX_REG_RESET``; a whole-register field drops ``_FIELD``.
 
-        ``prefix`` defaults to the map's name in upper case.
+        ``prefix`` defaults to the map's name in upper case. ``extra``: C text put inside the
+        include guard after the registers (a memory window's macros,
+        :meth:`sw.memmap.MemoryWindow.c_macros`).
         """
         prefix = self.name.upper() if prefix is None else prefix
         _check_name("prefix", prefix)
@@ -636,8 +638,16 @@ class RegisterMap:
                 if c:
                     text = f"{text:<{width + 22}} /* {_c_comment(c)} */"
                 out.append(text)
+        if extra:
+            out += ["", extra.rstrip("\n")]
         out += ["", f"#endif /* {guard} */", ""]
-        return "\n".join(out)
+        text = "\n".join(out)
+        if extra:
+            names = re.findall(r"^#define (\w+)", text, re.MULTILINE)
+            dup = sorted({m for m in names if names.count(m) > 1})
+            if dup:
+                raise ValueError(f"extra defines macros the registers define: {dup}")
+        return text
 
     def to_markdown(self) -> str:
         """Two Markdown tables: registers (offset, name, reset, description) and fields."""
@@ -668,12 +678,20 @@ def _c_comment(text):
     return str(text).replace("*/", "* /").replace("\n", " ")
 
 
-def register_files(regmap: RegisterMap, config, module: str) -> dict:
+def register_files(regmap: RegisterMap, config, module: str, *, memory=None) -> dict:
     """``{file name: text}``: ``<module>_regs.json``, ``.h`` and ``.md``, ``regmap`` with its
     constant (HW_*) fields' reset values the words they read in ``config``
     (:meth:`RegisterMap.with_constant_resets`), as ``python -m rtl_gen`` writes them beside
-    the Verilog."""
+    the Verilog. ``memory``: the :class:`~sw.memmap.MemoryWindow` of the block's memory port
+    (:meth:`sw.registry.Block.memory_window`), if it has one: the JSON's ``"memory"``, the
+    header's ``PREFIX_MEM_*`` macros and a table after the registers' in the Markdown."""
     regmap = regmap.with_constant_resets(config)
-    return {f"{module}_regs.json": regmap.to_json(),
-            f"{module}_regs.h": regmap.to_c_header(module.upper()),
-            f"{module}_regs.md": regmap.to_markdown()}
+    prefix = module.upper()
+    if memory is None:
+        return {f"{module}_regs.json": regmap.to_json(),
+                f"{module}_regs.h": regmap.to_c_header(prefix),
+                f"{module}_regs.md": regmap.to_markdown()}
+    return {f"{module}_regs.json": json.dumps({**regmap.to_dict(), "memory": memory.to_dict()},
+                                              indent=2) + "\n",
+            f"{module}_regs.h": regmap.to_c_header(prefix, extra=memory.c_macros(prefix)),
+            f"{module}_regs.md": regmap.to_markdown() + "\n" + memory.to_markdown()}

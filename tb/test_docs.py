@@ -61,7 +61,8 @@ def test_hdl_register_files_are_the_register_map(module):
     from sw.regmap import register_files
 
     block, config = registry.shipped_config(module)
-    for name, text in register_files(block.regmap(config), config, module).items():
+    for name, text in register_files(block.regmap(config), config, module,
+                                     memory=block.memory_window(config)).items():
         path = ROOT / "hdl" / module / name
         assert path.exists() and path.read_text() == text, \
             f"{_rel(path)} is stale: run `make` and commit hdl/"

@@ -15,9 +15,23 @@ from functools import lru_cache
 import numpy as np
 
 from sw.gae.spec import GaeCoreConfig
+from sw.memmap import MemoryRegion, MemoryWindow
 from sw.packing import LANE_DTYPES, pack_lanes, unpack_lanes
 
-__all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base", "row_offset"]
+__all__ = ["lane_width", "word_bytes", "pack_rows", "unpack_rows", "region_base", "row_offset",
+           "REGION_DOCS", "memory_window"]
+
+#: What each region holds (the description in :func:`memory_window`).
+REGION_DOCS = {
+    "rewards": "reward codes of rows t = 0..T-1 (reward = code * REWARD_SCALE + REWARD_OFFSET); "
+               "with in-place results, the advantage codes (ADV_SCALE, ADV_OFFSET) after a run",
+    "values": "value codes of rows t = 0..T, row T the bootstrap values V(s_T) (VALUE_SCALE, "
+              "VALUE_OFFSET); with in-place results, the return codes (RTG_SCALE, RTG_OFFSET) "
+              "after a run",
+    "dones": "episode ends of rows t = 0..T-1, one bit per trajectory",
+    "adv": "advantages of rows t = 0..T-1, in the PE's data format",
+    "rtg": "returns (rewards-to-go) of rows t = 0..T-1, in the PE's data format",
+}
 
 
 def lane_width(config: GaeCoreConfig, region: str) -> int:
@@ -103,3 +117,24 @@ def unpack_rows(config: GaeCoreConfig, region: str, data, T: int, M: int, *,
         raise ValueError(f"need {T * G * nbytes} bytes for {T} x {M}, got {len(data)}")
     words = np.frombuffer(data, np.uint8, count=T * G * nbytes).reshape(T * G, nbytes)
     return unpack_lanes(words, n, w, signed=signed).reshape(T, G * n)[:, :M]
+
+
+def memory_window(config: GaeCoreConfig) -> MemoryWindow:
+    """The ``s_axi_mem`` window of ``config``: every region at :func:`region_base`, its words
+    :func:`word_bytes` apart (:class:`~sw.memmap.MemoryWindow`, what the register files
+    describe)."""
+    if not isinstance(config, GaeCoreConfig):
+        raise TypeError(f"config must be a GaeCoreConfig, not {config!r}")
+    n = config.n_pe
+    data = config.pe.data_format
+    regions = tuple(
+        MemoryRegion(name, region_base(config, name), config.region_bytes, config.depth,
+                     word_bytes(config, name), n, lane_width(config, name),
+                     signed=name != "dones",
+                     frac=data.frac if name in ("adv", "rtg") else None,
+                     access="ro" if name in ("adv", "rtg") else "rw", doc=REGION_DOCS[name])
+        for name in config.regions)
+    return MemoryWindow(regions, config.mem_addr_bits, doc=(
+        f"Row t of a run of M trajectories is words t*G .. t*G+G-1 of a region, G = "
+        f"ceil(M / {n}); lane p of word t*G + g is trajectory g*{n} + p (zero past M). A run "
+        f"fits if (T + 1) * G <= {config.depth}."))

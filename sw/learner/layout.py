@@ -29,13 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sw.memmap import LaneField, MemoryRegion, MemoryWindow
 from sw.packing import pack_lanes, unpack_lanes
 
 from .spec import LearnerConfig, _pow2_at_least
 
 __all__ = ["Region", "regions", "region", "region_index", "sub_words", "region_bytes",
            "mem_addr_bits", "region_base", "word_bytes", "pack_matrix", "unpack_matrix",
-           "pack_samples", "unpack_samples"]
+           "sample_fields", "pack_samples", "unpack_samples", "memory_window"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class Region:
     host_write : bool
         The host may write it (inputs and weights); the others are results, read-only.
     doc : str
+    format : str
+        The elements' number format, ``numerics.<format>_format`` of
+        :class:`~sw.learner.numerics.LearnerNumerics` (``"act"``, ``"grad"``, ``"weight"``,
+        ``"wgrad"``); empty for ``samples``, whose lanes pack several values.
     """
     name: str
     kind: str
@@ -68,6 +73,7 @@ class Region:
     signed: bool
     host_write: bool
     doc: str
+    format: str = ""
 
     @property
     def lane_range(self) -> tuple:
@@ -107,35 +113,35 @@ def _regions(config: LearnerConfig) -> tuple:
     num = config.numerics
     sizes, L, B, w = config.sizes, config.n_layers, config.max_batch, num.width
     out = [Region("obs", "matrix", B, sizes[0], w, True, True,
-                  "input batch x (act format)")]
+                  "input batch x (act format)", "act")]
     if config.loss == "dqn":
         out += [Region("next_obs", "matrix", B, sizes[0], w, True, True,
-                       "next observations s' (act format)"),
+                       "next observations s' (act format)", "act"),
                 Region("samples", "samples", B, 1,
                        w + config.action_bits + 1 + num.loss_weight_format.width, False, True,
                        "per sample: reward (act format), action, done, loss weight "
                        "(coefficient format)")]
     else:
         out.append(Region("targets", "matrix", B, sizes[-1], w, True, True,
-                          "MSE targets Y (act format)"))
+                          "MSE targets Y (act format)", "act"))
     out += [Region(f"h{l}", "matrix", B, sizes[l + 1], w, True, False,
-                   f"activations relu(z) of layer {l}") for l in range(L - 1)]
-    out.append(Region("q", "matrix", B, sizes[-1], w, True, False, "Q values (act format)"))
+                   f"activations relu(z) of layer {l}", "act") for l in range(L - 1)]
+    out.append(Region("q", "matrix", B, sizes[-1], w, True, False, "Q values (act format)", "act"))
     if config.loss == "dqn":
         out += [Region(f"th{l}", "matrix", B, sizes[l + 1], w, True, False,
-                       f"target network activations of layer {l}") for l in range(L - 1)]
+                       f"target network activations of layer {l}", "act") for l in range(L - 1)]
         out.append(Region("tq", "matrix", B, sizes[-1], w, True, False,
-                          "target network Q values of s'"))
+                          "target network Q values of s'", "act"))
     out += [Region(f"delta{l}", "matrix", B, sizes[l + 1], w, True, False,
-                   f"errors δ of layer {l}'s output (grad format)") for l in range(L)]
+                   f"errors δ of layer {l}'s output (grad format)", "grad") for l in range(L)]
     out += [Region(f"w{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
-                   f"weights of layer {l}, bias in the last row (weight format)")
+                   f"weights of layer {l}, bias in the last row (weight format)", "weight")
             for l in range(L)]
     if config.loss == "dqn":
         out += [Region(f"tw{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
-                       f"target network weights of layer {l}") for l in range(L)]
+                       f"target network weights of layer {l}", "weight") for l in range(L)]
     out += [Region(f"grad{l}", "matrix", sizes[l] + 1, sizes[l + 1], num.acc_width, True, False,
-                   f"weight gradients of layer {l} (wgrad format)") for l in range(L)]
+                   f"weight gradients of layer {l} (wgrad format)", "wgrad") for l in range(L)]
     return tuple(out)
 
 
@@ -244,6 +250,19 @@ def unpack_matrix(config: LearnerConfig, name: str, image: bytes, n_rows: int):
     return np.ascontiguousarray(out[:n_rows, :r.cols])
 
 
+def sample_fields(config: LearnerConfig) -> tuple:
+    """The fields of a ``samples`` lane, low bits first (:class:`~sw.memmap.LaneField`):
+    ``reward`` (act format), ``action``, ``done``, ``loss_weight``
+    (:attr:`~sw.learner.numerics.LearnerNumerics.loss_weight_format`)."""
+    num = config.numerics
+    w, ab, wfmt = config.width, config.action_bits, num.loss_weight_format
+    return (LaneField("reward", 0, w, True, num.act_format.frac, "reward (act format)"),
+            LaneField("action", w, ab, doc=f"action, 0..{config.n_out - 1}"),
+            LaneField("done", w + ab, 1, doc="episode ended: no bootstrap from s'"),
+            LaneField("loss_weight", w + ab + 1, wfmt.width, wfmt.signed, wfmt.frac,
+                      "loss weight (importance-sampling weight; 1.0 unweighted)"))
+
+
 def pack_samples(config: LearnerConfig, actions, rewards, dones, weights=None) -> bytes:
     """Host image of the DQN ``samples`` region: B actions, raw rewards (act format), dones and
     raw loss weights (``loss_weight_format``; default None: all 1.0, the unweighted loss)."""
@@ -263,10 +282,11 @@ def pack_samples(config: LearnerConfig, actions, rewards, dones, weights=None) -
         raise ValueError(f"actions must be in 0..{config.n_out - 1}")
     config.numerics.act_format.check_raw(rw, "rewards")
     wfmt.check_raw(wt, "weights")
-    S, w, ab = config.array, config.width, config.action_bits
+    S = config.array
+    rf, af, df, wf = sample_fields(config)
     lanes = np.zeros(config.groups(B) * S, np.int64)
-    lanes[:B] = ((rw & ((1 << w) - 1)) | a << w | d.astype(np.int64) << (w + ab)
-                 | wt << (w + ab + 1))
+    lanes[:B] = ((rw & ((1 << rf.width) - 1)) | a << af.lsb | d.astype(np.int64) << df.lsb
+                 | wt << wf.lsb)
     words = np.zeros((config.groups(B), word_bytes(config, "samples")), np.uint8)
     return pack_lanes(lanes.reshape(-1, S), r.lane_bits, words).tobytes()
 
@@ -274,7 +294,8 @@ def pack_samples(config: LearnerConfig, actions, rewards, dones, weights=None) -
 def unpack_samples(config: LearnerConfig, image: bytes, n: int):
     """Inverse of :func:`pack_samples`: ``(actions, rewards, dones, weights)`` (weights raw)."""
     r = region(config, "samples")
-    S, w, ab, lb = config.array, config.width, config.action_bits, r.lane_bits
+    S, lb = config.array, r.lane_bits
+    rf, af, df, wf = sample_fields(config)
     nb = word_bytes(config, "samples")
     groups = -(-n // S)
     if len(image) < groups * nb:
@@ -282,7 +303,33 @@ def unpack_samples(config: LearnerConfig, image: bytes, n: int):
                          f"samples, not {len(image)}")
     words = np.frombuffer(image, np.uint8, count=groups * nb).reshape(groups, nb)
     lane = unpack_lanes(words, S, lb, signed=False).reshape(-1)[:n]
+    w = rf.width
     rv = lane & ((1 << w) - 1)
     rews = rv - ((rv >> (w - 1)) << w)
-    acts = (lane >> w) & ((1 << ab) - 1)
-    return acts, rews, (lane >> (w + ab) & 1).astype(bool), lane >> (w + ab + 1)
+    acts = (lane >> af.lsb) & ((1 << af.width) - 1)
+    return acts, rews, (lane >> df.lsb & 1).astype(bool), lane >> wf.lsb
+
+
+def memory_window(config: LearnerConfig) -> MemoryWindow:
+    """The ``s_axi_mem`` window of ``config``: every region of :func:`regions` at
+    :func:`region_base`, its words :func:`word_bytes` apart (:class:`~sw.memmap.MemoryWindow`,
+    what the register files describe)."""
+    S, D, num = config.array, config.axi_data_width, config.numerics
+    out = []
+    for r in regions(config):
+        if r.kind == "matrix":
+            G = r.col_groups(config)
+            doc = f"{r.doc}; block (rg, cg) is word rg*{G} + cg"
+            lanes, fields = S * S, ()
+        else:
+            doc = f"{r.doc}; word g holds samples g*{S} .. g*{S}+{S - 1}, lane i sample g*{S} + i"
+            lanes, fields = S, sample_fields(config)
+        frac = getattr(num, f"{r.format}_format").frac if r.format else None
+        out.append(MemoryRegion(r.name, region_base(config, r.name), region_bytes(config),
+                                r.depth(config), word_bytes(config, r.name), lanes, r.lane_bits,
+                                r.signed, frac, "rw" if r.host_write else "ro", doc, fields))
+    return MemoryWindow(tuple(out), mem_addr_bits(config), doc=(
+        f"A matrix region holds {S} x {S} blocks: element (i, j) of block (rg, cg), row "
+        f"rg*{S} + i and column cg*{S} + j of the matrix, is lane i*{S} + j of the block's word "
+        f"(zero past the matrix). A word is its lanes' bits in {D}-bit pieces, their number "
+        f"rounded up to a power of two."))

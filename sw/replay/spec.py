@@ -52,12 +52,14 @@ import numpy as np
 
 from sw.config import Config, check_int
 from sw.fixed import MAX_INTERMEDIATE_BITS, ROUNDING_MODES, FixedFormat
+from sw.memmap import MemoryRegion, MemoryWindow
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import DmaParams, kernel_register_map
 
 __all__ = ["SumTreeConfig", "XORSHIFT32_SHIFTS", "XORSHIFT32_ZERO_SEED", "PRNG_BITS", "FANOUTS",
            "LIMITS", "check_fanout", "tree_shape", "ReplayOp", "OP_BITS", "REPLAY_ERRORS",
-           "ERRORS", "STATUS_FLAGS", "TREE_BUSY_BIT", "REGIONS", "WORD_BYTES", "region_words",
+           "ERRORS", "STATUS_FLAGS", "TREE_BUSY_BIT", "REGIONS", "WORD_BYTES", "REGION_DOCS",
+           "memory_window", "region_words",
            "region_base", "region_bits", "field_bits", "mem_addr_bits", "responds",
            "replay_register_map", "hw_info_values", "config_from_hw", "TAIL", "run_cycles",
            "response_cycles", "ReplayKernelConfig", "replay_kernel_register_map", "PER_ALPHA",
@@ -357,6 +359,15 @@ TREE_BUSY_BIT = 12
 REGIONS = ("IDX_IN", "PRIO_IN", "TARGET_IN", "IDX_OUT", "PRIO_OUT")
 #: Bytes per buffer element (the AXI4 data width).
 WORD_BYTES = 8
+#: What each region holds, entry i for operation i of a run (:func:`memory_window`).
+REGION_DOCS = {
+    "IDX_IN": "leaf indices of UPDATE and READ (UPDATE_SAMPLE: of its updates)",
+    "PRIO_IN": "priorities of UPDATE and INSERT (UPDATE_SAMPLE: of its updates), raw input format",
+    "TARGET_IN": "sampling targets of SAMPLE and UPDATE_SAMPLE without OP.PRNG: x = raw / "
+                 "2^target_bits in [0, 1)",
+    "IDX_OUT": "leaf indices a SAMPLE found, an INSERT wrote or a READ read",
+    "PRIO_OUT": "their priorities, raw leaf format",
+}
 
 
 def _check(config):
@@ -397,6 +408,24 @@ def region_bits(config: SumTreeConfig, name: str) -> int:
 def mem_addr_bits(config: SumTreeConfig) -> int:
     """Byte address bits of ``s_axi_mem`` (five regions of :func:`region_words` words)."""
     return (len(REGIONS) * region_words(config) * WORD_BYTES - 1).bit_length()
+
+
+def memory_window(config: SumTreeConfig) -> MemoryWindow:
+    """The ``s_axi_mem`` window of ``config``: the five batch buffers at :func:`region_base`,
+    one element per :data:`WORD_BYTES` word (:class:`~sw.memmap.MemoryWindow`, what the
+    register files describe)."""
+    _check(config)
+    frac = {"IDX_IN": 0, "PRIO_IN": config.input_format.frac,
+            "TARGET_IN": config.target_format.frac, "IDX_OUT": 0,
+            "PRIO_OUT": config.priority_format.frac}
+    regions = tuple(
+        MemoryRegion(name, region_base(config, name), region_words(config) * WORD_BYTES,
+                     region_words(config), WORD_BYTES, 1, field_bits(config, name), False,
+                     frac[name], "rw" if name.endswith("_IN") else "ro", REGION_DOCS[name])
+        for name in REGIONS)
+    return MemoryWindow(regions, mem_addr_bits(config), doc=(
+        f"Entry i of a run is word i of a region: one little-endian {8 * WORD_BYTES}-bit word "
+        f"per element, its value in the low bits (a host write keeps those, the rest read 0)."))
 
 
 def responds(op: ReplayOp) -> bool:
