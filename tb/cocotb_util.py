@@ -52,14 +52,14 @@ def _test_module(test_file) -> tuple[str, Path]:
 
 def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None,
               simulator="verilator", extra_env=None):
-    """Emit, build (cached per configuration, :func:`sw.driver.sim_process.build_sim`: the
-    builds :func:`~sw.driver.sim_process.open_sim` uses) and run the cocotb tests in
+    """Emit, build (cached per configuration, :func:`rtl_gen.sim_build.build_sim`: the
+    builds :func:`sw.driver.open_sim` runs) and run the cocotb tests in
     ``test_file`` under ``simulator``: ``"verilator"`` (the project's simulator) or ``"icarus"``
     (Icarus Verilog with ``-g2012``, SystemVerilog semantics: the second simulator that checks
     the emitted Verilog does not depend on Verilator's 2-state, time-0 behaviour)."""
     from cocotb_tools.runner import get_runner
 
-    from sw.driver.sim_process import build_sim
+    from rtl_gen.sim_build import build_sim
 
     if simulator not in ("verilator", "icarus"):
         raise ValueError(f"simulator must be 'verilator' or 'icarus', not {simulator!r}")
@@ -103,8 +103,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
     from rtl_gen.emit import port_table
-
-    from sw.driver.sim_process import BUILD_ARGS, public_ports, verilator_env, write_if_changed
+    from rtl_gen.sim_build import BUILD_ARGS, public_ports, verilator_env, write_if_changed
 
     text = verilog.convert(component, name=module, emit_src=False)
     key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS],

@@ -79,7 +79,7 @@ def run_kernel(name, test_file, *, seed):
 
     params = CONFIGS[name]
     key = hashlib.sha256(json.dumps(["gae-kernel", params], sort_keys=True).encode())
-    # not the build's own lock (sw.driver.sim_process.build_sim, "<block>-<hash>.lock"): this
+    # not the build's own lock (rtl_gen.sim_build.build_sim, "<block>-<hash>.lock"): this
     # one is held around the whole run, and run_block takes that one inside it
     lock = ROOT / "build" / "sim" / f"gae-kernel-{key.hexdigest()[:12]}.run.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,11 @@ a replay and a learner session on the golden devices of the shipped modules, thr
 public import paths, and checks the results against the golden models. Nothing of the generator
 stack may be imported along the way. The RL libraries of the optional ``adapters`` extra
 (Stable-Baselines3, TorchRL, tensordict) are refused too: ``sw.adapters`` and its drivers
-import without them.
+import without them. A second subprocess, with only ``amaranth`` and ``rtl_gen`` refused,
+imports every module under ``sw/``.
 """
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -115,3 +117,52 @@ def test_host_runs_without_amaranth():
                          text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "host session ok" in res.stdout
+
+
+WALK = textwrap.dedent('''
+    import importlib
+    import json
+    import pkgutil
+    import sys
+
+    BLOCKED = ("amaranth", "rtl_gen")
+
+    class Refuse:
+        """Meta path finder: amaranth and rtl_gen cannot be imported."""
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ImportError(f"{name} is blocked (the host side needs no generator)")
+            return None
+
+    sys.meta_path.insert(0, Refuse())
+
+    import sw
+
+    imported, missing, failed = ["sw"], [], []
+    for info in pkgutil.walk_packages(sw.__path__, "sw.", onerror=failed.append):
+        try:
+            importlib.import_module(info.name)
+            imported.append(info.name)
+        except ModuleNotFoundError as e:        # an optional package not installed here
+            missing.append(f"{info.name}: {e}")
+        except Exception as e:
+            failed.append(f"{info.name}: {e!r}")
+    failed += sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
+    print(json.dumps({"imported": imported, "missing": missing, "failed": failed}))
+''')
+
+
+def test_every_host_module_imports_without_amaranth():
+    """Every module under ``sw/`` imports with amaranth and rtl_gen unimportable (one that
+    needs an optional package this environment lacks is only reported)."""
+    res = subprocess.run([sys.executable, "-c", WALK], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert not out["failed"], out["failed"]
+    on_disk = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / "sw").rglob("*.py")}
+    reached = set(out["imported"]) | {m.split(":")[0] for m in out["missing"]}
+    assert reached == on_disk, sorted(on_disk ^ reached)
+    if out["missing"]:
+        print("not importable here (optional packages):", *out["missing"], sep="\n  ")

@@ -48,7 +48,7 @@ _LAZY = {
         "ReplayTimeoutError", "read_replay_config"),
     "sw.driver.pynq_device": ("PynqDevice", "gae_ip_class"),
     "sw.driver.sim": ("SimDevice",),
-    "sw.driver.sim_process": ("SimProcessDevice", "open_sim", "build_sim"),
+    "sw.driver.sim_process": ("SimProcessDevice", "open_sim", "start_sim"),
     "sw.driver.stub": ("InstantDevice", "TrafficCounter"),
     "sw.driver.xrt_device": ("XrtDevice",),
 }

@@ -7,6 +7,8 @@ before anything is built. The PPO program on ``--device sim`` is in tb/rl/test_d
 """
 
 import os
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -77,36 +79,40 @@ def test_bad_targets_refused_before_building(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-class _StubRunner:
-    """The cocotb runner's build without Verilator: links nothing, touches the model."""
+#: The generator's build command with the cocotb runner's build stubbed (no Verilator: it
+#: links nothing and touches the model), for :data:`sw.driver.sim_process.BUILD_COMMAND`.
+STUB_BUILD = (sys.executable, "-c", textwrap.dedent("""
+    import sys
 
-    builds = 0
+    import cocotb_tools.runner
 
-    def build(self, *, hdl_toplevel, build_dir, **kwargs):
-        _StubRunner.builds += 1
-        (build_dir / hdl_toplevel).write_bytes(b"")
+    class Runner:
+        def build(self, *, hdl_toplevel, build_dir, **kwargs):
+            (build_dir / hdl_toplevel).write_bytes(b"")
+
+    cocotb_tools.runner.get_runner = lambda name: Runner()
+    from rtl_gen.sim_build import main
+    sys.exit(main())
+"""))
 
 
 def test_open_sim_says_building_only_when_it_builds(tmp_path, monkeypatch, capsys):
     """open_sim's line says "building" when the model must be compiled (none yet, or its
-    Verilog changed since) and "built before" when the cache holds a current one; the cache
-    check runs on the real emitted sources, the build is stubbed and the simulator never
-    started."""
-    import cocotb_tools.runner
-
+    Verilog changed since) and "built before" when the cache holds a current one; the
+    generator's build command runs on the real emitted sources with Verilator stubbed, and the
+    simulator is never started."""
+    from rtl_gen.sim_build import model_is_current
     from sw.driver import sim_process
 
     class Stop(Exception):
         pass
 
-    real_build_sim = sim_process.build_sim
-
-    def build_then_stop(*args, **kwargs):
-        real_build_sim(*args, **kwargs)
+    def stop(build_dir, module, **kwargs):
+        assert (build_dir / module).is_file()
         raise Stop
 
-    monkeypatch.setattr(cocotb_tools.runner, "get_runner", lambda name: _StubRunner())
-    monkeypatch.setattr(sim_process, "build_sim", build_then_stop)
+    monkeypatch.setattr(sim_process, "BUILD_COMMAND", STUB_BUILD)
+    monkeypatch.setattr(sim_process, "start_sim", stop)
     lines = []
     for _ in range(2):
         with pytest.raises(Stop):
@@ -119,11 +125,19 @@ def test_open_sim_says_building_only_when_it_builds(tmp_path, monkeypatch, capsy
                         f"{build_dir})\n")
     model = build_dir / "gae_accel"
     verilog = build_dir / "src" / "gae_accel.v"
-    assert sim_process.model_is_current(build_dir, "gae_accel", [verilog])
+    assert model_is_current(build_dir, "gae_accel", [verilog])
     os.utime(model, (verilog.stat().st_mtime - 10,) * 2)       # the Verilog is newer
-    assert not sim_process.model_is_current(build_dir, "gae_accel", [verilog])
+    assert not model_is_current(build_dir, "gae_accel", [verilog])
     model.unlink()
-    assert not sim_process.model_is_current(build_dir, "gae_accel", [verilog])
+    assert not model_is_current(build_dir, "gae_accel", [verilog])
     with pytest.raises(Stop):
         open_sim("gae_accel_n8", cache_dir=tmp_path, quiet=True)
     assert capsys.readouterr().err == ""
+
+
+def test_failed_build_is_reported(tmp_path):
+    """A build the generator's command refuses comes back as RuntimeError with its message."""
+    from sw.driver import sim_process
+
+    with pytest.raises(RuntimeError, match="block must be one of .* not 'nope'"):
+        sim_process._build("nope", {}, cache_dir=tmp_path)
