@@ -11,6 +11,8 @@ drivers and golden devices (re-exported from their blocks), and the devices they
   ``update_and_sample``, ``read``), :class:`ReplayGoldenDevice` its pure-Python device;
 * :mod:`sw.learner.driver` -- :class:`LearnerDriver` (``load_weights``, ``train_step``,
   ``read_weights``, ``sync_target``);
+* :func:`open_driver` -- the driver of any generated configuration from its manifest, on a
+  device spec (``open_driver("build/replay_k8_4k", device="golden")``);
 * backends: :class:`GoldenDevice`, :class:`LearnerGoldenDevice` (pure Python),
   :class:`SimDevice` (Verilator + cocotb, inside a cocotb test), :class:`SimProcessDevice`
   (the same from any Python process: ``with open_sim("gae_accel_n8") as dev``),
@@ -46,6 +48,7 @@ _LAZY = {
         "ReplayBusyError",
         "ReplayConfigMismatchError", "ReplayDriver", "ReplayEmptyError", "ReplayError",
         "ReplayTimeoutError", "read_replay_config"),
+    "sw.driver.from_manifest": ("open_driver",),
     "sw.driver.pynq_device": ("PynqDevice", "gae_ip_class"),
     "sw.driver.sim": ("SimDevice",),
     "sw.driver.sim_process": ("SimProcessDevice", "open_sim", "start_sim"),
