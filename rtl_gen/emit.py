@@ -1,8 +1,9 @@
 """Verilog and manifests: how a registered block configuration becomes files.
 
-:func:`emit` elaborates a block of :data:`sw.registry.BLOCKS` and writes ``<module>.v``, its
-manifest ``<module>.json`` (configuration, formats, latency and throughput from the block's
-spec, ports, register files, Vitis kernel arguments) and, for blocks with a control port, the
+:func:`emit` elaborates a block of :data:`sw.registry.BLOCKS` (its component from
+:data:`rtl_gen.blocks.GATEWARE`) and writes ``<module>.v``, its manifest ``<module>.json``
+(configuration, formats, latency and throughput from the block's spec, ports, register files,
+Vitis kernel arguments) and, for blocks with a control port, the
 register map as JSON, C header and Markdown (with the memory window's layout, for a block with
 one: :meth:`sw.registry.Block.memory_window`). The CLI (``python -m rtl_gen``), the Makefile
 (through the CLI), the tests and the Vivado flow all go through it, so what is shipped is what
@@ -24,6 +25,7 @@ from sw.regmap import register_files
 from sw.timing import manifest_clock, timing_file
 from sw.verilog_text import sim_safe
 
+from .blocks import build
 from .convert import convert
 
 __all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
@@ -163,7 +165,7 @@ def emit(block_name: str, params: dict, out_dir, *, module: str | None = None,
     block = find_block(block_name)
     module = check_module_name(block.module if module is None else module)
     config = block.config.from_dict(params)
-    component = block.build(config)
+    component = build(block, config)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with progress_bar(total=2, desc=f"{module}: Verilog", unit="step", disable=not progress,

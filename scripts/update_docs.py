@@ -12,8 +12,9 @@ Every table comes from the plain-Python specification, never from hand-kept text
 ``hdl/<module>/<module>_regs.*`` files), the configuration dataclasses' numpydoc ``Parameters``
 sections and the exact cycle models (:func:`sw.gae.spec.run_cycles`,
 :func:`sw.replay.spec.run_cycles`, :func:`sw.learner.schedule.step_cycles`), except the
-estimated timing, read from ``hdl/timing.json`` (``make timing``, :mod:`sw.timing`). No Amaranth is
-imported, so this runs in a second.
+estimated timing, read from ``hdl/timing.json`` (``make timing``, :mod:`sw.timing`). Nothing is
+elaborated: the generator is imported only for the names of the blocks' components
+(:data:`rtl_gen.blocks.GATEWARE`), so this runs in a second.
 
 The hand-written pages in ``docs/`` link to these files. ``tb/test_docs.py`` calls
 :func:`render` and fails when a file in ``docs/generated/`` differs from it, is missing, or is
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:               # the checkout's sw/, not an installed copy
     sys.path.insert(0, str(ROOT))
 
+from rtl_gen.blocks import GATEWARE  # noqa: E402
 from sw import registry, timing  # noqa: E402
 from sw.gae import spec as gae  # noqa: E402
 from sw.learner import schedule  # noqa: E402
@@ -215,7 +217,7 @@ def blocks_page() -> str:
     for b in registry.BLOCKS.values():
         rows.append([f"`{b.name}`", b.summary, b.role, b.family or "—",
                      f"`{b.config.__module__}.{b.config.__name__}`",
-                     f"`{b.gateware.replace(':', '.')}`",
+                     f"`{GATEWARE[b.name].__module__}.{GATEWARE[b.name].__qualname__}`",
                      f"`{b.device.replace(':', '.')}`" if b.device else "—",
                      f"`{b.driver.replace(':', '.')}`" if b.driver else "—",
                      f"[{PAGES[b.name][:-3]}](../{PAGES[b.name]})"])

@@ -5,8 +5,9 @@ writer (:mod:`rtl_gen.emit`), the device specs of the RL programs (:mod:`sw.rl.d
 PYNQ and XRT backends (:mod:`sw.driver`) and the Vivado flow (:mod:`rtl_gen.vivado`). A
 :class:`Block` ties a name to its configuration class and register map (plain Python, from the
 block's ``spec``), and names -- as ``"module:attribute"`` strings, imported only when asked
-for -- its gateware, golden device and driver, so this module and the host side import no
-Amaranth.
+for -- its golden device and driver. The host side holds the host facts only: the component a
+configuration builds is in the generator's table, :data:`rtl_gen.blocks.GATEWARE`, so this
+module imports no Amaranth.
 
 Manifest facts (formats, latency, throughput) come from the spec through :meth:`Block.formats`,
 :meth:`Block.latency` and :meth:`Block.throughput`.
@@ -64,8 +65,6 @@ class Block:
         One line for listings and docs.
     config : type
         Configuration dataclass (``from_dict``/``to_dict``), from the block's spec.
-    gateware : str
-        ``"module:Component"`` of the Amaranth component built from a configuration.
     family : str or None
         The accelerator family the RL programs and device specs name (``"gae"``,
         ``"replay"``, ``"learner"``); None for building blocks without a host interface.
@@ -86,7 +85,6 @@ class Block:
     module: str
     summary: str
     config: type
-    gateware: str
     family: str | None = None
     role: str = "unit"
     regmap: Callable | None = None
@@ -100,16 +98,14 @@ class Block:
     _memory: Callable | None = field(default=None, repr=False)
 
     def load(self, what: str):
-        """The object a ``"module:attribute"`` member names: ``"gateware"``, ``"device"``,
-        ``"driver"`` or ``"reader"`` (importing ``gateware`` imports Amaranth)."""
+        """The object a ``"module:attribute"`` member names: ``"device"``, ``"driver"`` or
+        ``"reader"``."""
+        if what not in ("device", "driver", "reader"):
+            raise ValueError(f"what must be one of device, driver, reader, not {what!r}")
         ref = getattr(self, what)
         if ref is None:
             raise ValueError(f"block {self.name!r} has no {what}")
         return _load(ref)
-
-    def build(self, config):
-        """The Amaranth component of ``config``."""
-        return self.load("gateware")(config)
 
     def formats(self, config) -> dict:
         """Number formats of a configuration: name -> :meth:`~sw.fixed.FixedFormat.to_dict`."""
@@ -246,30 +242,30 @@ def _trainer_rate(c):
 
 BLOCKS = {b.name: b for b in [
     Block("gae-pe", "gae_pe", "GAE processing element (HEPPO), one element per cycle",
-          gae.GaePeConfig, "rtl_gen.gae.pe:GaeProcessingElement",
+          gae.GaePeConfig,
           _formats=_gae_pe_formats,
           _latency=lambda c: {"cycles": c.latency, "of": "an input element to its output"},
           _throughput=lambda c: {"per_cycle": 1, "unit": "GAE elements"}),
     Block("gae-accel", "gae_accel",
           "HEPPO GAE accelerator: stack memory, N PEs, AXI4-Lite + AXI4",
-          gae.GaeCoreConfig, "rtl_gen.gae.accelerator:GaeAccelerator", family="gae",
+          gae.GaeCoreConfig, family="gae",
           role="accelerator", regmap=gae.gae_register_map, device="sw.gae.device:GoldenDevice",
           driver="sw.gae.driver:GaeDriver", reader="sw.gae.driver:read_hw_config",
           _formats=_gae_core_formats, _latency=_gae_full_run,
           _throughput=_gae_elements, _memory=gae_layout.memory_window),
     Block("gae-kernel", "gae_kernel",
           "HEPPO GAE accelerator as a Vitis kernel: AXI4-Lite + m_axi DMA shell",
-          gae.GaeKernelConfig, "rtl_gen.gae.kernel:GaeKernel", family="gae", role="kernel",
+          gae.GaeKernelConfig, family="gae", role="kernel",
           regmap=gae.gae_kernel_register_map, driver="sw.gae.driver:GaeDriver",
           _formats=_gae_core_formats,
           _latency=_gae_kernel_run, _throughput=_gae_elements),
     Block("sumtree", "sumtree",
           "K-ary sum tree for prioritized replay, one sample or update per cycle",
-          replay.SumTreeConfig, "rtl_gen.replay.sumtree:SumTree", _formats=_replay_formats,
+          replay.SumTreeConfig, _formats=_replay_formats,
           _latency=_tree_latency, _throughput=_tree_ops),
     Block("replay-accel", "replay_accel",
           "prioritized replay: K-ary sum tree, batch buffers, AXI4-Lite + AXI4",
-          replay.SumTreeConfig, "rtl_gen.replay.accelerator:ReplayAccelerator",
+          replay.SumTreeConfig,
           family="replay", role="accelerator", regmap=replay.replay_register_map,
           device="sw.replay.device:ReplayGoldenDevice",
           driver="sw.replay.driver:ReplayDriver", reader="sw.replay.driver:read_replay_config",
@@ -278,21 +274,21 @@ BLOCKS = {b.name: b for b in [
     Block("replay-kernel", "replay_kernel",
           "prioritized replay as a Vitis kernel: AXI4-Lite + m_axi DMA shell "
           "(host-commanded copies)",
-          replay.ReplayKernelConfig, "rtl_gen.replay.kernel:ReplayKernel", family="replay",
+          replay.ReplayKernelConfig, family="replay",
           role="kernel",
           regmap=replay.replay_kernel_register_map,
           driver="sw.replay.driver:ReplayDriver",
           _formats=_replay_formats, _latency=_replay_run, _throughput=_tree_ops),
     Block("tensor-unit", "tensor_unit",
           "R x C output-stationary systolic GEMM array (learner tensor unit)",
-          learner.TensorUnitConfig, "rtl_gen.learner.tensor_unit:TensorUnit",
+          learner.TensorUnitConfig,
           _formats=_tu_formats,
           _latency=lambda c: {"cycles": c.latency, "of": "the last operand beat to the first "
                                                          "output beat"},
           _throughput=lambda c: {"per_cycle": c.macs, "unit": "multiply-accumulates"}),
     Block("learner", "learner",
           "MLP training step on a pipeline of S x S tensor units, AXI4-Lite + AXI4",
-          learner.LearnerConfig, "rtl_gen.learner.accelerator:LearnerAccelerator",
+          learner.LearnerConfig,
           family="learner", role="accelerator", regmap=learner.learner_register_map,
           device="sw.learner.device:LearnerGoldenDevice",
           driver="sw.learner.driver:LearnerDriver",
@@ -301,7 +297,7 @@ BLOCKS = {b.name: b for b in [
           _memory=learner_layout.memory_window),
     Block("learner-kernel", "learner_kernel",
           "MLP learner as a Vitis kernel: AXI4-Lite + m_axi DMA shell (host-commanded copies)",
-          learner.LearnerKernelConfig, "rtl_gen.learner.kernel:LearnerKernel", family="learner",
+          learner.LearnerKernelConfig, family="learner",
           role="kernel",
           regmap=learner.learner_kernel_register_map,
           driver="sw.learner.driver:LearnerDriver",
@@ -309,7 +305,7 @@ BLOCKS = {b.name: b for b in [
     Block("dqn-trainer", "dqn_trainer",
           "fused DQN trainer (CF'22): sum tree, gather, learner, priorities on chip; AXI4-Lite "
           "+ AXI4 master to the transition storage",
-          trainer.TrainerConfig, "rtl_gen.trainer.accelerator:TrainerAccelerator",
+          trainer.TrainerConfig,
           family="trainer", role="accelerator", regmap=trainer.trainer_register_map,
           device="sw.trainer.device:TrainerGoldenDevice",
           driver="sw.trainer.driver:TrainerDriver",

@@ -65,13 +65,14 @@ def test_synthesis_text_is_amaranths_output():
     """What synthesis (and the timing key) reads is Amaranth's Verilog, not the pass's."""
     from amaranth.back import verilog
 
+    from rtl_gen.blocks import build
     from rtl_gen.emit import drop_zero_memory_init, to_verilog
     from sw.registry import block
 
     b = block("gae-pe")
-    comp = b.build(b.config.from_dict(CASES["gae-pe"][1]))
+    comp = build(b, b.config.from_dict(CASES["gae-pe"][1]))
     raw = drop_zero_memory_init(verilog.convert(comp, name="pe", emit_src=False))
-    comp = b.build(b.config.from_dict(CASES["gae-pe"][1]))
+    comp = build(b, b.config.from_dict(CASES["gae-pe"][1]))
     assert synthesis_text(to_verilog(comp, "pe")) == raw
 
 
