@@ -12,7 +12,7 @@ same N transitions and times ``sample`` (indices, weights and data) and ``update
 size; ratios compare them within the same run. cpprb is optional (``pip install cpprb``):
 without it part 1 times our buffers alone.
 
-Part 2 times the golden :class:`sw.golden.sumtree.SumTree` descent alone for each fanout K:
+Part 2 times the golden :class:`sw.replay.sumtree.SumTree` descent alone for each fanout K:
 ``batch 1`` is the per-call latency of one sample (dominated by numpy call overhead per level,
 so it falls with fewer levels), the larger batches the cost per sample when vectorised (PAAL
 Sec. IV-C.5 and VI-D: a trade-off between levels and K reads per level).

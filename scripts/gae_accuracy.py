@@ -2,7 +2,7 @@
 
 Every figure is ``sqrt(mean((x - ref)**2) / mean(ref**2))`` of the driver's results on the
 golden device (bit-exact with the RTL) in its default units (the caller's) against
-:func:`sw.golden.gae.gae_reference` on the same float64 inputs. In-place rows give the
+:func:`sw.gae.golden.gae_reference` on the same float64 inputs. In-place rows give the
 default (refined while the driver's error bound exceeds ``result_tolerance``, 3 %) and, in
 brackets, one run without refinement (``result_tolerance=None``); ``runs`` counts the runs of
 the default (retries and refinements included).

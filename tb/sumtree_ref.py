@@ -7,7 +7,7 @@ A command is a tuple ``(op, level, index, priority, target)`` of ints (:class:`S
 and a response a tuple ``(op, index, value, empty, invalid)``: the fields of
 :func:`~rtl_gen.replay.command_layout` and :func:`~rtl_gen.replay.response_layout`.
 :class:`Reference` turns a command sequence into the responses and flags that
-:class:`sw.golden.sumtree.FixedSumTree` (executing the same operations one after another)
+:class:`sw.replay.sumtree.FixedSumTree` (executing the same operations one after another)
 implies, so an RTL run is checked with ``assert rtl == reference``.
 """
 

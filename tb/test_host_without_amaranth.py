@@ -37,8 +37,8 @@ SCRIPT = textwrap.dedent('''
 
     from sw.driver import (GaeDriver, GoldenDevice, LearnerDriver, LearnerGoldenDevice,
                            ReplayDriver, ReplayGoldenDevice)
-    from sw.golden.gae import gae_reference
-    from sw.golden.sumtree import SumTree
+    from sw.gae.golden import gae_reference
+    from sw.replay.sumtree import SumTree
     from sw.registry import shipped_config
     from sw.rl.devices import open_device
 

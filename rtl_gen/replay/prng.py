@@ -14,7 +14,7 @@ def xorshift32_step(state):
     """Combinational: one xorshift32 step of a 32-bit value (3 XOR layers, no carries).
 
     ``s ^= s << 13; s ^= s >> 17; s ^= s << 5`` on 32 bits, the definition of
-    :func:`sw.golden.sumtree.xorshift32`.
+    :func:`sw.replay.sumtree.xorshift32`.
     """
     a, b, c = XORSHIFT32_SHIFTS
     s = state[:PRNG_BITS]
@@ -28,7 +28,7 @@ class Xorshift32(wiring.Component):
     """32-bit xorshift generator with a seed load, one word per cycle.
 
     ``word`` is the *next* state: the word a sample uses when it raises ``step`` in the same
-    cycle (:class:`sw.golden.sumtree.Xorshift32` uses the state after each step). It is kept
+    cycle (:class:`sw.replay.sumtree.Xorshift32` uses the state after each step). It is kept
     in a register of its own, one step ahead of ``state`` (a step moves it to ``state`` and
     steps it again; a load takes the seed's registered step), so that a user of ``word``
     starts at a flip-flop. A seed of 0 (the fixed point of xorshift) loads

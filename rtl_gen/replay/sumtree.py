@@ -47,7 +47,7 @@ class SumTree(wiring.Component):
     The tree of :class:`~sw.replay.spec.SumTreeConfig`: the root in a register, level
     ``l`` (1..``levels``) in its own memory (:class:`~rtl_gen.replay.level.SumTreeLevel`) whose
     words are whole groups of ``fanout`` siblings, ``fanout * level_widths[l]`` bits, so one read
-    returns all children of a node. Bit-exact with :class:`sw.golden.sumtree.FixedSumTree`.
+    returns all children of a node. Bit-exact with :class:`sw.replay.sumtree.FixedSumTree`.
 
     Pipeline and ordering
     ---------------------

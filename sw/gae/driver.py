@@ -8,7 +8,7 @@ model, the Verilated RTL, a PYNQ board, an Alveo card)::
     adv, ret = drv.compute(rewards, values, last_values=v_next, gamma=0.99, lam=0.95,
                            terminated=term, truncated=trunc, final_values=v_final)
 
-:meth:`GaeDriver.compute` has the signature of :func:`sw.golden.gae.gae_reference` and does,
+:meth:`GaeDriver.compute` has the signature of :func:`sw.gae.golden.gae_reference` and does,
 in order: **validation** before any bus access (shapes, dtypes, finiteness, ``gamma`` and
 ``lam`` in [0, 1], capacity ``(T + 1) * ceil(M / n_pe) <= depth``, ``M <= 4096``:
 ``ValueError`` naming the argument); **quantization** by ``units`` (:mod:`sw.gae.batch`,
@@ -22,7 +22,7 @@ the caller's (``out=``). In the caller's units only the advantages are read back
 are the advantages plus the caller's values (:mod:`sw.gae.batch`, "Returns").
 
 Units of the results
-    ``units="caller"`` (default): textbook GAE, :func:`~sw.golden.gae.gae_reference` of the
+    ``units="caller"`` (default): textbook GAE, :func:`~sw.gae.golden.gae_reference` of the
     caller's rewards, values and flags, in their units, within the quantization error; the
     same batch gives the same answer whatever came before. ``units="standardized"`` (HEPPO's
     training mode): GAE of the rewards standardized with running statistics over every call
@@ -568,7 +568,7 @@ class GaeDriver(DriverBase):
                 final_values=None, out=None):
         """GAE on the accelerator: ``(advantages, returns)``, float64 ``[T, M]``.
 
-        Same signature as :func:`sw.golden.gae.gae_reference`, with ``dones[t]`` = the episode
+        Same signature as :func:`sw.gae.golden.gae_reference`, with ``dones[t]`` = the episode
         ended at step t; instead of ``dones`` the keyword pairs ``episode_starts`` +
         ``next_done`` (SB3/CleanRL) or ``terminated`` + ``truncated`` (+ ``final_values``;
         gymnasium) (:mod:`sw.gae.batch`). Results in the caller's units by default

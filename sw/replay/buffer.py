@@ -1,9 +1,9 @@
 """Thread-safe prioritized replay buffer on the K-ary sum tree (PAAL Sec. IV, Schaul et al.).
 
 Transitions live in a dict of numpy arrays, one row per slot; priorities ``p ** alpha`` live in
-a :class:`~sw.golden.sumtree.SumTree` (float64) or, given a
+a :class:`~sw.replay.sumtree.SumTree` (float64) or, given a
 :class:`~sw.replay.spec.SumTreeConfig`, in the bit-exact
-:class:`~sw.golden.sumtree.FixedSumTree`, so the buffer then behaves exactly as the FPGA's
+:class:`~sw.replay.sumtree.FixedSumTree`, so the buffer then behaves exactly as the FPGA's
 replay manager (same priorities, same PRNG stream, same samples).
 
 Synchronisation (PAAL Alg. 3)

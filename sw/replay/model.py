@@ -1,7 +1,7 @@
 """Bit-exact run-level model of the replay accelerator (:mod:`rtl_gen.replay.accelerator`).
 
 :class:`ReplayAccelModel` holds the state the accelerator keeps between runs (the
-:class:`~sw.golden.sumtree.FixedSumTree` with its PRNG, maximum-priority register, write pointer
+:class:`~sw.replay.sumtree.FixedSumTree` with its PRNG, maximum-priority register, write pointer
 and size, and the sticky flags) and executes one run the way the RTL does, from the stored
 buffer contents (:data:`~sw.replay.spec.REGIONS`) to the output entries, the STATUS fields
 and the cycle counts. Used by the cocotb tests and by the register-level golden device

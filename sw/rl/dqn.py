@@ -278,7 +278,7 @@ class AcceleratorReplay:
 
 class CpuReplay:
     """Priorities in the float64 K-ary sum tree of the CPU replay buffer
-    (:class:`sw.golden.sumtree.SumTree`, what :class:`sw.replay.PrioritizedReplayBuffer` uses)."""
+    (:class:`sw.replay.sumtree.SumTree`, what :class:`sw.replay.PrioritizedReplayBuffer` uses)."""
 
     def __init__(self, capacity, seed):
         from sw.replay.sumtree import SumTree

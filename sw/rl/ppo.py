@@ -3,7 +3,7 @@
 A CleanRL-style PPO (clipped objective, value loss, entropy bonus, minibatch epochs, annealed
 learning rate, advantage normalisation per minibatch) for discrete-action gymnasium
 environments, whose one difference from CleanRL is where GAE runs: ``advantages`` is any
-callable with the signature of :func:`sw.golden.gae.gae_reference`, e.g.
+callable with the signature of :func:`sw.gae.golden.gae_reference`, e.g.
 
 * :class:`AcceleratorAdvantages` -- :meth:`sw.gae.driver.GaeDriver.compute` on any device: the
   golden model (:class:`~sw.gae.device.GoldenDevice`, no hardware), the Verilated RTL, a

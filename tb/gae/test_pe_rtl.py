@@ -2,8 +2,8 @@
 
 pytest builds one Verilator model per parameter set (``CONFIGS``) and runs the cocotb tests
 below against it. Each cocotb test compares every output field (advantage, reward-to-go,
-overflow, tags) with :class:`sw.golden.gae.GaePeModel`, and the model with the vectorised
-:func:`sw.golden.gae.gae_fixed`.
+overflow, tags) with :class:`sw.gae.golden.GaePeModel`, and the model with the vectorised
+:func:`sw.gae.golden.gae_fixed`.
 """
 
 import random

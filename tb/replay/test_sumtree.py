@@ -1,7 +1,7 @@
 """K-ary sum tree: config validation, golden models against the flat specification, PRNG, soak.
 
 Everything here is numpy only (no RTL yet); the RTL tests will compare against
-:class:`sw.golden.sumtree.FixedSumTree` directly.
+:class:`sw.replay.sumtree.FixedSumTree` directly.
 """
 
 import math

@@ -3,7 +3,7 @@
 pytest builds one Verilator model per parameter set (``CONFIGS``: K in {2, 4, 16, 64}, capacities
 that are and are not powers of K) through the ``sumtree`` block and runs the cocotb tests below
 against it: random mixes of every operation compared response by response and flag by flag with
-:class:`sw.golden.sumtree.FixedSumTree` (10^5 operations over all configurations), the tree
+:class:`sw.replay.sumtree.FixedSumTree` (10^5 operations over all configurations), the tree
 invariant checked on the RTL's own node values read back through DEBUG, a chi-square test of
 PRNG sampling, and exact cycle counts of sample and update batches.
 """

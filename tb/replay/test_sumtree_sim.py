@@ -1,5 +1,5 @@
 """Sum tree RTL in Amaranth's simulator (fast tier): tiny trees (K in {2, 4}, N in {1, 5, 16,
-17}), every response and flag against :class:`sw.golden.sumtree.FixedSumTree`, exact cycle
+17}), every response and flag against :class:`sw.replay.sumtree.FixedSumTree`, exact cycle
 counts, hazards of back-to-back operations, back-pressure, RESET, the PRNG."""
 
 import gc
