@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-import sw.driver  # noqa: F401 - first: sw.<block>.driver imported alone is a circular import
 from sw import registry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-import sw.driver  # noqa: F401 - first: sw.<block>.device/driver alone is a circular import
 from rtl_gen.blocks import GATEWARE, build, gateware
 from sw import registry
 from sw.gae import spec as gae_spec

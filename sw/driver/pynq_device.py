@@ -405,10 +405,6 @@ def _ip_base(pynq):
 
 
 class _GaeMethods:
-    @property
-    def is_memory_window(self) -> bool:
-        return self._on_memory_window()
-
     def compute(self, rewards, values, dones, last_values, gamma, lam):
         """:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>` on this IP."""
         return self.driver().compute(rewards, values, dones, last_values, gamma, lam)

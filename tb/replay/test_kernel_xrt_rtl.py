@@ -43,7 +43,7 @@ if cocotb is not None:
         """session() through XrtDevice (fake pyxrt on the RTL) == on ReplayGoldenDevice."""
         from axi_host import AxiHost
         from rtl_gen.replay.kernel import ReplayKernel
-        from sw.driver import ReplayGoldenDevice   # (sw.replay.device first: circular import)
+        from sw.replay.device import ReplayGoldenDevice
         from sw.replay.spec import ReplayKernelConfig
         from xrt_fake import xrt_session
 
