@@ -133,21 +133,19 @@ from sw.driver.common import bool_flags, check_finite
 
 from . import hostfast
 from .layout import pack_rows
-from .quant import UniformQuantizer
+from .quant import (UniformQuantizer, matched_registers, range_registers, result_table,
+                    unit_scale_for)
 from .spec import GaeCoreArgs, dequant_scale_format
 
 __all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
-           "choose_result_scale", "set_result_ranges", "range_registers", "unit_scale_for", "set_result_registers", "longest_segment",
-           "result_table", "dequantize_results", "code_images", "error_bounds",
+           "choose_result_scale", "set_result_ranges", "set_result_registers", "longest_segment",
+           "dequantize_results", "code_images", "error_bounds",
            "residual_rewards", "relative_error_bounds", "pe_weights", "MAX_REFINEMENTS"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
 #: ``"caller"`` (textbook GAE of the caller's rewards and values) or ``"standardized"``
 #: (HEPPO: GAE of the dynamically standardized rewards, running statistics across calls).
 UNITS = ("caller", "standardized")
-
-#: Largest ``unit_scale`` (batches of zeros would otherwise ask for an unbounded one).
-MAX_UNIT_SCALE = 2.0 ** 20
 
 #: Most refinement runs of one batch (module docstring, "Refinement"): each divides the error
 #: bound by about ``qmax / 2``; more are needed only where the results' RMS is about their
@@ -274,19 +272,6 @@ def check_finite_batch(r, v, last):
         check_finite(np.asarray(x), name)
 
 
-def range_registers(lo, hi, bits, reg_format, scale_format):
-    """``(scale_raw, offset_raw)`` of a dequantizer whose ``qmax`` codes reach both ends of
-    ``[lo, hi]``: the mid-range, rounded to ``reg_format``, and the smallest ``scale_format``
-    scale that covers the range from it (at least ``scale_format.min_normal``: within
-    ``2**-16`` of the exact step)."""
-    qmax = (1 << (bits - 1)) - 1
-    off_raw = int(reg_format.quantize((lo + hi) / 2))
-    off = float(reg_format.to_float(off_raw))
-    half = max(hi - off, off - lo, 0.0)
-    return scale_format.quantize(max(half / qmax, scale_format.min_normal), direction="up"), \
-        off_raw
-
-
 def _stream(x, bits, reg_format, scale_format):
     """Registers (mid-range offset, covering scale, both rounded first) and codes of ``x``."""
     qmax = (1 << (bits - 1)) - 1
@@ -298,17 +283,6 @@ def _stream(x, bits, reg_format, scale_format):
     q = UniformQuantizer(bits=bits, clip=float(qmax))
     codes = q.quantize((x - off) / scale)
     return codes, scale_raw, off_raw
-
-
-def unit_scale_for(max_abs_input, max_abs_delta, T, gl, data_format):
-    """The power of two that puts the returns' bound ``max_abs_input + H max_abs_delta``
-    (``H = sum_{l<T} gl^l``) at half the PE data range (module docstring)."""
-    H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
-    bound = max_abs_input + H * max_abs_delta
-    if bound > 0:
-        k = math.floor(math.log2(data_format.max_value / 2 / bound))
-        return min(2.0 ** k, MAX_UNIT_SCALE)
-    return MAX_UNIT_SCALE
 
 
 def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bits, reg_format,
@@ -361,14 +335,6 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
             "value_scale_raw": vs, "value_offset_raw": vo,
             "unit_scale": unit_scale, "value_mean": float(vall.mean()),
             "reward_clipped": 0.0, "value_clipped": 0.0, "matched": matched}
-
-
-def matched_registers(lo, hi, bits, reg_format, scale_format):
-    """The reward registers of matched rounding: :func:`range_registers` of the targets'
-    range ``[lo, hi]`` widened by one code step on each side (room for the carry)."""
-    step = float(scale_format.to_float(range_registers(lo, hi, bits, reg_format,
-                                                       scale_format)[0]))
-    return range_registers(lo - step, hi + step, bits, reg_format, scale_format)
 
 
 def _matched_rewards(r, vall, vc, vs, vo, dones, gamma, gh, glh, bits, reg_format, scale_format):
@@ -697,15 +663,6 @@ def residual_rewards(batch, adv):
     nxt *= nd[:-1]
     rho[:-1] += nxt
     return rho
-
-
-def result_table(cfg, batch, scale, offset):
-    """The float64 value of every in-place result code ``-2**(b-1) .. 2**(b-1)-1`` under the
-    requantizer registers ``scale``, ``offset``, in the caller's units."""
-    rf, lo = cfg.reg_format, 1 << (cfg.code_bits - 1)
-    codes = np.arange(-lo, lo, dtype=np.float64)
-    return (codes - rf.to_float(offset)) / cfg.result_scale_format.to_float(scale) \
-        / batch.unit_scale
 
 
 def dequantize_results(cfg, batch, adv_raw, rtg_raw):

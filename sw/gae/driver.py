@@ -99,6 +99,7 @@ from .spec import (
     GaeCoreConfig,
     gae_register_map,
 )
+from .stream import GaeStream
 
 __all__ = [
     "GAE_KERNEL_NAME",
@@ -363,7 +364,6 @@ class GaeDriver(DriverBase):
         per write to the accelerator (default :data:`~sw.gae.stream.FLUSH_ROWS`; 1 writes
         every step). One stream at a time; :meth:`compute` and :meth:`run` refuse while one
         is open."""
-        from .stream import GaeStream
         self._check_no_stream()
         self._stream = GaeStream(self, n_envs, horizon, gamma, lam, flush_rows)
         return self._stream

@@ -25,6 +25,10 @@ import numpy as np
 
 from sw.jit import built
 
+from .layout import word_bytes
+from .quant import matched_registers, range_registers, result_table, unit_scale_for
+from .spec import dequant_scale_format
+
 __all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
 
 _K = []
@@ -78,8 +82,6 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
                  coefs=None):
     """:func:`sw.gae.batch.prepare_caller_units` in a few compiled passes, or None if an input
     is not finite (the caller then takes the numpy path, which raises its error)."""
-    from .batch import matched_registers, range_registers, unit_scale_for
-    from .spec import dequant_scale_format
     k = _kernels()
     # float32 goes in as it is: the kernels widen each element to float64 exactly, as the
     # numpy code's astype(float64) does
@@ -169,8 +171,6 @@ def decode_results(cfg, batch, images, outs=None, values=None):
     ``[T, M]``; then ``images`` is the advantages' image alone and the returns are
     ``advantages + values``, computed in the same pass (the caller's units: no returns
     image is read or decoded)."""
-    from .batch import result_table
-    from .layout import word_bytes
     if not available() or cfg.results != "inplace":
         return None
     a, n, lo = batch.args, cfg.n_pe, 1 << (cfg.code_bits - 1)
@@ -215,7 +215,6 @@ def pack_codes(cfg, rc, vc, boot, d):
     :meth:`GaeDriver.load <sw.gae.driver.GaeDriver.load>` writes, for int8/int16 codes and
     bool dones of consistent shapes whose codes fit; else None (the numpy path, which raises
     for invalid ones)."""
-    from .layout import word_bytes
     if not available() or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous
                                   for a in (rc, vc, boot, d)):
         return None

@@ -90,7 +90,8 @@ __all__ = [
     "BITS_RANGE",
     "REWARD_ROUNDINGS", "REWARD_NORMS", "REWARD_STANDARDIZATIONS",
     "RunningMeanStd", "DynamicRewardStandardizer", "block_standardize",
-    "UniformQuantizer", "dequantize", "DEFAULT_SCALE_FORMAT",
+    "UniformQuantizer", "dequantize", "DEFAULT_SCALE_FORMAT", "MAX_UNIT_SCALE",
+    "range_registers", "matched_registers", "unit_scale_for", "result_table",
 ]
 
 #: Default clipping range of standardized rewards, in standard deviations. HEPPO gives none.
@@ -402,3 +403,51 @@ class UniformQuantizer:
 
     def __repr__(self):
         return f"UniformQuantizer(bits={self._bits}, clip={self._clip!r})"
+
+
+# -- registers of the caller's-units path (sw.gae.batch, sw.gae.hostfast, sw.gae.stream) --------
+#: Largest ``unit_scale`` (batches of zeros would otherwise ask for an unbounded one).
+MAX_UNIT_SCALE = 2.0 ** 20
+
+
+def range_registers(lo, hi, bits, reg_format, scale_format):
+    """``(scale_raw, offset_raw)`` of a dequantizer whose ``qmax`` codes reach both ends of
+    ``[lo, hi]``: the mid-range, rounded to ``reg_format``, and the smallest ``scale_format``
+    scale that covers the range from it (at least ``scale_format.min_normal``: within
+    ``2**-16`` of the exact step)."""
+    qmax = (1 << (bits - 1)) - 1
+    off_raw = int(reg_format.quantize((lo + hi) / 2))
+    off = float(reg_format.to_float(off_raw))
+    half = max(hi - off, off - lo, 0.0)
+    return scale_format.quantize(max(half / qmax, scale_format.min_normal), direction="up"), \
+        off_raw
+
+
+def matched_registers(lo, hi, bits, reg_format, scale_format):
+    """The reward registers of matched rounding: :func:`range_registers` of the targets'
+    range ``[lo, hi]`` widened by one code step on each side (room for the carry)."""
+    step = float(scale_format.to_float(range_registers(lo, hi, bits, reg_format,
+                                                       scale_format)[0]))
+    return range_registers(lo - step, hi + step, bits, reg_format, scale_format)
+
+
+def unit_scale_for(max_abs_input, max_abs_delta, T, gl, data_format):
+    """The power of two that puts the returns' bound ``max_abs_input + H max_abs_delta``
+    (``H = sum_{l<T} gl^l``) at half the PE data range (:mod:`sw.gae.batch`, "Caller's
+    units")."""
+    H = T if gl == 1.0 else (1.0 - gl ** T) / (1.0 - gl)
+    bound = max_abs_input + H * max_abs_delta
+    if bound > 0:
+        k = math.floor(math.log2(data_format.max_value / 2 / bound))
+        return min(2.0 ** k, MAX_UNIT_SCALE)
+    return MAX_UNIT_SCALE
+
+
+def result_table(cfg, batch, scale, offset):
+    """The float64 value of every in-place result code ``-2**(b-1) .. 2**(b-1)-1`` under the
+    requantizer registers ``scale``, ``offset``, in the caller's units (``batch.unit_scale``:
+    a :class:`~sw.gae.batch.GaeBatch`)."""
+    rf, lo = cfg.reg_format, 1 << (cfg.code_bits - 1)
+    codes = np.arange(-lo, lo, dtype=np.float64)
+    return (codes - rf.to_float(offset)) / cfg.result_scale_format.to_float(scale) \
+        / batch.unit_scale

@@ -58,18 +58,12 @@ import numpy as np
 
 from sw.driver.common import bool_flags, integer_in, warn_level
 
-from .batch import (
-    GaeBatch,
-    check_out,
-    coefficient,
-    numeric,
-    range_registers,
-    set_result_ranges,
-    unit_scale_for,
-)
+from .batch import GaeBatch, check_out, coefficient, numeric, set_result_ranges
+from .errors import ClippingWarning
 from .golden import quantize_coefs
 from . import streamfast
 from .layout import pack_rows, row_offset, word_bytes
+from .quant import range_registers, unit_scale_for
 from .spec import MAX_RUN_TRAJECTORIES, GaeCoreArgs
 
 __all__ = ["GaeStream", "StreamReference", "STREAM_MARGIN", "VALUE_STD_MARGIN", "FIXED_ARGS",
@@ -541,7 +535,6 @@ class GaeStream:
             (self._v_lo, self._v_hi), self._raw_dmax, self.T)
 
     def _warn_clipping(self, prep):
-        from .driver import ClippingWarning
         limits = self._drv._clip_warning
         bad = [f"{100 * prep[f'{s}_clipped']:.3g} % of the {s}s" for s, lim in
                zip(("reward", "value"), limits) if prep[f"{s}_clipped"] > lim]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sw.fixed import ScaleFormat
-from sw.gae.batch import range_registers
+from sw.gae.quant import range_registers
 from sw.gae.model import requantize
 from sw.gae.spec import GaeCoreConfig, check_registers, GaeCoreArgs
 
