@@ -1,5 +1,6 @@
-"""``python -m rtl_gen regs``: SystemRDL and IP-XACT of the register maps, of the shipped modules
-(``--module``) or of any generated configuration (``--manifest``, :func:`sw.manifest.load_manifest`).
+"""``python -m rtl_gen regs``: SystemRDL and IP-XACT of the register maps, of the shipped
+modules (``--module``) or of any generated configuration (``--manifest``,
+:func:`sw.manifest.load_manifest`).
 
 SystemRDL is :func:`sw.rdl.to_systemrdl` of the register description with the configuration's
 constants as the HW_* fields' reset values (:meth:`sw.regmap.RegisterMap.with_constant_resets`:
