@@ -113,11 +113,7 @@ class RecordGather(wiring.Component):
     def __init__(self, config, *, max_outstanding=None, id_width=1, prefix="m_axi_gmem"):
         if max_outstanding is None and isinstance(config, TrainerConfig):
             max_outstanding = config.gather_outstanding
-        try:
-            self._check(config, max_outstanding, id_width, prefix)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True    # no "created but never used" warning for this
-            raise
+        self._check(config, max_outstanding, id_width, prefix)
         self._config = config
         self._max_outstanding = max_outstanding
         self._id_width = id_width

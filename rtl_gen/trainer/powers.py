@@ -69,16 +69,6 @@ def _layout(fields, tag_shape) -> data.StructLayout:
     return data.StructLayout(fields)
 
 
-def _checked(component, checks):
-    """Run ``checks``; on an error, silence the component's "never used" warning and
-    re-raise (the component exists already: ``__init__`` runs after ``__new__``)."""
-    try:
-        checks()
-    except (TypeError, ValueError):
-        component._MustUse__silence = True
-        raise
-
-
 # -- pipeline helpers -------------------------------------------------------------------------
 class _Pipeline:
     """Valid bits of a ``stages``-register pipeline with one clock enable ``en``
@@ -191,7 +181,7 @@ class Log2Unit(wiring.Component):
             check_int("in_width", in_width, 1, MAX_WIDTH)
             check_int("in_frac", in_frac, 0, (1 << config.log_int) - 2)
             _check_tag(tag_shape)
-        _checked(self, checks)
+        checks()
         # Every logarithm is representable (and none of x > 0 is log_min): no clamp needed.
         assert config.input_width_ok(in_width, in_frac)
         self._config, self._in_width, self._in_frac = config, in_width, in_frac
@@ -305,7 +295,7 @@ class Exp2Unit(wiring.Component):
             check_int("out_frac", out_frac, 0, MAX_WIDTH)
             check_int("out_width", out_width, 1, MAX_WIDTH)
             _check_tag(tag_shape)
-        _checked(self, checks)
+        checks()
         self._config, self._out_frac, self._out_width = config, out_frac, out_width
         self._tag_shape = tag_shape
         super().__init__({
@@ -423,7 +413,7 @@ class LogScaleUnit(wiring.Component):
             check_int("p_width", p_width, 1, 32)
             check_int("p_frac", p_frac, 0, 32)
             _check_tag(tag_shape)
-        _checked(self, checks)
+        checks()
         self._config, self._p_width, self._p_frac = config, p_width, p_frac
         self._tag_shape = tag_shape
         lw = signed(config.log_width)
@@ -518,22 +508,15 @@ class PowerUnit(wiring.Component):
             check_int("out_width", out_width, 1, MAX_WIDTH)
             check_int("out_frac", out_frac, 0, MAX_WIDTH)
             _check_tag(tag_shape)
-        _checked(self, checks)
+        checks()
         # LogScaleUnit's clamp changes no result: exp2(log_max) already saturates.
         assert out_width - out_frac <= MAX_WIDTH < (1 << config.log_int) - 1
-        try:
-            self.log2 = Log2Unit(config, in_width=in_width, in_frac=in_frac,
-                                 tag_shape=scale_tag_layout(p_width, tag_shape))
-            self.scale = LogScaleUnit(config, p_width=p_width, p_frac=p_frac,
-                                      tag_shape=tag_shape)
-            self.exp2 = Exp2Unit(config, out_frac=out_frac, out_width=out_width,
-                                 tag_shape=tag_shape)
-        except (TypeError, ValueError):
-            self._MustUse__silence = True
-            for name in ("log2", "scale", "exp2"):
-                if hasattr(self, name):
-                    getattr(self, name)._MustUse__silence = True
-            raise
+        self.log2 = Log2Unit(config, in_width=in_width, in_frac=in_frac,
+                             tag_shape=scale_tag_layout(p_width, tag_shape))
+        self.scale = LogScaleUnit(config, p_width=p_width, p_frac=p_frac,
+                                  tag_shape=tag_shape)
+        self.exp2 = Exp2Unit(config, out_frac=out_frac, out_width=out_width,
+                             tag_shape=tag_shape)
         self._config, self._tag_shape = config, tag_shape
         super().__init__({
             "i": In(stream.Signature(_layout({"x": unsigned(in_width),

@@ -233,6 +233,8 @@ def test_power_unit_under_backpressure(stall, idle):
     (lambda: PowerUnit(DEFAULT, in_width=8, in_frac=0, p_width=8, p_frac=3, out_frac=0,
                        out_width=8, tag_shape=1.5), TypeError, "tag_shape must be a shape"),
 ])
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.usefixtures("collect_components")
 def test_parameters_are_checked(make, err, match):
     with pytest.raises(err, match=match):
         make()
