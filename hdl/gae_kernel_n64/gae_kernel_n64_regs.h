@@ -310,4 +310,35 @@
 #define GAE_KERNEL_N64_SHELL_VERSION_WIDTH           32
 #define GAE_KERNEL_N64_SHELL_VERSION_MASK            0xffffffffu
 
+/* Memory: byte offsets in the buffer at MEM_PTR (a copy of the accelerator's window). Row t of a run of M trajectories is words t*G .. t*G+G-1 of a region, G = ceil(M / 64); lane p of word t*G + g is trajectory g*64 + p (zero past M). A run fits if (T + 1) * G <= 1025. A kernel has no s_axi_mem: the buffer whose device address is in MEM_PTR mirrors this window byte for byte, and DMA_OFFSET / DMA_BYTES / DMA_CTRL copy blocks between it and the accelerator (docs/shell.md). */
+#define GAE_KERNEL_N64_MEM_BYTES              0x60000u
+#define GAE_KERNEL_N64_MEM_ADDR_BITS          19
+
+/* rewards (rw): reward codes of rows t = 0..T-1 (reward = code * REWARD_SCALE + REWARD_OFFSET); with in-place results, the advantage codes (ADV_SCALE, ADV_OFFSET) after a run */
+#define GAE_KERNEL_N64_MEM_REWARDS_OFFSET     0x0u
+#define GAE_KERNEL_N64_MEM_REWARDS_BYTES      0x20000u
+#define GAE_KERNEL_N64_MEM_REWARDS_WORDS      1025u
+#define GAE_KERNEL_N64_MEM_REWARDS_WORD_BYTES 64u
+#define GAE_KERNEL_N64_MEM_REWARDS_LANES      64u
+#define GAE_KERNEL_N64_MEM_REWARDS_LANE_BITS  8u
+#define GAE_KERNEL_N64_MEM_REWARDS_SIGNED     1
+
+/* values (rw): value codes of rows t = 0..T, row T the bootstrap values V(s_T) (VALUE_SCALE, VALUE_OFFSET); with in-place results, the return codes (RTG_SCALE, RTG_OFFSET) after a run */
+#define GAE_KERNEL_N64_MEM_VALUES_OFFSET      0x20000u
+#define GAE_KERNEL_N64_MEM_VALUES_BYTES       0x20000u
+#define GAE_KERNEL_N64_MEM_VALUES_WORDS       1025u
+#define GAE_KERNEL_N64_MEM_VALUES_WORD_BYTES  64u
+#define GAE_KERNEL_N64_MEM_VALUES_LANES       64u
+#define GAE_KERNEL_N64_MEM_VALUES_LANE_BITS   8u
+#define GAE_KERNEL_N64_MEM_VALUES_SIGNED      1
+
+/* dones (rw): episode ends of rows t = 0..T-1, one bit per trajectory */
+#define GAE_KERNEL_N64_MEM_DONES_OFFSET       0x40000u
+#define GAE_KERNEL_N64_MEM_DONES_BYTES        0x20000u
+#define GAE_KERNEL_N64_MEM_DONES_WORDS        1025u
+#define GAE_KERNEL_N64_MEM_DONES_WORD_BYTES   64u
+#define GAE_KERNEL_N64_MEM_DONES_LANES        64u
+#define GAE_KERNEL_N64_MEM_DONES_LANE_BITS    1u
+#define GAE_KERNEL_N64_MEM_DONES_SIGNED       0
+
 #endif /* GAE_KERNEL_N64_REGMAP_H */

@@ -334,4 +334,235 @@
 #define LEARNER_KERNEL_S8_SHELL_VERSION_WIDTH             32
 #define LEARNER_KERNEL_S8_SHELL_VERSION_MASK              0xffffffffu
 
+/* Memory: byte offsets in the buffer at MEM_PTR (a copy of the accelerator's window). A matrix region holds 8 x 8 blocks: element (i, j) of block (rg, cg), row rg*8 + i and column cg*8 + j of the matrix, is lane i*8 + j of the block's word (zero past the matrix). A word is its lanes' bits in 128-bit pieces, their number rounded up to a power of two. A kernel has no s_axi_mem: the buffer whose device address is in MEM_PTR mirrors this window byte for byte, and DMA_OFFSET / DMA_BYTES / DMA_CTRL copy blocks between it and the accelerator (docs/shell.md). */
+#define LEARNER_KERNEL_S8_MEM_BYTES                      0x100000u
+#define LEARNER_KERNEL_S8_MEM_ADDR_BITS                  20
+
+/* obs (rw): input batch x (act format); block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_OBS_OFFSET                 0x0u
+#define LEARNER_KERNEL_S8_MEM_OBS_BYTES                  0x8000u
+#define LEARNER_KERNEL_S8_MEM_OBS_WORDS                  32u
+#define LEARNER_KERNEL_S8_MEM_OBS_WORD_BYTES             128u
+#define LEARNER_KERNEL_S8_MEM_OBS_LANES                  64u
+#define LEARNER_KERNEL_S8_MEM_OBS_LANE_BITS              16u
+#define LEARNER_KERNEL_S8_MEM_OBS_SIGNED                 1
+#define LEARNER_KERNEL_S8_MEM_OBS_FRAC                   10
+
+/* next_obs (rw): next observations s' (act format); block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_OFFSET            0x8000u
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_BYTES             0x8000u
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_WORDS             32u
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_WORD_BYTES        128u
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_LANES             64u
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_LANE_BITS         16u
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_SIGNED            1
+#define LEARNER_KERNEL_S8_MEM_NEXT_OBS_FRAC              10
+
+/* samples (rw): per sample: reward (act format), action, done, loss weight (coefficient format); word g holds samples g*8 .. g*8+7, lane i sample g*8 + i */
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_OFFSET             0x10000u
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_BYTES              0x8000u
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_WORDS              32u
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_WORD_BYTES         64u
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LANES              8u
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LANE_BITS          35u
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_SIGNED             0
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_REWARD_SHIFT       0
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_REWARD_WIDTH       16
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_REWARD_MASK        0xffffull
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_REWARD_SIGNED      1
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_REWARD_FRAC        10
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_ACTION_SHIFT       16
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_ACTION_WIDTH       1
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_ACTION_MASK        0x10000ull
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_ACTION_SIGNED      0
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_DONE_SHIFT         17
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_DONE_WIDTH         1
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_DONE_MASK          0x20000ull
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_DONE_SIGNED        0
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LOSS_WEIGHT_SHIFT  18
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LOSS_WEIGHT_WIDTH  17
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LOSS_WEIGHT_MASK   0x7fffc0000ull
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LOSS_WEIGHT_SIGNED 0
+#define LEARNER_KERNEL_S8_MEM_SAMPLES_LOSS_WEIGHT_FRAC   16
+
+/* h0 (ro): activations relu(z) of layer 0; block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_H0_OFFSET                  0x18000u
+#define LEARNER_KERNEL_S8_MEM_H0_BYTES                   0x8000u
+#define LEARNER_KERNEL_S8_MEM_H0_WORDS                   256u
+#define LEARNER_KERNEL_S8_MEM_H0_WORD_BYTES              128u
+#define LEARNER_KERNEL_S8_MEM_H0_LANES                   64u
+#define LEARNER_KERNEL_S8_MEM_H0_LANE_BITS               16u
+#define LEARNER_KERNEL_S8_MEM_H0_SIGNED                  1
+#define LEARNER_KERNEL_S8_MEM_H0_FRAC                    10
+
+/* h1 (ro): activations relu(z) of layer 1; block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_H1_OFFSET                  0x20000u
+#define LEARNER_KERNEL_S8_MEM_H1_BYTES                   0x8000u
+#define LEARNER_KERNEL_S8_MEM_H1_WORDS                   256u
+#define LEARNER_KERNEL_S8_MEM_H1_WORD_BYTES              128u
+#define LEARNER_KERNEL_S8_MEM_H1_LANES                   64u
+#define LEARNER_KERNEL_S8_MEM_H1_LANE_BITS               16u
+#define LEARNER_KERNEL_S8_MEM_H1_SIGNED                  1
+#define LEARNER_KERNEL_S8_MEM_H1_FRAC                    10
+
+/* q (ro): Q values (act format); block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_Q_OFFSET                   0x28000u
+#define LEARNER_KERNEL_S8_MEM_Q_BYTES                    0x8000u
+#define LEARNER_KERNEL_S8_MEM_Q_WORDS                    32u
+#define LEARNER_KERNEL_S8_MEM_Q_WORD_BYTES               128u
+#define LEARNER_KERNEL_S8_MEM_Q_LANES                    64u
+#define LEARNER_KERNEL_S8_MEM_Q_LANE_BITS                16u
+#define LEARNER_KERNEL_S8_MEM_Q_SIGNED                   1
+#define LEARNER_KERNEL_S8_MEM_Q_FRAC                     10
+
+/* th0 (ro): target network activations of layer 0; block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_TH0_OFFSET                 0x30000u
+#define LEARNER_KERNEL_S8_MEM_TH0_BYTES                  0x8000u
+#define LEARNER_KERNEL_S8_MEM_TH0_WORDS                  256u
+#define LEARNER_KERNEL_S8_MEM_TH0_WORD_BYTES             128u
+#define LEARNER_KERNEL_S8_MEM_TH0_LANES                  64u
+#define LEARNER_KERNEL_S8_MEM_TH0_LANE_BITS              16u
+#define LEARNER_KERNEL_S8_MEM_TH0_SIGNED                 1
+#define LEARNER_KERNEL_S8_MEM_TH0_FRAC                   10
+
+/* th1 (ro): target network activations of layer 1; block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_TH1_OFFSET                 0x38000u
+#define LEARNER_KERNEL_S8_MEM_TH1_BYTES                  0x8000u
+#define LEARNER_KERNEL_S8_MEM_TH1_WORDS                  256u
+#define LEARNER_KERNEL_S8_MEM_TH1_WORD_BYTES             128u
+#define LEARNER_KERNEL_S8_MEM_TH1_LANES                  64u
+#define LEARNER_KERNEL_S8_MEM_TH1_LANE_BITS              16u
+#define LEARNER_KERNEL_S8_MEM_TH1_SIGNED                 1
+#define LEARNER_KERNEL_S8_MEM_TH1_FRAC                   10
+
+/* tq (ro): target network Q values of s'; block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_TQ_OFFSET                  0x40000u
+#define LEARNER_KERNEL_S8_MEM_TQ_BYTES                   0x8000u
+#define LEARNER_KERNEL_S8_MEM_TQ_WORDS                   32u
+#define LEARNER_KERNEL_S8_MEM_TQ_WORD_BYTES              128u
+#define LEARNER_KERNEL_S8_MEM_TQ_LANES                   64u
+#define LEARNER_KERNEL_S8_MEM_TQ_LANE_BITS               16u
+#define LEARNER_KERNEL_S8_MEM_TQ_SIGNED                  1
+#define LEARNER_KERNEL_S8_MEM_TQ_FRAC                    10
+
+/* delta0 (ro): errors δ of layer 0's output (grad format); block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_DELTA0_OFFSET              0x48000u
+#define LEARNER_KERNEL_S8_MEM_DELTA0_BYTES               0x8000u
+#define LEARNER_KERNEL_S8_MEM_DELTA0_WORDS               256u
+#define LEARNER_KERNEL_S8_MEM_DELTA0_WORD_BYTES          128u
+#define LEARNER_KERNEL_S8_MEM_DELTA0_LANES               64u
+#define LEARNER_KERNEL_S8_MEM_DELTA0_LANE_BITS           16u
+#define LEARNER_KERNEL_S8_MEM_DELTA0_SIGNED              1
+#define LEARNER_KERNEL_S8_MEM_DELTA0_FRAC                11
+
+/* delta1 (ro): errors δ of layer 1's output (grad format); block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_DELTA1_OFFSET              0x50000u
+#define LEARNER_KERNEL_S8_MEM_DELTA1_BYTES               0x8000u
+#define LEARNER_KERNEL_S8_MEM_DELTA1_WORDS               256u
+#define LEARNER_KERNEL_S8_MEM_DELTA1_WORD_BYTES          128u
+#define LEARNER_KERNEL_S8_MEM_DELTA1_LANES               64u
+#define LEARNER_KERNEL_S8_MEM_DELTA1_LANE_BITS           16u
+#define LEARNER_KERNEL_S8_MEM_DELTA1_SIGNED              1
+#define LEARNER_KERNEL_S8_MEM_DELTA1_FRAC                11
+
+/* delta2 (ro): errors δ of layer 2's output (grad format); block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_DELTA2_OFFSET              0x58000u
+#define LEARNER_KERNEL_S8_MEM_DELTA2_BYTES               0x8000u
+#define LEARNER_KERNEL_S8_MEM_DELTA2_WORDS               32u
+#define LEARNER_KERNEL_S8_MEM_DELTA2_WORD_BYTES          128u
+#define LEARNER_KERNEL_S8_MEM_DELTA2_LANES               64u
+#define LEARNER_KERNEL_S8_MEM_DELTA2_LANE_BITS           16u
+#define LEARNER_KERNEL_S8_MEM_DELTA2_SIGNED              1
+#define LEARNER_KERNEL_S8_MEM_DELTA2_FRAC                11
+
+/* w0 (rw): weights of layer 0, bias in the last row (weight format); block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_W0_OFFSET                  0x60000u
+#define LEARNER_KERNEL_S8_MEM_W0_BYTES                   0x8000u
+#define LEARNER_KERNEL_S8_MEM_W0_WORDS                   8u
+#define LEARNER_KERNEL_S8_MEM_W0_WORD_BYTES              128u
+#define LEARNER_KERNEL_S8_MEM_W0_LANES                   64u
+#define LEARNER_KERNEL_S8_MEM_W0_LANE_BITS               16u
+#define LEARNER_KERNEL_S8_MEM_W0_SIGNED                  1
+#define LEARNER_KERNEL_S8_MEM_W0_FRAC                    13
+
+/* w1 (rw): weights of layer 1, bias in the last row (weight format); block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_W1_OFFSET                  0x68000u
+#define LEARNER_KERNEL_S8_MEM_W1_BYTES                   0x8000u
+#define LEARNER_KERNEL_S8_MEM_W1_WORDS                   72u
+#define LEARNER_KERNEL_S8_MEM_W1_WORD_BYTES              128u
+#define LEARNER_KERNEL_S8_MEM_W1_LANES                   64u
+#define LEARNER_KERNEL_S8_MEM_W1_LANE_BITS               16u
+#define LEARNER_KERNEL_S8_MEM_W1_SIGNED                  1
+#define LEARNER_KERNEL_S8_MEM_W1_FRAC                    13
+
+/* w2 (rw): weights of layer 2, bias in the last row (weight format); block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_W2_OFFSET                  0x70000u
+#define LEARNER_KERNEL_S8_MEM_W2_BYTES                   0x8000u
+#define LEARNER_KERNEL_S8_MEM_W2_WORDS                   9u
+#define LEARNER_KERNEL_S8_MEM_W2_WORD_BYTES              128u
+#define LEARNER_KERNEL_S8_MEM_W2_LANES                   64u
+#define LEARNER_KERNEL_S8_MEM_W2_LANE_BITS               16u
+#define LEARNER_KERNEL_S8_MEM_W2_SIGNED                  1
+#define LEARNER_KERNEL_S8_MEM_W2_FRAC                    13
+
+/* tw0 (rw): target network weights of layer 0; block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_TW0_OFFSET                 0x78000u
+#define LEARNER_KERNEL_S8_MEM_TW0_BYTES                  0x8000u
+#define LEARNER_KERNEL_S8_MEM_TW0_WORDS                  8u
+#define LEARNER_KERNEL_S8_MEM_TW0_WORD_BYTES             128u
+#define LEARNER_KERNEL_S8_MEM_TW0_LANES                  64u
+#define LEARNER_KERNEL_S8_MEM_TW0_LANE_BITS              16u
+#define LEARNER_KERNEL_S8_MEM_TW0_SIGNED                 1
+#define LEARNER_KERNEL_S8_MEM_TW0_FRAC                   13
+
+/* tw1 (rw): target network weights of layer 1; block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_TW1_OFFSET                 0x80000u
+#define LEARNER_KERNEL_S8_MEM_TW1_BYTES                  0x8000u
+#define LEARNER_KERNEL_S8_MEM_TW1_WORDS                  72u
+#define LEARNER_KERNEL_S8_MEM_TW1_WORD_BYTES             128u
+#define LEARNER_KERNEL_S8_MEM_TW1_LANES                  64u
+#define LEARNER_KERNEL_S8_MEM_TW1_LANE_BITS              16u
+#define LEARNER_KERNEL_S8_MEM_TW1_SIGNED                 1
+#define LEARNER_KERNEL_S8_MEM_TW1_FRAC                   13
+
+/* tw2 (rw): target network weights of layer 2; block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_TW2_OFFSET                 0x88000u
+#define LEARNER_KERNEL_S8_MEM_TW2_BYTES                  0x8000u
+#define LEARNER_KERNEL_S8_MEM_TW2_WORDS                  9u
+#define LEARNER_KERNEL_S8_MEM_TW2_WORD_BYTES             128u
+#define LEARNER_KERNEL_S8_MEM_TW2_LANES                  64u
+#define LEARNER_KERNEL_S8_MEM_TW2_LANE_BITS              16u
+#define LEARNER_KERNEL_S8_MEM_TW2_SIGNED                 1
+#define LEARNER_KERNEL_S8_MEM_TW2_FRAC                   13
+
+/* grad0 (ro): weight gradients of layer 0 (wgrad format); block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_GRAD0_OFFSET               0x90000u
+#define LEARNER_KERNEL_S8_MEM_GRAD0_BYTES                0x8000u
+#define LEARNER_KERNEL_S8_MEM_GRAD0_WORDS                8u
+#define LEARNER_KERNEL_S8_MEM_GRAD0_WORD_BYTES           256u
+#define LEARNER_KERNEL_S8_MEM_GRAD0_LANES                64u
+#define LEARNER_KERNEL_S8_MEM_GRAD0_LANE_BITS            32u
+#define LEARNER_KERNEL_S8_MEM_GRAD0_SIGNED               1
+#define LEARNER_KERNEL_S8_MEM_GRAD0_FRAC                 21
+
+/* grad1 (ro): weight gradients of layer 1 (wgrad format); block (rg, cg) is word rg*8 + cg */
+#define LEARNER_KERNEL_S8_MEM_GRAD1_OFFSET               0x98000u
+#define LEARNER_KERNEL_S8_MEM_GRAD1_BYTES                0x8000u
+#define LEARNER_KERNEL_S8_MEM_GRAD1_WORDS                72u
+#define LEARNER_KERNEL_S8_MEM_GRAD1_WORD_BYTES           256u
+#define LEARNER_KERNEL_S8_MEM_GRAD1_LANES                64u
+#define LEARNER_KERNEL_S8_MEM_GRAD1_LANE_BITS            32u
+#define LEARNER_KERNEL_S8_MEM_GRAD1_SIGNED               1
+#define LEARNER_KERNEL_S8_MEM_GRAD1_FRAC                 21
+
+/* grad2 (ro): weight gradients of layer 2 (wgrad format); block (rg, cg) is word rg*1 + cg */
+#define LEARNER_KERNEL_S8_MEM_GRAD2_OFFSET               0xa0000u
+#define LEARNER_KERNEL_S8_MEM_GRAD2_BYTES                0x8000u
+#define LEARNER_KERNEL_S8_MEM_GRAD2_WORDS                9u
+#define LEARNER_KERNEL_S8_MEM_GRAD2_WORD_BYTES           256u
+#define LEARNER_KERNEL_S8_MEM_GRAD2_LANES                64u
+#define LEARNER_KERNEL_S8_MEM_GRAD2_LANE_BITS            32u
+#define LEARNER_KERNEL_S8_MEM_GRAD2_SIGNED               1
+#define LEARNER_KERNEL_S8_MEM_GRAD2_FRAC                 21
+
 #endif /* LEARNER_KERNEL_S8_REGMAP_H */

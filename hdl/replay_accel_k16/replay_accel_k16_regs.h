@@ -212,4 +212,58 @@
 #define REPLAY_ACCEL_K16_HW_MAX_BATCH_WIDTH               32
 #define REPLAY_ACCEL_K16_HW_MAX_BATCH_MASK                0xffffffffu
 
+/* Memory: byte offsets in the s_axi_mem window. Entry i of a run is word i of a region: one little-endian 64-bit word per element, its value in the low bits (a host write keeps those, the rest read 0). */
+#define REPLAY_ACCEL_K16_MEM_BYTES                0x28000u
+#define REPLAY_ACCEL_K16_MEM_ADDR_BITS            18
+
+/* IDX_IN (rw): leaf indices of UPDATE and READ (UPDATE_SAMPLE: of its updates) */
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_OFFSET        0x0u
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_BYTES         0x8000u
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_WORDS         4096u
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_WORD_BYTES    8u
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_LANES         1u
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_LANE_BITS     16u
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_SIGNED        0
+#define REPLAY_ACCEL_K16_MEM_IDX_IN_FRAC          0
+
+/* PRIO_IN (rw): priorities of UPDATE and INSERT (UPDATE_SAMPLE: of its updates), raw input format */
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_OFFSET       0x8000u
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_BYTES        0x8000u
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_WORDS        4096u
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_WORD_BYTES   8u
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_LANES        1u
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_LANE_BITS    40u
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_SIGNED       0
+#define REPLAY_ACCEL_K16_MEM_PRIO_IN_FRAC         16
+
+/* TARGET_IN (rw): sampling targets of SAMPLE and UPDATE_SAMPLE without OP.PRNG: x = raw / 2^target_bits in [0, 1) */
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_OFFSET     0x10000u
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_BYTES      0x8000u
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_WORDS      4096u
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_WORD_BYTES 8u
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_LANES      1u
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_LANE_BITS  32u
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_SIGNED     0
+#define REPLAY_ACCEL_K16_MEM_TARGET_IN_FRAC       32
+
+/* IDX_OUT (ro): leaf indices a SAMPLE found, an INSERT wrote or a READ read */
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_OFFSET       0x18000u
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_BYTES        0x8000u
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_WORDS        4096u
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_WORD_BYTES   8u
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_LANES        1u
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_LANE_BITS    16u
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_SIGNED       0
+#define REPLAY_ACCEL_K16_MEM_IDX_OUT_FRAC         0
+
+/* PRIO_OUT (ro): their priorities, raw leaf format */
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_OFFSET      0x20000u
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_BYTES       0x8000u
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_WORDS       4096u
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_WORD_BYTES  8u
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_LANES       1u
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_LANE_BITS   32u
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_SIGNED      0
+#define REPLAY_ACCEL_K16_MEM_PRIO_OUT_FRAC        16
+
 #endif /* REPLAY_ACCEL_K16_REGMAP_H */

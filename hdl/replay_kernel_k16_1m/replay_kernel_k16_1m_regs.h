@@ -303,4 +303,58 @@
 #define REPLAY_KERNEL_K16_1M_SHELL_VERSION_WIDTH              32
 #define REPLAY_KERNEL_K16_1M_SHELL_VERSION_MASK               0xffffffffu
 
+/* Memory: byte offsets in the buffer at MEM_PTR (a copy of the accelerator's window). Entry i of a run is word i of a region: one little-endian 64-bit word per element, its value in the low bits (a host write keeps those, the rest read 0). A kernel has no s_axi_mem: the buffer whose device address is in MEM_PTR mirrors this window byte for byte, and DMA_OFFSET / DMA_BYTES / DMA_CTRL copy blocks between it and the accelerator (docs/shell.md). */
+#define REPLAY_KERNEL_K16_1M_MEM_BYTES                0x28000u
+#define REPLAY_KERNEL_K16_1M_MEM_ADDR_BITS            18
+
+/* IDX_IN (rw): leaf indices of UPDATE and READ (UPDATE_SAMPLE: of its updates) */
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_OFFSET        0x0u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_BYTES         0x8000u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_WORDS         4096u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_WORD_BYTES    8u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_LANES         1u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_LANE_BITS     20u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_SIGNED        0
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_IN_FRAC          0
+
+/* PRIO_IN (rw): priorities of UPDATE and INSERT (UPDATE_SAMPLE: of its updates), raw input format */
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_OFFSET       0x8000u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_BYTES        0x8000u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_WORDS        4096u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_WORD_BYTES   8u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_LANES        1u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_LANE_BITS    40u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_SIGNED       0
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_IN_FRAC         16
+
+/* TARGET_IN (rw): sampling targets of SAMPLE and UPDATE_SAMPLE without OP.PRNG: x = raw / 2^target_bits in [0, 1) */
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_OFFSET     0x10000u
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_BYTES      0x8000u
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_WORDS      4096u
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_WORD_BYTES 8u
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_LANES      1u
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_LANE_BITS  32u
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_SIGNED     0
+#define REPLAY_KERNEL_K16_1M_MEM_TARGET_IN_FRAC       32
+
+/* IDX_OUT (ro): leaf indices a SAMPLE found, an INSERT wrote or a READ read */
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_OFFSET       0x18000u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_BYTES        0x8000u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_WORDS        4096u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_WORD_BYTES   8u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_LANES        1u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_LANE_BITS    20u
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_SIGNED       0
+#define REPLAY_KERNEL_K16_1M_MEM_IDX_OUT_FRAC         0
+
+/* PRIO_OUT (ro): their priorities, raw leaf format */
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_OFFSET      0x20000u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_BYTES       0x8000u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_WORDS       4096u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_WORD_BYTES  8u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_LANES       1u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_LANE_BITS   32u
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_SIGNED      0
+#define REPLAY_KERNEL_K16_1M_MEM_PRIO_OUT_FRAC        16
+
 #endif /* REPLAY_KERNEL_K16_1M_REGMAP_H */
