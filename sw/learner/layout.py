@@ -19,186 +19,26 @@ given).
 Host address map (byte addresses on the AXI4 memory port, ``axi_data_width`` = D bits): region
 r starts at ``r · region_bytes``; memory word a of a region is ``sub`` consecutive D-bit words
 (``sub`` = the word's D-bit pieces rounded up to a power of two, little end first), so it is at
-``region_base + a · sub · D/8``. :func:`region_base`, :func:`pack_matrix`,
-:func:`unpack_matrix`, :func:`pack_samples` turn numpy arrays into images of these bytes and
-back; the core (:class:`~rtl_gen.learner.core.LearnerCore`) decodes the same fields.
+``region_base + a · sub · D/8``. The regions and this address map (:class:`Region`,
+:func:`regions`, :func:`region_base`, :func:`region_bytes`, :func:`mem_addr_bits`, ...) are
+defined in :mod:`sw.learner.spec`, whose kernel configuration sizes its window with them, and
+re-exported here. :func:`pack_matrix`, :func:`unpack_matrix`, :func:`pack_samples` turn numpy
+arrays into images of these bytes and back; the core
+(:class:`~rtl_gen.learner.core.LearnerCore`) decodes the same fields.
 """
-
-import functools
-from dataclasses import dataclass
 
 import numpy as np
 
 from sw.memmap import LaneField, MemoryRegion, MemoryWindow
 from sw.packing import pack_lanes, unpack_lanes
 
-from .spec import LearnerConfig, _pow2_at_least
+# Re-exported: the drivers, golden devices, generators and tests import them from here.
+from .spec import (LearnerConfig, Region, mem_addr_bits, region, region_base, region_bytes,
+                   region_index, regions, sub_words, word_bytes)
 
 __all__ = ["Region", "regions", "region", "region_index", "sub_words", "region_bytes",
            "mem_addr_bits", "region_base", "word_bytes", "pack_matrix", "unpack_matrix",
            "sample_fields", "pack_samples", "unpack_samples", "memory_window"]
-
-
-@dataclass(frozen=True)
-class Region:
-    """One host-visible memory of the learner.
-
-    Attributes
-    ----------
-    name : str
-        ``obs``, ``next_obs``, ``samples``, ``targets``, ``h<l>``, ``q``, ``th<l>``, ``tq``,
-        ``delta<l>``, ``w<l>``, ``tw<l>``, ``grad<l>`` (l is the 0-based weight layer, as in
-        :class:`sw.learner.mlp.StepResult`).
-    kind : str
-        ``"matrix"`` (S × S blocks) or ``"samples"`` (S lanes per word).
-    rows, cols : int
-        Largest matrix the region holds.
-    lane_bits : int
-        Bits of one element.
-    signed : bool
-        Elements are two's complement.
-    host_write : bool
-        The host may write it (inputs and weights); the others are results, read-only.
-    doc : str
-    format : str
-        The elements' number format, ``numerics.<format>_format`` of
-        :class:`~sw.learner.numerics.LearnerNumerics` (``"act"``, ``"grad"``, ``"weight"``,
-        ``"wgrad"``); empty for ``samples``, whose lanes pack several values.
-    """
-    name: str
-    kind: str
-    rows: int
-    cols: int
-    lane_bits: int
-    signed: bool
-    host_write: bool
-    doc: str
-    format: str = ""
-
-    @property
-    def lane_range(self) -> tuple:
-        """``(lo, hi)``: the raw values one lane holds."""
-        lb = self.lane_bits
-        return (-(1 << (lb - 1)), (1 << (lb - 1)) - 1) if self.signed else (0, (1 << lb) - 1)
-
-    def row_groups(self, config: LearnerConfig) -> int:
-        return config.groups(self.rows)
-
-    def col_groups(self, config: LearnerConfig) -> int:
-        """Stored column groups (a power of two; 1 for ``samples``)."""
-        return config.groups_pow2(self.cols) if self.kind == "matrix" else 1
-
-    def depth(self, config: LearnerConfig) -> int:
-        """Memory words (blocks)."""
-        return self.row_groups(config) * self.col_groups(config)
-
-    def word_bits(self, config: LearnerConfig) -> int:
-        """Bits of one memory word, a multiple of 8."""
-        S = config.array
-        bits = S * S * self.lane_bits if self.kind == "matrix" else S * self.lane_bits
-        return -(-bits // 8) * 8
-
-
-def regions(config: LearnerConfig) -> tuple:
-    """The host-visible regions, in address order."""
-    if not isinstance(config, LearnerConfig):
-        raise TypeError(f"config must be a LearnerConfig, not {config!r}")
-    return _regions(config)
-
-
-@functools.lru_cache(maxsize=64)
-def _regions(config: LearnerConfig) -> tuple:
-    # A config is a frozen dataclass: the layout is computed once per configuration (the
-    # golden device looks regions up for every matrix it packs).
-    num = config.numerics
-    sizes, L, B, w = config.sizes, config.n_layers, config.max_batch, num.width
-    out = [Region("obs", "matrix", B, sizes[0], w, True, True,
-                  "input batch x (act format)", "act")]
-    if config.loss == "dqn":
-        out += [Region("next_obs", "matrix", B, sizes[0], w, True, True,
-                       "next observations s' (act format)", "act"),
-                Region("samples", "samples", B, 1,
-                       w + config.action_bits + 1 + num.loss_weight_format.width, False, True,
-                       "per sample: reward (act format), action, done, loss weight "
-                       "(coefficient format)")]
-    else:
-        out.append(Region("targets", "matrix", B, sizes[-1], w, True, True,
-                          "MSE targets Y (act format)", "act"))
-    out += [Region(f"h{l}", "matrix", B, sizes[l + 1], w, True, False,
-                   f"activations relu(z) of layer {l}", "act") for l in range(L - 1)]
-    out.append(Region("q", "matrix", B, sizes[-1], w, True, False, "Q values (act format)", "act"))
-    if config.loss == "dqn":
-        out += [Region(f"th{l}", "matrix", B, sizes[l + 1], w, True, False,
-                       f"target network activations of layer {l}", "act") for l in range(L - 1)]
-        out.append(Region("tq", "matrix", B, sizes[-1], w, True, False,
-                          "target network Q values of s'", "act"))
-    out += [Region(f"delta{l}", "matrix", B, sizes[l + 1], w, True, False,
-                   f"errors δ of layer {l}'s output (grad format)", "grad") for l in range(L)]
-    out += [Region(f"w{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
-                   f"weights of layer {l}, bias in the last row (weight format)", "weight")
-            for l in range(L)]
-    if config.loss == "dqn":
-        out += [Region(f"tw{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
-                       f"target network weights of layer {l}", "weight") for l in range(L)]
-    out += [Region(f"grad{l}", "matrix", sizes[l] + 1, sizes[l + 1], num.acc_width, True, False,
-                   f"weight gradients of layer {l} (wgrad format)", "wgrad") for l in range(L)]
-    return tuple(out)
-
-
-def region(config: LearnerConfig, name: str) -> Region:
-    if not isinstance(config, LearnerConfig):
-        regions(config)                               # its TypeError
-    got = _region_table(config).get(name)
-    if got is not None:
-        return got[1]
-    raise ValueError(f"no region {name!r} in this learner configuration "
-                     f"(regions: {', '.join(r.name for r in regions(config))})")
-
-
-@functools.lru_cache(maxsize=64)
-def _region_table(config: LearnerConfig) -> dict:
-    """Name -> (index, Region, host bytes per memory word) of every region (once per
-    configuration: the drivers and golden devices look regions up per matrix they pack)."""
-    D = config.axi_data_width // 8
-    return {r.name: (i, r, sub_words(config, r) * D) for i, r in enumerate(_regions(config))}
-
-
-def region_index(config: LearnerConfig, name: str) -> int:
-    region(config, name)                              # the error for an unknown name
-    return _region_table(config)[name][0]
-
-
-def sub_words(config: LearnerConfig, r: Region) -> int:
-    """D-bit host words per memory word (a power of two)."""
-    return _pow2_at_least(-(-r.word_bits(config) // config.axi_data_width))
-
-
-def region_bytes(config: LearnerConfig) -> int:
-    """Host address bytes per region (a power of two, the same for every region)."""
-    regions(config)                                   # type check
-    return _region_bytes(config)
-
-
-@functools.lru_cache(maxsize=64)
-def _region_bytes(config: LearnerConfig) -> int:
-    D = config.axi_data_width // 8
-    return _pow2_at_least(max(_pow2_at_least(r.depth(config)) * sub_words(config, r) * D
-                              for r in regions(config)))
-
-
-def mem_addr_bits(config: LearnerConfig) -> int:
-    """Byte address bits of the host memory port."""
-    return (_pow2_at_least(len(regions(config))) * region_bytes(config) - 1).bit_length()
-
-
-def region_base(config: LearnerConfig, name: str) -> int:
-    return region_index(config, name) * region_bytes(config)
-
-
-def word_bytes(config: LearnerConfig, name: str) -> int:
-    """Host bytes per memory word of a region (``sub · D/8``)."""
-    region(config, name)                              # the checks
-    return _region_table(config)[name][2]
 
 
 def _check_rows(config, r, n, what):

@@ -1,13 +1,14 @@
-"""The learner's specification: the MLP training pipeline's configuration, register map, error
-codes and status flags, and the Vitis kernel's configuration. Plain Python, no Amaranth: the
-generators in :mod:`rtl_gen.learner`, the golden models (:mod:`sw.learner.gemm`,
-:mod:`sw.learner.mlp`), the golden device and the driver all derive from it, with the memory
-layout (:mod:`sw.learner.layout`), the exact cycle model (:mod:`sw.learner.schedule`) and the
-number formats (:mod:`sw.learner.numerics`).
+"""The learner's specification: the MLP training pipeline's configuration, the host-visible
+memory regions and their address map, the register map, error codes and status flags, and the
+Vitis kernel's configuration. Plain Python, no Amaranth: the generators in
+:mod:`rtl_gen.learner`, the golden models (:mod:`sw.learner.gemm`, :mod:`sw.learner.mlp`), the
+golden device and the driver all derive from it, with the memory layout inside the regions
+(:mod:`sw.learner.layout`, which re-exports the regions), the exact cycle model
+(:mod:`sw.learner.schedule`) and the number formats (:mod:`sw.learner.numerics`).
 """
 
 from dataclasses import dataclass, fields
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
@@ -19,7 +20,9 @@ __all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS",
            "LOSS_KINDS", "ARRAY_SIZES", "AXI_DATA_WIDTHS", "DP_VALUES", "LEARNER_ERRORS",
            "ERRORS", "LEARNER_FLAGS", "SYNC_BITS", "LEARNER_ARGS", "SYNC_ARGS",
            "TARGET_SYNCED_BIT", "STATUS_FLAGS", "learner_register_map", "hw_info_values",
-           "config_from_hw", "LearnerKernelConfig", "learner_kernel_register_map"]
+           "config_from_hw", "LearnerKernelConfig", "learner_kernel_register_map", "Region",
+           "regions", "region", "region_index", "sub_words", "region_bytes", "mem_addr_bits",
+           "region_base", "word_bytes"]
 
 #: Loss functions of the learner pipeline: ``"dqn"`` (TD target from an on-chip target network
 #: FW chain) and ``"mse"`` (targets written by the host).
@@ -225,7 +228,7 @@ class LearnerConfig(NumericParams):
 
     def __hash__(self):
         """The hash of the fields, as the dataclass's own, computed once: configurations key
-        the layout's lookup caches, several per driver call. Not pickled (string hashes
+        the region tables' lookup caches, several per driver call. Not pickled (string hashes
         differ between processes)."""
         try:
             return self.__dict__["_hash"]
@@ -282,6 +285,171 @@ class LearnerConfig(NumericParams):
     def tensor_unit(self, kind: str) -> TensorUnitConfig:
         """The S × S tensor unit of one GEMM kind (``"fw"``, ``"bw"``, ``"wa"``)."""
         return self.numerics.tensor_unit(kind, rows=self.array, cols=self.array)
+
+
+# -- memory geometry -----------------------------------------------------------------------------
+# The host-visible regions and their address map; the bit layout inside a word and the images
+# of matrices and samples are :mod:`sw.learner.layout`'s.
+@dataclass(frozen=True)
+class Region:
+    """One host-visible memory of the learner.
+
+    Attributes
+    ----------
+    name : str
+        ``obs``, ``next_obs``, ``samples``, ``targets``, ``h<l>``, ``q``, ``th<l>``, ``tq``,
+        ``delta<l>``, ``w<l>``, ``tw<l>``, ``grad<l>`` (l is the 0-based weight layer, as in
+        :class:`sw.learner.mlp.StepResult`).
+    kind : str
+        ``"matrix"`` (S × S blocks) or ``"samples"`` (S lanes per word).
+    rows, cols : int
+        Largest matrix the region holds.
+    lane_bits : int
+        Bits of one element.
+    signed : bool
+        Elements are two's complement.
+    host_write : bool
+        The host may write it (inputs and weights); the others are results, read-only.
+    doc : str
+    format : str
+        The elements' number format, ``numerics.<format>_format`` of
+        :class:`~sw.learner.numerics.LearnerNumerics` (``"act"``, ``"grad"``, ``"weight"``,
+        ``"wgrad"``); empty for ``samples``, whose lanes pack several values.
+    """
+    name: str
+    kind: str
+    rows: int
+    cols: int
+    lane_bits: int
+    signed: bool
+    host_write: bool
+    doc: str
+    format: str = ""
+
+    @property
+    def lane_range(self) -> tuple:
+        """``(lo, hi)``: the raw values one lane holds."""
+        lb = self.lane_bits
+        return (-(1 << (lb - 1)), (1 << (lb - 1)) - 1) if self.signed else (0, (1 << lb) - 1)
+
+    def row_groups(self, config: LearnerConfig) -> int:
+        return config.groups(self.rows)
+
+    def col_groups(self, config: LearnerConfig) -> int:
+        """Stored column groups (a power of two; 1 for ``samples``)."""
+        return config.groups_pow2(self.cols) if self.kind == "matrix" else 1
+
+    def depth(self, config: LearnerConfig) -> int:
+        """Memory words (blocks)."""
+        return self.row_groups(config) * self.col_groups(config)
+
+    def word_bits(self, config: LearnerConfig) -> int:
+        """Bits of one memory word, a multiple of 8."""
+        S = config.array
+        bits = S * S * self.lane_bits if self.kind == "matrix" else S * self.lane_bits
+        return -(-bits // 8) * 8
+
+
+def regions(config: LearnerConfig) -> tuple:
+    """The host-visible regions, in address order."""
+    if not isinstance(config, LearnerConfig):
+        raise TypeError(f"config must be a LearnerConfig, not {config!r}")
+    return _regions(config)
+
+
+@lru_cache(maxsize=64)
+def _regions(config: LearnerConfig) -> tuple:
+    # A config is a frozen dataclass: the layout is computed once per configuration (the
+    # golden device looks regions up for every matrix it packs).
+    num = config.numerics
+    sizes, L, B, w = config.sizes, config.n_layers, config.max_batch, num.width
+    out = [Region("obs", "matrix", B, sizes[0], w, True, True,
+                  "input batch x (act format)", "act")]
+    if config.loss == "dqn":
+        out += [Region("next_obs", "matrix", B, sizes[0], w, True, True,
+                       "next observations s' (act format)", "act"),
+                Region("samples", "samples", B, 1,
+                       w + config.action_bits + 1 + num.loss_weight_format.width, False, True,
+                       "per sample: reward (act format), action, done, loss weight "
+                       "(coefficient format)")]
+    else:
+        out.append(Region("targets", "matrix", B, sizes[-1], w, True, True,
+                          "MSE targets Y (act format)", "act"))
+    out += [Region(f"h{l}", "matrix", B, sizes[l + 1], w, True, False,
+                   f"activations relu(z) of layer {l}", "act") for l in range(L - 1)]
+    out.append(Region("q", "matrix", B, sizes[-1], w, True, False, "Q values (act format)", "act"))
+    if config.loss == "dqn":
+        out += [Region(f"th{l}", "matrix", B, sizes[l + 1], w, True, False,
+                       f"target network activations of layer {l}", "act") for l in range(L - 1)]
+        out.append(Region("tq", "matrix", B, sizes[-1], w, True, False,
+                          "target network Q values of s'", "act"))
+    out += [Region(f"delta{l}", "matrix", B, sizes[l + 1], w, True, False,
+                   f"errors δ of layer {l}'s output (grad format)", "grad") for l in range(L)]
+    out += [Region(f"w{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
+                   f"weights of layer {l}, bias in the last row (weight format)", "weight")
+            for l in range(L)]
+    if config.loss == "dqn":
+        out += [Region(f"tw{l}", "matrix", sizes[l] + 1, sizes[l + 1], w, True, True,
+                       f"target network weights of layer {l}", "weight") for l in range(L)]
+    out += [Region(f"grad{l}", "matrix", sizes[l] + 1, sizes[l + 1], num.acc_width, True, False,
+                   f"weight gradients of layer {l} (wgrad format)", "wgrad") for l in range(L)]
+    return tuple(out)
+
+
+def region(config: LearnerConfig, name: str) -> Region:
+    if not isinstance(config, LearnerConfig):
+        regions(config)                               # its TypeError
+    got = _region_table(config).get(name)
+    if got is not None:
+        return got[1]
+    raise ValueError(f"no region {name!r} in this learner configuration "
+                     f"(regions: {', '.join(r.name for r in regions(config))})")
+
+
+@lru_cache(maxsize=64)
+def _region_table(config: LearnerConfig) -> dict:
+    """Name -> (index, Region, host bytes per memory word) of every region (once per
+    configuration: the drivers and golden devices look regions up per matrix they pack)."""
+    D = config.axi_data_width // 8
+    return {r.name: (i, r, sub_words(config, r) * D) for i, r in enumerate(_regions(config))}
+
+
+def region_index(config: LearnerConfig, name: str) -> int:
+    region(config, name)                              # the error for an unknown name
+    return _region_table(config)[name][0]
+
+
+def sub_words(config: LearnerConfig, r: Region) -> int:
+    """D-bit host words per memory word (a power of two)."""
+    return _pow2_at_least(-(-r.word_bits(config) // config.axi_data_width))
+
+
+def region_bytes(config: LearnerConfig) -> int:
+    """Host address bytes per region (a power of two, the same for every region)."""
+    regions(config)                                   # type check
+    return _region_bytes(config)
+
+
+@lru_cache(maxsize=64)
+def _region_bytes(config: LearnerConfig) -> int:
+    D = config.axi_data_width // 8
+    return _pow2_at_least(max(_pow2_at_least(r.depth(config)) * sub_words(config, r) * D
+                              for r in regions(config)))
+
+
+def mem_addr_bits(config: LearnerConfig) -> int:
+    """Byte address bits of the host memory port."""
+    return (_pow2_at_least(len(regions(config))) * region_bytes(config) - 1).bit_length()
+
+
+def region_base(config: LearnerConfig, name: str) -> int:
+    return region_index(config, name) * region_bytes(config)
+
+
+def word_bytes(config: LearnerConfig, name: str) -> int:
+    """Host bytes per memory word of a region (``sub · D/8``)."""
+    region(config, name)                              # the checks
+    return _region_table(config)[name][2]
 
 
 # -- run codes -----------------------------------------------------------------------------------
@@ -409,8 +577,8 @@ assert {f for _, f, _ in STATUS_FLAGS.values() if f} == set(LEARNER_FLAGS)
 class LearnerKernelConfig(DmaParams, LearnerConfig):
     """:class:`LearnerConfig` and the window shell's parameters (:class:`~sw.shell.spec.DmaParams`:
     ``gmem_data_width``, ``max_burst``, ``max_outstanding``), for the Vitis kernel.
-    The window is the memory regions of :mod:`sw.learner.layout`, ``axi_data_width``-bit
-    words.
+    The window is the memory regions (:func:`regions`, :func:`mem_addr_bits` address bits),
+    ``axi_data_width``-bit words.
 
     :attr:`accel` is the :class:`LearnerConfig` part (what the accelerator and driver use).
     """
@@ -425,7 +593,6 @@ class LearnerKernelConfig(DmaParams, LearnerConfig):
 
     @property
     def window_bytes(self) -> int:
-        from .layout import mem_addr_bits       # the layout derives from this module
         return 1 << mem_addr_bits(self)
 
 
