@@ -6,9 +6,12 @@ decodes: each region an array of memory *words* at a byte offset, each word ``la
 of ``lane_bits`` bits (lane p at bits ``p * lane_bits ..``, little end first), padded to
 ``word_bytes`` in host address space. A block builds its window from the same layout functions
 its driver packs with (:func:`sw.gae.layout.memory_window`, :func:`sw.replay.spec.memory_window`,
-:func:`sw.learner.layout.memory_window`; :meth:`sw.registry.Block.memory`), so no offset is
-kept twice. A Vitis kernel has no ``s_axi_mem``: the buffer whose address is in ``MEM_PTR``
-mirrors its accelerator's window byte for byte (:meth:`MemoryWindow.in_kernel_buffer`).
+:func:`sw.learner.layout.memory_window`, :func:`sw.trainer.layout.memory_window`;
+:meth:`sw.registry.Block.memory_window`), so no offset is kept twice. A Vitis kernel has no
+``s_axi_mem``: the buffer whose address is in ``MEM_PTR`` mirrors its accelerator's window byte
+for byte (:meth:`MemoryWindow.in_kernel_buffer`). The fused trainer has no window of its own
+either: its AXI4 master reads and writes the host's storage at ``BASE_HI:BASE_LO``
+(port ``"BASE"``).
 
 :func:`sw.regmap.register_files` appends :meth:`MemoryWindow.to_markdown` to
 ``<module>_regs.md``, :meth:`MemoryWindow.to_dict` to ``<module>_regs.json`` (key
@@ -19,11 +22,22 @@ Amaranth.
 import re
 from dataclasses import dataclass, field, replace
 
-__all__ = ["LaneField", "MemoryRegion", "MemoryWindow", "ACCESS"]
+__all__ = ["LaneField", "MemoryRegion", "MemoryWindow", "ACCESS", "PORTS"]
 
 #: What the host does with a region (the window is RAM: the core does not refuse writes).
 ACCESS = {"rw": "the host writes it (inputs) and may read it back",
           "ro": "the core writes it (results); the host reads it"}
+
+#: Where the host finds a window: port -> how the Markdown and the C header name it.
+PORTS = {
+    "s_axi_mem": ("`s_axi_mem` window", "the s_axi_mem window"),
+    "MEM_PTR": ("`MEM_PTR` buffer (a copy of the accelerator's window)",
+                "the buffer at MEM_PTR (a copy of the accelerator's window)"),
+    "BASE": ("storage at `BASE_HI:BASE_LO` in host memory (the core's AXI4 master reads and "
+             "writes it)",
+             "the storage at BASE_HI:BASE_LO in host memory (the core's AXI4 master reads and "
+             "writes it)"),
+}
 
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -40,15 +54,19 @@ def _check_name(what, name):
 
 @dataclass(frozen=True)
 class LaneField:
-    """A bit field of every lane of a region whose elements pack several values (the
-    learner's ``samples``): bits ``lsb .. lsb + width - 1`` of the lane, ``frac`` fraction
-    bits (None: an integer or a flag)."""
+    """A bit field of the lanes of a region whose elements pack several values: bits
+    ``lsb .. lsb + width - 1`` of the lane, ``frac`` fraction bits (None: an integer or a
+    flag). With ``lane`` None the field is in every lane (the learner's ``samples``: one
+    sample a lane); otherwise it is in lanes ``lane .. lane + lanes - 1`` of a word only, one
+    value a lane (the trainer's records: ``obs`` in lanes 0..n-1, ``reward`` in lane 2n)."""
     name: str
     lsb: int
     width: int
     signed: bool = False
     frac: int | None = None
     doc: str = ""
+    lane: int | None = None
+    lanes: int = 1
 
     def __post_init__(self):
         _check_name("field name", self.name)
@@ -56,14 +74,22 @@ class LaneField:
         _check_int("width", self.width, 1)
         if self.frac is not None:
             _check_int("frac", self.frac)
+        if self.lane is not None:
+            _check_int("lane", self.lane)
+        _check_int("lanes", self.lanes, 1)
+        if self.lane is None and self.lanes != 1:
+            raise ValueError(f"field {self.name!r}: lanes = {self.lanes} needs a first lane")
 
     @property
     def mask(self) -> int:
         return ((1 << self.width) - 1) << self.lsb
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "lsb": self.lsb, "width": self.width,
-                "signed": self.signed, "frac": self.frac, "doc": self.doc}
+        out = {"name": self.name, "lsb": self.lsb, "width": self.width,
+               "signed": self.signed, "frac": self.frac, "doc": self.doc}
+        if self.lane is not None:
+            out.update(lane=self.lane, lanes=self.lanes)
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,6 +153,9 @@ class MemoryRegion:
             if not isinstance(f, LaneField) or f.lsb + f.width > self.lane_bits:
                 raise ValueError(f"region {self.name!r}: fields must be LaneFields inside its "
                                  f"{self.lane_bits}-bit lanes, not {f!r}")
+            if f.lane is not None and f.lane + f.lanes > self.lanes:
+                raise ValueError(f"region {self.name!r}: field {f.name!r} in lanes {f.lane} .. "
+                                 f"{f.lane + f.lanes - 1} is outside its {self.lanes} lanes")
 
     @property
     def end(self) -> int:
@@ -154,13 +183,15 @@ class MemoryWindow:
     addr_bits : int
         Byte address bits of the memory port.
     port : str
-        Where the host finds the window: ``"s_axi_mem"`` (an accelerator's AXI4 slave), or
-        ``"MEM_PTR"`` (a kernel's buffer, :meth:`in_kernel_buffer`).
+        Where the host finds the window (a key of :data:`PORTS`): ``"s_axi_mem"`` (an
+        accelerator's AXI4 slave), ``"MEM_PTR"`` (a kernel's buffer, :meth:`in_kernel_buffer`)
+        or ``"BASE"`` (host memory that the core's AXI4 master reads and writes, from the
+        address in ``BASE_HI:BASE_LO``: the fused trainer's storage).
     doc : str
         How a word's lanes and the regions are laid out.
     span : int or None
         Bytes the host addresses, if more than up to the end of the last region (a kernel's
-        buffer, ``DMA_WINDOW``).
+        buffer, ``DMA_WINDOW``; the trainer's storage, :func:`sw.trainer.layout.storage_bytes`).
     """
     regions: tuple
     addr_bits: int
@@ -173,6 +204,8 @@ class MemoryWindow:
             raise ValueError(f"regions must be a non-empty sequence of MemoryRegion, not "
                              f"{self.regions!r}")
         _check_int("addr_bits", self.addr_bits, 1)
+        if self.port not in PORTS:
+            raise ValueError(f"port must be one of {', '.join(PORTS)}, not {self.port!r}")
         names = [r.name.upper() for r in self.regions]
         if len(set(names)) != len(names):
             raise ValueError(f"region names must differ in upper case: {names}")
@@ -222,12 +255,12 @@ class MemoryWindow:
         """C macros, ``PREFIX_MEM_BYTES``, ``PREFIX_MEM_ADDR_BITS`` and per region
         ``PREFIX_MEM_<REGION>_{OFFSET,BYTES,WORDS,WORD_BYTES,LANES,LANE_BITS,SIGNED,FRAC}``
         (``FRAC`` only for fixed-point elements), per lane field
-        ``PREFIX_MEM_<REGION>_<FIELD>_{SHIFT,WIDTH,MASK}``: text for inside a header's include
-        guard (:meth:`sw.regmap.RegisterMap.to_c_header`'s ``extra``)."""
+        ``PREFIX_MEM_<REGION>_<FIELD>_{SHIFT,WIDTH,MASK,SIGNED,FRAC}`` (and ``_LANE``, its
+        first lane, ``_LANES``, how many, for a field in some lanes only): text for inside a
+        header's include guard (:meth:`sw.regmap.RegisterMap.to_c_header`'s ``extra``)."""
         _check_name("prefix", prefix)
         base = f"{prefix}_MEM".upper()
-        where = ("the buffer at MEM_PTR (a copy of the accelerator's window)"
-                 if self.port == "MEM_PTR" else f"the {self.port} window")
+        where = PORTS[self.port][1]
         lines = [(None, f"Memory: byte offsets in {where}. {self.doc}"),
                  (f"{base}_BYTES", f"0x{self.bytes:x}u"),
                  (f"{base}_ADDR_BITS", str(self.addr_bits))]
@@ -242,6 +275,8 @@ class MemoryWindow:
                 lines.append((f"{m}_FRAC", str(r.frac)))
             for f in r.fields:
                 fm = f"{m}_{f.name.upper()}"
+                if f.lane is not None:
+                    lines += [(f"{fm}_LANE", f"{f.lane}u"), (f"{fm}_LANES", f"{f.lanes}u")]
                 lines += [(f"{fm}_SHIFT", str(f.lsb)), (f"{fm}_WIDTH", str(f.width)),
                           (f"{fm}_MASK", f"0x{f.mask:x}ull"), (f"{fm}_SIGNED", str(int(f.signed)))]
                 if f.frac is not None:
@@ -262,8 +297,7 @@ class MemoryWindow:
             return str(text).replace("|", "\\|").replace("\n", " ")
 
         ow = max(2, len(f"{self.bytes - 1:x}"))
-        where = ("`MEM_PTR` buffer (a copy of the accelerator's window)"
-                 if self.port == "MEM_PTR" else f"`{self.port}` window")
+        where = PORTS[self.port][0]
         out = [f"Memory: the {where}, {self.bytes:,} bytes ({self.addr_bits} address bits). "
                f"{cell(self.doc)}", "",
                "| Offset | Region | Bytes | Words | Word bytes | Lanes × bits | Signed | Frac "
@@ -277,11 +311,18 @@ class MemoryWindow:
                        f"{'—' if r.frac is None else r.frac} | {r.access} | {cell(r.doc)} |")
         packed = [(r, f) for r in self.regions for f in r.fields]
         if packed:
-            out += ["", "| Region | Lane bits | Field | Signed | Frac | Description |",
-                    "|--------|----------:|-------|--------|-----:|-------------|"]
+            # a column of lanes only where some field is in some lanes only
+            some = any(f.lane is not None for _, f in packed)
+            out += ["", "| Region |" + (" Lanes |" if some else "")
+                    + " Lane bits | Field | Signed | Frac | Description |",
+                    "|--------|" + ("------:|" if some else "")
+                    + "----------:|-------|--------|-----:|-------------|"]
             for r, f in packed:
                 bits = f"{f.lsb + f.width - 1}:{f.lsb}" if f.width > 1 else str(f.lsb)
-                out.append(f"| {r.name} | {bits} | {f.name} | {'yes' if f.signed else 'no'} | "
+                lanes = ("all" if f.lane is None else str(f.lane) if f.lanes == 1
+                         else f"{f.lane}..{f.lane + f.lanes - 1}")
+                out.append(f"| {r.name} |" + (f" {lanes} |" if some else "")
+                           + f" {bits} | {f.name} | {'yes' if f.signed else 'no'} | "
                            f"{'—' if f.frac is None else f.frac} | {cell(f.doc)} |")
         out += ["", "Access: " + "; ".join(f"`{a}` {d}" for a, d in ACCESS.items()) + ".", ""]
         return "\n".join(out)

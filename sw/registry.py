@@ -24,6 +24,7 @@ from sw.learner import schedule as learner_schedule
 from sw.learner import spec as learner
 from sw.replay import spec as replay
 from sw.shell import spec as shell
+from sw.trainer import layout as trainer_layout
 from sw.trainer import schedule as trainer_schedule
 from sw.trainer import spec as trainer
 
@@ -136,9 +137,11 @@ class Block:
 
     def memory_window(self, config):
         """The :class:`~sw.memmap.MemoryWindow` of an accelerator's ``s_axi_mem`` (from its
-        layout, the one its driver packs with), or of a kernel's ``MEM_PTR`` buffer (its
+        layout, the one its driver packs with), of a kernel's ``MEM_PTR`` buffer (its
         accelerator's window in ``DMA_WINDOW`` bytes,
-        :meth:`~sw.memmap.MemoryWindow.in_kernel_buffer`); None for a block without one."""
+        :meth:`~sw.memmap.MemoryWindow.in_kernel_buffer`), or of the fused trainer's storage
+        at ``BASE_HI:BASE_LO`` (:func:`sw.trainer.layout.memory_window`); None for a block
+        without one."""
         if self.role == "kernel":
             window = self.accelerator.memory_window(config.accel)
             return None if window is None else window.in_kernel_buffer(config.window_bytes)
@@ -310,7 +313,7 @@ BLOCKS = {b.name: b for b in [
           device="sw.trainer.device:TrainerGoldenDevice",
           driver="sw.trainer.driver:TrainerDriver",
           _formats=_trainer_formats, _latency=_trainer_step, _throughput=_trainer_rate,
-          _kernel_args=trainer.kernel_args),
+          _kernel_args=trainer.kernel_args, _memory=trainer_layout.memory_window),
 ]}
 
 #: The accelerator families: name -> its name in messages.

@@ -270,4 +270,216 @@
 #define DQN_TRAINER_U250_HW_WINDOW_WIDTH                 32
 #define DQN_TRAINER_U250_HW_WINDOW_MASK                  0xffffffffu
 
+/* Memory: byte offsets in the storage at BASE_HI:BASE_LO in host memory (the core's AXI4 master reads and writes it). Byte offsets from the 64-bit address in BASE_HI:BASE_LO (4096-byte aligned, or a start ends with STATUS.ERROR base), MEM_BYTES of host memory: the ring, the load region, each snapshot slot and the trace start on a 4096-byte page, a layer of a weight image on a 64-byte storage word. A word is its lanes little end first (lane p at bits p*LANE_BITS, two's complement where signed), then zeros up to WORD_BYTES. */
+#define DQN_TRAINER_U250_MEM_BYTES                           0x200a000u
+#define DQN_TRAINER_U250_MEM_ADDR_BITS                       64
+
+/* ring (rw): record of slot s (transition count mod 1048576): the host writes the append window's slots from CONSUMED on, then PRODUCER */
+#define DQN_TRAINER_U250_MEM_RING_OFFSET                     0x0u
+#define DQN_TRAINER_U250_MEM_RING_BYTES                      0x2000000u
+#define DQN_TRAINER_U250_MEM_RING_WORDS                      1048576u
+#define DQN_TRAINER_U250_MEM_RING_WORD_BYTES                 32u
+#define DQN_TRAINER_U250_MEM_RING_LANES                      10u
+#define DQN_TRAINER_U250_MEM_RING_LANE_BITS                  16u
+#define DQN_TRAINER_U250_MEM_RING_SIGNED                     1
+#define DQN_TRAINER_U250_MEM_RING_OBS_LANE                   0u
+#define DQN_TRAINER_U250_MEM_RING_OBS_LANES                  4u
+#define DQN_TRAINER_U250_MEM_RING_OBS_SHIFT                  0
+#define DQN_TRAINER_U250_MEM_RING_OBS_WIDTH                  16
+#define DQN_TRAINER_U250_MEM_RING_OBS_MASK                   0xffffull
+#define DQN_TRAINER_U250_MEM_RING_OBS_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_RING_OBS_FRAC                   10
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_LANE              4u
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_LANES             4u
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_SHIFT             0
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_WIDTH             16
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_MASK              0xffffull
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_SIGNED            1
+#define DQN_TRAINER_U250_MEM_RING_NEXT_OBS_FRAC              10
+#define DQN_TRAINER_U250_MEM_RING_REWARD_LANE                8u
+#define DQN_TRAINER_U250_MEM_RING_REWARD_LANES               1u
+#define DQN_TRAINER_U250_MEM_RING_REWARD_SHIFT               0
+#define DQN_TRAINER_U250_MEM_RING_REWARD_WIDTH               16
+#define DQN_TRAINER_U250_MEM_RING_REWARD_MASK                0xffffull
+#define DQN_TRAINER_U250_MEM_RING_REWARD_SIGNED              1
+#define DQN_TRAINER_U250_MEM_RING_REWARD_FRAC                10
+#define DQN_TRAINER_U250_MEM_RING_ACTION_LANE                9u
+#define DQN_TRAINER_U250_MEM_RING_ACTION_LANES               1u
+#define DQN_TRAINER_U250_MEM_RING_ACTION_SHIFT               0
+#define DQN_TRAINER_U250_MEM_RING_ACTION_WIDTH               15
+#define DQN_TRAINER_U250_MEM_RING_ACTION_MASK                0x7fffull
+#define DQN_TRAINER_U250_MEM_RING_ACTION_SIGNED              0
+#define DQN_TRAINER_U250_MEM_RING_DONE_LANE                  9u
+#define DQN_TRAINER_U250_MEM_RING_DONE_LANES                 1u
+#define DQN_TRAINER_U250_MEM_RING_DONE_SHIFT                 15
+#define DQN_TRAINER_U250_MEM_RING_DONE_WIDTH                 1
+#define DQN_TRAINER_U250_MEM_RING_DONE_MASK                  0x8000ull
+#define DQN_TRAINER_U250_MEM_RING_DONE_SIGNED                0
+
+/* load_w0 (rw): weights LOAD copies into the network and its target: layer 0, 5 x 64 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*64 + j */
+#define DQN_TRAINER_U250_MEM_LOAD_W0_OFFSET                  0x2000000u
+#define DQN_TRAINER_U250_MEM_LOAD_W0_BYTES                   0x280u
+#define DQN_TRAINER_U250_MEM_LOAD_W0_WORDS                   10u
+#define DQN_TRAINER_U250_MEM_LOAD_W0_WORD_BYTES              64u
+#define DQN_TRAINER_U250_MEM_LOAD_W0_LANES                   32u
+#define DQN_TRAINER_U250_MEM_LOAD_W0_LANE_BITS               16u
+#define DQN_TRAINER_U250_MEM_LOAD_W0_SIGNED                  1
+#define DQN_TRAINER_U250_MEM_LOAD_W0_FRAC                    13
+
+/* load_w1 (rw): weights LOAD copies into the network and its target: layer 1, 65 x 64 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*64 + j */
+#define DQN_TRAINER_U250_MEM_LOAD_W1_OFFSET                  0x2000280u
+#define DQN_TRAINER_U250_MEM_LOAD_W1_BYTES                   0x2080u
+#define DQN_TRAINER_U250_MEM_LOAD_W1_WORDS                   130u
+#define DQN_TRAINER_U250_MEM_LOAD_W1_WORD_BYTES              64u
+#define DQN_TRAINER_U250_MEM_LOAD_W1_LANES                   32u
+#define DQN_TRAINER_U250_MEM_LOAD_W1_LANE_BITS               16u
+#define DQN_TRAINER_U250_MEM_LOAD_W1_SIGNED                  1
+#define DQN_TRAINER_U250_MEM_LOAD_W1_FRAC                    13
+
+/* load_w2 (rw): weights LOAD copies into the network and its target: layer 2, 65 x 2 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*2 + j */
+#define DQN_TRAINER_U250_MEM_LOAD_W2_OFFSET                  0x2002300u
+#define DQN_TRAINER_U250_MEM_LOAD_W2_BYTES                   0x140u
+#define DQN_TRAINER_U250_MEM_LOAD_W2_WORDS                   5u
+#define DQN_TRAINER_U250_MEM_LOAD_W2_WORD_BYTES              64u
+#define DQN_TRAINER_U250_MEM_LOAD_W2_LANES                   32u
+#define DQN_TRAINER_U250_MEM_LOAD_W2_LANE_BITS               16u
+#define DQN_TRAINER_U250_MEM_LOAD_W2_SIGNED                  1
+#define DQN_TRAINER_U250_MEM_LOAD_W2_FRAC                    13
+
+/* snap0_header (ro): header of snapshot slot 0 (sequence numbers s with s mod 2 = 0): the core writes seq = SNAPSHOT_BUSY, the weights, the header, then SNAPSHOT_SEQ; the same seq before and after reading the weights is a whole snapshot */
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_OFFSET             0x2003000u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_BYTES              0x40u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_WORDS              1u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_WORD_BYTES         64u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_LANES              2u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_LANE_BITS          32u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SIGNED             0
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SEQ_LANE           0u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SEQ_LANES          1u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SEQ_SHIFT          0
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SEQ_WIDTH          32
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SEQ_MASK           0xffffffffull
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_SEQ_SIGNED         0
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_STEPS_TOTAL_LANE   1u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_STEPS_TOTAL_LANES  1u
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_STEPS_TOTAL_SHIFT  0
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_STEPS_TOTAL_WIDTH  32
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_STEPS_TOTAL_MASK   0xffffffffull
+#define DQN_TRAINER_U250_MEM_SNAP0_HEADER_STEPS_TOTAL_SIGNED 0
+
+/* snap0_w0 (ro): snapshot slot 0: layer 0, 5 x 64 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*64 + j */
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_OFFSET                 0x2003040u
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_BYTES                  0x280u
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_WORDS                  10u
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_WORD_BYTES             64u
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_LANES                  32u
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_LANE_BITS              16u
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_SNAP0_W0_FRAC                   13
+
+/* snap0_w1 (ro): snapshot slot 0: layer 1, 65 x 64 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*64 + j */
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_OFFSET                 0x20032c0u
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_BYTES                  0x2080u
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_WORDS                  130u
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_WORD_BYTES             64u
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_LANES                  32u
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_LANE_BITS              16u
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_SNAP0_W1_FRAC                   13
+
+/* snap0_w2 (ro): snapshot slot 0: layer 2, 65 x 2 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*2 + j */
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_OFFSET                 0x2005340u
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_BYTES                  0x140u
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_WORDS                  5u
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_WORD_BYTES             64u
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_LANES                  32u
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_LANE_BITS              16u
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_SNAP0_W2_FRAC                   13
+
+/* snap1_header (ro): header of snapshot slot 1 (sequence numbers s with s mod 2 = 1): the core writes seq = SNAPSHOT_BUSY, the weights, the header, then SNAPSHOT_SEQ; the same seq before and after reading the weights is a whole snapshot */
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_OFFSET             0x2006000u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_BYTES              0x40u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_WORDS              1u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_WORD_BYTES         64u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_LANES              2u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_LANE_BITS          32u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SIGNED             0
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SEQ_LANE           0u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SEQ_LANES          1u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SEQ_SHIFT          0
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SEQ_WIDTH          32
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SEQ_MASK           0xffffffffull
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_SEQ_SIGNED         0
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_STEPS_TOTAL_LANE   1u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_STEPS_TOTAL_LANES  1u
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_STEPS_TOTAL_SHIFT  0
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_STEPS_TOTAL_WIDTH  32
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_STEPS_TOTAL_MASK   0xffffffffull
+#define DQN_TRAINER_U250_MEM_SNAP1_HEADER_STEPS_TOTAL_SIGNED 0
+
+/* snap1_w0 (ro): snapshot slot 1: layer 0, 5 x 64 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*64 + j */
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_OFFSET                 0x2006040u
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_BYTES                  0x280u
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_WORDS                  10u
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_WORD_BYTES             64u
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_LANES                  32u
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_LANE_BITS              16u
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_SNAP1_W0_FRAC                   13
+
+/* snap1_w1 (ro): snapshot slot 1: layer 1, 65 x 64 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*64 + j */
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_OFFSET                 0x20062c0u
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_BYTES                  0x2080u
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_WORDS                  130u
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_WORD_BYTES             64u
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_LANES                  32u
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_LANE_BITS              16u
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_SNAP1_W1_FRAC                   13
+
+/* snap1_w2 (ro): snapshot slot 1: layer 2, 65 x 2 (bias in the last row) row-major: element (i, j) is lane k mod 32 of word k div 32, k = i*2 + j */
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_OFFSET                 0x2008340u
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_BYTES                  0x140u
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_WORDS                  5u
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_WORD_BYTES             64u
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_LANES                  32u
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_LANE_BITS              16u
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_SIGNED                 1
+#define DQN_TRAINER_U250_MEM_SNAP1_W2_FRAC                   13
+
+/* trace (ro): trace entry i mod 256 (TRACE_COUNT entries written), one every TRACE_PERIOD steps */
+#define DQN_TRAINER_U250_MEM_TRACE_OFFSET                    0x2009000u
+#define DQN_TRAINER_U250_MEM_TRACE_BYTES                     0x1000u
+#define DQN_TRAINER_U250_MEM_TRACE_WORDS                     256u
+#define DQN_TRAINER_U250_MEM_TRACE_WORD_BYTES                16u
+#define DQN_TRAINER_U250_MEM_TRACE_LANES                     4u
+#define DQN_TRAINER_U250_MEM_TRACE_LANE_BITS                 32u
+#define DQN_TRAINER_U250_MEM_TRACE_SIGNED                    0
+#define DQN_TRAINER_U250_MEM_TRACE_STEPS_TOTAL_LANE          0u
+#define DQN_TRAINER_U250_MEM_TRACE_STEPS_TOTAL_LANES         1u
+#define DQN_TRAINER_U250_MEM_TRACE_STEPS_TOTAL_SHIFT         0
+#define DQN_TRAINER_U250_MEM_TRACE_STEPS_TOTAL_WIDTH         32
+#define DQN_TRAINER_U250_MEM_TRACE_STEPS_TOTAL_MASK          0xffffffffull
+#define DQN_TRAINER_U250_MEM_TRACE_STEPS_TOTAL_SIGNED        0
+#define DQN_TRAINER_U250_MEM_TRACE_CONSUMED_LANE             1u
+#define DQN_TRAINER_U250_MEM_TRACE_CONSUMED_LANES            1u
+#define DQN_TRAINER_U250_MEM_TRACE_CONSUMED_SHIFT            0
+#define DQN_TRAINER_U250_MEM_TRACE_CONSUMED_WIDTH            32
+#define DQN_TRAINER_U250_MEM_TRACE_CONSUMED_MASK             0xffffffffull
+#define DQN_TRAINER_U250_MEM_TRACE_CONSUMED_SIGNED           0
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_LANE           2u
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_LANES          1u
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_SHIFT          0
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_WIDTH          32
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_MASK           0xffffffffull
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_SIGNED         0
+#define DQN_TRAINER_U250_MEM_TRACE_ABS_TD_SUM_FRAC           10
+#define DQN_TRAINER_U250_MEM_TRACE_SAMPLES_LANE              3u
+#define DQN_TRAINER_U250_MEM_TRACE_SAMPLES_LANES             1u
+#define DQN_TRAINER_U250_MEM_TRACE_SAMPLES_SHIFT             0
+#define DQN_TRAINER_U250_MEM_TRACE_SAMPLES_WIDTH             32
+#define DQN_TRAINER_U250_MEM_TRACE_SAMPLES_MASK              0xffffffffull
+#define DQN_TRAINER_U250_MEM_TRACE_SAMPLES_SIGNED            0
+
 #endif /* DQN_TRAINER_U250_REGMAP_H */

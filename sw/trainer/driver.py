@@ -23,7 +23,8 @@ from sw.learner.mlp import quantize_coef
 
 from . import hostfast
 from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, pack_records, pack_weights,
-                     record_bytes, region_base, unpack_weights, weight_bytes)
+                     record_bytes, region_base, unpack_header, unpack_trace, unpack_weights,
+                     weight_bytes)
 from .schedule import launch_cycles
 from .spec import ERRORS, TrainerCmd, TrainerConfig, hw_info_values, trainer_register_map
 
@@ -150,10 +151,10 @@ class TrainerDriver(DriverBase):
         mem, c = self._device.memory, self._config
         for _ in range(8):
             off = region_base(c, f"snap{seq % 2}")
-            head = np.frombuffer(mem.read(off, 8), "<u4")
+            head = unpack_header(mem.read(off, HEADER_BYTES))["seq"]
             image = np.frombuffer(mem.read(off + HEADER_BYTES, weight_bytes(c)), np.uint8)
-            again = np.frombuffer(mem.read(off, 4), "<u4")[0]
-            if head[0] == seq == again and head[0] != SNAPSHOT_BUSY:
+            again = unpack_header(mem.read(off, HEADER_BYTES))["seq"]
+            if head == seq == again and head != SNAPSHOT_BUSY:
                 return unpack_weights(c, image)
             seq = self.register_map.read_word("SNAPSHOT_SEQ")
         raise RuntimeError("the weight snapshot kept changing while it was read")
@@ -310,11 +311,10 @@ class TrainerDriver(DriverBase):
         out = {k.lower(): rm.read_word(k) for k in ("CONSUMED", "STEPS_TOTAL", "SAMPLED",
                                                     "SNAPSHOT_SEQ", "TRACE_COUNT")}
         n = min(out["trace_count"], c.trace_depth)
-        raw = np.frombuffer(self._device.memory.read(region_base(c, "trace"),
-                                                     c.trace_depth * TRACE_BYTES),
-                            "<u4").reshape(-1, 4).astype(np.float64)
+        trace = unpack_trace(c, self._device.memory.read(region_base(c, "trace"),
+                                                         c.trace_depth * TRACE_BYTES))
         order = (out["trace_count"] - n + np.arange(n)) % c.trace_depth
-        rows = raw[order]
-        mean = rows[:, 2] / np.maximum(rows[:, 3], 1) * self._num.act_format.ulp
-        out["trace"] = np.column_stack([rows[:, 0], rows[:, 1], mean])
+        rows = {k: v[order].astype(np.float64) for k, v in trace.items()}
+        mean = rows["abs_td_sum"] / np.maximum(rows["samples"], 1) * self._num.act_format.ulp
+        out["trace"] = np.column_stack([rows["steps_total"], rows["consumed"], mean])
         return out

@@ -19,8 +19,9 @@ from sw.learner.mlp import TargetSync, train_step
 from sw.replay.prng import fixed_targets
 from sw.replay.sumtree import FixedSumTree
 
-from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, record_bytes, region_base,
-                     unpack_records, unpack_weights, pack_weights, weight_bytes)
+from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, pack_header, pack_trace,
+                     record_bytes, region_base, unpack_records, unpack_weights, pack_weights,
+                     weight_bytes)
 from .powers import is_weights_raw, priorities_raw
 from .spec import COUNT_BITS, TrainerCmd, TrainerConfig
 
@@ -247,12 +248,9 @@ class TrainerCore:
         self._since_snapshot = 0
         seq = (self.snapshot_seq + 1) & _MASK
         off = region_base(self.config, f"snap{seq % 2}")
-        head = np.zeros(HEADER_BYTES // 4, "<u4")
-        head[0] = SNAPSHOT_BUSY
-        self._write(off, head.view(np.uint8))
+        self._write(off, pack_header(SNAPSHOT_BUSY, 0))
         self._write(off + HEADER_BYTES, pack_weights(self.config, self.weights))
-        head[0], head[1] = seq, self.steps_total
-        self._write(off, head.view(np.uint8))
+        self._write(off, pack_header(seq, self.steps_total))
         self.snapshot_seq = seq
 
     def _trace(self, args, abs_td):
@@ -263,10 +261,10 @@ class TrainerCore:
         self._since_trace += 1
         if self._since_trace < args.trace_period:
             return
-        entry = np.array([self.steps_total, self.consumed, self._trace_sum, self._trace_n],
-                         "<u4")
+        entry = pack_trace(self.config, self.steps_total, self.consumed, self._trace_sum,
+                           self._trace_n)
         at = region_base(self.config, "trace") + (self.trace_count % self.config.trace_depth) \
             * TRACE_BYTES
-        self._write(at, entry.view(np.uint8))
+        self._write(at, entry.ravel())
         self.trace_count = (self.trace_count + 1) & _MASK
         self._since_trace = self._trace_sum = self._trace_n = 0

@@ -8,9 +8,12 @@ import numpy as np
 
 from sw.jit import MODES, built
 
-from .layout import _lane_dtype, lane_bytes, record_bytes
+from .layout import lane_bytes, record_bytes, record_fields
 
-__all__ = ["available", "records"]
+__all__ = ["available", "records", "FIELDS"]
+
+#: The record fields the compiled kernel places, in the order of its ``fields`` rows.
+FIELDS = ("obs", "next_obs", "reward", "action", "done")
 
 _K = []
 
@@ -38,14 +41,20 @@ def records(config, obs, actions, rewards, next_obs, dones):
         return None
     fmt = config.learner.numerics.act_format
     n = len(actions)
-    lanes = np.empty((n, record_bytes(config) // lane_bytes(config)), _lane_dtype(config))
-    lanes[:, 2 * config.learner.sizes[0] + 2:] = 0
+    lanes = np.zeros((n, record_bytes(config) // lane_bytes(config)),
+                     f"<u{lane_bytes(config)}")
     lo, hi = float(fmt.min_raw), float(fmt.max_raw)
     bad = K["pack_records"](np.ascontiguousarray(obs), np.ascontiguousarray(actions),
                             np.ascontiguousarray(rewards), np.ascontiguousarray(next_obs),
                             np.ascontiguousarray(dones), float(2.0 ** fmt.frac),
-                            MODES.index(fmt.rounding), lo, hi, 8 * lane_bytes(config) - 1,
-                            lanes)
+                            MODES.index(fmt.rounding), lo, hi, _fields(config), lanes)
     if bad >= 0:
         return None
     return lanes.view(np.uint8).reshape(n, record_bytes(config))
+
+
+def _fields(config) -> np.ndarray:
+    """``(first lane, lsb, width)`` of the :data:`FIELDS` of a record, int64 rows."""
+    by_name = {f.name: f for f in record_fields(config)}
+    return np.array([(by_name[k].lane, by_name[k].lsb, by_name[k].width) for k in FIELDS],
+                    np.int64)

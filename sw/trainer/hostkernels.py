@@ -26,11 +26,18 @@ def _code(v, scale, mode, lo, hi):
 
 
 @kernel
-def pack_records(obs, actions, rewards, next_obs, dones, scale, mode, lo, hi, top, out):
+def _put(out, i, lane, lsb, width, v):
+    """ORs the low ``width`` bits of integer ``v`` into bits ``lsb ..`` of ``out[i, lane]``."""
+    out[i, lane] |= (np.int64(v) & ((np.int64(1) << width) - 1)) << lsb
+
+
+@kernel
+def pack_records(obs, actions, rewards, next_obs, dones, scale, mode, lo, hi, fields, out):
     """:func:`sw.trainer.layout.pack_records` of the float transitions quantized to the
     activation format (``scale`` = 2**frac, rounding ``mode``, raw range ``[lo, hi]`` as
-    floats) into
-    ``out`` (the records' lanes, n × lanes); ``top`` the lane's sign bit, where ``done`` goes.
+    floats) into ``out`` (the records' unsigned lanes, n × lanes, zero); ``fields`` the rows
+    ``(first lane, lsb, width)`` of :func:`sw.trainer.layout.record_fields`' obs, next_obs,
+    reward, action and done (:data:`sw.trainer.hostfast.FIELDS`).
     Returns -1, or the first record with a value the format cannot hold (``out`` incomplete).
     Actions must be in range and ``dones`` bools (the caller checks them)."""
     n, n_in = obs.shape
@@ -40,12 +47,12 @@ def pack_records(obs, actions, rewards, next_obs, dones, scale, mode, lo, hi, to
             b = _code(next_obs[i, j], scale, mode, lo, hi)
             if a > hi or b > hi:
                 return i
-            out[i, j] = np.int64(a)
-            out[i, n_in + j] = np.int64(b)
+            _put(out, i, fields[0, 0] + j, fields[0, 1], fields[0, 2], a)
+            _put(out, i, fields[1, 0] + j, fields[1, 1], fields[1, 2], b)
         r = _code(rewards[i], scale, mode, lo, hi)
         if r > hi:
             return i
-        out[i, 2 * n_in] = np.int64(r)
-        code = np.int64(actions[i]) | (np.int64(dones[i]) << top)
-        out[i, 2 * n_in + 1] = code - ((code >> top) << (top + 1))
+        _put(out, i, fields[2, 0], fields[2, 1], fields[2, 2], r)
+        _put(out, i, fields[3, 0], fields[3, 1], fields[3, 2], actions[i])
+        _put(out, i, fields[4, 0], fields[4, 1], fields[4, 2], dones[i])
     return -1
