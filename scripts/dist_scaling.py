@@ -100,14 +100,14 @@ def host_costs(batch=64):
     """Host seconds, register accesses and bus bytes per learner step and per fused replay
     run, the weight bytes, and the server's mean per learner."""
     from sw.dist.weights import mean_raw
-    from sw.rl.dqn import _init_weights
+    from sw.rl.dqn_common import init_weights
 
     _, lcfg = shipped_config("learner_cartpole_s4")
     _, rcfg = shipped_config("replay_accel_k16")
     rng = np.random.default_rng(0)
     ldev = InstantLearner(lcfg)
     ldrv = LearnerDriver(ldev, lcfg, on_range="clip")
-    ldrv.load_weights(*_init_weights(list(lcfg.sizes), rng), target=True)
+    ldrv.load_weights(*init_weights(list(lcfg.sizes), rng), target=True)
     obs = rng.normal(0, 0.5, (batch, 4))
     args = (obs, rng.integers(0, 2, batch), np.full(batch, 0.1), obs + 0.01,
             np.zeros(batch, bool))
@@ -184,10 +184,11 @@ def actor_rate():
     from sw.dist.actor import EnvActor
     from sw.dist.replay import ReplayBank
     from sw.dist.weights import WeightServer
-    from sw.rl.dqn import DQNConfig, _init_weights
+    from sw.rl.dqn import DQNConfig
+    from sw.rl.dqn_common import init_weights
 
     ws = WeightServer()
-    net = _init_weights([4, 64, 64, 2], np.random.default_rng(0))
+    net = init_weights([4, 64, 64, 2], np.random.default_rng(0))
     ws.reset([np.vstack([w, b[None]]) for w, b in zip(*net)])
     bank = ReplayBank(0, "cpu", obs_dim=4, capacity=1 << 16)
     a = EnvActor(0, dqn=DQNConfig(total_steps=10**6), num_envs=1, stride=1, banks=[bank],

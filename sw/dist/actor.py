@@ -22,7 +22,7 @@ transitions never repeat the ids of its earlier life.
 
 import numpy as np
 
-from sw.rl.dqn import forward
+from sw.rl.dqn_common import forward
 
 from .learner import call
 from .replay import transition_fields

@@ -129,7 +129,7 @@ class LearnerWorker:
         If it already holds averaged weights (a restarted learner), start from them (online
         and target); otherwise from ``initial``.
     init_seed : int
-        Seed of the float network every learner starts from (:func:`sw.rl.dqn._init_weights`
+        Seed of the float network every learner starts from (:func:`sw.rl.dqn_common.init_weights`
         on ``sizes``: the same for every learner).
     sizes : tuple
         Layer sizes the torch learner builds; an accelerator must have these.
@@ -165,8 +165,8 @@ class LearnerWorker:
         if net is not None:
             self._net.set(net, target=True)
         else:
-            from sw.rl.dqn import _init_weights
-            self._net.load_float(*_init_weights(list(sizes), np.random.default_rng(init_seed)))
+            from sw.rl.dqn_common import init_weights
+            self._net.load_float(*init_weights(list(sizes), np.random.default_rng(init_seed)))
 
     def info(self) -> dict:
         """Label, node, layer sizes and weight format (None for float)."""

@@ -38,7 +38,7 @@ class TrainerWorker:
     weight_server : WeightServer, Ray actor handle or None
         Registered with, as a learner.
     init_seed : int
-        Seed of the initial float network (:func:`sw.rl.dqn._init_weights`) and of the
+        Seed of the initial float network (:func:`sw.rl.dqn_common.init_weights`) and of the
         trainer's PRNG.
     sizes : tuple
         Layer sizes the environment needs; the trainer's network must have them.
@@ -50,7 +50,7 @@ class TrainerWorker:
     def __init__(self, index, spec, *, weight_server=None, init_seed=0, sizes, batch=64,
                  gamma=0.99, lr=0.01, alpha=0.6, beta=0.4, prio_eps=1e-3, target_period=250,
                  config="trainer_zcu106"):
-        from sw.rl.dqn import _init_weights
+        from sw.rl.dqn_common import init_weights
         from sw.rl.dqn_trainer import open_trainer
 
         from .learner import call
@@ -67,7 +67,7 @@ class TrainerWorker:
         self.capacity = drv.config.capacity
         self._hyper = dict(batch=int(batch), lr=lr, gamma=gamma, alpha=alpha, beta=beta,
                            eps=prio_eps, sync_period=int(target_period), snapshot_period=0)
-        drv.load_weights(*_init_weights(list(sizes), np.random.default_rng(init_seed)))
+        drv.load_weights(*init_weights(list(sizes), np.random.default_rng(init_seed)))
         if weight_server is not None:
             call(weight_server, "register", "learner", self.index)
         self.steps = self.rounds = self.cycles = 0

@@ -19,7 +19,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from .dqn import DQNConfig, DQNResult, _init_weights, forward
+from .dqn_common import DQNConfig, DQNResult, forward, init_weights
 
 __all__ = ["open_trainer", "parse_trainer_spec", "train_fused"]
 
@@ -100,7 +100,7 @@ def open_trainer(spec: str, name: str = "trainer_zcu106", *, seed: int = 0):
 
 def train_fused(config: DQNConfig, driver, *, chunk=None, progress=True) -> DQNResult:
     """Train DQN with the fused trainer behind ``driver`` (module docstring); deterministic for
-    a seed. Returns a :class:`~sw.rl.dqn.DQNResult` whose ``learner_cycles`` are the
+    a seed. Returns a :class:`~sw.rl.dqn_common.DQNResult` whose ``learner_cycles`` are the
     launches' cycles (CYCLES) and ``losses`` the trace's mean ``|Q - y|`` per launch."""
     import gymnasium as gym
 
@@ -120,7 +120,7 @@ def train_fused(config: DQNConfig, driver, *, chunk=None, progress=True) -> DQNR
     if list(driver.config.learner.sizes) != sizes:
         raise ValueError(f"the trainer's network is {driver.config.learner.sizes}, the "
                          f"environment needs {tuple(sizes)}")
-    ws, bs = _init_weights(sizes, rng)
+    ws, bs = init_weights(sizes, rng)
     driver.load_weights(ws, bs)
     actor = (ws, bs)
     res = DQNResult(getattr(driver, "name", "trainer"), asdict(cfg))

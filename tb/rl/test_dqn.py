@@ -13,8 +13,8 @@ pytest.importorskip("gymnasium")
 
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.replay.spec import ReplayOp  # noqa: E402
-from sw.rl.dqn import (DQNConfig, _init_weights, accelerators, cpu_baseline,  # noqa: E402
-                       plot_curves, train)
+from sw.rl.dqn import DQNConfig, accelerators, cpu_baseline, plot_curves, train  # noqa: E402
+from sw.rl.dqn_common import init_weights  # noqa: E402
 from sw.replay import spec as replay_spec
 
 
@@ -22,7 +22,7 @@ def test_one_step_agrees_with_float_torch():
     """The same weights and batch: the accelerator's loss and TD errors are those of float32
     torch within the fixed-point formats' resolution (Q5.10 activations)."""
     rng = np.random.default_rng(11)
-    ws, bs = _init_weights([4, 64, 64, 2], rng)
+    ws, bs = init_weights([4, 64, 64, 2], rng)
     hw, _ = accelerators(target_period=1000)
     cpu, _ = cpu_baseline(target_period=1000)
     hw.load(ws, bs)
@@ -47,7 +47,7 @@ def test_importance_weights_reach_the_loss_of_both_learners():
     agree on a weighted step, a sample of weight 0 has no effect on either update (whatever it
     holds), and the weighted step is not the unweighted one."""
     rng = np.random.default_rng(12)
-    ws, bs = _init_weights([4, 64, 64, 2], rng)
+    ws, bs = init_weights([4, 64, 64, 2], rng)
     B = 32
     obs = rng.normal(0, 0.8, (B, 4))
     batch = [obs, rng.integers(0, 2, B), np.full(B, 0.1), obs + rng.normal(0, 0.05, (B, 4)),
