@@ -21,7 +21,7 @@ from amaranth.lib import data, wiring
 from sw.console import progress_bar
 from sw.registry import BLOCKS, SHIPPED, shipped_modules
 from sw.registry import block as find_block
-from sw.regmap import register_files
+from sw.regfiles import register_files
 from sw.timing import manifest_clock, timing_file
 from sw.verilog_text import sim_safe
 
@@ -138,7 +138,7 @@ def manifest(block, config, component, module: str, verilog_text: str | None = N
     if kernel is not None:
         out["kernel"] = kernel      # Vitis kernel arguments (rtl_gen.vivado's kernel.xml)
     if block.regmap is not None:
-        # The register map, once, in every form its consumers read (see sw.regmap).
+        # The register map, once, in every form its consumers read (see sw.regfiles).
         out["registers"] = {"json": f"{module}_regs.json", "c_header": f"{module}_regs.h",
                             "markdown": f"{module}_regs.md"}
     return out

@@ -37,6 +37,7 @@ from sw.gae import spec as gae  # noqa: E402
 from sw.learner import schedule  # noqa: E402
 from sw.learner.numerics import LearnerNumerics, TensorUnitConfig  # noqa: E402
 from sw.learner.spec import LearnerConfig  # noqa: E402
+from sw.regfiles import to_markdown  # noqa: E402
 from sw.replay import spec as replay  # noqa: E402
 from sw.shell.spec import HOST_READ_LATENCY, DmaParams, copy_cycles  # noqa: E402
 
@@ -255,7 +256,7 @@ def regs_page(module: str) -> str:
            "column *Reset* below shows them too). Drivers decode them to check, or build, "
            "their configuration.", ""]
     out += table(["offset", "register", "reads", "field", "parameter", "field value"], rows)
-    out += ["", "## Register map", "", regmap.to_markdown().rstrip("\n")]
+    out += ["", "## Register map", "", to_markdown(regmap).rstrip("\n")]
     window = block.memory_window(config)
     if window is not None:
         out += ["", "## Memory window", "",

@@ -13,7 +13,7 @@ for byte (:meth:`MemoryWindow.in_kernel_buffer`). The fused trainer has no windo
 either: its AXI4 master reads and writes the host's storage at ``BASE_HI:BASE_LO``
 (port ``"BASE"``).
 
-:func:`sw.regmap.register_files` appends :meth:`MemoryWindow.to_markdown` to
+:func:`sw.regfiles.register_files` appends :meth:`MemoryWindow.to_markdown` to
 ``<module>_regs.md``, :meth:`MemoryWindow.to_dict` to ``<module>_regs.json`` (key
 ``"memory"``) and :meth:`MemoryWindow.c_macros` to ``<module>_regs.h``. Plain Python, no
 Amaranth.
@@ -257,7 +257,7 @@ class MemoryWindow:
         (``FRAC`` only for fixed-point elements), per lane field
         ``PREFIX_MEM_<REGION>_<FIELD>_{SHIFT,WIDTH,MASK,SIGNED,FRAC}`` (and ``_LANE``, its
         first lane, ``_LANES``, how many, for a field in some lanes only): text for inside a
-        header's include guard (:meth:`sw.regmap.RegisterMap.to_c_header`'s ``extra``)."""
+        header's include guard (:func:`sw.regfiles.to_c_header`'s ``extra``)."""
         _check_name("prefix", prefix)
         base = f"{prefix}_MEM".upper()
         where = PORTS[self.port][1]

@@ -4,10 +4,11 @@ A :class:`RegisterMap` is a list of 32-bit :class:`Register` words at byte offse
 :class:`Field` bit ranges with an access type. :class:`~rtl_gen.shell.lite_csr.AxiLiteCsr` builds
 the hardware from it, the drivers' :class:`~sw.driver.regmap.RegisterMapAccess` packs and unpacks
 fields with :meth:`Field.get`/:meth:`Field.put` (:meth:`Register.pack`/:meth:`Register.unpack`
-for whole words); :meth:`RegisterMap.to_c_header`, :meth:`RegisterMap.to_json` and
-:meth:`RegisterMap.to_markdown` write the C constants, the machine-readable map (also read back by
-:meth:`RegisterMap.from_dict`) and the docs table. All three are deterministic text. This module
-imports no Amaranth: it is the host's description of the hardware as much as the generator's.
+for whole words); :meth:`RegisterMap.to_json` writes the machine-readable map (read back by
+:meth:`RegisterMap.from_dict`), :mod:`sw.regfiles` the C constants and the docs tables
+(:func:`~sw.regfiles.register_files`, the files shipped beside the Verilog) and :mod:`sw.rdl`
+SystemRDL, all deterministic text. This module imports no Amaranth: it is the host's
+description of the hardware as much as the generator's.
 
 Constant registers that describe the hardware (``HW_*``) carry an :class:`Info` per field: the
 configuration parameter the field holds. :meth:`RegisterMap.info_values` packs a configuration
@@ -15,9 +16,9 @@ into their words (what the gateware drives and the golden devices answer) and
 :meth:`RegisterMap.decode_info` unpacks words read from a device into parameters (what a driver
 checks or builds its configuration from), so no block encodes those bits by hand. In a block's
 map their fields' reset value is 0 (nothing in the CSR block is reset to it); the exports
-(:func:`register_files`, SystemRDL, IP-XACT) take :meth:`RegisterMap.with_constant_resets`,
-whose reset values are the words they read, so that a register model built from an export
-expects after reset what the hardware answers.
+(:func:`sw.regfiles.register_files`, SystemRDL, IP-XACT) take
+:meth:`RegisterMap.with_constant_resets`, whose reset values are the words they read, so that a
+register model built from an export expects after reset what the hardware answers.
 
 Access types (the host is the AXI4-Lite master, the core is the logic behind the CSR block):
 
@@ -80,8 +81,7 @@ import re
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 
-__all__ = ["ACCESS_TYPES", "Info", "Field", "Register", "RegisterMap", "AP_CTRL_HS_REGISTERS",
-           "register_files"]
+__all__ = ["ACCESS_TYPES", "Info", "Field", "Register", "RegisterMap", "AP_CTRL_HS_REGISTERS"]
 
 #: Access type -> one-line description (used in the generated docs and headers).
 ACCESS_TYPES = {
@@ -377,6 +377,7 @@ class Register:
         return sum(f.reset << f.lsb for f in self.fields if f.readable)
 
     def to_dict(self) -> dict:
+        """The map as plain data (what :meth:`from_dict` reads back and the JSON holds)."""
         return {"name": self.name, "offset": self.offset, "doc": self.doc, "reset": self.reset,
                 "fields": [f.to_dict() for f in self.fields]}
 
@@ -583,115 +584,12 @@ class RegisterMap:
                     out[f.info.param] = f.info.decode(f.get(words[r.name]))
         return out
 
-    # -- generators -----------------------------------------------------------------------------
+    # -- serialised form ------------------------------------------------------------------------
     def to_dict(self) -> dict:
+        """The map as plain data (what :meth:`from_dict` reads back and the JSON holds)."""
         return {"name": self.name, "data_width": self.data_width, "protocol": self.protocol,
                 "doc": self.doc, "registers": [r.to_dict() for r in self.registers]}
 
     def to_json(self) -> str:
         """:meth:`to_dict` as indented JSON text, ending with a newline."""
         return json.dumps(self.to_dict(), indent=2) + "\n"
-
-    def to_c_header(self, prefix: str | None = None, *, extra: str = "") -> str:
-        """C macros: ``PREFIX_REG_OFFSET``, ``PREFIX_REG_FIELD_{SHIFT,WIDTH,MASK}``,
-        ``PREFIX_REG_RESET``; a whole-register field drops ``_FIELD``.
-
-        ``prefix`` defaults to the map's name in upper case. ``extra``: C text put inside the
-        include guard after the registers (a memory window's macros,
-        :meth:`sw.memmap.MemoryWindow.c_macros`).
-        """
-        prefix = self.name.upper() if prefix is None else prefix
-        _check_name("prefix", prefix)
-        ow = max(2, len(f"{self.span - 4:x}"))
-        lines = []          # (macro or None, value, comment)
-        for r in self.registers:
-            lines.append((None, None, f"0x{r.offset:0{ow}x} {r.name}" + (f": {r.doc}"
-                                                                           if r.doc else "")))
-            base = f"{prefix}_{r.name}".upper()
-            lines.append((f"{base}_OFFSET", f"0x{r.offset:0{ow}x}", None))
-            lines.append((f"{base}_RESET", f"0x{r.reset:08x}u", None))
-            for f in r.fields:
-                m = f"{prefix}_{r.path(f)}".upper()
-                note = f"{f.access}" + (f": {f.doc}" if f.doc else "")
-                lines.append((f"{m}_SHIFT", str(f.lsb), note))
-                lines.append((f"{m}_WIDTH", str(f.width), None))
-                lines.append((f"{m}_MASK", f"0x{f.mask:08x}u", None))
-        names = [m for m, _, _ in lines if m]
-        dup = {m for m in names if names.count(m) > 1}
-        if dup:
-            raise ValueError(f"prefix {prefix!r} makes macro names collide: {sorted(dup)}")
-        width = max(len(m) for m in names)
-        guard = f"{prefix.upper()}_REGMAP_H"
-        out = [f"/* Register map {self.name!r}: generated by sw.regmap, do not edit. */"]
-        if self.doc:
-            out.append(f"/* {_c_comment(self.doc)} */")
-        out += ["/* Access types:"]
-        out += [f" *   {a:<7} {d}" for a, d in ACCESS_TYPES.items()]
-        out += [" */", f"#ifndef {guard}", f"#define {guard}", ""]
-        for m, v, c in lines:
-            if m is None:
-                if out[-1] != "":
-                    out.append("")
-                out.append(f"/* {_c_comment(c)} */")
-            else:
-                text = f"#define {m:<{width}} {v}"
-                if c:
-                    text = f"{text:<{width + 22}} /* {_c_comment(c)} */"
-                out.append(text)
-        if extra:
-            out += ["", extra.rstrip("\n")]
-        out += ["", f"#endif /* {guard} */", ""]
-        text = "\n".join(out)
-        if extra:
-            names = re.findall(r"^#define (\w+)", text, re.MULTILINE)
-            dup = sorted({m for m in names if names.count(m) > 1})
-            if dup:
-                raise ValueError(f"extra defines macros the registers define: {dup}")
-        return text
-
-    def to_markdown(self) -> str:
-        """Two Markdown tables: registers (offset, name, reset, description) and fields."""
-        def cell(text):
-            return str(text).replace("|", "\\|").replace("\n", " ")
-
-        ow = max(2, len(f"{self.span - 4:x}"))
-        out = []
-        if self.doc:
-            out += [cell(self.doc), ""]
-        out += ["| Offset | Register | Reset | Description |",
-                "|-------:|----------|------:|-------------|"]
-        for r in self.registers:
-            out.append(f"| 0x{r.offset:0{ow}x} | {r.name} | 0x{r.reset:08x} | {cell(r.doc)} |")
-        out += ["", "| Offset | Register | Bits | Field | Access | Reset | Description |",
-                "|-------:|----------|-----:|-------|--------|------:|-------------|"]
-        for r in self.registers:
-            for i, f in enumerate(r.fields):
-                head = f"| 0x{r.offset:0{ow}x} | {r.name} |" if i == 0 else "| | |"
-                out.append(f"{head} {f.bits} | {f.name} | {f.access} | {f.reset:#x} | "
-                           f"{cell(f.doc)} |")
-        out += ["", "Access types: " + "; ".join(f"`{a}` {d}" for a, d in ACCESS_TYPES.items())
-                + ". Reserved bits read 0.", ""]
-        return "\n".join(out)
-
-
-def _c_comment(text):
-    return str(text).replace("*/", "* /").replace("\n", " ")
-
-
-def register_files(regmap: RegisterMap, config, module: str, *, memory=None) -> dict:
-    """``{file name: text}``: ``<module>_regs.json``, ``.h`` and ``.md``, ``regmap`` with its
-    constant (HW_*) fields' reset values the words they read in ``config``
-    (:meth:`RegisterMap.with_constant_resets`), as ``python -m rtl_gen`` writes them beside
-    the Verilog. ``memory``: the :class:`~sw.memmap.MemoryWindow` of the block's memory port
-    (:meth:`sw.registry.Block.memory_window`), if it has one: the JSON's ``"memory"``, the
-    header's ``PREFIX_MEM_*`` macros and a table after the registers' in the Markdown."""
-    regmap = regmap.with_constant_resets(config)
-    prefix = module.upper()
-    if memory is None:
-        return {f"{module}_regs.json": regmap.to_json(),
-                f"{module}_regs.h": regmap.to_c_header(prefix),
-                f"{module}_regs.md": regmap.to_markdown()}
-    return {f"{module}_regs.json": json.dumps({**regmap.to_dict(), "memory": memory.to_dict()},
-                                              indent=2) + "\n",
-            f"{module}_regs.h": regmap.to_c_header(prefix, extra=memory.c_macros(prefix)),
-            f"{module}_regs.md": regmap.to_markdown() + "\n" + memory.to_markdown()}

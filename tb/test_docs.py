@@ -57,7 +57,7 @@ def test_generated_docs_are_fresh():
 def test_hdl_register_files_are_the_register_map(module):
     """hdl/<module>/<module>_regs.{md,json,h}, which the docs' register pages repeat, are what
     the spec's register map writes (tb/test_hdl.py checks the Verilog and manifest)."""
-    from sw.regmap import register_files
+    from sw.regfiles import register_files
 
     block, config = registry.shipped_config(module)
     for name, text in register_files(block.regmap(config), config, module,

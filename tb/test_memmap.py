@@ -15,7 +15,7 @@ from sw.gae import layout as gae_layout
 from sw.learner import layout as learner_layout
 from sw.memmap import LaneField, MemoryRegion, MemoryWindow
 from sw.registry import BLOCKS, SHIPPED, block, shipped_config
-from sw.regmap import register_files
+from sw.regfiles import register_files
 from sw.replay import spec as replay_spec
 from sw.trainer import layout as trainer_layout
 
@@ -428,6 +428,7 @@ def test_bad_windows_are_refused():
     with pytest.raises(ValueError, match="need more than addr_bits = 6"):
         MemoryWindow((region(), region("b", 64)), addr_bits=6)
     with pytest.raises(ValueError, match="extra defines macros the registers define"):
+        from sw.regfiles import to_c_header
         from sw.regmap import Register, RegisterMap
-        RegisterMap("m", (Register.scalar("MEM_BYTES", offset=0),)).to_c_header(
-            "P", extra="#define P_MEM_BYTES_OFFSET 1\n")
+        to_c_header(RegisterMap("m", (Register.scalar("MEM_BYTES", offset=0),)), "P",
+                    extra="#define P_MEM_BYTES_OFFSET 1\n")

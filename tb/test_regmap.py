@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from sw.regmap import (ACCESS_TYPES, AP_CTRL_HS_REGISTERS, Field, Info, Register, RegisterMap,
-                       register_files)
+from sw.regfiles import register_files, to_c_header, to_markdown
+from sw.regmap import ACCESS_TYPES, AP_CTRL_HS_REGISTERS, Field, Info, Register, RegisterMap
 
 
 def gae_like_map():
@@ -227,8 +227,8 @@ def _macros(header):
 
 def test_c_header():
     rm = gae_like_map()
-    h = rm.to_c_header("GAE")
-    assert h == rm.to_c_header("GAE")
+    h = to_c_header(rm, "GAE")
+    assert h == to_c_header(rm, "GAE")
     m = _macros(h)
     assert "#ifndef GAE_REGMAP_H" in h and h.rstrip().endswith("#endif /* GAE_REGMAP_H */")
     assert m["GAE_CTRL_OFFSET"] == "0x00" and m["GAE_IP_ISR_OFFSET"] == "0x0c"
@@ -243,9 +243,12 @@ def test_c_header():
     for access in ACCESS_TYPES:
         assert f" *   {access}" in h
     # default prefix: the map's name in upper case
-    assert "#define GAE_CORE_GAMMA_OFFSET" in rm.to_c_header()
+    assert "#define GAE_CORE_GAMMA_OFFSET" in to_c_header(rm)
     with pytest.raises(ValueError, match=r"prefix must be a C identifier.*'9x'"):
-        rm.to_c_header("9x")
+        to_c_header(rm, "9x")
+    for write in (to_c_header, to_markdown, lambda m: register_files(m, None, "m")):
+        with pytest.raises(TypeError, match=r"regmap must be a RegisterMap, not 'GAE'"):
+            write("GAE")
 
 
 def test_c_header_compiles():
@@ -253,7 +256,7 @@ def test_c_header_compiles():
     if cc is None:
         pytest.skip("no C compiler")
     rm = gae_like_map()
-    src = rm.to_c_header("GAE") + """
+    src = to_c_header(rm, "GAE") + """
 _Static_assert(GAE_STATUS_OFFSET == 0x18, "offset");
 _Static_assert((GAE_STATUS_COUNT_MASK >> GAE_STATUS_COUNT_SHIFT) == 0xffffu, "mask");
 _Static_assert(GAE_CTRL_AP_START_MASK == 1u << GAE_CTRL_AP_START_SHIFT, "shift");
@@ -266,8 +269,8 @@ int main(void) { return 0; }
 
 def test_markdown():
     rm = gae_like_map()
-    md = rm.to_markdown()
-    assert md == rm.to_markdown()
+    md = to_markdown(rm)
+    assert md == to_markdown(rm)
     lines = md.splitlines()
     assert lines[0] == "GAE core control"
     assert "| Offset | Register | Reset | Description |" in lines
@@ -277,5 +280,5 @@ def test_markdown():
     assert "| | | 7 | AUTO_RESTART | rw | 0x0 | restart the core after each run |" in lines
     assert "| | | 23:8 | COUNT | ro | 0x0 | elements done |" in lines
     assert "| 0x10 | GAMMA | 17:0 | GAMMA | rw | 0x0 | discount factor |" in lines
-    piped = RegisterMap("p", [Register.scalar("A", doc="a | b")]).to_markdown()
+    piped = to_markdown(RegisterMap("p", [Register.scalar("A", doc="a | b")]))
     assert "a \\| b" in piped
