@@ -22,11 +22,12 @@ from sw.learner.batch import array_arg, quantize_arg, quantize_weights, real_arg
 from sw.learner.mlp import quantize_coef
 
 from . import hostfast
-from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, pack_records, pack_weights,
-                     record_bytes, region_base, unpack_header, unpack_trace, unpack_weights,
+from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, header_fields, pack_records,
+                     pack_weights, record_bytes, region_base, unpack_trace, unpack_weights,
                      weight_bytes)
 from .schedule import launch_cycles
-from .spec import ERRORS, TrainerCmd, TrainerConfig, hw_info_values, trainer_register_map
+from .spec import (COUNT_BITS, ERRORS, TrainerCmd, TrainerConfig, hw_info_values,
+                   trainer_register_map)
 
 __all__ = ["TrainerDriver", "TrainerError", "TrainerTimeoutError", "TrainerWarning"]
 
@@ -43,6 +44,19 @@ class TrainerTimeoutError(TimeoutError):
 
 class TrainerWarning(RuntimeWarning):
     """A sticky STATUS flag of a launch (saturation, IS-weight underflow, overrun)."""
+
+
+#: Byte offset and size of the snapshot header's ``seq`` field (one lane of
+#: :func:`~sw.trainer.layout.header_fields`): the driver reads only those bytes, twice per
+#: snapshot read.
+_SEQ_FIELD = next(f for f in header_fields() if f.name == "seq")
+_SEQ_AT = _SEQ_FIELD.lane * COUNT_BITS // 8 + _SEQ_FIELD.lsb // 8
+_SEQ_BYTES = -(-_SEQ_FIELD.width // 8)
+
+
+def _read_seq(mem, off):
+    """The ``seq`` of the snapshot header at byte ``off`` of the storage."""
+    return int.from_bytes(mem.read(off + _SEQ_AT, _SEQ_BYTES), "little")
 
 
 class TrainerDriver(DriverBase):
@@ -151,9 +165,9 @@ class TrainerDriver(DriverBase):
         mem, c = self._device.memory, self._config
         for _ in range(8):
             off = region_base(c, f"snap{seq % 2}")
-            head = unpack_header(mem.read(off, HEADER_BYTES))["seq"]
+            head = _read_seq(mem, off)
             image = np.frombuffer(mem.read(off + HEADER_BYTES, weight_bytes(c)), np.uint8)
-            again = unpack_header(mem.read(off, HEADER_BYTES))["seq"]
+            again = _read_seq(mem, off)
             if head == seq == again and head != SNAPSHOT_BUSY:
                 return unpack_weights(c, image)
             seq = self.register_map.read_word("SNAPSHOT_SEQ")
