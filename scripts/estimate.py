@@ -481,9 +481,23 @@ def synthesize(design: Design, text: str, cache_dir: Path) -> Estimate:
 
 def warm_up():
     """Run Yosys once so that the first use compiles the WebAssembly module (~40 s) only once,
-    not in every parallel job. Takes a fraction of a second when the module is cached."""
-    subprocess.run(yosys_command() + ["-V"], env=yosys_env(), stdout=subprocess.DEVNULL,
-                   check=False)
+    not in every parallel job. Takes a fraction of a second when the module is cached.
+
+    Holds a lock file in the WebAssembly cache while it runs: two processes that start on a
+    cold cache (two ``make`` targets, two test workers) would otherwise both write the compiled
+    module, and the one reading it half written dies of SIGBUS."""
+    env = yosys_env()
+    lock_dir = Path(env.get("YOWASP_CACHE_DIR") or tempfile.gettempdir())
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / "warm_up.lock", "w") as lock:
+        try:
+            import fcntl
+        except ImportError:                 # not POSIX: no lock, as before
+            fcntl = None
+        if fcntl:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(yosys_command() + ["-V"], env=env, stdout=subprocess.DEVNULL,
+                       check=False)
 
 
 def estimate(designs, *, jobs: int = 2, cache_dir=DEFAULT_CACHE, use_cache: bool = True,
