@@ -183,7 +183,7 @@ class LearnerAdapter(wiring.Component):
         maxb = lc.max_batch
         lat = HOST_READ_LATENCY + HOST_OUT_STAGES
         cw = num.coef_width
-        self._hp = hp = registered_host(m, self.host, "hp")
+        hp = registered_host(m, self.host, "hp")
         act = num.act_format
 
         # -- the command's arguments -------------------------------------------------------
@@ -270,7 +270,7 @@ class LearnerAdapter(wiring.Component):
                                  self.learner_error.eq(0)]
                     m.next = "PACK"
             with m.State("PACK"):
-                self._pack(m, row, have, cur, j, wn, last_j, load, real, more, wt_open,
+                self._pack(m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open,
                            last_b, last_row, rec_wr, wt_wr, n_in, lb, ab, w)
                 with m.If(~more & ~have & ~wt_open):
                     m.next = "SAMPLES"
@@ -310,7 +310,7 @@ class LearnerAdapter(wiring.Component):
                     m.d.sync += self.learner_error.eq(self.learner_ctrl.error)
                     m.next = "READ"
             with m.State("READ"):
-                self._issue(m, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], n_out)
+                self._issue(m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], n_out)
                 with m.If(td_wr.en & (td_wr.addr == last_b)):
                     m.next = "TD"
             with m.State("TD"):
@@ -367,7 +367,7 @@ class LearnerAdapter(wiring.Component):
         m.d.comb += [td_wr.en.eq(pv[4]), td_wr.addr.eq(pb[4]), td_wr.data.eq(pq[4] - y)]
         return m
 
-    def _pack(self, m, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,
+    def _pack(self, m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,
               last_row, rec_wr, wt_wr, n_in, lb, ab, w):
         lc = self._config.learner
         D = lc.axi_data_width
@@ -406,13 +406,12 @@ class LearnerAdapter(wiring.Component):
         off = Signal(range(D))
         m.d.comb += off.eq(Mux(nxt, o1, o0))
         with m.If(have):
-            hp = self._hp
             m.d.comb += [hp["addr"].eq(Mux(nxt, a1, a0)),
                          hp["we"].eq(((1 << (w // 8)) - 1) << (off >> 3)),
                          hp["wdata"].eq(
                              cur.word_select(j, lb)[:w] << off)]
 
-    def _issue(self, m, ib, ik, rd_open, act_cur, last_b, rd0, tag, n_out):
+    def _issue(self, m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tag, n_out):
         """The read-back's reads: tq[b, 0..n_out-1] then Q[b, a_b], one per cycle (the
         action registered from sample ib's row at least one cycle before its Q[a] read)."""
         for port in rd0:
@@ -422,7 +421,7 @@ class LearnerAdapter(wiring.Component):
         at, ot = self._element_addr("tq", ib, ik)
         isq = ik == n_out
         with m.If(rd_open):
-            m.d.comb += [self._hp["addr"].eq(Mux(isq, aq, at)), self._hp["re"].eq(1)]
+            m.d.comb += [hp["addr"].eq(Mux(isq, aq, at)), hp["re"].eq(1)]
             m.d.sync += [tag.v.eq(1), tag.k.eq(ik), tag.b.eq(ib), tag.off.eq(Mux(isq, oq, ot))]
             with m.If(isq):
                 m.d.sync += [ik.eq(0), ib.eq(ib + 1), rd_open.eq(ib != last_b)]

@@ -14,7 +14,7 @@ from sw.trainer.layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, lane_by
 from sw.trainer.spec import TrainerConfig
 
 from ..shell.signatures import MemoryPortSignature
-from sw.trainer.schedule import HOST_OUT_STAGES
+from sw.trainer.schedule import HOST_OUT_STAGES, burst_split
 
 from .learner_adapter import element_addr, registered_host
 
@@ -175,9 +175,8 @@ class StorageIO(wiring.Component):
 
         def first_len(offset, words):
             """The first burst's length of a job at ``offset`` bytes from BASE (4 KiB
-            aligned): a constant."""
-            tp = (_PAGE - offset % _PAGE) // nb
-            return words if words < tp and words <= _MAX_BURST else min(tp, _MAX_BURST)
+            aligned): a constant, the cycle model's split."""
+            return burst_split(offset, words, cfg)[0]
 
         # the next burst's length, registered: recomputed every cycle from ADDR and LEFT
         # (an address phase comes two or more cycles after the handshake that changed

@@ -39,7 +39,8 @@ __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATEN
            "step_cycles", "snapshot_cycles", "launch_cycles", "adapter_pack_cycles",
            "HOST_OUT_STAGES", "ADAPTER_READBACK_STAGES", "IO_START", "adapter_readback_cycles",
            "adapter_cycles", "sequential_load_cycles", "sequential_snapshot_cycles",
-           "sequential_trace_cycles", "sequential_step_cycles", "sequential_launch_cycles"]
+           "sequential_trace_cycles", "sequential_step_cycles", "sequential_launch_cycles",
+           "burst_split"]
 
 #: Cycles between two steps in which the batch buffers change hands.
 HANDOFF = 4
@@ -216,7 +217,7 @@ ADAPTER_START = 1
 
 
 # -- the sequential core (rtl_gen.trainer.core.TrainerCore), no back-pressure ---------------
-def _bursts(offset: int, beats: int, config: TrainerConfig) -> list:
+def burst_split(offset: int, beats: int, config: TrainerConfig) -> list:
     """Beats of the bursts the core splits ``beats`` storage words from byte ``offset`` into
     (at most 256 beats, never across 4 KiB)."""
     nb = config.storage_width // 8
@@ -245,7 +246,7 @@ def sequential_load_cycles(config: TrainerConfig, read_latency: int = READ_LATEN
     words = weight_bytes(config) // nb
     lanes = nb // lane_bytes(config)
     n_w = sum(r * c for r, c in config.learner.numerics.weight_shapes())
-    bursts = _bursts(region_base(config, "load"), words, config)
+    bursts = burst_split(region_base(config, "load"), words, config)
     return 2 + IO_START + sum(read_latency + n for n in bursts) + n_w + words * lanes
 
 
@@ -265,9 +266,9 @@ def sequential_snapshot_cycles(config: TrainerConfig, write_latency: int = 1) ->
     lanes = nb // lane_bytes(config)
     words = weight_bytes(config) // nb
     at = region_base(config, "snap0")
-    hdr = [n for n in _bursts(at, HEADER_BYTES // nb, config)]
+    hdr = [n for n in burst_split(at, HEADER_BYTES // nb, config)]
     per_word = lanes + HOST_READ_LATENCY + HOST_OUT_STAGES + 2
-    wts = [n * per_word for n in _bursts(at + HEADER_BYTES, words, config)]
+    wts = [n * per_word for n in burst_split(at + HEADER_BYTES, words, config)]
     return 2 + IO_START + _write_cycles(hdr + wts + hdr, write_latency)
 
 
