@@ -3,7 +3,7 @@ one learner step, and the TD errors ``Q[a] - y`` read back, bit for bit as the w
 :func:`sw.learner.layout.pack_matrix` / :func:`~sw.learner.layout.pack_samples` write and
 the target :func:`sw.learner.mlp.dqn_targets` computes."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -12,7 +12,8 @@ from sw.learner.layout import mem_addr_bits, region, region_base, sub_words
 from sw.learner.spec import learner_register_map
 from sw.shell.spec import HOST_READ_LATENCY
 from sw.trainer.layout import lane_bytes, record_bytes
-from sw.trainer.schedule import HOST_OUT_STAGES, adapter_pack_cycles, adapter_readback_cycles
+from sw.trainer.schedule import (HOST_OUT_STAGES, adapter_pack_cycles, adapter_readback_cycles,
+                                 adapter_row_chunks, adapter_row_cycles)
 from sw.trainer.spec import TrainerConfig
 
 from ..fixed import rshift_round, saturate_staged
@@ -74,10 +75,12 @@ class LearnerAdapter(wiring.Component):
     records) and B IS weights (:attr:`weight`, the replay side's, in sample order; both
     streams are taken independently, one element per cycle each) and
 
-    1. *pack*: writes every record's ``obs`` and ``next_obs`` elements into the learner's
-       ``obs`` and ``next_obs`` regions through its host port, one element per cycle with its
-       byte enables (``2·n_in`` cycles per row, the rows of the last row group beyond B as
-       zeros, as :func:`~sw.learner.layout.pack_matrix` pads them); keeps action, reward and
+    1. *pack*: writes every record's ``obs`` and ``next_obs`` rows into the learner's
+       ``obs`` and ``next_obs`` regions through its host port, the elements a host word holds
+       in one write with their byte enables (``c`` writes per row and region,
+       :func:`~sw.trainer.schedule.adapter_row_chunks`; a row takes
+       :func:`~sw.trainer.schedule.adapter_row_cycles` cycles, the rows of the last row group
+       beyond B as zeros, as :func:`~sw.learner.layout.pack_matrix` pads them); keeps action, reward and
        done per sample; then writes the ``samples`` region's words (S cycles to assemble a
        word's lanes with the loss weights, ``sub`` cycles to write its host words);
     2. *run*: starts the learner (B, η, γ, ``sync_target`` = ``sync``, ``sync_period`` 0)
@@ -209,7 +212,11 @@ class LearnerAdapter(wiring.Component):
         m.submodules.done_mem = done_mem = Memory(shape=1, depth=maxb, init=[])
         m.submodules.wt_mem = wt_mem = Memory(shape=lwf.width, depth=maxb, init=[])
         m.submodules.td_mem = td_mem = Memory(shape=signed(w + 1), depth=maxb, init=[])
-        rec_wr = [mem.write_port() for mem in (act_mem, rew_mem, done_mem)]
+        # the records' obs and next_obs lanes, written as they arrive (the gather is never
+        # held up by the rows' writes), read by the row being loaded
+        m.submodules.obs_mem = obs_mem = Memory(shape=2 * n_in * lb, depth=maxb, init=[])
+        rec_wr = [mem.write_port() for mem in (act_mem, rew_mem, done_mem, obs_mem)]
+        obs_rd = obs_mem.read_port(domain="comb")
         wt_wr = wt_mem.write_port()
         td_wr = td_mem.write_port()
         # port 0: the samples words and the read-back's issue; port 1: the read-back's result
@@ -220,15 +227,18 @@ class LearnerAdapter(wiring.Component):
         # -- pack: rows of obs / next_obs, one element per cycle ----------------------------
         row = Signal(range(maxb + S + 1))       # rows loaded (records and padding)
         have = Signal()                          # a row is being written
-        cur = Signal(8 * record_bytes(cfg))
-        j = Signal(range(2 * n_in))
+        wrow = Signal(range(maxb + 1))           # records received
+        rec_open = Signal()                      # records still to receive
+        cur = Signal(2 * n_in * lb)
+        row_cycles = adapter_row_cycles(cfg)
+        j = Signal(range(row_cycles))
         wn = Signal(range(maxb + 1))             # weights taken
         last_j = Signal()
         load = Signal()
         real = Signal()                          # row < B (a record row comes next)
         more = Signal()                          # row < the padded rows
         wt_open = Signal()                       # weights still to take
-        m.d.comb += last_j.eq(j == 2 * n_in - 1)
+        m.d.comb += last_j.eq(j == row_cycles - 1)
 
         # -- samples words ------------------------------------------------------------------
         s_base, s_sub, _ = self._geometry("samples")
@@ -263,6 +273,7 @@ class LearnerAdapter(wiring.Component):
                     b1 = p.batch - 1            # rows up to B rounded up to S: (B-1) | (S-1)
                     m.d.sync += [B.eq(p.batch), lr.eq(p.lr), gamma.eq(p.gamma),
                                  sync.eq(p.sync), row.eq(0), have.eq(0), j.eq(0), wn.eq(0),
+                                 wrow.eq(0), rec_open.eq(1),
                                  g.eq(0), i.eq(0), ib.eq(0), ik.eq(0), rn.eq(0),
                                  rn_end.eq(0), out_v.eq(0), real.eq(1), more.eq(1),
                                  wt_open.eq(1), rd_open.eq(1), last_g.eq(b1 >> _log2(S)),
@@ -271,7 +282,8 @@ class LearnerAdapter(wiring.Component):
                     m.next = "PACK"
             with m.State("PACK"):
                 self._pack(m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open,
-                           last_b, last_row, rec_wr, wt_wr, n_in, lb, ab, w)
+                           last_b, last_row, rec_wr, wt_wr, n_in, lb, ab, w, wrow, rec_open,
+                           obs_rd)
                 with m.If(~more & ~have & ~wt_open):
                     m.next = "SAMPLES"
             with m.State("SAMPLES"):
@@ -368,48 +380,59 @@ class LearnerAdapter(wiring.Component):
         return m
 
     def _pack(self, m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,
-              last_row, rec_wr, wt_wr, n_in, lb, ab, w):
+              last_row, rec_wr, wt_wr, n_in, lb, ab, w, wrow, rec_open, obs_rd):
         lc = self._config.learner
         D = lc.axi_data_width
-        # a new row when none is being written or this is its last element
+        # records: taken whenever they come, into the per-sample memories at wrow
+        got = self.rec.valid & rec_open
+        m.d.comb += self.rec.ready.eq(rec_open)
+        with m.If(got):
+            m.d.sync += [wrow.eq(wrow + 1), rec_open.eq(wrow != last_b)]
+        code = self.rec.payload.word_select(2 * n_in + 1, lb)
+        m.d.comb += [
+            *(p.addr.eq(wrow) for p in rec_wr),
+            *(p.en.eq(got) for p in rec_wr),
+            rec_wr[0].data.eq(code[:ab]),
+            rec_wr[1].data.eq(self.rec.payload.word_select(2 * n_in, lb)[:w]),
+            rec_wr[2].data.eq(code[lb - 1]),
+            rec_wr[3].data.eq(self.rec.payload[:2 * n_in * lb]),
+        ]
+        # rows: a new one when none is being written or this is its last cycle, a record
+        # row once its record is in (row < wrow)
         free = ~have | last_j
-        m.d.comb += [self.rec.ready.eq(free & more & real),
-                     load.eq(free & more & (~real | self.rec.valid))]
+        m.d.comb += [obs_rd.addr.eq(row),
+                     load.eq(free & more & (~real | (row != wrow)))]
         with m.If(have):
             m.d.sync += j.eq(Mux(last_j, 0, j + 1))
         with m.If(load):
             m.d.sync += [have.eq(1), row.eq(row + 1), real.eq(real & (row != last_b)),
-                         more.eq(row != last_row), cur.eq(Mux(real, self.rec.payload, 0))]
+                         more.eq(row != last_row), cur.eq(Mux(real, obs_rd.data, 0))]
         with m.Elif(last_j):
             m.d.sync += have.eq(0)
-        code = self.rec.payload.word_select(2 * n_in + 1, lb)
-        m.d.comb += [
-            *(p.addr.eq(row) for p in rec_wr),
-            *(p.en.eq(self.rec.valid & self.rec.ready) for p in rec_wr),
-            rec_wr[0].data.eq(code[:ab]),
-            rec_wr[1].data.eq(self.rec.payload.word_select(2 * n_in, lb)[:w]),
-            rec_wr[2].data.eq(code[lb - 1]),
-        ]
         take = self.weight.valid & self.weight.ready
         m.d.comb += [self.weight.ready.eq(wt_open), wt_wr.addr.eq(wn),
                      wt_wr.data.eq(self.weight.payload), wt_wr.en.eq(take)]
         with m.If(take):
             m.d.sync += [wn.eq(wn + 1), wt_open.eq(wn != last_b)]
-        # the element write: row - 1 is the row in cur
+        # the row's host words: row - 1 is the row in cur; write t < c: obs chunk t, then
+        # next_obs chunk t - c (E elements from column E·k); cycles 2c .. P - 1 idle
         rb = Signal.like(row)
         m.d.comb += rb.eq(row - 1)
-        col = Signal(range(n_in))
-        nxt = Signal()
-        m.d.comb += [nxt.eq(j >= n_in), col.eq(Mux(nxt, j - n_in, j))]
-        a0, o0 = self._element_addr("obs", rb, col)
-        a1, o1 = self._element_addr("next_obs", rb, col)
-        off = Signal(range(D))
-        m.d.comb += off.eq(Mux(nxt, o1, o0))
+        c = adapter_row_chunks(self._config)
+        E = min(lc.array, D // w)
         with m.If(have):
-            m.d.comb += [hp["addr"].eq(Mux(nxt, a1, a0)),
-                         hp["we"].eq(((1 << (w // 8)) - 1) << (off >> 3)),
-                         hp["wdata"].eq(
-                             cur.word_select(j, lb)[:w] << off)]
+            with m.Switch(j):
+                for t in range(2 * c):
+                    name, k = ("obs", t) if t < c else ("next_obs", t - c)
+                    cols = range(k * E, min(n_in, (k + 1) * E))
+                    lanes = [(n_in if name == "next_obs" else 0) + col for col in cols]
+                    addr, off = self._element_addr(name, rb, Const(k * E, 16))
+                    elems = Cat(*(cur.word_select(ln, lb)[:w] for ln in lanes))
+                    with m.Case(t):
+                        m.d.comb += [
+                            hp["addr"].eq(addr),
+                            hp["we"].eq(((1 << (len(cols) * w // 8)) - 1) << (off >> 3)),
+                            hp["wdata"].eq(elems << off)]
 
     def _issue(self, m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tag, n_out):
         """The read-back's reads: tq[b, 0..n_out-1] then Q[b, a_b], one per cycle (the

@@ -37,6 +37,7 @@ __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATEN
            "WEIGHTS_TAIL", "clear_cycles", "boundary_cycles", "sample_cycles", "td_cycles",
            "read_cycles", "gather_cycles", "replay_cycles", "learner_cycles",
            "step_cycles", "snapshot_cycles", "launch_cycles", "adapter_pack_cycles",
+           "adapter_row_chunks", "adapter_row_cycles",
            "HOST_OUT_STAGES", "ADAPTER_READBACK_STAGES", "IO_START", "adapter_readback_cycles",
            "adapter_cycles", "sequential_load_cycles", "sequential_snapshot_cycles",
            "sequential_trace_cycles", "sequential_step_cycles", "sequential_launch_cycles",
@@ -168,19 +169,37 @@ def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_
 
 
 # -- the sequential core (rtl_gen.trainer.learner_adapter.LearnerAdapter), no back-pressure --
+def adapter_row_chunks(config: TrainerConfig) -> int:
+    """Host words an ``obs`` (or ``next_obs``) row of the learner takes: ``ceil(n_in / E)``
+    with ``E = min(S, D / w)`` consecutive elements of a row in one host word (a block row of
+    the region holds S lanes of w bits; a host word D bits)."""
+    lc = config.learner
+    per_word = min(lc.array, lc.axi_data_width // lc.numerics.width)
+    return -(-lc.sizes[0] // per_word)
+
+
+def adapter_row_cycles(config: TrainerConfig) -> int:
+    """Cycles the adapter spends on a row: its ``obs`` and ``next_obs`` host words, one write
+    per cycle (``2·c``, :func:`adapter_row_chunks`), at least the storage beats of a record
+    (``b``: never faster than the gather delivers records; samples come every 2 cycles and
+    ``2·c >= 2``)."""
+    return max(2 * adapter_row_chunks(config), _beats(record_bytes(config), config))
+
+
 def adapter_pack_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles of :class:`~rtl_gen.trainer.learner_adapter.LearnerAdapter` from a command's
     transfer to the learner's start, the records and weights offered from the transfer on:
-    ``3 + HOST_OUT_STAGES + 2·n_in·Bp + g·(S + sub)`` (the last write out of the host
-    port's output register before the start) with ``g = ceil(B / S)`` row groups, ``Bp = g·S`` rows
-    (one obs and one next_obs element per cycle, padding rows as zeros) and ``sub`` host words
-    per ``samples`` word (S cycles to assemble its lanes)."""
+    ``4 + HOST_OUT_STAGES + P·Bp + g·(S + sub)`` (a record into the adapter's record memory,
+    its row loaded the cycle after; the last write out of the host port's output register
+    before the start) with ``P`` = :func:`adapter_row_cycles`,
+    ``g = ceil(B / S)`` row groups, ``Bp = g·S`` rows (padding rows as zeros) and ``sub``
+    host words per ``samples`` word (S cycles to assemble its lanes)."""
     from sw.learner.layout import region, sub_words
     lc = config.learner
     S = lc.array
     g = -(-int(batch) // S)
     sub = sub_words(lc, region(lc, "samples"))
-    return 3 + HOST_OUT_STAGES + 2 * lc.sizes[0] * g * S + g * (S + sub)
+    return 4 + HOST_OUT_STAGES + adapter_row_cycles(config) * g * S + g * (S + sub)
 
 
 #: Register stages on the learner host port outputs of the adapter and of the storage
@@ -286,15 +305,15 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     """Cycles of one step of the sequential core, from its BOUNDARY to the next one's:
 
     ``boundary_cycles(w, k) + 2`` (the boundary and the decision), then from SAMPLE's
-    transfer ``max(S0 + G1 + 2·n_in·Bp + 1, sample_cycles(B, divide))`` until the adapter's
+    transfer ``max(S0 + G1 + P·Bp + 2, sample_cycles(B, divide))`` until the adapter's
     rows and weights are in (S0 = ``d + FRACTION_LATENCY + tree latency + 3``: the first
-    sample; G1 = ``gather_cycles(b, O, 1, L)``: its record; the adapter then takes a record
-    every ``2·n_in`` cycles, Bp = B rounded up to S), ``1 + g·(S + sub) + HOST_OUT_STAGES`` for
+    sample; G1 = ``gather_cycles(b, O, 1, L)``: its record, into the adapter's record memory;
+    the adapter then writes a row every P cycles (:func:`adapter_row_cycles`), Bp = B rounded up to S),
+    ``1 + g·(S + sub) + HOST_OUT_STAGES`` for
     the samples words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
     (:func:`adapter_readback_cycles`), then 1 and a trace entry (or 1) and a snapshot
     (or 1); with ``delay`` 0 the next BOUNDARY's write-back waits for this step's last new
-    priority, ``POWER_LATENCY + 1`` cycles after the read-back minus those. Needs
-    ``2·n_in >= b`` (the adapter slower than the gather)."""
+    priority, ``POWER_LATENCY + 1`` cycles after the read-back minus those."""
     from sw.learner.layout import region, sub_words
     lc = config.learner
     S = lc.array
@@ -304,7 +323,7 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     d = config.tree.target_bits if divide else 0
     s0 = d + FRACTION_LATENCY + config.tree.latency + 3
     g1 = gather_cycles(b, config.gather_outstanding, 1, read_latency)
-    pack = max(s0 + g1 + 2 * lc.sizes[0] * g * S + 1,
+    pack = max(s0 + g1 + adapter_row_cycles(config) * g * S + 2,
                sample_cycles(config, batch, divide=divide))
     after = (1 + (sequential_trace_cycles(config, write_latency) if trace else 1)
              + (sequential_snapshot_cycles(config, write_latency) if snapshot else 1))
