@@ -90,8 +90,8 @@ class LearnerAdapter(wiring.Component):
        and ``td = Q[a] - y`` (``act_width + 1`` bits) into a B-entry memory, in register
        stages (:data:`~sw.trainer.schedule.ADAPTER_READBACK_STAGES`: no more than one carry
        chain or the DSP between two registers);
-    4. *TD*: streams the B TD errors on :attr:`td` from an output register (ready
-       respected), then ``done``.
+    4. *TD*: streams the TD errors on :attr:`td` from an output register as they are
+       written, during the read-back (ready respected), then ``done``.
 
     Without back-pressure (records and weights offered from the command's cycle on, ``td``
     always ready) the command takes :func:`~sw.trainer.schedule.adapter_pack_cycles` +
@@ -258,6 +258,7 @@ class LearnerAdapter(wiring.Component):
         best = Signal(signed(w))
         rn = Signal(range(maxb))                 # the next TD error to load
         rn_end = Signal()                        # all B loaded
+        td_n = Signal(range(maxb + 1))           # TD errors written
         out_v = Signal()                         # the TD output register
         out_last = Signal()
         out_d = Signal(signed(w + 1))
@@ -275,7 +276,8 @@ class LearnerAdapter(wiring.Component):
                                  sync.eq(p.sync), row.eq(0), have.eq(0), j.eq(0), wn.eq(0),
                                  wrow.eq(0), rec_open.eq(1),
                                  g.eq(0), i.eq(0), ib.eq(0), ik.eq(0), rn.eq(0),
-                                 rn_end.eq(0), out_v.eq(0), real.eq(1), more.eq(1),
+                                 rn_end.eq(0), td_n.eq(0), out_v.eq(0), real.eq(1),
+                                 more.eq(1),
                                  wt_open.eq(1), rd_open.eq(1), last_g.eq(b1 >> _log2(S)),
                                  last_b.eq(b1), last_row.eq(b1 | (S - 1)),
                                  self.learner_error.eq(0)]
@@ -323,14 +325,11 @@ class LearnerAdapter(wiring.Component):
                     m.next = "READ"
             with m.State("READ"):
                 self._issue(m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], n_out)
-                with m.If(td_wr.en & (td_wr.addr == last_b)):
-                    m.next = "TD"
-            with m.State("TD"):
-                # the TD errors through one output register: td_mem's (LUT RAM) read ends
-                # in a flip-flop, not in the replay side's power unit
+                # the TD errors through one output register as they are written (td_mem's
+                # LUT RAM read ends in a flip-flop, not in the replay side's power unit)
                 take = self.td.valid & self.td.ready
                 m.d.comb += td_rd.addr.eq(rn)
-                with m.If((~out_v | self.td.ready) & ~rn_end):
+                with m.If((~out_v | self.td.ready) & ~rn_end & (rn != td_n)):
                     m.d.sync += [out_v.eq(1), out_d.eq(td_rd.data),
                                  out_last.eq(rn == last_b), rn.eq(rn + 1),
                                  rn_end.eq(rn == last_b)]
@@ -377,6 +376,8 @@ class LearnerAdapter(wiring.Component):
         m.d.sync += ysum.eq(pr[2] + disc_r)            # R4
         y, _ = saturate_staged(m, ysum, act, name="y")  # R5
         m.d.comb += [td_wr.en.eq(pv[4]), td_wr.addr.eq(pb[4]), td_wr.data.eq(pq[4] - y)]
+        with m.If(pv[4]):
+            m.d.sync += td_n.eq(td_n + 1)
         return m
 
     def _pack(self, m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,

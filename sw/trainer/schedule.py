@@ -216,11 +216,12 @@ ADAPTER_READBACK_STAGES = 7
 def adapter_readback_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles of the adapter from the learner's ``done`` to its own ``done`` with ``td``
     always ready: ``B·(n_out + 1)`` host reads (``tq`` of a sample and its ``Q[a]``), the
-    port's read latency, :data:`ADAPTER_READBACK_STAGES`, then B TD errors:
-    ``B·(n_out + 2) + HOST_READ_LATENCY + HOST_OUT_STAGES + ADAPTER_READBACK_STAGES``."""
+    port's read latency and :data:`ADAPTER_READBACK_STAGES` to the last TD error, streamed as
+    they are written, then its output register:
+    ``B·(n_out + 1) + HOST_READ_LATENCY + HOST_OUT_STAGES + ADAPTER_READBACK_STAGES + 1``."""
     from sw.shell.spec import HOST_READ_LATENCY
-    return (int(batch) * (config.learner.n_out + 2) + HOST_READ_LATENCY + HOST_OUT_STAGES
-            + ADAPTER_READBACK_STAGES)
+    return (int(batch) * (config.learner.n_out + 1) + HOST_READ_LATENCY + HOST_OUT_STAGES
+            + ADAPTER_READBACK_STAGES + 1)
 
 
 def adapter_cycles(config: TrainerConfig, batch: int) -> int:
