@@ -15,10 +15,10 @@ Contenders (each fills its ring to ``capacity`` with the same random transitions
 
 * :func:`make_numba_trainer`: the whole step in one jitted call: a level-synchronous batched
   descent of a float64 K-ary sum tree, the gather, :func:`bench.learner.make_numba_layers`'
-  MLP with per-sample loss weights, :func:`bench.replay.make_numba_tree`'s update for the
+  MLP with per-sample loss weights, :func:`bench.cpu_sumtree.make_numba_tree`'s update for the
   priorities and the inserts. ``mlp="numpy"``: the same, with the MLP step in numpy
   (:func:`bench.learner.numpy_step`) between two jitted calls (BLAS wins at large B);
-* :func:`make_numpy_trainer`: numpy only (:func:`bench.replay.make_numpy_tree`,
+* :func:`make_numpy_trainer`: numpy only (:func:`bench.cpu_sumtree.make_numpy_tree`,
   :func:`bench.learner.numpy_step`);
 * :func:`make_torch_cpprb_trainer`: what users write: an eager float32 ``nn.Sequential`` with
   ``torch.optim.SGD`` and cpprb's ``PrioritizedReplayBuffer`` (its own sampling, IS weights,
@@ -44,7 +44,7 @@ if __name__ == "__main__":
 
 import numpy as np  # noqa: E402
 
-from bench import learner, replay  # noqa: E402
+from bench import cpu_sumtree, learner  # noqa: E402
 from bench.common import Env, load_average  # noqa: E402
 
 __all__ = ["SIZES", "make_numba_trainer", "make_numpy_trainer", "make_torch_cpprb_trainer",
@@ -101,7 +101,7 @@ class CpuTrainer:
     obs, act, rew, next_obs, done : ndarray
         The ring's storage, ``capacity`` rows each.
     tree : ndarray
-        The float64 K-ary sum tree, levels root first (:func:`bench.replay.tree_layout`).
+        The float64 K-ary sum tree, levels root first (:func:`bench.cpu_sumtree.tree_layout`).
     offs, depth : ndarray, int
         Its level offsets and number of levels below the root.
     W, T : list of ndarray
@@ -133,7 +133,7 @@ class CpuTrainer:
         self.new = init["new"]
         self.W = init["W"]
         self.T = [w.copy() for w in self.W]
-        self.offs, self.depth = replay.tree_layout(capacity, fanout)
+        self.offs, self.depth = cpu_sumtree.tree_layout(capacity, fanout)
         self.tree = np.zeros(self.offs[-1])
         self._prio = init["prio"]
         self.rng = init["rng"]
@@ -187,7 +187,7 @@ class CpuTrainer:
 @lru_cache(maxsize=None)
 def numba_kernels(numba):
     """The trainer's jitted functions, compiled once per process, as attributes: ``build``
-    and ``update`` (:func:`bench.replay.make_numba_tree`'s), ``seed`` (numba's generator),
+    and ``update`` (:func:`bench.cpu_sumtree.make_numba_tree`'s), ``seed`` (numba's generator),
     ``sample_gather``, ``learn``, ``write_back`` and ``step``.
 
     ``sample_gather``: a level-synchronous descent of B targets ``u_b * total`` (drawn with
@@ -196,7 +196,7 @@ def numba_kernels(numba):
     ``td``. ``write_back``: the new priorities, the running maximum, the inserts at it, and
     the target copy. ``step``: the three in one call.
     """
-    build, _, update = replay.make_numba_tree(numba)
+    build, _, update = cpu_sumtree.make_numba_tree(numba)
     dense, back = learner.make_numba_layers(numba)
     njit = numba.njit(cache=False)
 
@@ -378,13 +378,13 @@ class NumbaTrainer(CpuTrainer):
 
 
 class NumpyTrainer(CpuTrainer):
-    """:class:`CpuTrainer` with numpy only: :func:`bench.replay.make_numpy_tree` (sampling
+    """:class:`CpuTrainer` with numpy only: :func:`bench.cpu_sumtree.make_numpy_tree` (sampling
     and one update per step: the batch's priorities, then the inserts'), the gather with
     ``np.take``, :func:`bench.learner.numpy_step`."""
 
     def __init__(self, sizes, capacity, batch, **kw):
         super().__init__(sizes, capacity, batch, **kw)
-        self._sample, self._update = replay.make_numpy_tree(capacity, self.fanout, self._prio,
+        self._sample, self._update = cpu_sumtree.make_numpy_tree(capacity, self.fanout, self._prio,
                                                             tree=self.tree)
         B, n_in = batch, self.sizes[0]
         self.b = {"obs": np.zeros((B, n_in), np.float32), "act": np.zeros(B, np.int64),

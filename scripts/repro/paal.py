@@ -2,7 +2,7 @@
 latency of sampling and updating a batch in a K-ary sum tree for K = 2..64, on the CPU and in
 the replay accelerator's cycle model (``make repro-paal``).
 
-CPU: the float64 K-ary trees of the replay benchmark (``scripts/bench/replay.py``): the
+CPU: the float64 K-ary trees of the replay benchmark (``scripts/bench/cpu_sumtree.py``): the
 numba-jitted batched tree (the strongest straightforward CPU code, PERF.md) and the numpy tree
 vectorized level by level, plus the tree of the project's CPU buffer
 (:class:`sw.replay.sumtree.SumTree`, what :class:`sw.replay.PrioritizedReplayBuffer` uses).
@@ -46,7 +46,7 @@ COLUMNS = (("fanout", "levels")
 def contenders(fanout, capacity, batch, use_numba=True):
     """name -> callable for each CPU tree's sample and update at ``fanout``."""
     from bench.common import numba_or_none
-    from bench.replay import make_numba_tree, make_numpy_tree, tree_layout
+    from bench.cpu_sumtree import make_numba_tree, make_numpy_tree, tree_layout
 
     from sw.replay.sumtree import SumTree
 
