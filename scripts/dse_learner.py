@@ -91,6 +91,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from sw import timing  # noqa: E402
+from sw.boards import DEVICES, Device  # noqa: E402  (the device budgets: the board table's)
 from sw.learner.resources import learner_resources  # noqa: E402
 from sw.learner.schedule import step_cycles  # noqa: E402
 from sw.learner.spec import DP_VALUES, LearnerConfig, TensorUnitConfig  # noqa: E402
@@ -103,39 +104,6 @@ ESTIMATE_COMMAND = ("python scripts/estimate.py --block tensor-unit --param rows
 #: Arrays synthesized for the DSE (rows, cols); each is also used transposed.
 ARRAY_MENU = [(2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)]
 
-
-@dataclass(frozen=True)
-class Device:
-    """Resources of a target device (whole device; the platform shell is not subtracted)."""
-    name: str
-    part: str
-    lut: int
-    ff: int
-    dsp: int
-    bram36: int
-    uram: int
-    source: str
-
-
-#: One table of device budgets, with sources.
-DEVICES = {
-    "zcu106": Device(
-        "ZCU106", "XCZU7EV-2FFVC1156", lut=230_400, ff=460_800, dsp=1_728, bram36=312, uram=96,
-        source="AMD DS891 (Zynq UltraScale+ MPSoC Data Sheet: Overview), EV device table, "
-               "XCZU7EV: 230.4K LUTs, 460.8K FFs, 1,728 DSP, 11.0 Mb BRAM = 312 x 36 Kb, "
-               "27 Mb URAM = 96 x 288 Kb"),
-    "u200": Device(
-        "Alveo U200", "XCU200 (VU9P class)", lut=1_182_000, ff=2_364_000, dsp=6_840,
-        bram36=2_160, uram=960,
-        source="AMD DS962 (Alveo U200 and U250 Data Center Accelerator Cards Data Sheet): "
-               "1,182K LUTs, 2,364K registers, 6,840 DSP, 75.9 Mb BRAM = 2,160 x 36 Kb, "
-               "270 Mb URAM = 960 x 288 Kb"),
-    "u250": Device(
-        "Alveo U250", "XCU250 (VU13P class)", lut=1_728_000, ff=3_456_000, dsp=12_288,
-        bram36=2_688, uram=1_280,
-        source="AMD DS962: 1,728K LUTs, 3,456K registers, 12,288 DSP, 94.5 Mb BRAM = "
-               "2,688 x 36 Kb, 360 Mb URAM = 1,280 x 288 Kb"),
-}
 
 F_VALUES = [2.0 ** e for e in range(-3, 8)]
 WU_LANES = (4, 8, 16, 32, 64, 128)

@@ -85,10 +85,9 @@ from importlib import metadata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-for _p in (REPO, REPO / "scripts"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-from dse_learner import DEVICES  # noqa: E402  (the device budgets, with their sources)
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from sw.boards import DEVICES  # noqa: E402  (the device budgets, with their sources)
 DEFAULT_CACHE = REPO / "build" / "estimate-cache"
 DEFAULT_YOWASP_CACHE = REPO / "build" / "yowasp-cache"
 #: Bump when the way results are produced changes, to invalidate old cache entries.
@@ -579,7 +578,7 @@ def format_table(results) -> str:
 
 def fit_table(results, devices) -> str:
     """Utilization of each result on its device: ``devices`` maps a design's name to a
-    :class:`dse_learner.Device` (whole device, the platform shell not subtracted). LUTs with
+    :class:`sw.boards.Device` (whole device, the platform shell not subtracted). LUTs with
     and without INV cells: old Yosys releases leave inverters as INV cells (0.23: 23,835 on
     ``learner_cartpole_s4`` against 0.70's 650) that Vivado folds into the LUTs they drive."""
     head = ["design", "device", "LUT", "LUT w/o INV", "FF", "DSP", "BRAM36", "URAM"]

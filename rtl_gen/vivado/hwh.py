@@ -31,9 +31,10 @@ __all__ = ["PS_INSTANCE", "PS_VLNV", "PL0_DIVISORS", "PL0_ACT_MHZ", "zcu106_hwh"
 PS_INSTANCE = "zynq_ultra_ps_e_0"
 PS_VLNV = "xilinx.com:ip:zynq_ultra_ps_e:3.5"
 _AXIMM = "xilinx.com:interface:aximm:1.0"
-#: pl_clk0 on the ZCU106 preset: IOPLL (1499.985 MHz) / 5 / 1 (zcu106_bd.tcl asks for 300 MHz).
-PL0_DIVISORS = (5, 1)
-PL0_ACT_MHZ = 299.997
+#: pl_clk0 on the ZCU106 preset: IOPLL (1499.985 MHz) / 5 / 1 (zcu106_bd.tcl asks for 300 MHz),
+#: from the board table (:data:`sw.boards.BOARDS`).
+PL0_DIVISORS = BOARDS["zcu106"].clock_divisors
+PL0_ACT_MHZ = BOARDS["zcu106"].clock_actual_mhz
 
 
 def _tag(name, attrs, children=None, indent=0):

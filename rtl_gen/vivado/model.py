@@ -4,7 +4,8 @@
 the manifest ``<module>.json`` (ports, widths, Vitis kernel arguments) and the register map
 ``<module>_regs.json`` (:class:`~sw.regmap.RegisterMap`), and derives its AXI interfaces
 (:class:`AxiInterface`) from the manifest's ports, checking on construction everything the
-script writers rely on. :data:`BOARDS` are the targets of ``make vivado BOARD=``.
+script writers rely on. :data:`BOARDS` are the targets of ``make vivado BOARD=`` (the board
+table :data:`sw.boards.BOARDS`).
 """
 
 import json
@@ -12,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sw.boards import BOARDS, Board  # the board table, re-exported
 from sw.regmap import RegisterMap
 from sw.timing import TARGET_MHZ
 
@@ -27,34 +29,6 @@ TARGET_FREQ_MHZ = TARGET_MHZ
 CONTROL_BLOCK = "reg0"
 MEMORY_BLOCK = "mem0"
 
-
-@dataclass(frozen=True)
-class Board:
-    """A target board.
-
-    Parameters
-    ----------
-    name : str
-        ``make vivado BOARD=`` value.
-    part : str
-        FPGA part.
-    flow : str
-        ``"bd"`` (Vivado block design with a Zynq PS) or ``"vitis"`` (Alveo kernel).
-    platform : str or None
-        Vitis platform (``"vitis"`` flows).
-    """
-    name: str
-    part: str
-    flow: str
-    platform: str | None = None
-
-
-BOARDS = {
-    "zcu106": Board("zcu106", "xczu7ev-ffvc1156-2-e", "bd"),
-    "u200": Board("u200", "xcu200-fsgd2104-2-e", "vitis", "xilinx_u200_gen3x16_xdma_2_202110_1"),
-    "u250": Board("u250", "xcu250-figd2104-2L-e", "vitis",
-                  "xilinx_u250_gen3x16_xdma_4_1_202210_1"),
-}
 
 # AXI4 signals as (logical name, driven by the master?).
 _AXI_SIGNALS = {

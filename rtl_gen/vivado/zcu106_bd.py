@@ -239,12 +239,13 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "create_bd_cell -type ip -vlnv [rlk::latest_ipdef xilinx.com:ip:zynq_ultra_ps_e] $ps",
         "apply_bd_automation -rule xilinx.com:bd_rule:zynq_ultra_ps_e \\",
         "    -config {apply_board_preset \"1\"} [get_bd_cells $ps]",
-        f"# pl_clk0 at {TARGET_FREQ_MHZ} MHz from the IOPLL (the PS picks the divisors: IOPLL / 5 "
-        "on the",
+        f"# pl_clk0 at {TARGET_FREQ_MHZ} MHz from the IOPLL (the PS picks the divisors: IOPLL / "
+        f"{BOARDS['zcu106'].clock_divisors[0]} on the",
     ]
     if master:
         L += [
-            "# ZCU106 preset, 299.997 MHz). HPM0 FPD master on; HPM1 FPD and HPM0 LPD off (their",
+            f"# ZCU106 preset, {BOARDS['zcu106'].clock_actual_mhz} MHz). HPM0 FPD master on; HPM1 "
+            "FPD and HPM0 LPD off (their",
             f"# clocks would be left unconnected). {HP0_PORT} (the PS's SAXIGP2, "
             "PSU__USE__S_AXI_GP2)",
             f"# on, as wide as {gmem.name} (the PS allows 32 to 128). pl_ps_irq0 takes the "
@@ -262,7 +263,8 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         ]
     else:
         L += [
-            "# ZCU106 preset, 299.997 MHz). HPM0 and HPM1 FPD masters on, HPM0 LPD off (its clock",
+            f"# ZCU106 preset, {BOARDS['zcu106'].clock_actual_mhz} MHz). HPM0 and HPM1 FPD masters "
+            "on, HPM0 LPD off (its clock",
             "# would be left unconnected); HPM1 as wide as s_axi_mem (the PS allows 32 to 128).",
             "# pl_ps_irq0 takes the interrupt controller's output.",
             *dict_line([("CONFIG.PSU__FPGA_PL0_ENABLE", 1),

@@ -103,6 +103,8 @@ ZCU106_HPM = BusModel(
         "board here; an S_AXI_HP DMA (128 bit at 300 MHz, ~2.4 GB/s at 50 % efficiency) "
         "would need an AXI DMA in the block design, which the shipped design has not")
 
+#: The bus models by the name a board's entry in the board table gives its host link
+#: (:attr:`sw.boards.Board.host_bus`).
 BUSES = {"alveo": ALVEO_PCIE, "zcu106": ZCU106_HPM}
 
 

@@ -30,6 +30,7 @@ from dataclasses import replace
 import numpy as np
 
 from bench.common import ALVEO_PCIE, BusModel, traffic_of
+from sw.timing import TARGET_MHZ
 
 __all__ = ["BUSES", "rows", "launch_iteration"]
 
@@ -138,8 +139,9 @@ def rows(quick: bool, env) -> list:
                           append_window=min(cfg.append_window, CAPACITY // 2))
         module = TRAINERS[name][3]
         if module is None:
-            hz, label = 300e6, "assumed"
-            env.note(f"clock ({name})", "300 MHz assumed: the target; no timing estimate")
+            hz, label = TARGET_MHZ * 1e6, "assumed"
+            env.note(f"clock ({name})",
+                     f"{TARGET_MHZ} MHz assumed: the target; no timing estimate")
         else:
             hz, label = env.clock(module)
         bus = BUSES[bus_name]
@@ -171,7 +173,7 @@ def rows(quick: bool, env) -> list:
                      f"register reads, {traffic.reg_writes} writes, {traffic.bytes_written:,}"
                      f" B written, {traffic.bytes_read:,} B read")
             clock = (f"{hz / 1e6:.0f} MHz, {module}'s {label} clock" if module
-                     else "300 MHz assumed")
+                     else f"{TARGET_MHZ} MHz assumed")
             config = (f"{name} ({TRAINERS[name][1]}; {clock}), M={STEPS}, "
                       f"modeled cycles (sequential core); host {share:.1%} of device time")
             shape = f"GPS B={BATCH} 2^{cfg.capacity.bit_length() - 1} inserts={ins}/step"
