@@ -147,6 +147,38 @@ def _round(value, shift, rounding):
     return (Cat(c, value) + Cat(c, Const(half - 1, shift)))[shift + 1:]
 
 
+class _Pipeline:
+    """The PE's pipeline: stages that carry an element's tags (``layout``) and advance
+    together while ``en``; ``o_valid`` is the last stage's valid bit (driven by the outputs)."""
+
+    def __init__(self, m, layout, en, o_valid):
+        self.m, self.layout, self.en, self.o_valid = m, layout, en, o_valid
+
+    def stage(self, name):
+        """A stage register of the tags, not yet driven."""
+        return Signal(self.layout, name=name)
+
+    def follow(self, name, prev, **regs):
+        """A pipeline stage: the element's tags from ``prev`` and ``regs`` registered. Returns
+        the stage and the registers of ``regs`` (lists for lists), by name."""
+        m = self.m
+        st = self.stage(name)
+        out = {}
+        with m.If(self.en):
+            m.d.sync += st.eq(prev)
+            for rname, value in regs.items():
+                values = value if isinstance(value, list) else [value]
+                sigs = []
+                for j, v in enumerate(values):
+                    v = Value.cast(v)
+                    suffix = f"{j}" if isinstance(value, list) else ""
+                    sig = Signal(v.shape(), name=f"{name}_{rname}{suffix}")
+                    m.d.sync += sig.eq(v)
+                    sigs.append(sig)
+                out[rname] = sigs if isinstance(value, list) else sigs[0]
+        return st, out
+
+
 class GaeProcessingElement(wiring.Component):
     """Generalized Advantage Estimation over a stream of trajectory elements.
 
@@ -297,59 +329,79 @@ class GaeProcessingElement(wiring.Component):
         if shared is not None:
             return shared
         m = Module()
-        dfmt, cfmt = cfg.data_format, cfg.coef_format
-        W, Wc, cf, k = cfg.data_width, cfg.coef_width, cfg.coef_frac, cfg.k
-        steps = cfg.lookahead_steps
-        rnd = cfg.rounding
-        dshape = fixed_shape(dfmt)
-        acc_shape = signed(W + Wc + 3 + k.bit_length())
-        # Rounding by ``cf`` bits folded into an operand whose low ``cf`` bits are zero: the
-        # constant, and for half_even the carry-in bit (the product's bit ``cf``).
-        half = 1 << (cf - 1)
-        inc = {"half_up": half, "floor": 0, "half_even": half - 1}[rnd]
+        pipe = self._pipeline(m)
+        gamma, gamma_lambda = self._coefficients(m)
+        s0, r0 = self._input_stage(m, pipe, gamma)
+        s2, s3, s4, r4 = self._delta(m, pipe, s0, r0, gamma_lambda)
+        if cfg.lookahead_steps == 1:
+            pre_loop, before_loop = s2, s3
+            loop_in, loop_g, loop_p = s4, self._g_of(r4["delta"]), r4["p"]
+        else:
+            pows = self._powers(m, gamma_lambda)
+            pre_loop, before_loop, loop_in, loop_g, loop_p = self._lookahead(m, pipe, s4, r4,
+                                                                             pows)
+        if cfg.k == 2:
+            last, adv, adv_ovf = self._loop2(m, pipe.follow, pre_loop, before_loop, loop_in,
+                                             loop_g, loop_p, self._acc_shape(), pipe.en)
+        else:
+            last, adv, adv_ovf = self._loop(m, pipe, before_loop, loop_in, loop_g, loop_p)
+        self._outputs(m, pipe, last, adv, adv_ovf)
+        return m
 
+    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
+    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    def _acc_shape(self):
+        """The shape of the sums at coefficient scale (G, the loop's adder)."""
+        cfg = self._config
+        return signed(cfg.data_width + cfg.coef_width + 3 + cfg.k.bit_length())
+
+    def _round_inc(self):
+        """Rounding by ``coef_frac`` bits folded into an operand whose low ``coef_frac`` bits
+        are zero: the constant (for half_even, with the product's bit ``coef_frac`` as carry-in
+        bit)."""
+        half = 1 << (self._config.coef_frac - 1)
+        return {"half_up": half, "floor": 0, "half_even": half - 1}[self._config.rounding]
+
+    def _g_of(self, d):
+        """delta at coefficient scale, with the rounding constant of the loop folded in."""
+        cfg = self._config
+        return Cat(Const(self._round_inc() if cfg.rounding != "half_even" else 0, cfg.coef_frac),
+                   d).as_signed()
+
+    def _pipeline(self, m):
+        """The pipeline's enable (the whole pipeline advances while the output is not stalled)
+        and its stages (:class:`_Pipeline`)."""
+        cfg = self._config
         carry_layout = data.StructLayout({
-            "valid": 1, "value": dshape, "overflow": 1,
+            "valid": 1, "value": fixed_shape(cfg.data_format), "overflow": 1,
             "timestep": unsigned(cfg.timestep_bits), "trajectory": unsigned(cfg.trajectory_bits),
-            "lane": unsigned(max(1, (k - 1).bit_length())),
+            "lane": unsigned(max(1, (cfg.k - 1).bit_length())),
         })
-
-        def stage(name):
-            return Signal(carry_layout, name=name)
-
         o_valid = Signal()
         en = Signal()     # the whole pipeline advances
         m.d.comb += [
             en.eq(~o_valid | self.o.ready),
             self.i.ready.eq(en),
         ]
-        accept = self.i.valid & en
+        return _Pipeline(m, carry_layout, en, o_valid)
 
-        def follow(name, prev, **regs):
-            """A pipeline stage: the element's tags from ``prev`` and ``regs`` registered."""
-            st = stage(name)
-            out = {}
-            with m.If(en):
-                m.d.sync += st.eq(prev)
-                for rname, value in regs.items():
-                    values = value if isinstance(value, list) else [value]
-                    sigs = []
-                    for j, v in enumerate(values):
-                        v = Value.cast(v)
-                        suffix = f"{j}" if isinstance(value, list) else ""
-                        sig = Signal(v.shape(), name=f"{name}_{rname}{suffix}")
-                        m.d.sync += sig.eq(v)
-                        sigs.append(sig)
-                    out[rname] = sigs if isinstance(value, list) else sigs[0]
-            return st, out
-
-        # Coefficients are registered once: quasi-static, they need no path from the ports.
+    def _coefficients(self, m):
+        """``gamma`` and ``gamma_lambda`` registered once: quasi-static, they need no path from
+        the ports."""
+        Wc = self._config.coef_width
         gamma = Signal(unsigned(Wc), name="gamma_q")
         gamma_lambda = Signal(unsigned(Wc), name="gamma_lambda_q")
         m.d.sync += [gamma.eq(self.gamma), gamma_lambda.eq(self.gamma_lambda)]
+        return gamma, gamma_lambda
 
-        # -- s0, input stage: lane counter, V' selection, gamma*(1-d) ---------------------------
-        lane_in = Signal(carry_layout.members["lane"], name="lane_in")
+    def _input_stage(self, m, pipe, gamma):
+        """s0, the input stage: the lane counter, V' (the bootstrap or the lane's previous V),
+        gamma*(1-d) and the break bit (done or first). Returns the stage and its registers."""
+        cfg = self._config
+        k = cfg.k
+        dshape = fixed_shape(cfg.data_format)
+        accept = self.i.valid & pipe.en
+        lane_in = Signal(pipe.layout.members["lane"], name="lane_in")
         if k > 1:
             with m.If(accept):
                 m.d.sync += lane_in.eq(Mux(lane_in == k - 1, 0, lane_in + 1))
@@ -360,12 +412,12 @@ class GaeProcessingElement(wiring.Component):
             with m.If(accept & (v_idx == j)):
                 m.d.sync += vprev[j].eq(self.i.payload.value)
 
-        s0 = stage("s0")
+        s0 = pipe.stage("s0")
         s0_reward = Signal(dshape)
         s0_vnext = Signal(dshape)
-        s0_gamma = Signal(unsigned(Wc))
+        s0_gamma = Signal(unsigned(cfg.coef_width))
         s0_brk = Signal()   # recursion breaks here: done or first
-        with m.If(en):
+        with m.If(pipe.en):
             m.d.sync += [
                 s0.valid.eq(self.i.valid),
                 s0.value.eq(self.i.payload.value),
@@ -379,137 +431,161 @@ class GaeProcessingElement(wiring.Component):
                 s0_gamma.eq(Mux(self.i.payload.done, 0, gamma)),
                 s0_brk.eq(self.i.payload.done | self.i.payload.first),
             ]
+        return s0, {"reward": s0_reward, "vnext": s0_vnext, "gamma": s0_gamma, "brk": s0_brk}
 
+    def _delta(self, m, pipe, s0, r0, gamma_lambda):
+        """s1 .. s4: delta = r + gamma*(1-d)*V' - V, saturated, and P = gamma*lambda or 0 at a
+        break. Returns the stages s2, s3 and s4 and s4's registers (``delta``, ``brk``,
+        ``p``)."""
+        cfg = self._config
+        cf = cfg.coef_frac
+        follow = pipe.follow
         # -- s1: the partial products of gamma*(1-d)*V' (one DSP each); r - V ------------------
-        s1, r1 = follow("s1", s0, pp=_Products(s0_gamma, s0_vnext).terms,
-                        rv=s0_reward - s0.value, brk=s0_brk)
+        s1, r1 = follow("s1", s0, pp=_Products(r0["gamma"], r0["vnext"]).terms,
+                        rv=r0["reward"] - s0.value, brk=r0["brk"])
         # -- s2: the product --------------------------------------------------------------------
         s2, r2 = follow("s2", s1, prod=_sum_shifted(r1["pp"]), rv=r1["rv"], brk=r1["brk"])
         # -- s3: delta = r - V + round(gamma*V'), at scale 2^(cf+1) (one adder) ----------------
         prod = r2["prod"]
-        cin = prod[cf] if rnd == "half_even" else Const(0, 1)
-        dsum = (Cat(cin, Const(inc, cf), r2["rv"]).as_signed()
+        cin = prod[cf] if cfg.rounding == "half_even" else Const(0, 1)
+        dsum = (Cat(cin, Const(self._round_inc(), cf), r2["rv"]).as_signed()
                 + Cat(cin, prod).as_signed())
         s3, r3 = follow("s3", s2, dsum=dsum, brk=r2["brk"])
         # -- s4: saturated delta ----------------------------------------------------------------
-        delta, delta_ovf = saturate_fast(m, r3["dsum"][cf + 1:].as_signed(), dfmt, name="delta")
+        delta, delta_ovf = saturate_fast(m, r3["dsum"][cf + 1:].as_signed(), cfg.data_format,
+                                         name="delta")
         s4, r4 = follow("s4", s3, delta=delta, brk=r3["brk"],
                         p=Mux(r3["brk"], 0, gamma_lambda))
-        with m.If(en):
+        with m.If(pipe.en):
             m.d.sync += s4.overflow.eq(delta_ovf)
+        return s2, s3, s4, r4
+
+    def _powers(self, m, gamma_lambda):
+        """Powers of gamma*lambda (``[None, P_1, .., P_k]``): a free-running chain, five
+        registers a power."""
+        # The product in three: a shift-and-add tree in LUTs, no DSP48E2 -- the coefficients
+        # are static during a run and every PE computes the same powers; rounded; saturated.
+        # Settles ``config.coef_settle`` cycles after a change.
+        cfg = self._config
+        Wc, cf = cfg.coef_width, cfg.coef_frac
+        pows = [None, gamma_lambda]
+        for i in range(2, cfg.k + 1):
+            pa = Signal(unsigned(2 * Wc), name=f"pow{i}_prod")
+            pr = Signal(unsigned(2 * Wc - cf + 1), name=f"pow{i}_round")
+            p = Signal(unsigned(Wc), name=f"pow{i}")
+            nxt, _ = saturate_fast(m, pr, cfg.coef_format, name=f"pow{i}_next")
+            m.d.sync += [pa.eq(_lut_product(m, pows[i - 1], gamma_lambda, f"pow{i}")),
+                         pr.eq(_round(pa, cf, cfg.rounding)), p.eq(nxt)]
+            pows.append(p)
+        return pows
+
+    def _lookahead(self, m, pipe, s4, r4, pows):
+        """The look-ahead terms (k > 1 steps): the history of deltas and break bits, the masked
+        powers times the history (h1, h2), then the adder tree. Returns the loop's input:
+        ``(pre_loop, before_loop, loop_in, G, P)``."""
+        cfg = self._config
+        k = cfg.k
+        follow = pipe.follow
         s4_delta, s4_brk = r4["delta"], r4["brk"]
+        # History of the last k-1 deltas and break bits, shifted once per element.
+        hist = [None] + [Signal(fixed_shape(cfg.data_format), name=f"hist{i}")
+                         for i in range(1, k)]
+        hbrk = [None] + [Signal(name=f"hbrk{i}") for i in range(1, k)]
+        with m.If(pipe.en & s4.valid):
+            m.d.sync += [hist[1].eq(s4_delta), hbrk[1].eq(s4_brk)]
+            for i in range(2, k):
+                m.d.sync += [hist[i].eq(hist[i - 1]), hbrk[i].eq(hbrk[i - 1])]
+        # mask[i]: no break among elements n, n-1, ..., n-i+1.
+        brks = [s4_brk] + hbrk[1:]
+        mask = [None]
+        for i in range(1, k + 1):
+            any_brk = brks[0]
+            for b in brks[1:i]:
+                any_brk = any_brk | b
+            mask.append(~any_brk)
+        # h1: masked coefficients and the history registered; h2: the products.
+        h1, rh1 = follow("h1", s4, delta=s4_delta,
+                         **{f"p{i}": Mux(mask[i], pows[i], 0) for i in range(1, k + 1)},
+                         **{f"h{i}": hist[i] for i in range(1, k)})
+        terms = [self._g_of(rh1["delta"])]
+        pp = {}
+        for i in range(1, k):
+            pp[f"t{i}"] = _Products(rh1[f"p{i}"], rh1[f"h{i}"]).terms
+        h2, rh2 = follow("h2", h1, g=terms[0], p=rh1[f"p{k}"], **pp)
+        # Adder tree: three operands an adder (carry-save), one level a stage.
+        acc_shape = self._acc_shape()
+        ops = [rh2["g"]] + [t for i in range(1, k) for t in _shifted(rh2[f"t{i}"])]
+        last, level, p = h2, 0, rh2["p"]
+        before_loop = h1
+        while len(ops) > 1:
+            level += 1
+            sums = {f"g{j}": _add3(ops[j:j + 3], acc_shape)
+                    for j in range(0, len(ops), 3)}
+            pre_loop, before_loop = before_loop, last
+            last, rt = follow(f"tree{level}", last, p=p, **sums)
+            ops, p = [rt[f"g{j}"] for j in range(0, len(sums) * 3, 3)], rt["p"]
+        assert level == cfg.lookahead_levels
+        return pre_loop, before_loop, last, ops[0], p
 
-        def g_of(d):
-            """delta at coefficient scale, with the rounding constant of the loop folded in."""
-            return Cat(Const(inc if rnd != "half_even" else 0, cf), d).as_signed()
-
-        # -- loop input: G (delta and the look-ahead terms, at coefficient scale), P -------------
-        if steps == 1:
-            pre_loop, before_loop = s2, s3
-            loop_in, loop_g, loop_p = s4, g_of(s4_delta), r4["p"]
+    def _loop(self, m, pipe, before_loop, loop_in, loop_g, loop_p):
+        """The feedback loop in k registers (k != 2; k = 2: :meth:`_loop2`). Returns the stage
+        holding the element after it, A and its overflow bit."""
+        # Stages of one element: SEL (its lane's A) if k >= 4, MUL (P * A, one DSP a part),
+        # ADD (G + the parts, rounding), SAT (saturation, into the lane's A register). With
+        # fewer than four registers the stages share cycles: k = 3 MUL, ADD, SAT (SEL is
+        # done a cycle early, in parallel with SAT: ``a_early``, with the A being written
+        # forwarded); k = 1 all in one.
+        cfg = self._config
+        k, cf, rnd = cfg.k, cfg.coef_frac, cfg.rounding
+        dshape = fixed_shape(cfg.data_format)
+        follow, en = pipe.follow, pipe.en
+        lane_a = [Signal(dshape, name=f"a_lane{j}") for j in range(k)]
+        a_sel = _select(lane_a, loop_in.lane)
+        if k == 3:
+            a_early = Signal(dshape, name="a_early")
+            a_sel = a_early
+        last, lg, lp = loop_in, loop_g, loop_p
+        if k >= 4:
+            last, rl = follow("loop_sel", last, g=lg, p=lp, a=a_sel)
+            lg, lp, a_sel = rl["g"], rl["p"], rl["a"]
+        terms = _Products(lp, a_sel).terms
+        if k >= 2:
+            last, rl = follow("loop_mul", last, g=lg, pp=terms)
+            lg, terms = rl["g"], rl["pp"]
+        for j in range(max(0, k - 4)):
+            last, rl = follow(f"loop_dly{j}", last, g=lg, pp=terms)
+            lg, terms = rl["g"], rl["pp"]
+        total = _add3([lg] + _shifted(terms), self._acc_shape())
+        if rnd == "half_even":
+            total = rshift_round(total, cf, rnd)
         else:
-            # Powers of gamma*lambda: a free-running chain, five registers a power (the product
-            # in three: a shift-and-add tree in LUTs, no DSP48E2 -- the coefficients are static
-            # during a run and every PE computes the same powers; rounded; saturated); settles
-            # ``config.coef_settle`` cycles after a change.
-            pows = [None, gamma_lambda]
-            for i in range(2, k + 1):
-                pa = Signal(unsigned(2 * Wc), name=f"pow{i}_prod")
-                pr = Signal(unsigned(2 * Wc - cf + 1), name=f"pow{i}_round")
-                p = Signal(unsigned(Wc), name=f"pow{i}")
-                nxt, _ = saturate_fast(m, pr, cfmt, name=f"pow{i}_next")
-                m.d.sync += [pa.eq(_lut_product(m, pows[i - 1], gamma_lambda, f"pow{i}")),
-                             pr.eq(_round(pa, cf, rnd)), p.eq(nxt)]
-                pows.append(p)
-            # History of the last k-1 deltas and break bits, shifted once per element.
-            hist = [None] + [Signal(dshape, name=f"hist{i}") for i in range(1, k)]
-            hbrk = [None] + [Signal(name=f"hbrk{i}") for i in range(1, k)]
-            with m.If(en & s4.valid):
-                m.d.sync += [hist[1].eq(s4_delta), hbrk[1].eq(s4_brk)]
-                for i in range(2, k):
-                    m.d.sync += [hist[i].eq(hist[i - 1]), hbrk[i].eq(hbrk[i - 1])]
-            # mask[i]: no break among elements n, n-1, ..., n-i+1.
-            brks = [s4_brk] + hbrk[1:]
-            mask = [None]
-            for i in range(1, k + 1):
-                any_brk = brks[0]
-                for b in brks[1:i]:
-                    any_brk = any_brk | b
-                mask.append(~any_brk)
-            # h1: masked coefficients and the history registered; h2: the products.
-            h1, rh1 = follow("h1", s4, delta=s4_delta,
-                             **{f"p{i}": Mux(mask[i], pows[i], 0) for i in range(1, k + 1)},
-                             **{f"h{i}": hist[i] for i in range(1, k)})
-            terms = [g_of(rh1["delta"])]
-            pp = {}
-            for i in range(1, k):
-                pp[f"t{i}"] = _Products(rh1[f"p{i}"], rh1[f"h{i}"]).terms
-            h2, rh2 = follow("h2", h1, g=terms[0], p=rh1[f"p{k}"], **pp)
-            # Adder tree: three operands an adder (carry-save), one level a stage.
-            ops = [rh2["g"]] + [t for i in range(1, k) for t in _shifted(rh2[f"t{i}"])]
-            last, level, p = h2, 0, rh2["p"]
-            before_loop = h1
-            while len(ops) > 1:
-                level += 1
-                sums = {f"g{j}": _add3(ops[j:j + 3], acc_shape)
-                        for j in range(0, len(ops), 3)}
-                pre_loop, before_loop = before_loop, last
-                last, rt = follow(f"tree{level}", last, p=p, **sums)
-                ops, p = [rt[f"g{j}"] for j in range(0, len(sums) * 3, 3)], rt["p"]
-            assert level == cfg.lookahead_levels
-            loop_in, loop_g, loop_p = last, ops[0], p
+            total = total[cf:].as_signed()
+        if k >= 3:
+            last, rl = follow("loop_add", last, total=total)
+            total = rl["total"]
+        adv, adv_ovf = saturate_fast(m, total, cfg.data_format, name="adv")
+        for j in range(k):
+            with m.If(en & last.valid & ((last.lane == j) if k > 1 else 1)):
+                m.d.sync += lane_a[j].eq(adv)
+        if k == 3:
+            # The A of the lane of the element entering the loop at the next edge.
+            with m.If(en):
+                m.d.sync += a_early.eq(Mux(last.valid & (last.lane == before_loop.lane), adv,
+                                           _select(lane_a, before_loop.lane)))
+        return last, adv, adv_ovf
 
-        # -- the feedback loop: k registers ---------------------------------------------------
-        if k == 2:
-            last, adv, adv_ovf = self._loop2(m, follow, pre_loop, before_loop, loop_in, loop_g,
-                                             loop_p, acc_shape, en)
-        else:
-            # Stages of one element: SEL (its lane's A) if k >= 4, MUL (P * A, one DSP a part),
-            # ADD (G + the parts, rounding), SAT (saturation, into the lane's A register). With
-            # fewer than four registers the stages share cycles: k = 3 MUL, ADD, SAT (SEL is
-            # done a cycle early, in parallel with SAT: ``a_early``, with the A being written
-            # forwarded); k = 1 all in one. (k = 2: :meth:`_loop2`.)
-            lane_a = [Signal(dshape, name=f"a_lane{j}") for j in range(k)]
-            a_sel = _select(lane_a, loop_in.lane)
-            if k == 3:
-                a_early = Signal(dshape, name="a_early")
-                a_sel = a_early
-            last, lg, lp = loop_in, loop_g, loop_p
-            if k >= 4:
-                last, rl = follow("loop_sel", last, g=lg, p=lp, a=a_sel)
-                lg, lp, a_sel = rl["g"], rl["p"], rl["a"]
-            terms = _Products(lp, a_sel).terms
-            if k >= 2:
-                last, rl = follow("loop_mul", last, g=lg, pp=terms)
-                lg, terms = rl["g"], rl["pp"]
-            for j in range(max(0, k - 4)):
-                last, rl = follow(f"loop_dly{j}", last, g=lg, pp=terms)
-                lg, terms = rl["g"], rl["pp"]
-            total = _add3([lg] + _shifted(terms), acc_shape)
-            if rnd == "half_even":
-                total = rshift_round(total, cf, rnd)
-            else:
-                total = total[cf:].as_signed()
-            if k >= 3:
-                last, rl = follow("loop_add", last, total=total)
-                total = rl["total"]
-            adv, adv_ovf = saturate_fast(m, total, dfmt, name="adv")
-            for j in range(k):
-                with m.If(en & last.valid & ((last.lane == j) if k > 1 else 1)):
-                    m.d.sync += lane_a[j].eq(adv)
-            if k == 3:
-                # The A of the lane of the element entering the loop at the next edge.
-                with m.If(en):
-                    m.d.sync += a_early.eq(Mux(last.valid & (last.lane == before_loop.lane), adv,
-                                               _select(lane_a, before_loop.lane)))
-
-        # -- outputs: A, then RTG = A + V (sum, then saturation) ----------------------------------
-        o1 = stage("o1")
+    def _outputs(self, m, pipe, last, adv, adv_ovf):
+        """o1 .. o3: A, then RTG = A + V (sum, then saturation); the output stream and the
+        sticky ``overflow``."""
+        dfmt = self._config.data_format
+        dshape = fixed_shape(dfmt)
+        en = pipe.en
+        o1 = pipe.stage("o1")
         o1_adv = Signal(dshape)
         with m.If(en):
             m.d.sync += [o1.eq(last), o1.overflow.eq(last.overflow | adv_ovf), o1_adv.eq(adv)]
-        o2, ro2 = follow("o2", o1, adv=o1_adv, rtg=o1_adv + o1.value)
-        o3 = stage("o3")
+        o2, ro2 = pipe.follow("o2", o1, adv=o1_adv, rtg=o1_adv + o1.value)
+        o3 = pipe.stage("o3")
         o3_adv = Signal(dshape)
         o3_rtg = Signal(dshape)
         rtg, rtg_ovf = saturate_fast(m, ro2["rtg"], dfmt, name="rtg")
@@ -519,7 +595,7 @@ class GaeProcessingElement(wiring.Component):
                 o3_adv.eq(ro2["adv"]), o3_rtg.eq(rtg),
             ]
         m.d.comb += [
-            o_valid.eq(o3.valid),
+            pipe.o_valid.eq(o3.valid),
             self.o.valid.eq(o3.valid),
             self.o.payload.advantage.eq(o3_adv),
             self.o.payload.rtg.eq(o3_rtg),
@@ -532,4 +608,3 @@ class GaeProcessingElement(wiring.Component):
             m.d.sync += self.overflow.eq(0)
         with m.If(self.o.valid & self.o.ready & o3.overflow):
             m.d.sync += self.overflow.eq(1)
-        return m
