@@ -1,6 +1,8 @@
 """The prioritized replay accelerator's core: the sum tree, its batch buffers and the batch
 engine."""
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
@@ -74,25 +76,42 @@ class ReplayCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cfg = self._config
-        args, status, ctrl, hmem = self.args, self.status, self.ctrl, self.host
-        m.submodules.tree = tree = SumTree(cfg)
-
-        rw = region_words(cfg)
-        rbits = (rw - 1).bit_length()
+        m.submodules.tree = tree = SumTree(self._config)
         busy = Signal()
+        rports, wports = self._buffers(m)
+        self._host_port(m, busy, rports, wports)
+        ctl = self._control(m, busy)
+        run = self._issue(m, tree, busy, rports)
+        rsp = self._responses(m, tree, busy, wports, ctl)
+        plan = self._plan(m)
+        self._engine(m, tree, busy, ctl, run, rsp, plan)
+        self._status(m, tree, ctl)
+        return m
 
-        # -- buffers: one memory per region; the host port while idle, the engine while busy --
-        mems, rports, wports = {}, {}, {}
+    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
+    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    def _buffers(self, m):
+        """One memory per region of :data:`~sw.replay.spec.REGIONS`: ``(read ports, write
+        ports)`` by region name."""
+        cfg = self._config
+        rw = region_words(cfg)
+        rports, wports = {}, {}
         for name in REGIONS:
             mem = Memory(shape=unsigned(region_bits(cfg, name)), depth=rw, init=[])
             m.submodules[f"buf_{name.lower()}"] = mem
-            mems[name] = mem
             rports[name] = mem.read_port()
             wports[name] = mem.write_port(granularity=8)
+        return rports, wports
+
+    def _host_port(self, m, busy, rports, wports):
+        """The buffers on the host port while idle: the requests registered, the read data an
+        AND-OR of the registered outputs into a register."""
+        cfg = self._config
+        hmem = self.host
+        rbits = (region_words(cfg) - 1).bit_length()
         # The host's requests registered (read data HOST_READ_LATENCY cycles later: the
         # request, the block RAM, its output register, the region's and-or into a register).
-        req = register_host_requests(m, hmem, busy=busy, start=ctrl.start)
+        req = register_host_requests(m, hmem, busy=busy, start=self.ctrl.start)
         h_region = Signal(range(len(REGIONS) + 1))
         h_word = Signal(max(1, rbits))
         m.d.comb += [h_region.eq(req.addr >> rbits), h_word.eq(req.addr[:rbits]
@@ -118,7 +137,9 @@ class ReplayCore(wiring.Component):
         m.d.sync += rdata_q.eq(rdata)
         m.d.comb += hmem.rdata.eq(rdata_q)
 
-        # -- control --------------------------------------------------------------------------
+    def _control(self, m, busy):
+        """The run control's pulses and counters (:class:`_Control`)."""
+        ctrl = self.ctrl
         ready = Signal()
         done = Signal()
         m.d.comb += [ctrl.busy.eq(busy), ctrl.ready.eq(ready), ctrl.done.eq(done)]
@@ -128,7 +149,14 @@ class ReplayCore(wiring.Component):
         m.d.sync += [ready.eq(0), done.eq(0)]
         with m.If(busy):
             m.d.sync += cycles.eq(cycles + 1)
+        return _Control(ready=ready, done=done, error=error, cycles=cycles,
+                        rsp_cycles=rsp_cycles)
 
+    def _issue(self, m, tree, busy, rports):
+        """The issue loop: the latched run's phases (tree operation, count) read one element a
+        cycle from the input buffers into the command register, then the tail after the last
+        command taken (:class:`_Issue`)."""
+        cfg = self._config
         # Latched run: up to two phases (tree operation, count) issued one after the other.
         bw = max(cfg.batch_width, 1)
         ph_op = [Signal(SumTreeOp, name=f"ph{p}_op") for p in range(2)]
@@ -143,10 +171,6 @@ class ReplayCore(wiring.Component):
         left = Signal(signed(bw + 1))           # count - 2 - issue_i of the phase
         left_m1 = Signal(signed(bw + 1))        # left - 1, a register (the loop only muxes)
         at_last = left[-1]                      # issue_i is the phase's last element
-        rsp_left = Signal(signed(bw + 1))       # output entries expected - 2 - rsp_j
-        rsp_at_last = rsp_left[-1]              # rsp_j is the last output entry
-        rsp_j = Signal(bw)                      # output entries written
-        rsp_none = Signal(init=1)               # registered: no output entry left to write
         wait_tree = Signal()                    # RESET: end when the tree is idle again
         tail = Signal(range(TAIL + 1))
         tail_zero = Signal(init=1)              # registered: tail == 0
@@ -184,8 +208,19 @@ class ReplayCore(wiring.Component):
             m.d.sync += [tail.eq(TAIL), tail_zero.eq(0)]
         with m.Elif(~tail_zero):
             m.d.sync += [tail.eq(tail - 1), tail_zero.eq(tail == 1)]
+        return _Issue(ph_op=ph_op, ph_left=ph_left, ph_left_m1=ph_left_m1, phase=phase,
+                      issue_i=issue_i, issuing=issuing, two=two, left=left, left_m1=left_m1,
+                      wait_tree=wait_tree, tail_zero=tail_zero, c_valid=c_valid)
 
-        # Responses: written to the output buffers in order.
+    def _responses(self, m, tree, busy, wports, ctl):
+        """The tree's responses written to IDX_OUT/PRIO_OUT in order, at the next free entry
+        (:class:`_Responses`)."""
+        cfg = self._config
+        bw = max(cfg.batch_width, 1)
+        rsp_left = Signal(signed(bw + 1))       # output entries expected - 2 - rsp_j
+        rsp_at_last = rsp_left[-1]              # rsp_j is the last output entry
+        rsp_j = Signal(bw)                      # output entries written
+        rsp_none = Signal(init=1)               # registered: no output entry left to write
         got = tree.rsp.valid & busy
         with m.If(busy):
             for name, field in (("IDX_OUT", "index"), ("PRIO_OUT", "value")):
@@ -196,14 +231,19 @@ class ReplayCore(wiring.Component):
                     wports[name].en.eq(Mux(got, (1 << (bits // 8)) - 1, 0)),
                 ]
         with m.If(got):
-            m.d.sync += [rsp_j.eq(rsp_j + 1), rsp_cycles.eq(cycles + 1),
+            m.d.sync += [rsp_j.eq(rsp_j + 1), ctl.rsp_cycles.eq(ctl.cycles + 1),
                          rsp_none.eq(rsp_at_last), rsp_left.eq(rsp_left - 1)]
+        return _Responses(left=rsp_left, j=rsp_j, none=rsp_none)
 
-        # Arguments. The run a start would launch is decoded from them and registered every
-        # cycle (the error code in two steps: the range checks, then the code): the host writes
-        # the arguments before AP_START, in writes of their own, which commit at most one every
-        # three cycles (:class:`~rtl_gen.shell.lite_csr.AxiLiteCsr`), so the plan is current when
-        # a start is seen, and the start only copies it.
+    def _plan(self, m):
+        """The run a start would launch, decoded from the arguments and registered every cycle
+        (:class:`_Plan`)."""
+        # The error code in two steps: the range checks, then the code. The host writes the
+        # arguments before AP_START, in writes of their own, which commit at most one every
+        # three cycles (:class:`~rtl_gen.shell.lite_csr.AxiLiteCsr`), so the plan is current
+        # when a start is seen, and the start only copies it.
+        cfg, args = self._config, self.args
+        bw = max(cfg.batch_width, 1)
         code = args.op_code
         batch = args.batch_size
         usize = args.update_size
@@ -259,35 +299,44 @@ class ReplayCore(wiring.Component):
                                  p_op[1].eq(sample_op), *plan_n(1, batch)]
             with m.Case(ReplayOp.RESET):
                 m.d.sync += [p_op[0].eq(SumTreeOp.RESET), *plan_n(0, 1), p_wait.eq(1)]
+        return _Plan(fail=p_fail, seed=p_seed, op=p_op, left=p_left, left_m1=p_left_m1,
+                     rsp=p_rsp, two=p_two, rsp_left=p_rsp_left, wait_tree=p_wait)
 
+    def _engine(self, m, tree, busy, ctl, run, rsp, plan):
+        """The engine's state machine: a start copies the plan into the issue loop (or ends
+        at once with the plan's error, or loads the seed), a run ends when every command is
+        taken, every response written and the tail has passed."""
+        ctrl = self.ctrl
+        ready, done = ctl.ready, ctl.done
         # While idle the issue loop's registers follow the plan (stable before a start), so a
         # start loads nothing into them: their next values depend on ``busy`` and ``fetch``.
         with m.If(~busy):
-            m.d.sync += [issue_i.eq(0), phase.eq(0), left.eq(p_left[0]),
-                         left_m1.eq(p_left_m1[0])]
+            m.d.sync += [run.issue_i.eq(0), run.phase.eq(0), run.left.eq(plan.left[0]),
+                         run.left_m1.eq(plan.left_m1[0])]
 
         with m.FSM(name="engine"):
             with m.State("IDLE"):
                 # (not in the cycle after an accept: AP_START falls only then)
                 with m.If(ctrl.start & ~ready):
-                    m.d.sync += [ready.eq(1), cycles.eq(0), rsp_cycles.eq(0), error.eq(0),
-                                 rsp_j.eq(0)]
+                    m.d.sync += [ready.eq(1), ctl.cycles.eq(0), ctl.rsp_cycles.eq(0),
+                                 ctl.error.eq(0), rsp.j.eq(0)]
                     m.d.comb += tree.clear.eq(1)
-                    with m.If(p_fail != 0):
-                        m.d.sync += [error.eq(p_fail), done.eq(1)]
-                    with m.Elif(p_seed):
+                    with m.If(plan.fail != 0):
+                        m.d.sync += [ctl.error.eq(plan.fail), done.eq(1)]
+                    with m.Elif(plan.seed):
                         m.d.sync += busy.eq(1)
                         m.next = "SEED"
                     with m.Else():
-                        m.d.sync += [busy.eq(1), issuing.eq(1), rsp_none.eq(~p_rsp),
-                                     rsp_left.eq(p_rsp_left), two.eq(p_two),
-                                     ph_left_m1.eq(p_left_m1[1]),
-                                     wait_tree.eq(p_wait)]
-                        m.d.sync += [d.eq(v) for d, v in zip(ph_op + ph_left, p_op + p_left)]
+                        m.d.sync += [busy.eq(1), run.issuing.eq(1), rsp.none.eq(~plan.rsp),
+                                     rsp.left.eq(plan.rsp_left), run.two.eq(plan.two),
+                                     run.ph_left_m1.eq(plan.left_m1[1]),
+                                     run.wait_tree.eq(plan.wait_tree)]
+                        m.d.sync += [d.eq(v) for d, v in zip(run.ph_op + run.ph_left,
+                                                             plan.op + plan.left)]
                         m.next = "RUN"
             with m.State("RUN"):
-                finished = (~issuing & ~c_valid & rsp_none & tail_zero
-                            & ~(wait_tree & tree.busy))
+                finished = (~run.issuing & ~run.c_valid & rsp.none & run.tail_zero
+                            & ~(run.wait_tree & tree.busy))
                 with m.If(finished):
                     m.d.sync += [busy.eq(0), done.eq(1)]
                     m.next = "IDLE"
@@ -296,18 +345,21 @@ class ReplayCore(wiring.Component):
                     m.d.comb += tree.seed_load.eq(1)
                     m.d.sync += [busy.eq(0), done.eq(1)]
                     m.next = "IDLE"
-        m.d.comb += tree.seed.eq(args.seed)
+        m.d.comb += tree.seed.eq(self.args.seed)
 
-        # -- status and results ---------------------------------------------------------------
+    def _status(self, m, tree, ctl):
+        """STATUS.ERROR, the cycle counters, the tree's flags, root, maximum priority, size
+        and write pointer."""
+        ctrl, status = self.ctrl, self.status
         root, mx = tree.total, tree.max_priority
         m.d.comb += [
-            ctrl.error.eq(error),
+            ctrl.error.eq(ctl.error),
             status.status_empty.eq(tree.empty),
             status.status_saturated.eq(tree.saturated),
             status.status_invalid_index.eq(tree.invalid),
             status.status_tree_busy.eq(tree.busy),
-            ctrl.cycles.eq(cycles),
-            status.response_cycles.eq(rsp_cycles),
+            ctrl.cycles.eq(ctl.cycles),
+            status.response_cycles.eq(ctl.rsp_cycles),
             status.total_lo.eq(root[:32]),
             status.total_hi.eq(root[32:] if len(root) > 32 else 0),
             status.max_priority_lo.eq(mx[:32]),
@@ -315,4 +367,58 @@ class ReplayCore(wiring.Component):
             status.size.eq(tree.size),
             status.write_pointer.eq(tree.write_pointer),
         ]
-        return m
+
+
+@dataclass(frozen=True)
+class _Control:
+    """The run control's registers: the ``ready`` and ``done`` pulses, STATUS.ERROR, the
+    run's cycles and the cycle of its last response."""
+    ready: Signal
+    done: Signal
+    error: Signal
+    cycles: Signal
+    rsp_cycles: Signal
+
+
+@dataclass(frozen=True)
+class _Issue:
+    """The issue loop's registers: the latched phases (``ph_op``, ``ph_left``; phase 1's
+    count - 3), the phase and element being read, whether elements are left and phase 1
+    follows, the count left, RESET's wait for the tree, the tail's end and the command
+    register's valid bit."""
+    ph_op: list
+    ph_left: list
+    ph_left_m1: Signal
+    phase: Signal
+    issue_i: Signal
+    issuing: Signal
+    two: Signal
+    left: Signal
+    left_m1: Signal
+    wait_tree: Signal
+    tail_zero: Signal
+    c_valid: Signal
+
+
+@dataclass(frozen=True)
+class _Responses:
+    """The output entries: expected - 2 - written (``left``), written (``j``), none left."""
+    left: Signal
+    j: Signal
+    none: Signal
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The registered plan of the run a start would launch: error code, SEED, per phase the
+    tree operation and count - 2 (- 3), output entries written, two phases, output entries
+    - 2, RESET's wait for the tree."""
+    fail: Signal
+    seed: Signal
+    op: list
+    left: list
+    left_m1: list
+    rsp: Signal
+    two: Signal
+    rsp_left: Signal
+    wait_tree: Signal
