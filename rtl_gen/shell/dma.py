@@ -1,8 +1,9 @@
 """AXI4 master that copies blocks between device memory and a local word-addressed memory port."""
 
 import re
+from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -314,19 +315,35 @@ class AxiDma(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        a = self.axi
+        # Every decision below reads registers and precomputed flags only: the burst lengths
+        # come from two planners (one for the address channel, one for the W beats), each two
+        # registered stages ahead; counts carry "is zero" / "is one" flags updated with them.
+        cs = self._command_state(m)
+        ac = self._address_channel(m, cs)
+        rx = self._reads(m, cs)
+        lr = self._local_reads(m, cs)
+        b_hs = self._write_buffer(m, cs, lr)
+        m.d.comb += ac.done.eq(Mux(cs.to_dev, b_hs, rx.r_hs & self.axi("rlast")) & cs.busy)
+        self._local_port(m, cs, rx, lr)
+        self._command(m, cs, ac, rx, lr)
+        return m
+
+    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
+    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    def _widths(self):
+        """The widths the steps share (:class:`_Widths`)."""
         W, D = self._data_width, self._mem_data_width
         r = W // D                                  # local words per beat
         rb = (r - 1).bit_length()                   # bits of a lane index
-        lw = max(rb, 1)
         bb = (W // 8 - 1).bit_length()              # byte-offset bits of a beat
-        page_bits = 12 - bb                         # beat-offset bits in a 4 KiB page
-        aw_bits = self._addr_width
-        cw = self._mem_addr_width + 1               # word and beat counts
-        F = self.write_buffer_depth
-        max_out = self._max_outstanding
+        return _Widths(W=W, D=D, r=r, rb=rb, lw=max(rb, 1), bb=bb,
+                       page_bits=12 - bb,           # beat-offset bits in a 4 KiB page
+                       cw=self._mem_addr_width + 1)  # word and beat counts
 
-        cmd = self.cmd.payload
+    def _command_state(self, m):
+        """The command's registers (busy, direction, error, next local word, last lane) and
+        the ``cmd``/``busy``/``error``/``done`` ports (:class:`_CommandState`)."""
+        lw = self._widths().lw
         busy = Signal()
         to_dev = Signal()
         err = Signal()
@@ -338,16 +355,21 @@ class AxiDma(wiring.Component):
         accept = self.cmd.valid & ~busy
         go_r = Signal()                             # busy & ~to_dev
         go_w = Signal()                             # busy & to_dev
+        return _CommandState(busy=busy, to_dev=to_dev, err=err, l_addr=l_addr, tail=tail,
+                             accept=accept, go_r=go_r, go_w=go_w)
 
-        # Every decision below reads registers and precomputed flags only: the burst lengths
-        # come from two planners (one for the address channel, one for the W beats), each two
-        # registered stages ahead; counts carry "is zero" / "is one" flags updated with them.
-
-        # -- address channel (AR for reads, AW for writes: one direction per command) -------
-        ap = self._planner(m, "ap", page_bits=page_bits, cw=cw)
-        a_addr = Signal(aw_bits)                    # next burst's address
+    def _address_channel(self, m, cs):
+        """The address channel (AR for reads, AW for writes: one direction per command): a
+        burst requested whenever the planner is ready and fewer than ``max_outstanding`` are
+        in flight (:class:`_AddressChannel`)."""
+        a, wd = self.axi, self._widths()
+        bb = wd.bb
+        max_out = self._max_outstanding
+        busy, to_dev = cs.busy, cs.to_dev
+        ap = self._planner(m, "ap", page_bits=wd.page_bits, cw=wd.cw)
+        a_addr = Signal(self._addr_width)           # next burst's address
         ax_valid = Signal()
-        ax_addr = Signal(aw_bits)
+        ax_addr = Signal(self._addr_width)
         ax_len = Signal(8)
         # bursts in flight, as a thermometer code (bit i: more than i), so that neither the
         # count nor its full/empty tests need a carry chain
@@ -377,9 +399,15 @@ class AxiDma(wiring.Component):
                 a(f"{ax}size").eq(bb), a(f"{ax}burst").eq(1),      # INCR
                 a(f"{ax}valid").eq(ax_valid & (to_dev if ax == "aw" else ~to_dev)),
             ]
+        return _AddressChannel(planner=ap, addr=a_addr, valid=ax_valid, zero=a_zero,
+                               out_zero=out_zero, done=ax_done)
 
-        # -- reads: R beat -> serializer -> local writes ---------------------------------------
-        rx_beats = Signal(cw)                       # beats not yet received
+    def _reads(self, m, cs):
+        """Reads: each R beat into the serializer, its words written to local memory one a
+        cycle (:class:`_Reads`)."""
+        a, wd = self.axi, self._widths()
+        W, D, r, lw = wd.W, wd.D, wd.r, wd.lw
+        rx_beats = Signal(wd.cw)                    # beats not yet received
         rx_last = Signal()                          # rx_beats == 1
         rx_zero = Signal(init=1)                    # rx_beats == 0
         s_valid = Signal()
@@ -392,18 +420,18 @@ class AxiDma(wiring.Component):
         m.d.comb += [rready.eq(~s_valid | s_end), a("rready").eq(rready)]
         r_hs = a("rvalid") & rready
         with m.If(s_valid):
-            m.d.sync += [l_addr.eq(l_addr + 1), s_idx.eq(s_idx + 1),
+            m.d.sync += [cs.l_addr.eq(cs.l_addr + 1), s_idx.eq(s_idx + 1),
                          s_rem.eq(s_rem - 1), s_end.eq(s_rem == 1)]
             with m.If(s_end):
                 m.d.sync += s_valid.eq(0)
-        with m.If(r_hs & go_r):
+        with m.If(r_hs & cs.go_r):
             m.d.sync += [s_valid.eq(1), s_data.eq(a("rdata")), s_idx.eq(0),
-                         s_rem.eq(Mux(rx_last, tail, r - 1) if r > 1 else 0),
+                         s_rem.eq(Mux(rx_last, cs.tail, r - 1) if r > 1 else 0),
                          s_end.eq(Mux(rx_last, tail0, r == 1) if r > 1 else 1),
                          rx_beats.eq(rx_beats - 1), rx_last.eq(rx_beats == 2),
                          rx_zero.eq(rx_last)]
             with m.If(a("rresp") != 0):
-                m.d.sync += err.eq(1)
+                m.d.sync += cs.err.eq(1)
         lanes = [s_data[j * D:(j + 1) * D] for j in range(r)]
         s_word = Signal(D)
         if r > 1:
@@ -413,10 +441,18 @@ class AxiDma(wiring.Component):
                         m.d.comb += s_word.eq(lanes[j])
         else:
             m.d.comb += s_word.eq(lanes[0])
+        return _Reads(beats=rx_beats, last=rx_last, zero=rx_zero, tail0=tail0, r_hs=r_hs,
+                      s_valid=s_valid, s_word=s_word)
 
-        # -- writes: local reads -> assembler -> buffer -> W channel ---------------------------
-        wp = self._planner(m, "wp", page_bits=page_bits, cw=cw)
-        p_beats = Signal(cw)                        # beats not yet started
+    def _local_reads(self, m, cs):
+        """Writes, first half: one local read a cycle, beat after beat as the W planner's
+        bursts and the buffer's free slots allow, and the tags of each read up to the memory's
+        read latency (:class:`_LocalReads`)."""
+        wd = self._widths()
+        r, lw, F = wd.r, wd.lw, self.write_buffer_depth
+        go_w, tail = cs.go_w, cs.tail
+        wp = self._planner(m, "wp", page_bits=wd.page_bits, cw=wd.cw)
+        p_beats = Signal(wd.cw)                     # beats not yet started
         p_more = Signal()                           # p_beats != 0
         p_lastbeat = Signal()                       # p_beats == 1
         p_burst = Signal(9)                         # beats left in the current burst
@@ -439,13 +475,16 @@ class AxiDma(wiring.Component):
         cur_last_lane = Mux(mid_beat, p_last_lane, beat_last_lane) if r > 1 else Const(0)
         cur_wlast = Mux(mid_beat, p_wlast, beat_wlast) if r > 1 else beat_wlast
         # Tags of the read in flight: data arrives on mem_rdata mem_read_latency cycles later.
-        q_valid, q_idx, q_final = Signal(), Signal(lw), Signal()
-        q_last_lane, q_wlast = Signal(lw), Signal()
+        # Their names are the ones Amaranth's tracer gave them (the default "$signal" for all
+        # but q_wlast), kept so that the Verilog does not change.
+        q_valid, q_idx, q_final = (Signal(name="$signal"), Signal(lw, name="$signal"),
+                                   Signal(name="$signal"))
+        q_last_lane, q_wlast = Signal(lw, name="$signal"), Signal(name="q_wlast")
         m.d.sync += q_valid.eq(rd_issue)
         with m.If(rd_issue):
             final = (p_idx == cur_last_lane) if r > 1 else Const(1)
             m.d.sync += [
-                l_addr.eq(l_addr + 1),
+                cs.l_addr.eq(cs.l_addr + 1),
                 q_idx.eq(p_idx), q_final.eq(final), q_last_lane.eq(cur_last_lane),
                 q_wlast.eq(cur_wlast),
             ]
@@ -469,13 +508,26 @@ class AxiDma(wiring.Component):
             nxt = tuple(Signal.like(t, name=f"{t.name}_d{k}") for t in tags)
             m.d.sync += [n.eq(t) for n, t in zip(nxt, tags)]
             q_valid, q_idx, q_final, q_last_lane, q_wlast = nxt
+        return _LocalReads(planner=wp, beats=p_beats, more=p_more, lastbeat=p_lastbeat,
+                           burst=p_burst, b0=p_b0, b1=p_b1, idx=p_idx, mid_beat=mid_beat,
+                           used=used, start_beat=start_beat, rd_issue=rd_issue,
+                           q_valid=q_valid, q_idx=q_idx, q_final=q_final,
+                           q_last_lane=q_last_lane, q_wlast=q_wlast)
+
+    def _write_buffer(self, m, cs, lr):
+        """Writes, second half: the read words assembled into beats, the beats through the
+        (:attr:`write_buffer_depth`)-entry buffer to the W channel; B responses. Returns the
+        B handshake."""
+        a, wd = self.axi, self._widths()
+        W, D, r, lw, F = wd.W, wd.D, wd.r, wd.lw, self.write_buffer_depth
+        q_valid, q_idx, used = lr.q_valid, lr.q_idx, lr.used
         asm = [Signal(D, name=f"asm{j}") for j in range(r)]
         for j in range(r):
             with m.If(q_valid & ((q_idx == j) if r > 1 else 1)):
                 m.d.sync += asm[j].eq(self.mem.rdata)
         push_data = Cat(*(Mux((q_idx == j) if r > 1 else 1, self.mem.rdata, asm[j])
                           for j in range(r)))
-        push = q_valid & q_final
+        push = q_valid & lr.q_final
 
         buf = memory.Memory(shape=unsigned(W + lw + 1), depth=F, init=[])
         m.submodules.wbuf = buf
@@ -485,7 +537,7 @@ class AxiDma(wiring.Component):
         rd_ptr = Signal(range(F))
         count = Signal(range(F + 1))
         m.d.comb += [bw.addr.eq(wr_ptr), bw.en.eq(push),
-                     bw.data.eq(Cat(push_data, q_last_lane, q_wlast)), br.addr.eq(rd_ptr)]
+                     bw.data.eq(Cat(push_data, lr.q_last_lane, lr.q_wlast)), br.addr.eq(rd_ptr)]
         head_data = br.data[:W]
         head_last_lane = br.data[W:W + lw]
         head_wlast = br.data[W + lw]
@@ -499,9 +551,9 @@ class AxiDma(wiring.Component):
             m.d.sync += [count.eq(count + 1), wvalid.eq(1)]
         with m.Elif(pop & ~push):
             m.d.sync += [count.eq(count - 1), wvalid.eq(count != 1)]
-        with m.If(start_beat & ~pop):
+        with m.If(lr.start_beat & ~pop):
             m.d.sync += used.eq(Cat(Const(1), used[:-1]))
-        with m.Elif(pop & ~start_beat):
+        with m.Elif(pop & ~lr.start_beat):
             m.d.sync += used.eq(used[1:])
         # Lane j of the head beat holds data iff j <= its last lane (lane 0 always does).
         lane_on = Signal(r)
@@ -510,24 +562,34 @@ class AxiDma(wiring.Component):
         m.d.comb += [a("wvalid").eq(wvalid), a("wdata").eq(head_data), a("wstrb").eq(strb),
                      a("wlast").eq(head_wlast), a("bready").eq(1)]
         b_hs = a("bvalid")
-        with m.If(b_hs & go_w & (a("bresp") != 0)):
-            m.d.sync += err.eq(1)
+        with m.If(b_hs & cs.go_w & (a("bresp") != 0)):
+            m.d.sync += cs.err.eq(1)
+        return b_hs
 
-        m.d.comb += ax_done.eq(Mux(to_dev, b_hs, r_hs & a("rlast")) & busy)
-
-        # -- local memory port -----------------------------------------------------------------
+    def _local_port(self, m, cs, rx, lr):
+        """The local memory port: the reads' writes and the writes' reads, dropped while
+        ``mem.enable`` is low."""
+        rd_issue, s_valid = lr.rd_issue, rx.s_valid
         m.d.comb += [
-            self.mem.addr.eq(l_addr),
+            self.mem.addr.eq(cs.l_addr),
             self.mem.re.eq(rd_issue & self.mem.enable),
-            self.mem.we.eq(Mux(s_valid & self.mem.enable, (1 << (D // 8)) - 1, 0)),
-            self.mem.wdata.eq(s_word),
+            self.mem.we.eq(Mux(s_valid & self.mem.enable, (1 << (self._widths().D // 8)) - 1,
+                               0)),
+            self.mem.wdata.eq(rx.s_word),
             self.dropped.eq((rd_issue | s_valid) & ~self.mem.enable),
         ]
 
-        # -- command and completion ------------------------------------------------------------
-        with m.If(accept):
+    def _command(self, m, cs, ac, rx, lr):
+        """A command accepted: every counter and planner loaded from it; its completion: the
+        last burst requested and answered (writes), the last word written (reads)."""
+        a, wd = self.axi, self._widths()
+        r, rb, bb = wd.r, wd.rb, wd.bb
+        cmd = self.cmd.payload
+        busy, to_dev, go_r, go_w = cs.busy, cs.to_dev, cs.go_r, cs.go_w
+        ap, wp = ac.planner, lr.planner
+        with m.If(cs.accept):
             words = cmd.words
-            beats = Signal(cw)
+            beats = Signal(wd.cw)
             m.d.comb += beats.eq((words + (r - 1)) >> rb if r > 1 else words)
             none = words == 0
             one = ~none & (((words >> rb) == 0) | (words == r) if r > 1 else words == 1)
@@ -535,19 +597,98 @@ class AxiDma(wiring.Component):
             off = cmd.dev_addr[bb:12]
             rd, wr = ~cmd.to_device, cmd.to_device
             m.d.sync += [
-                busy.eq(1), to_dev.eq(cmd.to_device), go_r.eq(rd), go_w.eq(wr), err.eq(0),
-                l_addr.eq(cmd.mem_addr),
-                a_addr.eq(aligned), ap.off.eq(off), ap.left.eq(beats), a_zero.eq(none),
+                busy.eq(1), to_dev.eq(cmd.to_device), go_r.eq(rd), go_w.eq(wr), cs.err.eq(0),
+                cs.l_addr.eq(cmd.mem_addr),
+                ac.addr.eq(aligned), ap.off.eq(off), ap.left.eq(beats), ac.zero.eq(none),
                 wp.off.eq(off), wp.left.eq(Mux(wr, beats, 0)),
-                rx_beats.eq(Mux(rd, beats, 0)), rx_last.eq(rd & one), rx_zero.eq(wr | none),
-                p_beats.eq(Mux(wr, beats, 0)), p_more.eq(wr & ~none),
-                p_lastbeat.eq(wr & one), p_burst.eq(0), p_b0.eq(1), p_b1.eq(0),
+                rx.beats.eq(Mux(rd, beats, 0)), rx.last.eq(rd & one), rx.zero.eq(wr | none),
+                lr.beats.eq(Mux(wr, beats, 0)), lr.more.eq(wr & ~none),
+                lr.lastbeat.eq(wr & one), lr.burst.eq(0), lr.b0.eq(1), lr.b1.eq(0),
             ]
             m.d.comb += [ap.chg.eq(1), wp.chg.eq(1)]
             if r > 1:
-                m.d.sync += [p_idx.eq(0), mid_beat.eq(0), tail.eq((words[:rb] - 1)[:rb]),
-                             tail0.eq(words[:rb] == 1)]
-        finished = Mux(to_dev, a_zero & ~ax_valid & out_zero, rx_zero & ~s_valid)
+                m.d.sync += [lr.idx.eq(0), lr.mid_beat.eq(0),
+                             cs.tail.eq((words[:rb] - 1)[:rb]), rx.tail0.eq(words[:rb] == 1)]
+        finished = Mux(to_dev, ac.zero & ~ac.valid & ac.out_zero, rx.zero & ~rx.s_valid)
         with m.If(busy & finished):
             m.d.sync += [busy.eq(0), go_r.eq(0), go_w.eq(0), self.done.eq(1)]
-        return m
+
+
+@dataclass(frozen=True)
+class _Widths:
+    """AXI and local word widths (``W``, ``D``), local words per beat (``r``), bits of a lane
+    index (``rb``; ``lw`` at least 1), byte-offset bits of a beat (``bb``), beat-offset bits
+    in a 4 KiB page, bits of the word and beat counts (``cw``)."""
+    W: int
+    D: int
+    r: int
+    rb: int
+    lw: int
+    bb: int
+    page_bits: int
+    cw: int
+
+
+@dataclass(frozen=True)
+class _CommandState:
+    """The command's registers: ``busy``, its direction (``to_dev``; ``go_r``/``go_w``:
+    busy in that direction), the sticky error, the next local word, the last lane of the last
+    beat; ``accept``: a command handshake this cycle."""
+    busy: Signal
+    to_dev: Signal
+    err: Signal
+    l_addr: Signal
+    tail: Signal
+    accept: Value
+    go_r: Signal
+    go_w: Signal
+
+
+@dataclass(frozen=True)
+class _AddressChannel:
+    """The address channel: its planner, the next burst's address, the request register's
+    valid bit, every burst requested (``zero``), none in flight (``out_zero``), a burst
+    completed this cycle (``done``, driven by :meth:`AxiDma.elaborate`)."""
+    planner: object
+    addr: Signal
+    valid: Signal
+    zero: Signal
+    out_zero: Value
+    done: Signal
+
+
+@dataclass(frozen=True)
+class _Reads:
+    """The reads: beats not yet received (and == 1, == 0 flags), ``tail == 0``, the R
+    handshake, and the serializer's word to write (``s_valid``, ``s_word``)."""
+    beats: Signal
+    last: Signal
+    zero: Signal
+    tail0: Signal
+    r_hs: Value
+    s_valid: Signal
+    s_word: Signal
+
+
+@dataclass(frozen=True)
+class _LocalReads:
+    """The writes' local reads: the W planner, the beat and burst counters with their flags,
+    the next lane, the buffer's reserved slots, ``start_beat`` and ``rd_issue`` this cycle,
+    and the tags of the read whose data is on ``mem.rdata``."""
+    planner: object
+    beats: Signal
+    more: Signal
+    lastbeat: Signal
+    burst: Signal
+    b0: Signal
+    b1: Signal
+    idx: Signal
+    mid_beat: Value
+    used: Signal
+    start_beat: Signal
+    rd_issue: Signal
+    q_valid: Signal
+    q_idx: Signal
+    q_final: Signal
+    q_last_lane: Signal
+    q_wlast: Signal
