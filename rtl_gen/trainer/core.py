@@ -13,6 +13,7 @@ from sw.trainer.spec import COUNT_BITS, TrainerConfig, trainer_register_map
 
 from ..learner.core import FLAG_FIELDS, LearnerCore
 from ..shell.signatures import ArgsSignature, RunControlSignature, StatusSignature
+from ..stream import RegisterSlice
 from .gather import RecordGather
 from .learner_adapter import LearnerAdapter
 from .replay import ReplayCmd, TrainerReplay
@@ -135,8 +136,12 @@ class TrainerCore(wiring.Component):
         wiring.connect(m, ga.rec, ad.rec)
         wiring.connect(m, rp.weight, ad.weight)
         wiring.connect(m, ad.td, rp.td)
-        m.d.comb += [ga.idx.payload.eq(rp.sample.payload.slot),
-                     ga.idx.valid.eq(rp.sample.valid), rp.sample.ready.eq(ga.idx.ready)]
+        # the slots through a register slice: the replay side's handshake (its state, the
+        # tree's response) and the gather's (its outstanding count, ARREADY) meet at flip-flops
+        m.submodules.slots = slots = RegisterSlice(len(ga.idx.payload))
+        m.d.comb += [slots.i.payload.eq(rp.sample.payload.slot),
+                     slots.i.valid.eq(rp.sample.valid), rp.sample.ready.eq(slots.i.ready)]
+        wiring.connect(m, slots.o, ga.idx)
 
     def _bind_bus(self, m, base):
         """The AXI4 master (AR/R: the gather engine, or StorageIO during LOAD; AW/W/B:

@@ -322,6 +322,7 @@ class TrainerReplay(wiring.Component):
                 m.d.sync += r.state.eq(_S.IDLE)
         r.n_s = Signal(range(cfg.max_batch + 1), name="sample_n")
         r.bad_s = Signal(name="sample_bad")
+        r.n_s_last = Signal(range(cfg.max_batch + 1), name="sample_n_last")    # B - 1
         r.empty_s = Signal(name="sample_empty")
         r.beta = Signal(cfg.coef_frac + 1, name="beta")
         r.alpha = Signal(cfg.coef_frac + 1, name="alpha")
@@ -337,6 +338,7 @@ class TrainerReplay(wiring.Component):
                 with m.Case(ReplayCmd.SAMPLE):
                     m.d.sync += [
                         r.state.eq(_S.S_START), r.n_s.eq(p.count), r.beta.eq(p.coef),
+                        r.n_s_last.eq(p.count - 1),
                         r.bad_s.eq((p.count == 0) | (p.count > cfg.max_batch)),
                         r.empty_s.eq(tree.total == 0),
                     ]
@@ -377,6 +379,7 @@ class TrainerReplay(wiring.Component):
         k_last = Signal(range(W + 1), name="k_last")        # k - 1 (k > 0 where read)
         k_zero = Signal(name="k_zero")
         i = Signal(range(W + 1), name="i")
+        i_last = Signal(name="i_last")                      # i == k_last, registered
         pop = Signal(name="pop")
         wb_n = Signal(range(cfg.max_batch + 1), name="wb_n")
         j = Signal(range(cfg.max_batch + 1), name="wb_j")
@@ -433,7 +436,8 @@ class TrainerReplay(wiring.Component):
                     i.eq(0), j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
                 ]
             with m.Case(_S.B_WAIT):
-                m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(k_next == 0)]
+                m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(k_next == 0),
+                             i_last.eq(k_next == 1)]
                 with m.If(ahead > W):
                     m.d.sync += self.overrun.eq(1)
                 with m.If(pop & r.td_active & (r.td_slot == r.head)):
@@ -457,14 +461,14 @@ class TrainerReplay(wiring.Component):
             with m.Case(_S.B_INS):
                 with m.If(r.tc_free):
                     self._load(m, r, SumTreeOp.UPDATE, index=ins, priority=ins_val)
-                    m.d.sync += [ins.eq(inc(ins)), i.eq(i + 1)]
-                    with m.If(i == k_last):
-                        m.d.sync += [state.eq(_S.B_EVICT), i.eq(0)]
+                    m.d.sync += [ins.eq(inc(ins)), i.eq(i + 1), i_last.eq(i + 1 == k_last)]
+                    with m.If(i_last):
+                        m.d.sync += [state.eq(_S.B_EVICT), i.eq(0), i_last.eq(k_last == 0)]
             with m.Case(_S.B_EVICT):
                 with m.If(r.tc_free):
                     self._load(m, r, SumTreeOp.UPDATE, index=ev, priority=0)
-                    m.d.sync += [ev.eq(inc(ev)), i.eq(i + 1)]
-                    with m.If(i == k_last):
+                    m.d.sync += [ev.eq(inc(ev)), i.eq(i + 1), i_last.eq(i + 1 == k_last)]
+                    with m.If(i_last):
                         m.d.sync += state.eq(_S.B_SETTLE)
             with m.Case(_S.B_SETTLE):
                 m.d.sync += wait.eq(wait - 1)
@@ -479,6 +483,7 @@ class TrainerReplay(wiring.Component):
         D, iw, pw = cfg.delay, cfg.tree.index_width, cfg.tree.priority_width
         rsp = tree.rsp
         jr = Signal(range(cfg.max_batch + 1), name="rsp_j")
+        jr_last = Signal(name="rsp_j_last")      # jr == B - 1, registered
         wslot = Signal(r.slot_shape, name="sample_slot")
         sl_wr = r.q_slots.write_port()
         running = r.state == _S.S_RUN
@@ -487,7 +492,7 @@ class TrainerReplay(wiring.Component):
             st.batch.eq(r.n_s),
             wu.beta.eq(r.beta),
             wu.i.payload.priority.eq(rsp.payload.value[:pw]),
-            wu.i.payload.last.eq(jr == r.n_s - 1),
+            wu.i.payload.last.eq(jr_last),
             self.sample.payload.slot.eq(rsp.payload.index[:iw]),
             self.sample.payload.priority.eq(rsp.payload.value[:pw]),
             self.weight.valid.eq(wu.o.valid),
@@ -514,13 +519,13 @@ class TrainerReplay(wiring.Component):
                     m.d.comb += st.start.eq(1)
                     slot = Mux(nxt > D, nxt - (D + 1), nxt)
                     m.d.sync += [r.state.eq(_S.S_RUN), wslot.eq(slot), r.last_slot.eq(slot),
-                                 r.last_n.eq(r.n_s), jr.eq(0)]
+                                 r.last_n.eq(r.n_s), jr.eq(0), jr_last.eq(r.n_s_last == 0)]
             with m.Case(_S.S_RUN):
                 with m.If(st.o.valid & r.tc_free):
                     self._load(m, r, SumTreeOp.SAMPLE, target=st.o.payload.fraction,
                                valid=~r.empty_s)
                 with m.If(took):
-                    m.d.sync += jr.eq(jr + 1)
+                    m.d.sync += [jr.eq(jr + 1), jr_last.eq(jr + 1 == r.n_s_last)]
                 with m.If(r.empty_s & ~st.busy):
                     self._finish(m, r)
                 with m.If(self.weight.valid & self.weight.ready & wu.o.payload.last):
