@@ -12,8 +12,9 @@ from sw.learner.layout import mem_addr_bits, region, region_base, sub_words
 from sw.learner.spec import learner_register_map
 from sw.shell.spec import HOST_READ_LATENCY
 from sw.trainer.layout import lane_bytes, record_bytes
-from sw.trainer.schedule import (HOST_OUT_STAGES, adapter_pack_cycles, adapter_readback_cycles,
-                                 adapter_row_chunks, adapter_row_cycles)
+from sw.trainer.schedule import (HOST_OUT_STAGES, adapter_max_levels, adapter_pack_cycles,
+                                 adapter_readback_cycles, adapter_readback_reads,
+                                 adapter_row_chunks, adapter_row_cycles, adapter_row_elements)
 from sw.trainer.spec import TrainerConfig
 
 from ..fixed import rshift_round, saturate_staged
@@ -85,7 +86,9 @@ class LearnerAdapter(wiring.Component):
        word's lanes with the loss weights, ``sub`` cycles to write its host words);
     2. *run*: starts the learner (B, η, γ, ``sync_target`` = ``sync``, ``sync_period`` 0)
        and waits for its ``done``;
-    3. *read back*: reads ``tq[b, 0..n_out-1]`` and ``Q[b, a_b]`` (one host read per cycle,
+    3. *read back*: reads the words of ``tq[b, 0..n_out-1]`` (the maximum over each word's
+       lanes in :func:`~sw.trainer.schedule.adapter_max_levels` register stages) and the word
+       of ``Q[b, a_b]`` (one host read per cycle,
        pipelined), forms ``y = saturate(r + rshift_round(γ·(1-d)·max tq, coef_width - 1))``
        and ``td = Q[a] - y`` (``act_width + 1`` bits) into a B-entry memory, in register
        stages (:data:`~sw.trainer.schedule.ADAPTER_READBACK_STAGES`: no more than one carry
@@ -249,10 +252,11 @@ class LearnerAdapter(wiring.Component):
 
         # -- read-back ----------------------------------------------------------------------
         ib = Signal(range(maxb + 1))             # sample of the next read
-        ik = Signal(range(n_out + 1))            # its element (n_out: Q[a])
+        co = adapter_readback_reads(cfg) - 1      # tq words per sample
+        ik = Signal(range(co + 1))               # its word (co: Q[a])
         rd_open = Signal()                       # ib < B
         act_cur = Signal(ab)                     # the action of sample ib, registered
-        tags = [Signal(data.StructLayout({"v": 1, "k": range(n_out + 1),
+        tags = [Signal(data.StructLayout({"v": 1, "k": range(co + 1),
                                           "b": range(maxb), "off": _log2(D) or 1}),
                        name=f"tag{t}") for t in range(lat)]
         best = Signal(signed(w))
@@ -324,7 +328,7 @@ class LearnerAdapter(wiring.Component):
                     m.d.sync += self.learner_error.eq(self.learner_ctrl.error)
                     m.next = "READ"
             with m.State("READ"):
-                self._issue(m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], n_out)
+                self._issue(m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], co)
                 # the TD errors through one output register as they are written (td_mem's
                 # LUT RAM read ends in a flip-flop, not in the replay side's power unit)
                 take = self.td.valid & self.td.ready
@@ -348,12 +352,39 @@ class LearnerAdapter(wiring.Component):
         tl = tags[-1]
         vt = Signal.like(tl, name="val_tag")
         val = Signal(signed(w))
-        m.d.sync += [vt.eq(tl), val.eq(self.host.rdata.bit_select(tl.off, w))]
+        E = adapter_row_elements(cfg)
+        ew = E * w
+        chunk = Signal(ew, name="val_word")       # the tq word's E lanes
+        m.d.sync += [vt.eq(tl), val.eq(self.host.rdata.bit_select(tl.off, w)),
+                     chunk.eq(self.host.rdata if ew == D else
+                              self.host.rdata.word_select(tl.off[_log2(ew):], ew))]
+        # the maximum over the word's valid lanes, one register stage per level (a lane
+        # beyond n_out in the last word repeats lane 0)
+        lanes = []
+        for ln in range(min(n_out, E)):
+            x = chunk.word_select(ln, w).as_signed()
+            if (co - 1) * E + ln >= n_out:
+                x = Mux(vt.k == co - 1, chunk[:w].as_signed(), x)
+            lanes.append(x)
+        for lvl in range(adapter_max_levels(cfg)):
+            nxt_lanes = []
+            for p in range(0, len(lanes), 2):
+                r_ = Signal(signed(w), name=f"max{lvl}_{p // 2}")
+                pair = lanes[p:p + 2]
+                m.d.sync += r_.eq(pair[0] if len(pair) == 1 else
+                                  Mux(pair[1] > pair[0], pair[1], pair[0]))
+                nxt_lanes.append(r_)
+            lanes = nxt_lanes
+            vt_n = Signal.like(vt, name=f"max{lvl}_tag")
+            val_n = Signal(signed(w), name=f"max{lvl}_val")
+            m.d.sync += [vt_n.eq(vt), val_n.eq(val)]
+            vt, val = vt_n, val_n
+        cmax = lanes[0]
         with m.If(vt.v):
             with m.If(vt.k == 0):
-                m.d.sync += best.eq(val)
-            with m.Elif(vt.k < n_out):
-                m.d.sync += best.eq(Mux(val > best, val, best))
+                m.d.sync += best.eq(cmax)
+            with m.Elif(vt.k < co):
+                m.d.sync += best.eq(Mux(cmax > best, cmax, best))
         for port in rd1:
             m.d.comb += port.addr.eq(vt.b)
         nst = 5
@@ -361,7 +392,7 @@ class LearnerAdapter(wiring.Component):
         pb = [Signal(range(maxb), name=f"res_b{s}") for s in range(nst)]
         pq = [Signal(signed(w), name=f"res_q{s}") for s in range(nst)]
         pr = [Signal(signed(w), name=f"res_r{s}") for s in range(3)]
-        m.d.sync += [pv[0].eq(vt.v & (vt.k == n_out)), pb[0].eq(vt.b), pq[0].eq(val),
+        m.d.sync += [pv[0].eq(vt.v & (vt.k == co)), pb[0].eq(vt.b), pq[0].eq(val),
                      pr[0].eq(rd1[0].data)]
         m.d.sync += [x[s + 1].eq(x[s]) for x in (pv, pb, pq) for s in range(nst - 1)]
         m.d.sync += [pr[s + 1].eq(pr[s]) for s in range(2)]
@@ -435,15 +466,17 @@ class LearnerAdapter(wiring.Component):
                             hp["we"].eq(((1 << (len(cols) * w // 8)) - 1) << (off >> 3)),
                             hp["wdata"].eq(elems << off)]
 
-    def _issue(self, m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tag, n_out):
-        """The read-back's reads: tq[b, 0..n_out-1] then Q[b, a_b], one per cycle (the
-        action registered from sample ib's row at least one cycle before its Q[a] read)."""
+    def _issue(self, m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tag, co):
+        """The read-back's reads: the co words of tq[b, :] then the word of Q[b, a_b], one
+        per cycle (the action registered from sample ib's row at least one cycle before its
+        Q[a] read)."""
         for port in rd0:
             m.d.comb += port.addr.eq(ib)
         m.d.sync += act_cur.eq(rd0[0].data)
+        E = adapter_row_elements(self._config)
         aq, oq = self._element_addr("q", ib, act_cur)
-        at, ot = self._element_addr("tq", ib, ik)
-        isq = ik == n_out
+        at, ot = self._element_addr("tq", ib, (ik * E)[:len(ik) + _log2(E)])
+        isq = ik == co
         with m.If(rd_open):
             m.d.comb += [hp["addr"].eq(Mux(isq, aq, at)), hp["re"].eq(1)]
             m.d.sync += [tag.v.eq(1), tag.k.eq(ik), tag.b.eq(ib), tag.off.eq(Mux(isq, oq, ot))]

@@ -37,7 +37,8 @@ __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATEN
            "WEIGHTS_TAIL", "clear_cycles", "boundary_cycles", "sample_cycles", "td_cycles",
            "read_cycles", "gather_cycles", "replay_cycles", "learner_cycles",
            "step_cycles", "snapshot_cycles", "launch_cycles", "adapter_pack_cycles",
-           "adapter_row_chunks", "adapter_row_cycles",
+           "adapter_row_chunks", "adapter_row_cycles", "adapter_row_elements",
+           "adapter_readback_reads", "adapter_max_levels",
            "HOST_OUT_STAGES", "ADAPTER_READBACK_STAGES", "IO_START", "adapter_readback_cycles",
            "adapter_cycles", "sequential_load_cycles", "sequential_snapshot_cycles",
            "sequential_trace_cycles", "sequential_step_cycles", "sequential_launch_cycles",
@@ -171,11 +172,9 @@ def launch_cycles(config: TrainerConfig, steps: int, batch: int, *, inserts_per_
 # -- the sequential core (rtl_gen.trainer.learner_adapter.LearnerAdapter), no back-pressure --
 def adapter_row_chunks(config: TrainerConfig) -> int:
     """Host words an ``obs`` (or ``next_obs``) row of the learner takes: ``ceil(n_in / E)``
-    with ``E = min(S, D / w)`` consecutive elements of a row in one host word (a block row of
-    the region holds S lanes of w bits; a host word D bits)."""
-    lc = config.learner
-    per_word = min(lc.array, lc.axi_data_width // lc.numerics.width)
-    return -(-lc.sizes[0] // per_word)
+    (:func:`adapter_row_elements`: a block row of the region holds S lanes of w bits, a host
+    word D bits)."""
+    return -(-config.learner.sizes[0] // adapter_row_elements(config))
 
 
 def adapter_row_cycles(config: TrainerConfig) -> int:
@@ -213,15 +212,34 @@ HOST_OUT_STAGES = 1
 ADAPTER_READBACK_STAGES = 7
 
 
+def adapter_row_elements(config: TrainerConfig) -> int:
+    """Elements of a learner row in one host word: ``E = min(S, D / w)``."""
+    lc = config.learner
+    return min(lc.array, lc.axi_data_width // lc.numerics.width)
+
+
+def adapter_readback_reads(config: TrainerConfig) -> int:
+    """Host reads per sample of the read-back: ``ceil(n_out / E)`` words of its ``tq`` row
+    (:func:`adapter_row_elements`), then the word of ``Q[a]``."""
+    return -(-config.learner.n_out // adapter_row_elements(config)) + 1
+
+
+def adapter_max_levels(config: TrainerConfig) -> int:
+    """Register stages of the maximum over a ``tq`` word's lanes:
+    ``ceil(log2(min(n_out, E)))``."""
+    return (min(config.learner.n_out, adapter_row_elements(config)) - 1).bit_length()
+
+
 def adapter_readback_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles of the adapter from the learner's ``done`` to its own ``done`` with ``td``
-    always ready: ``B·(n_out + 1)`` host reads (``tq`` of a sample and its ``Q[a]``), the
-    port's read latency and :data:`ADAPTER_READBACK_STAGES` to the last TD error, streamed as
-    they are written, then its output register:
-    ``B·(n_out + 1) + HOST_READ_LATENCY + HOST_OUT_STAGES + ADAPTER_READBACK_STAGES + 1``."""
+    always ready: ``B·r`` host reads (:func:`adapter_readback_reads`: the words of a sample's
+    ``tq`` row and of its ``Q[a]``), the port's read latency, the lanes' maximum
+    (:func:`adapter_max_levels`) and :data:`ADAPTER_READBACK_STAGES` to the last TD error,
+    streamed as they are written, then its output register:
+    ``B·r + HOST_READ_LATENCY + HOST_OUT_STAGES + levels + ADAPTER_READBACK_STAGES + 1``."""
     from sw.shell.spec import HOST_READ_LATENCY
-    return (int(batch) * (config.learner.n_out + 1) + HOST_READ_LATENCY + HOST_OUT_STAGES
-            + ADAPTER_READBACK_STAGES + 1)
+    return (int(batch) * adapter_readback_reads(config) + HOST_READ_LATENCY + HOST_OUT_STAGES
+            + adapter_max_levels(config) + ADAPTER_READBACK_STAGES + 1)
 
 
 def adapter_cycles(config: TrainerConfig, batch: int) -> int:
@@ -307,8 +325,8 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
 
     ``boundary_cycles(w, k) + 2`` (the boundary and the decision), then from SAMPLE's
     transfer ``max(S0 + G1 + P·Bp + 2, sample_cycles(B, divide))`` until the adapter's
-    rows and weights are in (S0 = ``d + FRACTION_LATENCY + tree latency + 3``: the first
-    sample; G1 = ``gather_cycles(b, O, 1, L)``: its record, into the adapter's record memory;
+    rows and weights are in (S0 = ``d + FRACTION_LATENCY + tree latency + 4``: the first
+    sample, through the register slice before the gather; G1 = ``gather_cycles(b, O, 1, L)``: its record, into the adapter's record memory;
     the adapter then writes a row every P cycles (:func:`adapter_row_cycles`), Bp = B rounded up to S),
     ``1 + g·(S + sub) + HOST_OUT_STAGES`` for
     the samples words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
@@ -322,7 +340,7 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     sub = sub_words(lc, region(lc, "samples"))
     b = _beats(record_bytes(config), config)
     d = config.tree.target_bits if divide else 0
-    s0 = d + FRACTION_LATENCY + config.tree.latency + 3
+    s0 = d + FRACTION_LATENCY + config.tree.latency + 4
     g1 = gather_cycles(b, config.gather_outstanding, 1, read_latency)
     pack = max(s0 + g1 + adapter_row_cycles(config) * g * S + 2,
                sample_cycles(config, batch, divide=divide))

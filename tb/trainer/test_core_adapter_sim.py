@@ -27,8 +27,8 @@ from sw.trainer.schedule import adapter_cycles
 from sw.trainer.spec import TrainerConfig
 
 
-def small_config(**kw):
-    learner = LearnerConfig(sizes=(4, 8, 2), array=2, max_batch=kw.pop("max_batch", 8),
+def small_config(sizes=(4, 8, 2), **kw):
+    learner = LearnerConfig(sizes=sizes, array=2, max_batch=kw.pop("max_batch", 8),
                             sub_batch=4, loss="dqn")
     return TrainerConfig(learner=learner,
                          tree=SumTreeConfig(fanout=4, capacity=256, max_batch=16),
@@ -162,11 +162,20 @@ def _golden(cfg, steps, syncs):
     return tds, w, tw
 
 
-@pytest.mark.parametrize("B,stall", [(8, False), (5, False), (7, True)])
-def test_adapter_steps_bit_exact(B, stall):
-    cfg = small_config()
+@pytest.mark.parametrize("B,stall,sizes", [(8, False, (4, 8, 2)), (5, False, (4, 8, 2)),
+                                           (7, True, (4, 8, 2)), (6, False, (3, 8, 5))])
+def test_adapter_steps_bit_exact(B, stall, sizes):
+    """(3, 8, 5) on 2 x 2 units: rows of two host words per region (a half-empty one), three
+    tq words per sample (the last with one lane beside a padding lane), the target network's
+    output bias lowered so that every tq is negative until the first sync (a padding lane in
+    the maximum would show)."""
+    cfg = small_config(sizes)
     rng = np.random.default_rng(B + 10 * stall)
     steps = [random_case(cfg.learner, B, rng, weighted=True) for _ in range(4)]
+    if sizes[-1] % cfg.learner.array:
+        wf = cfg.learner.numerics.weight_format
+        bias = steps[0].target_weights[-1][-1]
+        bias[:] = wf.quantize(wf.to_float(bias) - 3.0)
     got, syncs = _run(cfg, steps, rng, stall=stall)
     want_td, want_w, want_tw = _golden(cfg, steps, syncs)
     for s, (g, wnt) in enumerate(zip(got["td"], want_td)):
