@@ -35,8 +35,9 @@ _LAZY = {
     "sw.gae.driver": (
         "GAE_KERNEL_NAME", "GAE_VLNV", "GAE_VLNVS", "DequantOverflowWarning", "GaeBatch",
         "GaeBusyError", "GaeConfigMismatchError", "GaeDriver", "GaeError", "GaeOverflowWarning",
-        "GaeTimeoutError", "PeOverflowWarning", "RequantOverflowWarning", "StartRefusedWarning",
-        "ClippingWarning", "read_hw_config"),
+        "GaeTimeoutError", "PeOverflowWarning", "RequantOverflowWarning", "ClippingWarning",
+        "read_hw_config"),
+    "sw.driver.common": ("StartRefusedWarning",),
     "sw.learner.device": ("LearnerGoldenDevice",),
     "sw.learner.driver": (
         "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerBatch", "LearnerBusyError",

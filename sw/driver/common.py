@@ -1,6 +1,8 @@
 """What the GAE, learner and replay drivers share: the checks of their constructor arguments,
 the start of a run and the wait for CTRL.AP_DONE (interrupt or polling), the base of their
-error-code exceptions and the ``stacklevel`` of their warnings. Private to :mod:`sw.driver`."""
+error-code exceptions, the run-control warnings they all raise (:class:`StartRefusedWarning`,
+public, re-exported by :mod:`sw.driver`) and the ``stacklevel`` of their warnings. The rest is
+private to :mod:`sw.driver` and the blocks' drivers."""
 
 import math
 import operator
@@ -16,6 +18,11 @@ _SW_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: outside these folders (user code, or the RL programs of ``sw/rl``).
 _DRIVER_DIRS = tuple(os.path.join(_SW_DIR, d) + os.sep
                      for d in ("driver", "gae", "replay", "learner", "shell"))
+
+
+class StartRefusedWarning(RuntimeWarning):
+    """STATUS.START_REFUSED: some master wrote AP_START while the run was in progress (the
+    GAE, learner and replay drivers warn it after the run they waited for)."""
 
 
 class CodedError(RuntimeError):

@@ -17,7 +17,7 @@ requantizer and coefficient registers; the **run** (:meth:`GaeDriver.run`, also 
 codes: the codes into the regions of :mod:`sw.gae.layout`, the registers, AP_START, the
 interrupt or AP_DONE polling with a timeout, STATUS: ``ERROR`` raises :class:`GaeError`, the
 overflow flags warn a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
-:class:`StartRefusedWarning`); **read-back and de-quantization**, into new float64 arrays or
+:class:`~sw.driver.common.StartRefusedWarning`); **read-back and de-quantization**, into new float64 arrays or
 the caller's (``out=``). In the caller's units only the advantages are read back: the returns
 are the advantages plus the caller's values (:mod:`sw.gae.batch`, "Returns").
 
@@ -47,6 +47,7 @@ import numpy as np
 from sw.driver.common import (
     ControlOf,
     DriverBase,
+    StartRefusedWarning,
     use_interrupt_arg,
     warn_level,
     written_registers,
@@ -87,7 +88,6 @@ from .errors import (
     GaeTimeoutError,
     PeOverflowWarning,
     RequantOverflowWarning,
-    StartRefusedWarning,
 )
 from .golden import quantize_coefs
 from .hwinfo import check_against, read_hw_config
@@ -116,7 +116,6 @@ __all__ = [
     "GaeTimeoutError",
     "PeOverflowWarning",
     "RequantOverflowWarning",
-    "StartRefusedWarning",
     "read_hw_config",
 ]
 

@@ -1,4 +1,6 @@
-"""Errors and warnings of the GAE driver (:mod:`sw.gae.driver` re-exports them)."""
+"""Errors and warnings of the GAE driver (:mod:`sw.gae.driver` re-exports them). The
+run-control warning every driver shares, ``StartRefusedWarning``, is in
+:mod:`sw.driver.common`."""
 
 from sw.driver.common import CodedError
 
@@ -15,7 +17,6 @@ __all__ = [
     "GaeTimeoutError",
     "PeOverflowWarning",
     "RequantOverflowWarning",
-    "StartRefusedWarning",
 ]
 
 class GaeError(CodedError):
@@ -57,10 +58,6 @@ class RequantOverflowWarning(GaeOverflowWarning):
 class ClippingWarning(RuntimeWarning):
     """More than ``clip_warning`` of a batch's standardized rewards or values were clipped to
     the quantizers' ranges (standardized units only; the caller's units never clip)."""
-
-
-class StartRefusedWarning(RuntimeWarning):
-    """STATUS.START_REFUSED: some master wrote AP_START while the run was in progress."""
 
 
 FLAG_WARNINGS = {

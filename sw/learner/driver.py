@@ -38,7 +38,7 @@ drv.read_raw_weights(), target=False)``. Every method does, in order:
    AP_START, then the interrupt (or polling of CTRL.AP_DONE) with a timeout
    (:class:`LearnerTimeoutError`), STATUS: ``ERROR`` raises :class:`LearnerError`, the
    saturation flags warn with :class:`LearnerOverflowWarning` (naming them), START_REFUSED
-   warns :class:`~sw.gae.driver.StartRefusedWarning`; LOSS and CYCLES read back.
+   warns :class:`~sw.driver.common.StartRefusedWarning`; LOSS and CYCLES read back.
 
 Loss: ``(1/B) sum_b sum_o (Q[b, o] - y[b, o])**2`` with, for DQN, only the action taken
 (``y_b = r_b + gamma (1 - d_b) max_a Q_target(s'_b, a)``), i.e. torch's
@@ -74,6 +74,7 @@ import numpy as np
 from sw.driver.common import (
     ControlOf,
     DriverBase,
+    StartRefusedWarning,
     bool_flags,
     integer_in,
     use_interrupt_arg,
@@ -82,7 +83,6 @@ from sw.driver.common import (
 )
 from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
-from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from . import hostfast

@@ -18,7 +18,7 @@ CTRL.AP_DONE) and checks STATUS: ERROR raises :class:`ReplayError`, EMPTY raises
 :class:`ReplayError` (cannot happen after validation: it means another master changed the
 buffers), SATURATED warns :class:`PrioritySaturatedWarning` (a priority above the leaf format's
 maximum was stored as that maximum), START_REFUSED warns
-:class:`~sw.gae.driver.StartRefusedWarning`.
+:class:`~sw.driver.common.StartRefusedWarning`.
 
 ``update`` and ``update_and_sample`` take TD errors of any sign, as cpprb and TorchRL users
 pass them, and store the priorities ``(|delta| + eps) ** alpha``
@@ -41,11 +41,10 @@ import warnings
 import numpy as np
 
 from sw.config import check_real
-from sw.driver.common import (ControlOf, DriverBase, integer_in, use_interrupt_arg, warn_level,
-                              written_registers)
+from sw.driver.common import (ControlOf, DriverBase, StartRefusedWarning, integer_in,
+                              use_interrupt_arg, warn_level, written_registers)
 from sw.driver.mmio import Device
 from sw.driver.regmap import RegisterMapAccess
-from sw.gae.driver import StartRefusedWarning
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from . import hostfast
