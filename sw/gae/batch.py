@@ -137,7 +137,7 @@ from .quant import (UniformQuantizer, matched_registers, range_registers, result
                     unit_scale_for)
 from .spec import GaeCoreArgs, dequant_scale_format
 
-__all__ = ["GaeBatch", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
+__all__ = ["GaeBatch", "HostSettings", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
            "choose_result_scale", "set_result_ranges", "set_result_registers", "longest_segment",
            "dequantize_results", "code_images", "error_bounds",
            "residual_rewards", "relative_error_bounds", "pe_weights", "MAX_REFINEMENTS"]
@@ -456,6 +456,26 @@ class GaeBatch:
     def total_runs(self) -> int:
         """Accelerator runs of this batch and its refinements."""
         return self.runs + sum(r.total_runs for r in self.refinements)
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    """The driver's host-side choices that every batch path applies, the batch
+    (:meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`) and the stream
+    (:class:`~sw.gae.stream.GaeStream`) alike: ``GaeDriver.host_settings``.
+
+    result_sigmas : float
+        Width of the automatic in-place advantage range in standard deviations
+        (:func:`set_result_ranges`).
+    result_range : (float, float) or None
+        Fixed ``(R_A, R_G)`` in-place result ranges instead of the automatic choice.
+    clip_warning : (float, float)
+        Fractions of clipped rewards and values above which a batch warns
+        :class:`~sw.gae.errors.ClippingWarning`.
+    """
+    result_sigmas: float
+    result_range: tuple | None
+    clip_warning: tuple
 
 
 def check_out(out, T, M):

@@ -62,6 +62,7 @@ from . import spec as gae_spec
 from .batch import (
     MAX_REFINEMENTS,
     GaeBatch,
+    HostSettings,
     check_batch,
     check_out,
     check_units,
@@ -114,6 +115,7 @@ __all__ = [
     "GaeError",
     "GaeOverflowWarning",
     "GaeTimeoutError",
+    "HostSettings",
     "PeOverflowWarning",
     "RequantOverflowWarning",
     "read_hw_config",
@@ -189,6 +191,8 @@ class GaeDriver(DriverBase):
         Its running statistics are used (and updated) in standardized units only; in the
         caller's units only its ``reward_rounding`` is.
     units : str
+    host_settings : HostSettings
+        The result-scale and clipping-warning parameters, read-only.
     last_batch : GaeBatch or None
         The batch of the last :meth:`compute`.
     last_status : dict
@@ -209,14 +213,13 @@ class GaeDriver(DriverBase):
                                  or not 0 <= f <= 1 for f in pair):
             raise ValueError(f"clip_warning must be a fraction in [0, 1] or a pair of them "
                              f"(rewards, values), not {clip_warning!r}")
-        self._clip_warning = tuple(float(f) for f in pair)
-        self._sigmas = _positive(result_sigmas, "result_sigmas")
+        sigmas = _positive(result_sigmas, "result_sigmas")
         if result_range is not None:
             if not (isinstance(result_range, (tuple, list)) and len(result_range) == 2):
                 raise ValueError(f"result_range must be a pair (R_A, R_G) or None, "
                                  f"not {result_range!r}")
             result_range = tuple(_positive(r, "result_range") for r in result_range)
-        self._result_range = result_range
+        self._settings = HostSettings(sigmas, result_range, tuple(float(f) for f in pair))
         if on_requant_overflow not in ("warn", "retry"):
             raise ValueError(f"on_requant_overflow must be 'warn' or 'retry', "
                              f"not {on_requant_overflow!r}")
@@ -254,6 +257,13 @@ class GaeDriver(DriverBase):
         #: what the last stream saw (:class:`~sw.gae.stream.StreamReference`), the next one's
         #: quantization scales
         self.stream_reference = None
+
+    @property
+    def host_settings(self) -> HostSettings:
+        """``result_sigmas``, ``result_range`` and ``clip_warning`` as given to the
+        constructor (checked; ``clip_warning`` as a pair): what a
+        :class:`~sw.gae.stream.GaeStream` applies as :meth:`compute` does. Read-only."""
+        return self._settings
 
     # -- validation and quantization (no bus access) ------------------------------------------
     def check_shape(self, T: int, M: int):
@@ -332,13 +342,15 @@ class GaeDriver(DriverBase):
         batch = GaeBatch(T, M, gamma, lam, codes, args, prep,
                          unit_scale=prep.get("unit_scale", 1.0), **kw)
         if cfg.results == "inplace":
-            choose_result_scale(batch, cfg, self._sigmas, result_range or self._result_range)
+            settings = self._settings
+            choose_result_scale(batch, cfg, settings.result_sigmas,
+                                result_range or settings.result_range)
         return batch
 
     def _warn_clipping(self, prep):
-        pipe, bad = self.pipeline, []
-        for stream, q, limit in (("reward", pipe.reward_quantizer, self._clip_warning[0]),
-                                 ("value", pipe.value_quantizer, self._clip_warning[1])):
+        pipe, bad, limits = self.pipeline, [], self._settings.clip_warning
+        for stream, q, limit in (("reward", pipe.reward_quantizer, limits[0]),
+                                 ("value", pipe.value_quantizer, limits[1])):
             frac = prep[f"{stream}_clipped"]
             if frac > limit:
                 bad.append(f"{100 * frac:.3g} % of the {stream}s clipped at +-{q.clip:g} std "

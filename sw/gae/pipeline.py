@@ -98,6 +98,11 @@ class GaeQuantizationPipeline:
         return self.reward_quantizer.bits
 
     @property
+    def min_std(self) -> float:
+        """The smallest standard deviation the standardizers divide by."""
+        return self._min_std
+
+    @property
     def reward_rounding(self) -> str:
         return self._reward_rounding
 

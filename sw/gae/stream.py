@@ -196,7 +196,7 @@ class GaeStream:
             u = 1.0
             rs, ro = pipe.reward_quantizer.dequantize_params(rf, scale_format=cfg.scale_format)
             vs, vo = pipe.value_quantizer.dequantize_params(
-                rf, std=max(ref.value_std * VALUE_STD_MARGIN, pipe._min_std),
+                rf, std=max(ref.value_std * VALUE_STD_MARGIN, pipe.min_std),
                 mean=ref.value_mean, scale_format=cfg.scale_format)
         else:
             r_lo, r_hi = _widened(min(ref.reward_range[0], 0.0), max(ref.reward_range[1], 0.0),
@@ -520,7 +520,8 @@ class GaeStream:
         batch = GaeBatch(T, M, self._gamma, self._lam, codes, self._args, prepared,
                          units=self._units, unit_scale=self._u, values=self._vals)
         if cfg.results == "inplace":
-            set_result_ranges(batch, cfg, drv._sigmas, drv._result_range,
+            settings = drv.host_settings
+            set_result_ranges(batch, cfg, settings.result_sigmas, settings.result_range,
                               max_abs_delta=self._dmax, mean_delta=self._delta.mean,
                               std_delta=self._delta.std, longest=self._longest, center=center,
                               v_dev=max(self._vmax - center, center - self._vmin))
@@ -535,7 +536,7 @@ class GaeStream:
             (self._v_lo, self._v_hi), self._raw_dmax, self.T)
 
     def _warn_clipping(self, prep):
-        limits = self._drv._clip_warning
+        limits = self._drv.host_settings.clip_warning
         bad = [f"{100 * prep[f'{s}_clipped']:.3g} % of the {s}s" for s, lim in
                zip(("reward", "value"), limits) if prep[f"{s}_clipped"] > lim]
         if bad:
