@@ -285,8 +285,15 @@ def _stream(x, bits, reg_format, scale_format):
     return codes, scale_raw, off_raw
 
 
+def _fast(fast):
+    """The compiled kernels are to be used: ``fast`` as the caller chose it (a driver's
+    ``backend == "numba"``, :func:`sw.gae.hostfast.choose_backend`), or, for None (a direct
+    call of this module's functions), whether they are available."""
+    return hostfast.available() if fast is None else fast
+
+
 def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bits, reg_format,
-                         data_format, reward_rounding="error_feedback", coefs=None):
+                         data_format, reward_rounding="error_feedback", coefs=None, fast=None):
     """Codes and dequantizer registers whose dequantized values are the caller's own
     rewards and values times ``unit_scale`` (module docstring). No state.
 
@@ -302,10 +309,13 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
         ``unit_scale``; ``value_mean`` (scaled, the centre of the return range);
         ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped); ``matched``
         (the reward codes were matched to the recursion).
+
+    ``fast``: use the compiled kernels (:func:`_fast`); they decline inputs they do not take
+    (non-finite, inconsistent shapes), which then take this numpy code and its errors.
     """
     gh, glh = (float(gamma), float(gamma) * float(lam)) if coefs is None else map(float, coefs)
     matched = reward_rounding == "error_feedback"
-    if hostfast.available():            # the same results from compiled passes
+    if _fast(fast):                     # the same results from compiled passes
         prep = hostfast.caller_units(rewards, values, last_values, dones, gamma, lam,
                                      bits=bits, reg_format=reg_format,
                                      data_format=data_format, matched=matched,
@@ -517,11 +527,11 @@ def longest_segment(dones) -> int:
     return int(np.diff(np.flatnonzero(ends), prepend=-1).max())
 
 
-def choose_result_scale(batch, cfg, sigmas, result_range=None):
+def choose_result_scale(batch, cfg, sigmas, result_range=None, *, fast=None):
     """Set ``batch``'s in-place result ranges, bounds and requantizer registers from its
     dequantized inputs (module docstring, "Result scale"); ``result_range`` (caller's
-    units) overrides the automatic ranges."""
-    stats = hostfast.result_stats(batch, cfg) if hostfast.available() else None
+    units) overrides the automatic ranges. ``fast``: :func:`prepare_caller_units`."""
+    stats = hostfast.result_stats(batch, cfg) if _fast(fast) else None
     if stats is not None:               # the same statistics from one compiled pass
         set_result_ranges(batch, cfg, sigmas, result_range, **stats)
         return
@@ -685,30 +695,34 @@ def residual_rewards(batch, adv):
     return rho
 
 
-def dequantize_results(cfg, batch, adv_raw, rtg_raw):
+def dequantize_results(cfg, batch, adv_raw, rtg_raw, *, fast=None):
     """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``;
-    ``rtg_raw`` None (returns not read back): None for the returns."""
+    ``rtg_raw`` None (returns not read back): None for the returns. ``fast``:
+    :func:`prepare_caller_units`."""
     u = batch.unit_scale
     if cfg.results == "full":
         fmt = cfg.pe.data_format
         return tuple(None if raw is None else fmt.to_float(raw) / u
                      for raw in (adv_raw, rtg_raw))
     a, lo = batch.args, 1 << (cfg.code_bits - 1)
+    take = hostfast.take if _fast(fast) else (lambda table, raw, lo: np.take(table, raw + lo))
     # a table of every code's value (the same operations per element), then one take
     return tuple(None if raw is None
-                 else hostfast.take(result_table(cfg, batch, scale, offset), raw, lo)
+                 else take(result_table(cfg, batch, scale, offset), raw, lo)
                  for raw, scale, offset in ((adv_raw, a.adv_scale, a.adv_offset),
                                             (rtg_raw, a.rtg_scale, a.rtg_offset)))
 
 
-def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape):
+def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape, *,
+                fast=None):
     """``[(region, image)]``: the memory images (bytes, or uint8 arrays to be written at once)
     of one batch of codes (rewards, values with the bootstrap row, dones), checked first
     (``ValueError`` naming the argument; ``check_shape(T, M)`` checks the capacity): what
-    ``GaeDriver.load`` writes."""
-    fast = hostfast.pack_codes(cfg, reward_codes, value_codes, bootstrap_codes, dones)
-    if fast is not None:
-        return fast
+    ``GaeDriver.load`` writes. ``fast``: :func:`prepare_caller_units`."""
+    if _fast(fast):
+        images = hostfast.pack_codes(cfg, reward_codes, value_codes, bootstrap_codes, dones)
+        if images is not None:
+            return images
     lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
     arrays = {}
     for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),

@@ -181,6 +181,11 @@ class GaeDriver(DriverBase):
         Default 0.1 % of the rewards, 1 % of the values (their ``+-4`` std range is the
         quantizer of least squared error; critics' heavy tails go past it: 0.3 % in PPO on
         CartPole).
+    backend : str or None
+        The host path of quantization, packing and de-quantization, chosen once for the
+        driver's life: ``"numba"`` (the compiled kernels of :mod:`sw.gae.hostfast`) or
+        ``"numpy"``, bit-identical; default ``"numba"`` where numba is installed
+        (:func:`~sw.gae.hostfast.choose_backend`).
 
     Members
     -------
@@ -191,6 +196,8 @@ class GaeDriver(DriverBase):
         Its running statistics are used (and updated) in standardized units only; in the
         caller's units only its ``reward_rounding`` is.
     units : str
+    backend : str
+        ``"numba"`` or ``"numpy"``, read-only.
     host_settings : HostSettings
         The result-scale and clipping-warning parameters, read-only.
     last_batch : GaeBatch or None
@@ -205,8 +212,10 @@ class GaeDriver(DriverBase):
     def __init__(self, device: Device, config=None, *, pipeline=None, timeout=1.0,
                  clock_hz=100e6, poll_interval=1e-4, use_interrupt=None, result_sigmas=4.0,
                  result_range=None, on_requant_overflow="retry", result_tolerance=0.03,
-                 units="caller", clip_warning=(1e-3, 1e-2)):
+                 units="caller", clip_warning=(1e-3, 1e-2), backend=None):
         config = self._init_args(device, config, GaeCoreConfig, timeout, clock_hz, poll_interval)
+        self._backend = hostfast.choose_backend(backend)
+        self._fast = self._backend == "numba"
         self._units = check_units(units)
         pair = clip_warning if isinstance(clip_warning, (tuple, list)) else (clip_warning,) * 2
         if len(pair) != 2 or any(isinstance(f, bool) or not isinstance(f, (int, float))
@@ -257,6 +266,12 @@ class GaeDriver(DriverBase):
         #: what the last stream saw (:class:`~sw.gae.stream.StreamReference`), the next one's
         #: quantization scales
         self.stream_reference = None
+
+    @property
+    def backend(self) -> str:
+        """``"numba"`` or ``"numpy"``: the host path chosen at construction (its streams'
+        too)."""
+        return self._backend
 
     @property
     def host_settings(self) -> HostSettings:
@@ -323,7 +338,7 @@ class GaeDriver(DriverBase):
         prep = prepare_caller_units(r, v, last, d, gamma, lam, bits=cfg.code_bits,
                                     reg_format=cfg.reg_format, data_format=cfg.pe.data_format,
                                     reward_rounding=self.pipeline.reward_rounding,
-                                    coefs=(g_raw * cf, gl_raw * cf))
+                                    coefs=(g_raw * cf, gl_raw * cf), fast=self._fast)
         return self._batch(gamma, lam, (g_raw, gl_raw), d, prep, units="caller", values=v,
                            rewards=r, last_values=last)
 
@@ -344,7 +359,7 @@ class GaeDriver(DriverBase):
         if cfg.results == "inplace":
             settings = self._settings
             choose_result_scale(batch, cfg, settings.result_sigmas,
-                                result_range or settings.result_range)
+                                result_range or settings.result_range, fast=self._fast)
         return batch
 
     def _warn_clipping(self, prep):
@@ -406,15 +421,16 @@ class GaeDriver(DriverBase):
 
     def dequantize(self, batch: GaeBatch, adv_raw, rtg_raw):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
-        return dequantize_results(self._config, batch, adv_raw, rtg_raw)
+        return dequantize_results(self._config, batch, adv_raw, rtg_raw, fast=self._fast)
 
     def _decode(self, batch: GaeBatch, images, outs=None, values=None):
         """:meth:`dequantize` of the memory images :meth:`_read_images` read, into ``outs``
         if given; with ``values`` only the advantages' image is decoded and the returns are
         the advantages plus ``values`` (:func:`sw.gae.hostfast.decode_results`)."""
-        fast = hostfast.decode_results(self._config, batch, images, outs, values)
-        if fast is not None:
-            return fast
+        if self._fast:
+            fast = hostfast.decode_results(self._config, batch, images, outs, values)
+            if fast is not None:
+                return fast
         raw = self._unpack(images[:1] if values is not None else images)
         adv, rtg = self.dequantize(batch, raw[0], raw[1] if len(raw) > 1 else None)
         if values is not None:
@@ -434,7 +450,7 @@ class GaeDriver(DriverBase):
         """
         cfg, mem = self._config, self._device.memory
         for region, image in code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones,
-                                         self.check_shape):
+                                         self.check_shape, fast=self._fast):
             mem.write(region_base(cfg, region), image)
 
     def start(self, args: GaeCoreArgs, *, names=None):
@@ -659,7 +675,7 @@ class GaeDriver(DriverBase):
                                     bits=cfg.code_bits, reg_format=cfg.reg_format,
                                     data_format=cfg.pe.data_format,
                                     reward_rounding=self.pipeline.reward_rounding,
-                                    coefs=(coefs[0] * cf, coefs[1] * cf))
+                                    coefs=(coefs[0] * cf, coefs[1] * cf), fast=self._fast)
         rng = bound * (1.0 + 2.0 ** -6)
         return self._batch(batch.gamma, batch.lam, coefs, d, prep, result_range=(rng, rng),
                            units="caller", values=zeros, rewards=rho, last_values=zeros[0])

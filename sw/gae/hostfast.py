@@ -29,7 +29,12 @@ from .layout import word_bytes
 from .quant import matched_registers, range_registers, result_table, unit_scale_for
 from .spec import dequant_scale_format
 
-__all__ = ["available", "caller_units", "decode_results", "pack_codes", "result_stats", "take"]
+__all__ = ["BACKENDS", "available", "caller_units", "choose_backend", "decode_results",
+           "pack_codes", "result_stats", "take"]
+
+#: The GAE host paths: ``"numba"`` (these kernels) or ``"numpy"`` (the code of
+#: :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and :mod:`sw.gae.stream`), bit-identical.
+BACKENDS = ("numba", "numpy")
 
 _K = []
 _SCRATCH = threading.local()
@@ -72,6 +77,20 @@ def _kernels():
 def available() -> bool:
     """True if the compiled kernels can be used (numba is installed)."""
     return _kernels() is not None
+
+
+def choose_backend(backend=None) -> str:
+    """The backend a driver uses for its life: ``backend`` (one of :data:`BACKENDS`) checked,
+    or by default ``"numba"`` where the kernels can be used and ``"numpy"`` otherwise.
+    ``ValueError`` for ``"numba"`` without numba. The one place the choice is made: the
+    driver passes it to the functions of :mod:`sw.gae.batch` and to its streams."""
+    if backend is None:
+        return "numba" if available() else "numpy"
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS} or None, not {backend!r}")
+    if backend == "numba" and not available():
+        raise ValueError("backend='numba' needs numba, which is not installed")
+    return backend
 
 
 def _f64(x):
@@ -163,15 +182,15 @@ def take(table, raw, lo):
 
 def decode_results(cfg, batch, images, outs=None, values=None):
     """``(adv, returns)`` of the in-place result images ``[(region, data, T, M)] * 2``
-    (:func:`sw.gae.batch.dequantize_results` of their codes), or None without the kernels or
-    for full results.
+    (:func:`sw.gae.batch.dequantize_results` of their codes), or None for full results or a
+    short image. Only with the kernels (the caller chose the ``"numba"`` backend).
 
     ``outs``: a pair of C-contiguous float ``[T, M]`` arrays to write the results into
     (:func:`sw.gae.batch.check_out`), else new float64 arrays. ``values``: the caller's values
     ``[T, M]``; then ``images`` is the advantages' image alone and the returns are
     ``advantages + values``, computed in the same pass (the caller's units: no returns
     image is read or decoded)."""
-    if not available() or cfg.results != "inplace":
+    if cfg.results != "inplace":
         return None
     a, n, lo = batch.args, cfg.n_pe, 1 << (cfg.code_bits - 1)
     regs = ((a.adv_scale, a.adv_offset), (a.rtg_scale, a.rtg_offset))
@@ -214,8 +233,8 @@ def pack_codes(cfg, rc, vc, boot, d):
     (uint8 arrays, this thread's work arrays: write them before the next call) that
     :meth:`GaeDriver.load <sw.gae.driver.GaeDriver.load>` writes, for int8/int16 codes and
     bool dones of consistent shapes whose codes fit; else None (the numpy path, which raises
-    for invalid ones)."""
-    if not available() or not all(isinstance(a, np.ndarray) and a.flags.c_contiguous
+    for invalid ones). Only with the kernels (the caller chose the ``"numba"`` backend)."""
+    if not all(isinstance(a, np.ndarray) and a.flags.c_contiguous
                                   for a in (rc, vc, boot, d)):
         return None
     if (rc.dtype not in (np.int8, np.int16) or vc.dtype != rc.dtype or boot.dtype != rc.dtype

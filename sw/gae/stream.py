@@ -228,7 +228,8 @@ class GaeStream:
         self._vals = np.empty((T, M)) if units == "caller" else None
         self._feedback = driver.pipeline.reward_rounding == "error_feedback"
         # (a zero scale divides by zero: numpy's warnings and NaN, on the numpy path)
-        self._fast = streamfast.available() and bits in (8, 16) and self._rs != 0 != self._vs
+        self._fast = (driver.backend == "numba" and bits in (8, 16)
+                      and self._rs != 0 != self._vs)
         # statistics of the dequantized batch (the in-place result scale)
         self._delta = _Moments()
         self._dmax = 0.0
