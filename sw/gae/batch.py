@@ -137,9 +137,9 @@ from .quant import (UniformQuantizer, matched_registers, range_registers, result
                     unit_scale_for)
 from .spec import GaeCoreArgs, dequant_scale_format
 
-__all__ = ["GaeBatch", "HostSettings", "check_batch", "episode_dones", "prepare_caller_units", "UNITS",
-           "choose_result_scale", "set_result_ranges", "set_result_registers", "longest_segment",
-           "dequantize_results", "code_images", "error_bounds",
+__all__ = ["GaeBatch", "HostSettings", "check_batch", "episode_dones", "prepare_caller_units",
+           "UNITS", "choose_result_scale", "set_result_ranges", "set_result_registers",
+           "longest_segment", "dequantize_results", "code_images", "error_bounds",
            "residual_rewards", "relative_error_bounds", "pe_weights", "MAX_REFINEMENTS"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:

@@ -17,9 +17,10 @@ requantizer and coefficient registers; the **run** (:meth:`GaeDriver.run`, also 
 codes: the codes into the regions of :mod:`sw.gae.layout`, the registers, AP_START, the
 interrupt or AP_DONE polling with a timeout, STATUS: ``ERROR`` raises :class:`GaeError`, the
 overflow flags warn a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
-:class:`~sw.driver.common.StartRefusedWarning`); **read-back and de-quantization**, into new float64 arrays or
-the caller's (``out=``). In the caller's units only the advantages are read back: the returns
-are the advantages plus the caller's values (:mod:`sw.gae.batch`, "Returns").
+:class:`~sw.driver.common.StartRefusedWarning`); **read-back and de-quantization**, into new
+float64 arrays or the caller's (``out=``). In the caller's units only the advantages are read
+back: the returns are the advantages plus the caller's values (:mod:`sw.gae.batch`,
+"Returns").
 
 Units of the results
     ``units="caller"`` (default): textbook GAE, :func:`~sw.gae.golden.gae_reference` of the

@@ -1,6 +1,7 @@
 """Compiled host kernels of a GAE stream's push: :class:`~sw.gae.stream.GaeStream`
 calls them instead of its numpy code when its driver's ``backend`` is ``"numba"`` (chosen once,
-:func:`sw.gae.hostfast.choose_backend`), with the same results bit for bit (``tb/gae/test_host_fast.py``, ``test_stream_same``).
+:func:`sw.gae.hostfast.choose_backend`), with the same results bit for bit
+(``tb/gae/test_host_fast.py``, ``test_stream_same``).
 
 ``push_step`` does one time step in one pass: the raw statistics the next stream's scales come
 from, the codes and the staged images of the three regions (``push_row``), the statistics of the
