@@ -112,6 +112,7 @@ SHARED = {
     "repro.common": "the reproduction scripts' runner and output",
     "timing_model": "the delay model and path walker of scripts/timing.py",
     "estimate": "the Yosys flow scripts/timing.py runs (also a command)",
+    "estimate_report": "the estimate's records, Yosys stat/ltp parsers and tables",
 }
 #: The end-to-end benchmark's drivers, which run and summarize its blocks.
 BENCH_DRIVERS = {"bench_e2e", "bench_floor"}
