@@ -113,6 +113,7 @@ SHARED = {
     "timing_model": "the delay model and path walker of scripts/timing.py",
     "estimate": "the Yosys flow scripts/timing.py runs (also a command)",
     "estimate_report": "the estimate's records, Yosys stat/ltp parsers and tables",
+    "dse_learner_model": "the learner DSE's estimates, stages, design points and search",
 }
 #: The end-to-end benchmark's drivers, which run and summarize its blocks.
 BENCH_DRIVERS = {"bench_e2e", "bench_floor"}
