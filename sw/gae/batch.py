@@ -131,7 +131,6 @@ import numpy as np
 
 from sw.driver.common import bool_flags, check_finite
 
-from . import hostfast
 from .layout import pack_rows
 from .quant import (UniformQuantizer, matched_registers, range_registers, result_table,
                     unit_scale_for)
@@ -139,7 +138,7 @@ from .spec import GaeCoreArgs, dequant_scale_format
 
 __all__ = ["GaeBatch", "HostSettings", "check_batch", "episode_dones", "prepare_caller_units",
            "UNITS", "choose_result_scale", "set_result_ranges", "set_result_registers",
-           "longest_segment", "dequantize_results", "code_images", "error_bounds",
+           "longest_segment", "result_stats", "dequantize_results", "code_images", "error_bounds",
            "residual_rewards", "relative_error_bounds", "pe_weights", "MAX_REFINEMENTS"]
 
 #: Units of :meth:`GaeDriver.compute <sw.gae.driver.GaeDriver.compute>`'s results:
@@ -285,15 +284,8 @@ def _stream(x, bits, reg_format, scale_format):
     return codes, scale_raw, off_raw
 
 
-def _fast(fast):
-    """The compiled kernels are to be used: ``fast`` as the caller chose it (a driver's
-    ``backend == "numba"``, :func:`sw.gae.hostfast.choose_backend`), or, for None (a direct
-    call of this module's functions), whether they are available."""
-    return hostfast.available() if fast is None else fast
-
-
 def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bits, reg_format,
-                         data_format, reward_rounding="error_feedback", coefs=None, fast=None):
+                         data_format, reward_rounding="error_feedback", coefs=None):
     """Codes and dequantizer registers whose dequantized values are the caller's own
     rewards and values times ``unit_scale`` (module docstring). No state.
 
@@ -310,19 +302,11 @@ def prepare_caller_units(rewards, values, last_values, dones, gamma, lam, *, bit
         ``reward_clipped`` and ``value_clipped`` (always 0: nothing is clipped); ``matched``
         (the reward codes were matched to the recursion).
 
-    ``fast``: use the compiled kernels (:func:`_fast`); they decline inputs they do not take
-    (non-finite, inconsistent shapes), which then take this numpy code and its errors.
+    The numpy reference of :meth:`sw.gae.plan.QuantizationPlan.quantize`
+    (:class:`~sw.gae.plan.NumbaPlan` computes the same in compiled passes).
     """
     gh, glh = (float(gamma), float(gamma) * float(lam)) if coefs is None else map(float, coefs)
     matched = reward_rounding == "error_feedback"
-    if _fast(fast):                     # the same results from compiled passes
-        prep = hostfast.caller_units(rewards, values, last_values, dones, gamma, lam,
-                                     bits=bits, reg_format=reg_format,
-                                     data_format=data_format, matched=matched,
-                                     coefs=(gh, glh))
-        if prep is not None:
-            prep["matched"] = matched
-            return prep
     check_finite_batch(rewards, values, last_values)  # the kernels' None for non-finite input
     r = np.asarray(rewards, np.float64)
     v = np.asarray(values, np.float64)
@@ -527,18 +511,22 @@ def longest_segment(dones) -> int:
     return int(np.diff(np.flatnonzero(ends), prepend=-1).max())
 
 
-def choose_result_scale(batch, cfg, sigmas, result_range=None, *, fast=None):
+def choose_result_scale(batch, cfg, sigmas, result_range=None):
     """Set ``batch``'s in-place result ranges, bounds and requantizer registers from its
     dequantized inputs (module docstring, "Result scale"); ``result_range`` (caller's
-    units) overrides the automatic ranges. ``fast``: :func:`prepare_caller_units`."""
-    stats = hostfast.result_stats(batch, cfg) if _fast(fast) else None
-    if stats is not None:               # the same statistics from one compiled pass
-        set_result_ranges(batch, cfg, sigmas, result_range, **stats)
-        return
+    units) overrides the automatic ranges: :func:`result_stats`, then
+    :func:`set_result_ranges` (:meth:`sw.gae.plan.QuantizationPlan.result_scale`)."""
+    set_result_ranges(batch, cfg, sigmas, result_range, **result_stats(batch, cfg))
+
+
+def result_stats(batch, cfg) -> dict:
+    """The keyword arguments of :func:`set_result_ranges` from ``batch``'s codes: the TD
+    errors of the dequantized inputs, the longest episode stretch, the return range's
+    centre and the values' spread about it (module docstring, "Result scale"). The numpy
+    reference of :meth:`sw.gae.plan.QuantizationPlan.result_stats`."""
     a, c = batch.args, batch.codes
     rf, sf = cfg.reg_format, cfg.scale_format
-    cf = 2.0 ** -cfg.pe.coef_frac
-    gamma, gl = a.gamma * cf, a.gamma_lambda * cf
+    gamma = a.gamma * 2.0 ** -cfg.pe.coef_frac
 
     def deq(codes, scale, offset):
         return np.asarray(codes, np.float64) * sf.to_float(scale) + rf.to_float(offset)
@@ -551,9 +539,8 @@ def choose_result_scale(batch, cfg, sigmas, result_range=None, *, fast=None):
     L = longest_segment(c["dones"])            # both ranges grow with L: the longest decides
     center = float(batch.prepared["value_mean"])
     v_dev = float(max(np.abs(v - center).max(), np.abs(boot - center).max()))
-    set_result_ranges(batch, cfg, sigmas, result_range, max_abs_delta=float(np.abs(delta).max()),
-                      mean_delta=float(delta.mean()), std_delta=float(delta.std()),
-                      longest=L, center=center, v_dev=v_dev)
+    return {"max_abs_delta": float(np.abs(delta).max()), "mean_delta": float(delta.mean()),
+            "std_delta": float(delta.std()), "longest": L, "center": center, "v_dev": v_dev}
 
 
 def set_result_ranges(batch, cfg, sigmas, result_range, *, max_abs_delta, mean_delta,
@@ -695,17 +682,20 @@ def residual_rewards(batch, adv):
     return rho
 
 
-def dequantize_results(cfg, batch, adv_raw, rtg_raw, *, fast=None):
+def _np_take(table, raw, lo):
+    return np.take(table, raw + lo)
+
+
+def dequantize_results(cfg, batch, adv_raw, rtg_raw, *, take=_np_take):
     """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``;
-    ``rtg_raw`` None (returns not read back): None for the returns. ``fast``:
-    :func:`prepare_caller_units`."""
+    ``rtg_raw`` None (returns not read back): None for the returns. ``take(table, raw,
+    lo)``: ``np.take(table, raw + lo)`` or the same (:func:`sw.gae.hostfast.take`)."""
     u = batch.unit_scale
     if cfg.results == "full":
         fmt = cfg.pe.data_format
         return tuple(None if raw is None else fmt.to_float(raw) / u
                      for raw in (adv_raw, rtg_raw))
     a, lo = batch.args, 1 << (cfg.code_bits - 1)
-    take = hostfast.take if _fast(fast) else (lambda table, raw, lo: np.take(table, raw + lo))
     # a table of every code's value (the same operations per element), then one take
     return tuple(None if raw is None
                  else take(result_table(cfg, batch, scale, offset), raw, lo)
@@ -713,16 +703,12 @@ def dequantize_results(cfg, batch, adv_raw, rtg_raw, *, fast=None):
                                             (rtg_raw, a.rtg_scale, a.rtg_offset)))
 
 
-def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape, *,
-                fast=None):
+def code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones, check_shape):
     """``[(region, image)]``: the memory images (bytes, or uint8 arrays to be written at once)
     of one batch of codes (rewards, values with the bootstrap row, dones), checked first
     (``ValueError`` naming the argument; ``check_shape(T, M)`` checks the capacity): what
-    ``GaeDriver.load`` writes. ``fast``: :func:`prepare_caller_units`."""
-    if _fast(fast):
-        images = hostfast.pack_codes(cfg, reward_codes, value_codes, bootstrap_codes, dones)
-        if images is not None:
-            return images
+    ``GaeDriver.load`` writes: the numpy reference of
+    :meth:`sw.gae.plan.QuantizationPlan.images`."""
     lo, hi = -(1 << (cfg.code_bits - 1)), (1 << (cfg.code_bits - 1)) - 1
     arrays = {}
     for name, x, ndim in (("reward_codes", reward_codes, 2), ("value_codes", value_codes, 2),

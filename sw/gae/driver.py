@@ -67,14 +67,10 @@ from .batch import (
     check_batch,
     check_out,
     check_units,
-    choose_result_scale,
-    code_images,
     coefficient,
-    dequantize_results,
     episode_dones,
     error_bounds,
     flags,
-    prepare_caller_units,
     relative_error_bounds,
     residual_rewards,
     set_result_registers,
@@ -95,6 +91,7 @@ from .golden import quantize_coefs
 from .hwinfo import check_against, read_hw_config
 from .layout import region_base, unpack_rows, word_bytes
 from .pipeline import GaeQuantizationPipeline
+from .plan import QuantizationPlan, make_plan
 from .spec import (
     GAE_CORE_ARGS,
     GaeCoreArgs,
@@ -186,7 +183,8 @@ class GaeDriver(DriverBase):
         The host path of quantization, packing and de-quantization, chosen once for the
         driver's life: ``"numba"`` (the compiled kernels of :mod:`sw.gae.hostfast`) or
         ``"numpy"``, bit-identical; default ``"numba"`` where numba is installed
-        (:func:`~sw.gae.hostfast.choose_backend`).
+        (:func:`~sw.gae.hostfast.choose_backend`). The driver's :attr:`plan` does that
+        work (:mod:`sw.gae.plan`); the driver drives the bus.
 
     Members
     -------
@@ -199,6 +197,8 @@ class GaeDriver(DriverBase):
     units : str
     backend : str
         ``"numba"`` or ``"numpy"``, read-only.
+    plan : QuantizationPlan
+        The host computations of that backend (:mod:`sw.gae.plan`), read-only.
     host_settings : HostSettings
         The result-scale and clipping-warning parameters, read-only.
     last_batch : GaeBatch or None
@@ -216,7 +216,6 @@ class GaeDriver(DriverBase):
                  units="caller", clip_warning=(1e-3, 1e-2), backend=None):
         config = self._init_args(device, config, GaeCoreConfig, timeout, clock_hz, poll_interval)
         self._backend = hostfast.choose_backend(backend)
-        self._fast = self._backend == "numba"
         self._units = check_units(units)
         pair = clip_warning if isinstance(clip_warning, (tuple, list)) else (clip_warning,) * 2
         if len(pair) != 2 or any(isinstance(f, bool) or not isinstance(f, (int, float))
@@ -244,6 +243,7 @@ class GaeDriver(DriverBase):
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         # Nothing above touched the device; now read the hardware's own description.
         self._config = config = self._attach(device, config, read_hw_config, check_against)
+        self._plan = make_plan(config, self._settings, self._backend)
         self.register_map = RegisterMapAccess(gae_register_map(config), ControlOf(device),
                                               written=written_registers(device))
         if pipeline is None:
@@ -273,6 +273,13 @@ class GaeDriver(DriverBase):
         """``"numba"`` or ``"numpy"``: the host path chosen at construction (its streams'
         too)."""
         return self._backend
+
+    @property
+    def plan(self) -> QuantizationPlan:
+        """The host side's inputs -> codes and scales -> results (:mod:`sw.gae.plan`) of
+        :attr:`backend`, with :attr:`host_settings`: what :meth:`compute` and a
+        :class:`~sw.gae.stream.GaeStream` call. Read-only."""
+        return self._plan
 
     @property
     def host_settings(self) -> HostSettings:
@@ -331,15 +338,12 @@ class GaeDriver(DriverBase):
                            units="standardized")
 
     def _caller_batch(self, r, v, last, d, gamma, lam):
-        """The batch of checked arrays in the caller's units (:func:`prepare_caller_units`),
-        keeping them for a refinement."""
-        cfg = self._config
-        cf = 2.0 ** -cfg.pe.coef_frac
-        g_raw, gl_raw = quantize_coefs(gamma, lam, cfg.pe)
-        prep = prepare_caller_units(r, v, last, d, gamma, lam, bits=cfg.code_bits,
-                                    reg_format=cfg.reg_format, data_format=cfg.pe.data_format,
-                                    reward_rounding=self.pipeline.reward_rounding,
-                                    coefs=(g_raw * cf, gl_raw * cf), fast=self._fast)
+        """The batch of checked arrays in the caller's units (:meth:`QuantizationPlan.quantize
+        <sw.gae.plan.QuantizationPlan.quantize>`), keeping them for a refinement."""
+        cf = 2.0 ** -self._config.pe.coef_frac
+        g_raw, gl_raw = quantize_coefs(gamma, lam, self._config.pe)
+        prep = self._plan.quantize(r, v, last, d, gamma, lam, (g_raw * cf, gl_raw * cf),
+                                   rounding=self.pipeline.reward_rounding)
         return self._batch(gamma, lam, (g_raw, gl_raw), d, prep, units="caller", values=v,
                            rewards=r, last_values=last)
 
@@ -358,9 +362,7 @@ class GaeDriver(DriverBase):
         batch = GaeBatch(T, M, gamma, lam, codes, args, prep,
                          unit_scale=prep.get("unit_scale", 1.0), **kw)
         if cfg.results == "inplace":
-            settings = self._settings
-            choose_result_scale(batch, cfg, settings.result_sigmas,
-                                result_range or settings.result_range, fast=self._fast)
+            self._plan.result_scale(batch, result_range)
         return batch
 
     def _warn_clipping(self, prep):
@@ -422,24 +424,7 @@ class GaeDriver(DriverBase):
 
     def dequantize(self, batch: GaeBatch, adv_raw, rtg_raw):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``."""
-        return dequantize_results(self._config, batch, adv_raw, rtg_raw, fast=self._fast)
-
-    def _decode(self, batch: GaeBatch, images, outs=None, values=None):
-        """:meth:`dequantize` of the memory images :meth:`_read_images` read, into ``outs``
-        if given; with ``values`` only the advantages' image is decoded and the returns are
-        the advantages plus ``values`` (:func:`sw.gae.hostfast.decode_results`)."""
-        if self._fast:
-            fast = hostfast.decode_results(self._config, batch, images, outs, values)
-            if fast is not None:
-                return fast
-        raw = self._unpack(images[:1] if values is not None else images)
-        adv, rtg = self.dequantize(batch, raw[0], raw[1] if len(raw) > 1 else None)
-        if values is not None:
-            rtg = adv + values
-        if outs is not None:
-            outs[0][...], outs[1][...] = adv, rtg
-            return outs
-        return adv, rtg
+        return self._plan.dequantize(batch, adv_raw, rtg_raw)
 
     # -- the run --------------------------------------------------------------------------------
     def load(self, reward_codes, value_codes, bootstrap_codes, dones):
@@ -450,8 +435,8 @@ class GaeDriver(DriverBase):
         bus access.
         """
         cfg, mem = self._config, self._device.memory
-        for region, image in code_images(cfg, reward_codes, value_codes, bootstrap_codes, dones,
-                                         self.check_shape, fast=self._fast):
+        for region, image in self._plan.images(reward_codes, value_codes, bootstrap_codes,
+                                               dones, self.check_shape):
             mem.write(region_base(cfg, region), image)
 
     def start(self, args: GaeCoreArgs, *, names=None):
@@ -668,15 +653,13 @@ class GaeDriver(DriverBase):
         """The refinement batch of ``batch``: rewards ``rho`` (:func:`residual_rewards`),
         zero values, both result ranges ``bound`` (the error bound of the results it
         refines, with a margin of 1/64) in the caller's units."""
-        zeros, cfg = np.zeros((batch.T, batch.M)), self._config
-        cf = 2.0 ** -cfg.pe.coef_frac
+        zeros = np.zeros((batch.T, batch.M))
+        cf = 2.0 ** -self._config.pe.coef_frac
         coefs = (batch.args.gamma, batch.args.gamma_lambda)
         d = batch.codes["dones"]
-        prep = prepare_caller_units(rho, zeros, zeros[0], d, batch.gamma, batch.lam,
-                                    bits=cfg.code_bits, reg_format=cfg.reg_format,
-                                    data_format=cfg.pe.data_format,
-                                    reward_rounding=self.pipeline.reward_rounding,
-                                    coefs=(coefs[0] * cf, coefs[1] * cf), fast=self._fast)
+        prep = self._plan.quantize(rho, zeros, zeros[0], d, batch.gamma, batch.lam,
+                                   (coefs[0] * cf, coefs[1] * cf),
+                                   rounding=self.pipeline.reward_rounding)
         rng = bound * (1.0 + 2.0 ** -6)
         return self._batch(batch.gamma, batch.lam, coefs, d, prep, result_range=(rng, rng),
                            units="caller", values=zeros, rewards=rho, last_values=zeros[0])
@@ -703,13 +686,14 @@ class GaeDriver(DriverBase):
                      and (batch.adv_range < batch.adv_bound
                           or batch.rtg_range < batch.rtg_bound))
             if results is None and not retry:          # one run: straight into the results
-                results = self._decode(batch, [out["adv"], out["rtg"]], outs, batch.values)
+                results = self._plan.decode(batch, [out["adv"], out["rtg"]], outs,
+                                            batch.values)
                 break
             if out["rtg"] is None:                     # the saturation of both is needed
                 out["rtg"] = self._read_images(batch.T, batch.M, (1,))[0]
             # Results decode with the registers of their own run; an element keeps the result
             # of the narrowest run in which its code did not saturate.
-            decoded = self._decode(batch, (out["adv"], out["rtg"]))
+            decoded = self._plan.decode(batch, (out["adv"], out["rtg"]))
 
             def sat():
                 return [np.abs(x) >= qmax for x in self._unpack((out["adv"], out["rtg"]))] \

@@ -1,12 +1,13 @@
 """Compiled host kernels of the GAE driver: the batch path in a few passes.
 
-:class:`~sw.gae.driver.GaeDriver` and :class:`~sw.gae.stream.GaeStream` call these instead of
-the numpy code of :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and the driver's de-quantization
-when numba is installed; the results are the same bit for bit (``tb/gae/test_host_fast.py``
-compares them with that code): every element goes through the same IEEE operations in the same
-order (no fast-math), and every sum that numpy computes pairwise is either still computed by
-numpy, on a buffer that holds exactly the array numpy would have summed, or by the kernels'
-copy of numpy's pairwise summation (``pairwise``; ``test_sums_same_as_numpy``).
+:class:`~sw.gae.plan.NumbaPlan` (a :class:`~sw.gae.driver.GaeDriver`'s plan with
+``backend="numba"``) calls these instead of the numpy code of :mod:`sw.gae.batch` and
+:mod:`sw.gae.layout` (:class:`~sw.gae.plan.NumpyPlan`); the results are the same bit for bit
+(``tb/gae/test_host_fast.py`` compares the two plans): every element goes through the same
+IEEE operations in the same order (no fast-math), and every sum that numpy computes pairwise
+is either still computed by numpy, on a buffer that holds exactly the array numpy would have
+summed, or by the kernels' copy of numpy's pairwise summation (``pairwise``;
+``test_sums_same_as_numpy``).
 
 The kernels are module-level functions of :mod:`sw.gae.hostkernels`, compiled on first use and
 cached on disk (``cache=True``: a new process loads them, :mod:`sw.jit`); each has one or two
@@ -83,7 +84,7 @@ def choose_backend(backend=None) -> str:
     """The backend a driver uses for its life: ``backend`` (one of :data:`BACKENDS`) checked,
     or by default ``"numba"`` where the kernels can be used and ``"numpy"`` otherwise.
     ``ValueError`` for ``"numba"`` without numba. The one place the choice is made: the
-    driver passes it to the functions of :mod:`sw.gae.batch` and to its streams."""
+    driver builds its plan of it (:func:`sw.gae.plan.make_plan`), which its streams use."""
     if backend is None:
         return "numba" if available() else "numpy"
     if backend not in BACKENDS:

@@ -58,7 +58,7 @@ import numpy as np
 
 from sw.driver.common import bool_flags, integer_in, warn_level
 
-from .batch import GaeBatch, check_out, coefficient, numeric, set_result_ranges
+from .batch import GaeBatch, check_out, coefficient, numeric
 from .errors import ClippingWarning
 from .golden import quantize_coefs
 from . import streamfast
@@ -228,7 +228,7 @@ class GaeStream:
         self._vals = np.empty((T, M)) if units == "caller" else None
         self._feedback = driver.pipeline.reward_rounding == "error_feedback"
         # (a zero scale divides by zero: numpy's warnings and NaN, on the numpy path)
-        self._fast = (driver.backend == "numba" and bits in (8, 16)
+        self._fast = (driver.plan.backend == "numba" and bits in (8, 16)
                       and self._rs != 0 != self._vs)
         # statistics of the dequantized batch (the in-place result scale)
         self._delta = _Moments()
@@ -521,11 +521,10 @@ class GaeStream:
         batch = GaeBatch(T, M, self._gamma, self._lam, codes, self._args, prepared,
                          units=self._units, unit_scale=self._u, values=self._vals)
         if cfg.results == "inplace":
-            settings = drv.host_settings
-            set_result_ranges(batch, cfg, settings.result_sigmas, settings.result_range,
-                              max_abs_delta=self._dmax, mean_delta=self._delta.mean,
-                              std_delta=self._delta.std, longest=self._longest, center=center,
-                              v_dev=max(self._vmax - center, center - self._vmin))
+            drv.plan.set_result_ranges(batch, max_abs_delta=self._dmax,
+                                       mean_delta=self._delta.mean, std_delta=self._delta.std,
+                                       longest=self._longest, center=center,
+                                       v_dev=max(self._vmax - center, center - self._vmin))
         self._warn_clipping(prepared)
         self._set_reference()
         self.batch = batch

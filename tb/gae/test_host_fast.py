@@ -1,8 +1,8 @@
 """The compiled host kernels (:mod:`sw.gae.hostfast`) change nothing: every register write, every
 byte written to the accelerator's memory and every returned float equal those of the numpy
-code they replace (the same driver with the kernels switched off), on many random batches,
-options and edge cases, on the golden device (which computes, so the results read back
-depend on the images written)."""
+code they replace (the same driver with ``backend="numba"`` and ``backend="numpy"``: the two
+plans of :mod:`sw.gae.plan`), on many random batches, options and edge cases, on the golden
+device (which computes, so the results read back depend on the images written)."""
 
 import warnings
 import zlib
@@ -14,6 +14,7 @@ from driver_util import SMALL
 from sw.driver import GaeDriver, GoldenDevice
 from sw.gae import hostfast
 from sw.gae.pipeline import GaeQuantizationPipeline
+from sw.gae.plan import NumbaPlan, NumpyPlan
 from sw.gae.spec import GaeCoreConfig
 
 pytestmark = pytest.mark.skipif(not hostfast.available(), reason="numba is not installed")
@@ -46,27 +47,30 @@ class Recorder:
 
 
 def run_both(cfg_name, calls, *, drv_kw=None, pipe_kw=None):
-    """``calls(drv)`` with the kernels on and off: (log, outputs) of each."""
+    """``calls(drv)`` with ``backend="numba"`` and ``backend="numpy"``: (log, outputs) of
+    each."""
     out = []
-    kernels = hostfast._kernels()
-    for fast in (True, False):
-        hostfast._K[:] = [kernels if fast else None]
-        try:
-            cfg = GaeCoreConfig.from_dict(CONFIGS[cfg_name])
-            dev = GoldenDevice(cfg)
-            kw = dict(drv_kw or {})
-            if pipe_kw is not None:
-                kw["pipeline"] = GaeQuantizationPipeline(bits=cfg.code_bits,
-                                                         reg_format=cfg.reg_format, **pipe_kw)
-            drv = GaeDriver(dev, cfg, **kw)
-            rec = Recorder(dev)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                res = calls(drv)
-            out.append((rec.log, res, [(w.category, str(w.message)) for w in caught]))
-        finally:
-            hostfast._K[:] = [kernels]
+    for backend in ("numba", "numpy"):
+        cfg = GaeCoreConfig.from_dict(CONFIGS[cfg_name])
+        dev = GoldenDevice(cfg)
+        kw = dict(drv_kw or {})
+        if pipe_kw is not None:
+            kw["pipeline"] = GaeQuantizationPipeline(bits=cfg.code_bits,
+                                                     reg_format=cfg.reg_format, **pipe_kw)
+        drv = GaeDriver(dev, cfg, backend=backend, **kw)
+        assert drv.backend == drv.plan.backend == backend
+        rec = Recorder(dev)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = calls(drv)
+        out.append((rec.log, res, [(w.category, str(w.message)) for w in caught]))
     return out
+
+
+def plans(cfg):
+    """The compiled plan and the numpy plan of ``cfg`` (default host settings)."""
+    settings = GaeDriver(GoldenDevice(cfg), cfg, backend="numpy").host_settings
+    return NumbaPlan(cfg, settings), NumpyPlan(cfg, settings)
 
 
 def same(a, b, path="out"):
@@ -255,7 +259,9 @@ def test_dequantize_out_of_range_raises():
 
 
 def reference_result_stats(batch, cfg):
-    """The statistics :func:`sw.gae.batch.choose_result_scale` takes, straight numpy."""
+    """The statistics :func:`sw.gae.batch.choose_result_scale` takes, straight numpy (not
+    :func:`sw.gae.batch.result_stats`: the kernels and that function checked against a third
+    spelling)."""
     a, c, rf, sf = batch.args, batch.codes, cfg.reg_format, cfg.scale_format
     g = a.gamma * 2.0 ** -cfg.pe.coef_frac
 
@@ -288,6 +294,8 @@ def test_sums_same_as_numpy(T, M):
         vall = np.concatenate([v, last[None]]) * batch.unit_scale
         same(batch.prepared["value_mean"], float(vall.mean()))
         same(hostfast.result_stats(batch, drv.config), reference_result_stats(batch, drv.config))
+        same(NumpyPlan(drv.config, drv.host_settings).result_stats(batch),
+             reference_result_stats(batch, drv.config))
 
 
 def test_pairwise_kernels_same_as_numpy():
@@ -309,10 +317,8 @@ def test_pairwise_kernels_same_as_numpy():
 
 def test_unusual_inputs_take_the_numpy_path():
     """Inputs the kernels do not take (shapes that disagree, int dones in a batch) give what
-    the numpy code gives, error or result."""
-    from sw.gae.batch import choose_result_scale, prepare_caller_units
+    the numpy code gives, error or result: the compiled plan hands them to its numpy plan."""
     cfg = GaeCoreConfig.from_dict(SMALL)
-    kw = {"bits": 8, "reg_format": cfg.reg_format, "data_format": cfg.pe.data_format}
     r, v, d, last = data(np.random.default_rng(5), 6, 3, "gauss")
     cases = [(r[0], v[0], last, d[0]), (r, v, last[:2], d), (r, v[:, :2], last, d)]
 
@@ -321,20 +327,14 @@ def test_unusual_inputs_take_the_numpy_path():
             return f()
         except Exception as e:  # noqa: BLE001 - the same exception is the point
             return type(e).__name__, str(e)
-    kernels = hostfast._kernels()
     got = []
-    for fast in (True, False):
-        hostfast._K[:] = [kernels if fast else None]
-        try:
-            got.append([outcome(lambda a=a: prepare_caller_units(*a, 0.9, 0.9, **kw))
-                        for a in cases])
-            drv = GaeDriver(GoldenDevice(cfg), cfg)
-            batch = drv.prepare(r, v, d, last, 0.9, 0.9)
-            batch.codes["dones"] = batch.codes["dones"].astype(np.int64)
-            choose_result_scale(batch, cfg, 4.0)
-            got[-1].append(batch_view(batch))
-        finally:
-            hostfast._K[:] = [kernels]
+    for plan in plans(cfg):
+        got.append([outcome(lambda a=a: plan.quantize(*a, 0.9, 0.9, None)) for a in cases])
+        drv = GaeDriver(GoldenDevice(cfg), cfg, backend=plan.backend)
+        batch = drv.prepare(r, v, d, last, 0.9, 0.9)
+        batch.codes["dones"] = batch.codes["dones"].astype(np.int64)
+        plan.result_scale(batch)
+        got[-1].append(batch_view(batch))
     same(got[0], got[1])
 
 
@@ -408,24 +408,16 @@ def test_packed_images_after_other_shapes():
     """The 64-bit packer writes payload bytes only and leaves the reused images' padding as
     it was: images after calls of other shapes (same image size: the general packer, which
     zeroes; int8 codes at M a multiple of n_pe: the 64-bit one) equal the numpy packer's."""
-    from sw.gae.batch import code_images
     cfg = GaeCoreConfig.from_dict(CONFIGS["n8"])
     rng = np.random.default_rng(11)
-    kernels = hostfast._kernels()
+    fast, ref = plans(cfg)
 
-    def images(T, M, fast):
+    def images(T, M):
         codes = rng.integers(-128, 128, (2, T + 1, M)).astype(np.int8)
         d = rng.random((T, M)) < 0.5
         args = (codes[0, :T], codes[1, :T], codes[1, T], d)
-        out = []
-        for on in (fast, False):
-            hostfast._K[:] = [kernels if on else None]
-            try:
-                out.append([(r, bytes(memoryview(x)))
-                            for r, x in code_images(cfg, *args, lambda T, M: None)])
-            finally:
-                hostfast._K[:] = [kernels]
-        return out
+        return [[(r, bytes(memoryview(x))) for r, x in plan.images(*args, lambda T, M: None)]
+                for plan in (fast, ref)]
     for T, M in [(5, 17), (5, 24), (5, 24), (5, 19), (5, 24), (6, 16), (5, 24), (7, 8)]:
-        got, want = images(T, M, True)
+        got, want = images(T, M)
         assert got == want, (T, M)
