@@ -73,6 +73,7 @@ def test_register_slice_outputs_are_registers():
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+@pytest.mark.usefixtures("collect_components")
 def test_register_slice_refuses_a_bad_shape():
     with pytest.raises(TypeError):
         RegisterSlice("wide")
