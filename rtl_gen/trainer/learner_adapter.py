@@ -81,8 +81,8 @@ class LearnerAdapter(wiring.Component):
        in one write with their byte enables (``c`` writes per row and region,
        :func:`~sw.trainer.schedule.adapter_row_chunks`; a row takes
        :func:`~sw.trainer.schedule.adapter_row_cycles` cycles, the rows of the last row group
-       beyond B as zeros, as :func:`~sw.learner.layout.pack_matrix` pads them); keeps action, reward and
-       done per sample; then writes the ``samples`` region's words (S cycles to assemble a
+       beyond B as zeros, as :func:`~sw.learner.layout.pack_matrix` pads them); keeps action,
+       reward and done per sample; then writes the ``samples`` region's words (S cycles to assemble a
        word's lanes with the loss weights, ``sub`` cycles to write its host words);
     2. *run*: starts the learner (B, η, γ, ``sync_target`` = ``sync``, ``sync_period`` 0)
        and waits for its ``done``;
@@ -227,7 +227,7 @@ class LearnerAdapter(wiring.Component):
         rd1 = [mem.read_port(domain="comb") for mem in (rew_mem, done_mem)]
         td_rd = td_mem.read_port(domain="comb")
 
-        # -- pack: rows of obs / next_obs, one element per cycle ----------------------------
+        # -- pack: rows of obs / next_obs, a host word per write ----------------------------
         row = Signal(range(maxb + S + 1))       # rows loaded (records and padding)
         have = Signal()                          # a row is being written
         wrow = Signal(range(maxb + 1))           # records received
@@ -413,8 +413,6 @@ class LearnerAdapter(wiring.Component):
 
     def _pack(self, m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,
               last_row, rec_wr, wt_wr, n_in, lb, ab, w, wrow, rec_open, obs_rd):
-        lc = self._config.learner
-        D = lc.axi_data_width
         # records: taken whenever they come, into the per-sample memories at wrow
         got = self.rec.valid & rec_open
         m.d.comb += self.rec.ready.eq(rec_open)
@@ -451,7 +449,7 @@ class LearnerAdapter(wiring.Component):
         rb = Signal.like(row)
         m.d.comb += rb.eq(row - 1)
         c = adapter_row_chunks(self._config)
-        E = min(lc.array, D // w)
+        E = adapter_row_elements(self._config)
         with m.If(have):
             with m.Switch(j):
                 for t in range(2 * c):
