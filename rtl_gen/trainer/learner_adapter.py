@@ -82,8 +82,8 @@ class LearnerAdapter(wiring.Component):
        :func:`~sw.trainer.schedule.adapter_row_chunks`; a row takes
        :func:`~sw.trainer.schedule.adapter_row_cycles` cycles, the rows of the last row group
        beyond B as zeros, as :func:`~sw.learner.layout.pack_matrix` pads them); keeps action,
-       reward and done per sample; then writes the ``samples`` region's words (S cycles to assemble a
-       word's lanes with the loss weights, ``sub`` cycles to write its host words);
+       reward and done per sample; then writes the ``samples`` region's words (S cycles to
+       assemble a word's lanes with the loss weights, ``sub`` cycles to write its host words);
     2. *run*: starts the learner (B, η, γ, ``sync_target`` = ``sync``, ``sync_period`` 0)
        and waits for its ``done``;
     3. *read back*: reads the words of ``tq[b, 0..n_out-1]`` (the maximum over each word's
