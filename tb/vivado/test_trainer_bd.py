@@ -23,6 +23,7 @@ from rtl_gen import vivado as V
 from rtl_gen.vivado.hwh import PS_INSTANCE, zcu106_hwh
 from sw.trainer.configs import BOARDS as TRAINER_BOARDS, TRAINERS
 from tclstub import needs_tclsh, run_stubbed
+from vivado_cases import bd_nets, net_of, options
 
 ROOT = Path(__file__).resolve().parents[2]
 HDL = ROOT / "hdl"
@@ -48,24 +49,6 @@ def scripts(acc, tmp_path):
 def packaged(scripts):
     """package_ip.tcl run under the stubs (it leaves ./ip/component.xml for the design)."""
     return run_stubbed(scripts / "package_ip.tcl")
-
-
-def _options(args):
-    opts, pos, i = {}, [], 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-force", "-quiet", "-norecurse"):
-            opts[a], i = True, i + 1
-        elif a.startswith("-") and i + 1 < len(args):
-            opts[a], i = args[i + 1], i + 2
-        else:
-            pos.append(a)
-            i += 1
-    return opts, pos
-
-
-def _nets(rec, command):
-    return [{a.split("=", 1)[1] for a in _options(args)[1]} for args in rec.calls_of(command)]
 
 
 def _range(text):
@@ -123,7 +106,7 @@ def test_hp_port_width_follows_the_master(acc, tmp_path):
 @needs_tclsh
 def test_trainer_block_design(acc, scripts, packaged):
     rec = run_stubbed(scripts / "zcu106_bd.tcl")
-    (opts, pos), = [_options(a) for a in rec.calls_of("create_project")]
+    (opts, pos), = [options(a) for a in rec.calls_of("create_project")]
     assert opts["-part"] == V.BOARDS["zcu106"].part
     assert rec.objects[f"project={pos[0]}"]["props"]["BOARD_PART"] == "xilinx.com:zcu106:part0:2.6"
     cells = {o["name"]: o["props"] for o in rec.of_kind("bd_cell").values()}
@@ -148,31 +131,26 @@ def test_trainer_block_design(acc, scripts, packaged):
         "PSU__USE__IRQ0": "1"}
     assert int(psp["PSU__SAXIGP2__DATA_WIDTH"]) == acc.masters[0].data_width
 
-    intf = {frozenset(n) for n in _nets(rec, "connect_bd_intf_net")}
+    intf = {frozenset(n) for n in bd_nets(rec, "connect_bd_intf_net")}
     assert intf == {frozenset(p) for p in [
         (f"{PS}/M_AXI_HPM0_FPD", "smartconnect_ctrl/S00_AXI"),
         ("smartconnect_ctrl/M00_AXI", f"{INST}/s_axi_control"),
         ("smartconnect_ctrl/M01_AXI", "axi_intc_0/s_axi"),
         (f"{INST}/m_axi_gmem", "smartconnect_mem/S00_AXI"),
         ("smartconnect_mem/M00_AXI", f"{PS}/S_AXI_HP0_FPD")]}
-    nets = _nets(rec, "connect_bd_net")
+    nets = bd_nets(rec, "connect_bd_net")
 
-    def net_of(pin):
-        found = [n for n in nets if pin in n]
-        assert len(found) == 1, f"{pin} on {len(found)} nets"
-        return found[0]
-
-    assert net_of(f"{PS}/pl_clk0") == {
+    assert net_of(nets, f"{PS}/pl_clk0") == {
         f"{PS}/pl_clk0", f"{PS}/maxihpm0_fpd_aclk", f"{PS}/saxihp0_fpd_aclk",
         "smartconnect_ctrl/aclk", "smartconnect_mem/aclk", "axi_intc_0/s_axi_aclk",
         "rst_pl0/slowest_sync_clk", f"{INST}/ap_clk"}
-    assert net_of(f"{PS}/pl_resetn0") == {f"{PS}/pl_resetn0", "rst_pl0/ext_reset_in"}
-    assert net_of(f"{INST}/ap_rst_n") == {"rst_pl0/peripheral_aresetn", f"{INST}/ap_rst_n",
+    assert net_of(nets, f"{PS}/pl_resetn0") == {f"{PS}/pl_resetn0", "rst_pl0/ext_reset_in"}
+    assert net_of(nets, f"{INST}/ap_rst_n") == {"rst_pl0/peripheral_aresetn", f"{INST}/ap_rst_n",
                                           "axi_intc_0/s_axi_aresetn"}
-    assert net_of("rst_pl0/interconnect_aresetn") == {
+    assert net_of(nets, "rst_pl0/interconnect_aresetn") == {
         "rst_pl0/interconnect_aresetn", "smartconnect_ctrl/aresetn", "smartconnect_mem/aresetn"}
-    assert net_of(f"{INST}/interrupt") == {f"{INST}/interrupt", "axi_intc_0/intr"}
-    assert net_of("axi_intc_0/irq") == {"axi_intc_0/irq", f"{PS}/pl_ps_irq0"}
+    assert net_of(nets, f"{INST}/interrupt") == {f"{INST}/interrupt", "axi_intc_0/intr"}
+    assert net_of(nets, "axi_intc_0/irq") == {"axi_intc_0/irq", f"{PS}/pl_ps_irq0"}
     # Every bus interface the package declared is connected, m_axi_gmem included.
     used = {p.split("/", 1)[1] for n in nets + [set(i) for i in intf] for p in n
             if p.startswith(INST + "/")}
@@ -184,7 +162,7 @@ def test_trainer_block_design(acc, scripts, packaged):
     data, gmem = f"bd_addr_space={PS}/Data", f"bd_addr_space={INST}/m_axi_gmem"
     by_space = {}
     for args in rec.calls_of("assign_bd_address"):
-        opts, pos = _options(args)
+        opts, pos = options(args)
         by_space.setdefault(opts["-target_address_space"], []).append((opts, pos))
     assert set(by_space) == {data, gmem}
     assert {pos[0].split("=", 1)[1]: (int(o["-offset"], 0), _range(o["-range"]))
@@ -217,7 +195,7 @@ def test_trainer_block_design(acc, scripts, packaged):
 
     # Validate, constraints, run, and the PYNQ files, as for every ZCU106 design.
     assert names.index("validate_bd_design") < names.index("make_wrapper")
-    (xdc,) = [_options(a)[1][0] for a in rec.calls_of("add_files") if "constrs_1" in a]
+    (xdc,) = [options(a)[1][0] for a in rec.calls_of("add_files") if "constrs_1" in a]
     assert Path(xdc) == ROOT / "constraints" / "zcu106.xdc"
     assert ["impl_1", "-to_step", "write_bitstream"] == rec.calls_of("launch_runs")[0][:3]
     out = scripts / "zcu106"
@@ -284,7 +262,7 @@ def test_trainer_block_design_needs_the_master_address_space(scripts):
     assert f"{INST} has no address space m_axi_gmem" in rec.error
     assert "ipx::add_address_space m_axi_gmem" in rec.error
     assert "package it again with package_ip.tcl" in rec.error
-    spaces = [_options(a)[0]["-target_address_space"] for a in rec.calls_of("assign_bd_address")]
+    spaces = [options(a)[0]["-target_address_space"] for a in rec.calls_of("assign_bd_address")]
     assert spaces == [f"bd_addr_space={PS}/Data"] * 2
     assert "validate_bd_design" not in [c[0] for c in rec.calls]
     # Packaged again by the generated package_ip.tcl, the same design goes through.

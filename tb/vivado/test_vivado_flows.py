@@ -12,15 +12,11 @@ import pytest
 
 from rtl_gen import vivado as V
 from tclstub import needs_tclsh, run_stubbed
-from vivado_cases import (ALVEO_ONLY, BD, HDL, KERNELS, ROOT, only, options, parse_int,
-                          parse_range)
+from vivado_cases import (ALVEO_ONLY, BD, HDL, KERNELS, ROOT, bd_nets, net_of, only, options,
+                          parse_int, parse_range)
 
 
 # -- zcu106_bd.tcl -----------------------------------------------------------------------------
-def _nets(rec, command):
-    return [{a.split("=", 1)[1] for a in options(args)[1]} for args in rec.calls_of(command)]
-
-
 @needs_tclsh
 @only(BD)
 def test_zcu106_block_design(acc, scripts, packaged):
@@ -44,31 +40,26 @@ def test_zcu106_block_design(acc, scripts, packaged):
     assert psp["CONFIG.PSU__USE__IRQ0"] == "1" and psp["CONFIG.PSU__USE__M_AXI_GP2"] == "0"
     assert parse_int(psp["CONFIG.PSU__MAXIGP1__DATA_WIDTH"]) == min(128, acc.memory.data_width)
 
-    intf = {frozenset(n) for n in _nets(rec, "connect_bd_intf_net")}
+    intf = {frozenset(n) for n in bd_nets(rec, "connect_bd_intf_net")}
     assert intf == {frozenset(p) for p in [
         (f"{ps}/M_AXI_HPM0_FPD", "smartconnect_ctrl/S00_AXI"),
         ("smartconnect_ctrl/M00_AXI", f"{inst}/s_axi_control"),
         ("smartconnect_ctrl/M01_AXI", "axi_intc_0/s_axi"),
         (f"{ps}/M_AXI_HPM1_FPD", "smartconnect_mem/S00_AXI"),
         ("smartconnect_mem/M00_AXI", f"{inst}/s_axi_mem")]}
-    nets = _nets(rec, "connect_bd_net")
+    nets = bd_nets(rec, "connect_bd_net")
 
-    def net_of(pin):
-        found = [n for n in nets if pin in n]
-        assert len(found) == 1, f"{pin} on {len(found)} nets"
-        return found[0]
-
-    assert net_of(f"{ps}/pl_clk0") == {
+    assert net_of(nets, f"{ps}/pl_clk0") == {
         f"{ps}/pl_clk0", f"{ps}/maxihpm0_fpd_aclk", f"{ps}/maxihpm1_fpd_aclk",
         "smartconnect_ctrl/aclk", "smartconnect_mem/aclk", "axi_intc_0/s_axi_aclk",
         "rst_pl0/slowest_sync_clk", f"{inst}/ap_clk"}
-    assert net_of(f"{ps}/pl_resetn0") == {f"{ps}/pl_resetn0", "rst_pl0/ext_reset_in"}
-    assert net_of(f"{inst}/ap_rst_n") == {"rst_pl0/peripheral_aresetn", f"{inst}/ap_rst_n",
+    assert net_of(nets, f"{ps}/pl_resetn0") == {f"{ps}/pl_resetn0", "rst_pl0/ext_reset_in"}
+    assert net_of(nets, f"{inst}/ap_rst_n") == {"rst_pl0/peripheral_aresetn", f"{inst}/ap_rst_n",
                                           "axi_intc_0/s_axi_aresetn"}
-    assert net_of("rst_pl0/interconnect_aresetn") >= {"smartconnect_ctrl/aresetn",
+    assert net_of(nets, "rst_pl0/interconnect_aresetn") >= {"smartconnect_ctrl/aresetn",
                                                       "smartconnect_mem/aresetn"}
-    assert net_of(f"{inst}/interrupt") == {f"{inst}/interrupt", "axi_intc_0/intr"}
-    assert net_of("axi_intc_0/irq") == {"axi_intc_0/irq", f"{ps}/pl_ps_irq0"}
+    assert net_of(nets, f"{inst}/interrupt") == {f"{inst}/interrupt", "axi_intc_0/intr"}
+    assert net_of(nets, "axi_intc_0/irq") == {"axi_intc_0/irq", f"{ps}/pl_ps_irq0"}
     # Every bus interface the package declared is connected in the block design.
     used = {p.split("/", 1)[1] for n in nets + [set(i) for i in intf] for p in n
             if p.startswith(inst + "/")}

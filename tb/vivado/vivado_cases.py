@@ -75,3 +75,16 @@ def options(args):
             i += 1
     return opts, pos
 
+
+def bd_nets(rec, command):
+    """One set per recorded ``command`` call (``connect_bd_net``, ``connect_bd_intf_net``):
+    its pins, the part after ``=`` of each positional argument."""
+    return [{a.split("=", 1)[1] for a in options(args)[1]} for args in rec.calls_of(command)]
+
+
+def net_of(nets, pin):
+    """The one net of :func:`bd_nets` that ``pin`` is on (an assertion otherwise)."""
+    found = [n for n in nets if pin in n]
+    assert len(found) == 1, f"{pin} on {len(found)} nets"
+    return found[0]
+
