@@ -6,7 +6,7 @@ adapter, the storage writer, and the sequential core that runs the loop."""
 from .core import TrainerCore
 from .gather import RecordGather
 from .learner_adapter import LearnerAdapter
-from .powers import Exp2Unit, Log2Unit, LogScaleUnit, PowerUnit
+from ..powers import Exp2Unit, Log2Unit, LogScaleUnit, PowerUnit
 from .replay import TrainerReplay
 from .storage_io import StorageIO
 

@@ -12,14 +12,14 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from sw.trainer.powers import POWER_LATENCY
+from sw.powers import POWER_LATENCY
 from sw.trainer.schedule import (SETTLE, boundary_cycles, clear_cycles, read_cycles,
                                  sample_cycles, td_cycles)
 from sw.trainer.spec import COUNT_BITS, TrainerConfig
 
 from ..replay.layouts import SumTreeOp
 from ..replay.sumtree import SumTree
-from .powers import PowerUnit
+from ..powers import PowerUnit
 from .strata import FRACTION_LATENCY, StratifiedFractions
 from .weights import WEIGHTS_TAIL, ISWeightUnit
 
@@ -123,7 +123,7 @@ class TrainerReplay(wiring.Component):
         queued.
     tree, strata, weights, power : attributes
         The :class:`~rtl_gen.replay.sumtree.SumTree`, the fractions, the IS-weight unit and
-        the new priorities' :class:`~rtl_gen.trainer.powers.PowerUnit` (tests watch
+        the new priorities' :class:`~rtl_gen.powers.PowerUnit` (tests watch
         ``power.o``: one new priority per valid cycle, in order).
 
     Commands
@@ -152,7 +152,7 @@ class TrainerReplay(wiring.Component):
         Hands α (``coef``) and ε (``eps``) to the TD engine once it is idle, which opens the
         batch of the last SAMPLE (it counts in ``queued`` from now on): each TD error
         becomes ``(|td|·2**(eps_frac - act_frac) + ε)**α`` (a
-        :class:`~rtl_gen.trainer.powers.PowerUnit`, output saturated to the tree's input
+        :class:`~rtl_gen.powers.PowerUnit`, output saturated to the tree's input
         format) into the queue beside its slot. Other commands run meanwhile; a BOUNDARY
         whose write-back is the open batch (delay 0) waits for it, CLEAR too.
     READ

@@ -1,17 +1,17 @@
 """The trainer's importance-sampling weights ``(p_min / p_i)**β`` of a sampled batch, as
 ``exp2(round(β·(log2 p_min - log2 p_i)))`` in the learner's loss-weight format, bit for bit as
-:func:`sw.trainer.powers.is_weights_raw`."""
+:func:`sw.powers.is_weights_raw`."""
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from sw.trainer.powers import EXP2_LATENCY, LOG2_LATENCY, SCALE_LATENCY
+from sw.powers import EXP2_LATENCY, LOG2_LATENCY, SCALE_LATENCY
 from sw.trainer.schedule import WEIGHTS_TAIL
 from sw.trainer.spec import TrainerConfig
 
-from .powers import Exp2Unit, Log2Unit, LogScaleUnit
+from ..powers import Exp2Unit, Log2Unit, LogScaleUnit
 
 __all__ = ["ISWeightUnit", "WEIGHTS_TAIL"]
 
@@ -43,11 +43,11 @@ class ISWeightUnit(wiring.Component):
 
     Notes
     -----
-    A :class:`~rtl_gen.trainer.powers.Log2Unit` writes each logarithm into a ``max_batch``-word
+    A :class:`~rtl_gen.powers.Log2Unit` writes each logarithm into a ``max_batch``-word
     memory and keeps their minimum; after the last, the memory is read in order,
     ``log2 p_min - log2 p_i`` (which lies in ``(-priority_width, 0]``: no clamp acts) goes
-    through a :class:`~rtl_gen.trainer.powers.LogScaleUnit` with β and an
-    :class:`~rtl_gen.trainer.powers.Exp2Unit`. Without back-pressure, priorities taken one per
+    through a :class:`~rtl_gen.powers.LogScaleUnit` with β and an
+    :class:`~rtl_gen.powers.Exp2Unit`. Without back-pressure, priorities taken one per
     cycle with the last in cycle t give weight j in cycle ``t + WEIGHTS_TAIL + j``
     (:data:`WEIGHTS_TAIL` = 18); a stalled ``o`` holds the read and both pipelines.
     """

@@ -7,7 +7,7 @@ trace state) and carries out the loop of :mod:`sw.trainer.spec` one boundary and
 time, so that a device model can interleave the host's doorbell writes with the steps exactly
 where the hardware sees them. Every number is an integer of the formats the spec names: the
 learner step is :func:`sw.learner.mlp.train_step`, the tree :class:`sw.replay.sumtree.FixedSumTree`,
-the powers :mod:`sw.trainer.powers`.
+the powers :mod:`sw.powers`.
 """
 
 from collections import deque
@@ -22,7 +22,7 @@ from sw.replay.sumtree import FixedSumTree
 from .layout import (HEADER_BYTES, SNAPSHOT_BUSY, TRACE_BYTES, pack_header, pack_trace,
                      record_bytes, region_base, unpack_records, unpack_weights, pack_weights,
                      weight_bytes)
-from .powers import is_weights_raw, priorities_raw
+from sw.powers import is_weights_raw, priorities_raw
 from .spec import COUNT_BITS, TrainerCmd, TrainerConfig
 
 __all__ = ["LaunchArgs", "StepRecord", "TrainerCore", "stratified_fractions"]

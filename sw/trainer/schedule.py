@@ -30,7 +30,7 @@ from functools import lru_cache
 from sw.learner.schedule import step_cycles as learner_step_cycles
 
 from .layout import record_bytes, weight_bytes
-from .powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY
+from sw.powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY
 from .spec import TrainerConfig
 
 __all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATENCY",

@@ -2,7 +2,7 @@
 command and error codes, and the insert protocol. Plain Python, no Amaranth: the golden trainer
 (:mod:`sw.trainer.golden`), its device (:mod:`sw.trainer.device`) and the driver
 (:mod:`sw.trainer.driver`) derive from it, with the storage layout (:mod:`sw.trainer.layout`),
-the cycle model (:mod:`sw.trainer.schedule`) and the power unit (:mod:`sw.trainer.powers`).
+the cycle model (:mod:`sw.trainer.schedule`) and the power unit (:mod:`sw.powers`).
 
 The system (CF'22 section 3 and Fig. 4; Zhang 2022 chapter 4): actors on the host append
 transitions to a ring of ``capacity`` records in device memory (DDR behind the card, or the
@@ -50,7 +50,7 @@ from sw.learner.spec import LearnerConfig
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.replay.spec import SumTreeConfig
 
-from .powers import PowerConfig
+from sw.powers import PowerConfig
 
 __all__ = ["TrainerConfig", "TrainerCmd", "TRAINER_ERRORS", "ERRORS", "STATUS_FLAGS",
            "TRAINER_ARGS", "COUNT_BITS", "trainer_register_map", "hw_info_values"]

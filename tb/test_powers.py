@@ -1,4 +1,4 @@
-"""The power unit's golden model (:mod:`sw.trainer.powers`) against float64, exhaustive where
+"""The power unit's golden model (:mod:`sw.powers`) against float64, exhaustive where
 it is cheap (numpy, a few seconds): ``log2_raw`` over every mantissa at many exponents (exact,
 zero-filled and truncated) and the largest inputs, ``exp2_raw`` over every fraction at many
 integer parts (rounding, saturation, underflow), ``power_raw``, ``priorities_raw`` (every
@@ -6,7 +6,7 @@ integer parts (rounding, saturation, underflow), ``power_raw``, ``priorities_raw
 derived worst-case bound (docs/fixed_point.md, "Power unit"); the parameter checks of
 :class:`PowerConfig`.
 
-``python tb/trainer/test_powers.py`` prints the bounds and the measured maxima.
+``python tb/test_powers.py`` prints the bounds and the measured maxima.
 """
 
 import math
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from sw.replay.spec import PER_EPS
-from sw.trainer.powers import (PowerConfig, exp2_raw, is_weights_raw, log2_raw, power_raw,
+from sw.powers import (PowerConfig, exp2_raw, is_weights_raw, log2_raw, power_raw,
                                priorities_raw)
 
 LN2 = math.log(2.0)
@@ -390,7 +390,7 @@ def test_config_tables_and_formats():
 # -- the figures for docs/fixed_point.md --------------------------------------------------------
 def measure(cfg=CONFIGS["default"]):
     """Bounds and measured maxima for the default configuration (``python
-    tb/trainer/test_powers.py``)."""
+    tb/test_powers.py``)."""
     rng = np.random.default_rng(1)
     ulp = 2.0 ** -cfg.log_frac
     out = {}

@@ -1,7 +1,8 @@
-"""The trainer's power unit: fixed-point ``log2`` and ``exp2`` with interpolated tables, and the
-two powers prioritized replay needs on chip. Plain Python and numpy, no Amaranth: the gateware
-(:mod:`rtl_gen.trainer.powers`) reads its tables and widths from :class:`PowerConfig`, and
-the golden trainer (:mod:`sw.trainer.golden`) calls the functions below.
+"""The power unit: fixed-point ``log2`` and ``exp2`` with interpolated tables, and the two powers
+prioritized replay needs on chip. Plain Python and numpy, no Amaranth: the gateware
+(:mod:`rtl_gen.powers`) reads its tables and widths from :class:`PowerConfig`; the golden
+trainer (:mod:`sw.trainer.golden`) and the learner's Adam (:mod:`sw.learner.adam`) call the
+functions below.
 
 Powers are ``x**p = exp2(p·log2 x)``:
 
@@ -26,7 +27,7 @@ Powers are ``x**p = exp2(p·log2 x)``:
 Every shift rounds half up: ``(v + 2**(s-1)) >> s`` (arithmetic). The RTL is a pipeline of
 these integer steps (a leading-one detector and a barrel shifter per function, one multiplier
 per interpolation); the worst-case errors against float64 are stated and tested in
-``tb/trainer/test_powers.py`` and derived in docs/fixed_point.md.
+``tb/test_powers.py`` and derived in docs/fixed_point.md.
 """
 
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ __all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "Po
            "round_shift"]
 
 
-#: Pipeline latencies of the gateware (:mod:`rtl_gen.trainer.powers`), cycles from an input
+#: Pipeline latencies of the gateware (:mod:`rtl_gen.powers`), cycles from an input
 #: transfer to its result: log2, exp2, the scaling ``round(p·log2 x)``, and ``x**p``.
 LOG2_LATENCY = 6
 EXP2_LATENCY = 5
@@ -60,7 +61,7 @@ def round_shift(v, s: int):
 
 @dataclass(frozen=True)
 class PowerConfig(Config):
-    """Parameters of the power unit (:mod:`sw.trainer.powers`).
+    """Parameters of the power unit (:mod:`sw.powers`).
 
     Parameters
     ----------

@@ -1,5 +1,5 @@
 """The power unit's gateware in Amaranth's simulator (fast tier): :class:`Log2Unit`,
-:class:`Exp2Unit` and :class:`PowerUnit` bit for bit against :mod:`sw.trainer.powers` on
+:class:`Exp2Unit` and :class:`PowerUnit` bit for bit against :mod:`sw.powers` on
 random inputs (every exponent, every table interval) and edge cases, one result per cycle at
 the stated latency, back-pressure; the parameter checks; the Verilog lint-clean."""
 
@@ -15,8 +15,8 @@ from amaranth.sim import Simulator
 from rtl_gen.emit import to_verilog
 from rtl_gen.fixed import pack_array, unpack_array
 from rtl_gen.trainer import Exp2Unit, Log2Unit, PowerUnit
-from rtl_gen.trainer.powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY
-from sw.trainer.powers import PowerConfig, exp2_raw, log2_raw, power_raw
+from rtl_gen.powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY
+from sw.powers import PowerConfig, exp2_raw, log2_raw, power_raw
 
 WAIVERS = Path(__file__).resolve().parents[2] / "scripts" / "verilator_waivers.vlt"
 SEED = 20261207

@@ -1,12 +1,12 @@
-"""The trainer's power unit in gateware: ``log2``, ``exp2`` and ``x**p`` by interpolated tables,
-bit for bit as :mod:`sw.trainer.powers` (its golden model, which also holds the tables and
-widths: :class:`~sw.trainer.powers.PowerConfig`).
+"""The power unit in gateware (the trainer's priorities and IS weights, the learner's Adam):
+bit for bit as :mod:`sw.powers` (its golden model, which also holds the tables and
+widths: :class:`~sw.powers.PowerConfig`).
 
-* :class:`Log2Unit` -- :func:`~sw.trainer.powers.log2_raw`: leading-one detector, barrel
+* :class:`Log2Unit` -- :func:`~sw.powers.log2_raw`: leading-one detector, barrel
   shifter, table read, interpolation multiply, rounding; 5 cycles.
-* :class:`Exp2Unit` -- :func:`~sw.trainer.powers.exp2_raw`: table read, interpolation
+* :class:`Exp2Unit` -- :func:`~sw.powers.exp2_raw`: table read, interpolation
   multiply, interpolation add, barrel shifter, rounding and saturation; 5 cycles.
-* :class:`LogScaleUnit` -- ``round(p·log2 x)`` as :func:`~sw.trainer.powers.power_raw` forms
+* :class:`LogScaleUnit` -- ``round(p·log2 x)`` as :func:`~sw.powers.power_raw` forms
   it, clamped to the logarithm's range; 4 cycles.
 * :class:`PowerUnit` -- ``x**p``: the three above, connected stream to stream; 15 cycles.
 
@@ -30,16 +30,16 @@ from amaranth.lib.wiring import In, Out
 
 from sw.config import check_int
 from sw.fixed import FixedFormat
-from sw.trainer.powers import (EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY,
+from sw.powers import (EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY,
                                PowerConfig)
 
-from ..fixed import saturate_fast
+from .fixed import saturate_fast
 
 __all__ = ["Log2Unit", "Exp2Unit", "LogScaleUnit", "PowerUnit", "LOG2_LATENCY",
            "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY"]
 
 # The latencies (LOG2_LATENCY, EXP2_LATENCY, SCALE_LATENCY, POWER_LATENCY) are the spec's
-# (sw.trainer.powers): the trainer's cycle model counts them; the pipelines below build them.
+# (sw.powers): the trainer's cycle model counts them; the pipelines below build them.
 
 #: Widest unsigned input and output (the golden model computes in int64).
 MAX_WIDTH = 62
@@ -134,7 +134,7 @@ def _rom(m, name, table, a_offset=0, a_drop=0):
 # -- log2 -------------------------------------------------------------------------------------
 class Log2Unit(wiring.Component):
     """``log2`` of unsigned fixed-point numbers, bit for bit as
-    :func:`sw.trainer.powers.log2_raw`.
+    :func:`sw.powers.log2_raw`.
 
     Parameters
     ----------
@@ -248,7 +248,7 @@ class Log2Unit(wiring.Component):
 # -- exp2 -------------------------------------------------------------------------------------
 class Exp2Unit(wiring.Component):
     """``2**y`` of logarithms into an unsigned fixed-point format, saturating, bit for bit as
-    :func:`sw.trainer.powers.exp2_raw`.
+    :func:`sw.powers.exp2_raw`.
 
     Parameters
     ----------
@@ -374,7 +374,7 @@ def scale_tag_layout(p_width, tag_shape) -> data.StructLayout:
 
 class LogScaleUnit(wiring.Component):
     """``round(p·l)`` of a logarithm ``l`` and an unsigned exponent ``p``, as
-    :func:`sw.trainer.powers.power_raw` forms it, clamped to the logarithm's range.
+    :func:`sw.powers.power_raw` forms it, clamped to the logarithm's range.
 
     ``round`` is half up to ``config.log_frac`` fraction bits; ``l = log_min`` (``log2 0``)
     gives ``log_min`` for ``p > 0`` and 0 for ``p = 0``. The clamp changes no power: below
@@ -463,7 +463,7 @@ class LogScaleUnit(wiring.Component):
 # -- x**p -------------------------------------------------------------------------------------
 class PowerUnit(wiring.Component):
     """``x**p`` of unsigned fixed-point ``x`` and ``p``: ``exp2(round(p·log2 x))``, bit for bit
-    as :func:`sw.trainer.powers.power_raw` (``0**p`` is 0 for p > 0, 1 for p = 0).
+    as :func:`sw.powers.power_raw` (``0**p`` is 0 for p > 0, 1 for p = 0).
 
     A :class:`Log2Unit` (``p`` and the tag in its tag), a :class:`LogScaleUnit` and an
     :class:`Exp2Unit`, connected with :func:`amaranth.lib.wiring.connect`.
