@@ -1,9 +1,10 @@
 """Learner core: an MLP training step as a pipeline of tensor-unit stages (CF'22 section 3.2)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sw.learner.adam import ADAM_ARGS
 from sw.learner.layout import mem_addr_bits, region_bytes, regions, sub_words
 from sw.learner.schedule import stages
 from sw.learner.spec import (LEARNER_ERRORS, LEARNER_FLAGS, STATUS_FLAGS, SYNC_BITS,
@@ -190,9 +191,15 @@ class LearnerCore(wiring.Component):
                         + cfg.max_batch.bit_length())
         loss_acc = Signal(loss_bits)
         loss_terms = []
+        # Adam's arguments, held during the step like η and γ.
+        adam = None
+        if cfg.optimizer == "adam":
+            adam = {port: Signal(signed(len(getattr(self.args, port))) if sgn
+                                 else len(getattr(self.args, port)), name=f"{port}_q")
+                    for port, sgn, _ in ADAM_ARGS.values()}
         ctx = StageContext(config=cfg, buffers=bufs, busy=busy, clear=clear,
                            batch_size=self.args.batch_size, eta=eta, gamma=gamma,
-                           sync_now=sync_now)
+                           sync_now=sync_now, adam=adam)
         status = {}
         for st in stages(cfg):
             block = STAGE_BLOCKS[st.kind](ctx, st, {d: status[d] for d in st.deps})
@@ -229,6 +236,8 @@ class LearnerCore(wiring.Component):
         with m.If(clear):
             m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), eta.eq(self.args.lr),
                          gamma.eq(self.args.gamma), loss_acc.eq(0), sync_now.eq(0)]
+            if adam is not None:
+                m.d.sync += [v.eq(getattr(self.args, port)) for port, v in adam.items()]
             with m.If(bad_batch):
                 m.d.sync += [err.eq(LEARNER_ERRORS["batch_size"]), self.ctrl.done.eq(1)]
             with m.Else():

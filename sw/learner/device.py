@@ -33,6 +33,7 @@ region (the driver never writes them; the model raises ``ValueError``).
 import numpy as np
 
 from sw.driver.golden_base import ApCtrlGoldenDevice, Run
+from sw.learner.adam import ADAM_ARGS
 from sw.learner.layout import (
     mem_addr_bits,
     pack_matrix,
@@ -145,6 +146,12 @@ class LearnerGoldenDevice(ApCtrlGoldenDevice):
         weights = [self._matrix(f"w{l}", cfg.sizes[l] + 1) for l in range(L)]
         obs = self._matrix("obs", B)
         kw = dict(lr=self._arg("LR"), sub_batch=cfg.sub_batch, dp=cfg.dp)
+        if cfg.optimizer == "adam":
+            regs = {name: self._arg(name, signed=signed)
+                    for name, (_, signed, _) in ADAM_ARGS.items()}
+            rows = [cfg.sizes[l] + 1 for l in range(L)]
+            kw.update(lr=None, adam=([self._matrix(f"m{l}", rows[l]) for l in range(L)],
+                                     [self._matrix(f"v{l}", rows[l]) for l in range(L)], regs))
         if cfg.loss == "mse":
             return train_step(weights, obs, cfg.numerics, targets=self._matrix("targets", B),
                               **kw)
@@ -180,6 +187,9 @@ class LearnerGoldenDevice(ApCtrlGoldenDevice):
             self._put(f"delta{l}", step.deltas[l])
             self._put(f"grad{l}", step.grads[l])
             self._put(f"w{l}", step.weights[l])
+            if step.moments is not None:
+                self._put(f"m{l}", step.moments[l])
+                self._put(f"v{l}", step.log_v[l])
             if sync:
                 self._put(f"tw{l}", step.weights[l])
         self._loss = step.loss_sum

@@ -179,6 +179,9 @@ class StepResult:
     next_target_weights : list of arrays or None
         DQN: the target weights after the step (the updated weights if synced, else the
         target weights the step used).
+    moments, log_v : list of arrays or None
+        Adam: the first moments and the logarithms of the second moments after the step
+        (:mod:`sw.learner.adam`); None for SGD.
     """
     weights: list
     q: np.ndarray
@@ -194,6 +197,8 @@ class StepResult:
     loss_sum: int = 0
     synced: bool = False
     next_target_weights: list = None
+    moments: list = None
+    log_v: list = None
 
     @property
     def any_overflow(self) -> bool:
@@ -225,8 +230,8 @@ class TargetSync:
 
 def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rewards=None,
                dones=None, next_obs=None, target_weights=None, gamma=None, targets=None,
-               loss_weights=None, sub_batch=None, dp=1, sync_target=False):
-    """One bit-exact SGD step (see the module docstring).
+               loss_weights=None, sub_batch=None, dp=1, sync_target=False, adam=None):
+    """One bit-exact SGD (or Adam) step (see the module docstring).
 
     Parameters
     ----------
@@ -235,8 +240,9 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     obs : int array, B × n_in
         Raw inputs (act format).
     num : LearnerNumerics
-    lr : int
-        Raw update coefficient η = lr·2/B in ``num.lr_format`` (:func:`quantize_coef`).
+    lr : int or None
+        Raw update coefficient η = lr·2/B in ``num.lr_format`` (:func:`quantize_coef`); not
+        used (None) with ``adam``.
     actions, rewards, dones, next_obs, target_weights, gamma
         DQN batch: actions taken (B ints), rewards (raw act format), episode ends, next
         observations, target network weights, raw γ in ``num.coef_format``.
@@ -254,6 +260,10 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     sync_target : bool
         DQN: copy the updated weights into the target network after the step
         (:attr:`StepResult.next_target_weights`; :class:`TargetSync` decides it per step).
+    adam : tuple, optional
+        ``(moments, log_v, regs)``: Adam instead of SGD (:func:`sw.learner.adam.
+        adam_update_raw`): per layer the raw first moments and second-moment logarithms
+        (shaped as the weights) and the raw ADAM_* registers of the step.
 
     Returns
     -------
@@ -347,6 +357,14 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         raise ValueError(f"dp must be a positive integer, not {dp!r}")
     chunk = B if sub_batch is None else int(sub_batch)
     gfmt_wa = num.wgrad_format
+    if adam is not None:
+        from .adam import adam_update_raw
+        moments_in, logv_in, adam_regs = adam
+        if len(moments_in) != L or len(logv_in) != L:
+            raise ValueError(f"adam needs {L} moments and {L} log_v arrays")
+        new_m, new_lv = [], []
+    elif lr is None:
+        raise ValueError("lr must be given for an SGD step (or give adam)")
     for l in range(L):
         pads = [None] * dp                       # one scratchpad per pipeline
         for p, s0 in enumerate(range(0, B, chunk)):
@@ -365,8 +383,15 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
                 g, o = gfmt_wa.saturate(g + pad)
                 ovf["wa"] |= bool(o.any())
         grads.append(g)
-        w, o = wfmt.saturate(weights[l] - wfmt.rshift_round(int(lr) * g, shift))
-        ovf["wu"] |= bool(o.any())
+        if adam is not None:
+            w, mo, lv, o = adam_update_raw(num, weights[l], g, moments_in[l], logv_in[l],
+                                           adam_regs)
+            new_m.append(mo)
+            new_lv.append(lv)
+            ovf["wu"] |= o
+        else:
+            w, o = wfmt.saturate(weights[l] - wfmt.rshift_round(int(lr) * g, shift))
+            ovf["wu"] |= bool(o.any())
         new_weights.append(w)
     synced = dqn and bool(sync_target)
     if not dqn and sync_target:
@@ -375,7 +400,8 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     if dqn:
         nxt = [w.copy() for w in (new_weights if synced else target_weights)]
     return StepResult(new_weights, q, target, inputs, pre, deltas, bw, grads, loss, ovf, extra,
-                      loss_sum, synced, nxt)
+                      loss_sum, synced, nxt, new_m if adam is not None else None,
+                      new_lv if adam is not None else None)
 
 
 def _fw_bounds(weights, batch, num):

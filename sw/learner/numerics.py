@@ -283,6 +283,18 @@ class LearnerNumerics(NumericParams):
     def lr_format(self) -> FixedFormat:
         return FixedFormat(self.lr_width, self.lr_frac, False, self.rounding)
 
+    @property
+    def moment_format(self) -> FixedFormat:
+        """Adam's first moment (:func:`sw.learner.adam.moment_format`)."""
+        from .adam import moment_format
+        return moment_format(self)
+
+    @property
+    def logv_format(self) -> FixedFormat:
+        """Adam's second moment as its logarithm (:func:`sw.learner.adam.log_format`)."""
+        from .adam import log_format
+        return log_format()
+
     def weight_shapes(self) -> list:
         """Shape ``(n_in + 1, n_out)`` of each weight matrix (bias in the last row)."""
         return [(a + 1, b) for a, b in zip(self.sizes[:-1], self.sizes[1:])]

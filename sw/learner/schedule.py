@@ -53,11 +53,12 @@ ends in the first cycle ``E`` in which every ``wu`` stage is done; ``cycles`` re
 import functools
 from dataclasses import dataclass
 
+from .adam import ADAM_WU_LATENCY
 from .spec import LearnerConfig
 
 __all__ = ["Stage", "stages", "item_slots", "stage_tail", "items", "timeline", "step_cycles",
            "GEMM_OPERAND_LATENCY", "GEMM_WRITE_LATENCY", "LOSS_TAIL", "WU_TAIL",
-           "WU_READY_LATENCY", "wu_overlaps",
+           "WU_READY_LATENCY", "WU_SGD_LATENCY", "wu_overlaps",
            "wu_block_need"]
 
 #: Cycles from a GEMM stage's operand read (its slot) to the element entering the tensor unit:
@@ -74,6 +75,10 @@ LOSS_TAIL = {"dqn": 8, "mse": 4}
 #: ``wu`` tail: read address registered, read, row select, η partial products, their sum,
 #: rounding, subtract, saturate (and write); done the next cycle.
 WU_TAIL = 9
+#: The part of :data:`WU_TAIL` from the reduced gradient row to the written row (η partial
+#: products, their sum, rounding, subtract, saturate); Adam replaces it with
+#: :data:`sw.learner.adam.ADAM_WU_LATENCY`.
+WU_SGD_LATENCY = 5
 #: Overlapped ``wu``: cycles from the first cycle its producers' status allows a block to
 #: the first cycle it may start the block (whether it may is registered).
 WU_READY_LATENCY = 1
@@ -165,7 +170,8 @@ def stage_tail(config: LearnerConfig, stage: Stage) -> int:
         extra = config.groups(config.n_out) if config.loss == "dqn" else 0
         return LOSS_TAIL[config.loss] + extra
     if stage.kind == "wu":
-        return WU_TAIL + config.dp - 1
+        extra = ADAM_WU_LATENCY - WU_SGD_LATENCY if config.optimizer == "adam" else 0
+        return WU_TAIL + config.dp - 1 + extra
     raise ValueError(f"unknown stage kind {stage.kind!r}")
 
 

@@ -14,6 +14,7 @@ from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import DmaParams, kernel_register_map
 
+from .adam import ADAM_ARGS, OPTIMIZERS, log_format, moment_format
 from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, NumericParams, TensorUnitConfig
 
 __all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
@@ -80,6 +81,10 @@ class LearnerConfig(NumericParams):
         view of the per-pipeline buffers is decoded by bit fields).
     loss : str
         ``"dqn"`` or ``"mse"`` (:data:`LOSS_KINDS`).
+    optimizer : str
+        The weight update, :data:`~sw.learner.adam.OPTIMIZERS`: ``"sgd"`` (``W -= η·G``,
+        register LR) or ``"adam"`` (:mod:`sw.learner.adam`: registers ADAM_*, the moments in
+        regions ``m<l>`` and ``v<l>`` beside the weights, LR unused).
     axi_data_width : int
         Bits of the host memory port (:data:`AXI_DATA_WIDTHS`).
     width, act_frac, weight_frac, grad_frac, acc_width, coef_width, lr_width, lr_frac, rounding
@@ -101,6 +106,7 @@ class LearnerConfig(NumericParams):
     dp: int = 1
     loss: str = "dqn"
     axi_data_width: int = 64
+    optimizer: str = "sgd"
 
     def __post_init__(self):
         sizes = self.sizes
@@ -139,6 +145,9 @@ class LearnerConfig(NumericParams):
         if self.loss == "dqn" and sizes[-1] < 2:
             raise ValueError(f"sizes must end in at least 2 actions for loss='dqn', "
                              f"not {sizes[-1]}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, "
+                             f"not {self.optimizer!r}")
         if self.axi_data_width not in AXI_DATA_WIDTHS:
             raise ValueError(f"axi_data_width must be one of "
                              f"{', '.join(map(str, AXI_DATA_WIDTHS))}, not "
@@ -393,6 +402,14 @@ def _regions(config: LearnerConfig) -> tuple:
                        f"target network weights of layer {l}", "weight") for l in range(L)]
     out += [Region(f"grad{l}", "matrix", sizes[l] + 1, sizes[l + 1], num.acc_width, True, False,
                    f"weight gradients of layer {l} (wgrad format)", "wgrad") for l in range(L)]
+    if config.optimizer == "adam":
+        mw, lw = moment_format(num).width, log_format().width
+        out += [Region(f"m{l}", "matrix", sizes[l] + 1, sizes[l + 1], mw, True, True,
+                       f"Adam's first moment of layer {l} (moment format)", "moment")
+                for l in range(L)]
+        out += [Region(f"v{l}", "matrix", sizes[l] + 1, sizes[l + 1], lw, True, True,
+                       f"log2 of Adam's second moment of layer {l} (logv format; log_min: 0)",
+                       "logv") for l in range(L)]
     return tuple(out)
 
 
@@ -511,6 +528,10 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
     if dqn:
         args += [Register.scalar(name, bits, "rw", doc=doc)
                  for name, (_, bits, doc) in SYNC_ARGS.items()]
+    if config.optimizer == "adam":
+        lw = log_format().width
+        args += [Register.scalar(name, lw if signed else 17, "rw", doc=doc)
+                 for name, (_, signed, doc) in ADAM_ARGS.items()]
     errors = ", ".join(f"{v} {k}" for k, v in LEARNER_ERRORS.items())
     synced = ((Field("TARGET_SYNCED", TARGET_SYNCED_BIT, 1, "ro",
                      doc="the last step copied w<l> into tw<l> (DQN)"),) if dqn else ())
@@ -528,6 +549,13 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
     if dqn:
         regs.append(Register.scalar("SYNC_COUNT", SYNC_BITS, "ro",
                                     doc="steps since the last target sync (saturating)"))
+    # HW_LAYERS.OPTIMIZER: only in Adam learners' maps (bits 27..24 read 0, SGD, in the others,
+    # whose register files stay as they were).
+    optimizer, optimizer_doc = (), ""
+    if config.optimizer != "sgd":
+        optimizer = (_info("OPTIMIZER", 24, 4, "optimizer", choices=OPTIMIZERS),)
+        optimizer_doc = (f", optimizer ({', '.join(f'{i} {k}' for i, k in enumerate(OPTIMIZERS))}"
+                         f"; bits 27..24 read 0, sgd, where the field is absent)")
     regs += [
         Register("HW_ARRAY", None, (
             _info("ARRAY", 0, 8, "array"), _info("SUB_BATCH", 8, 8, "sub_batch"),
@@ -535,9 +563,10 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
             doc="tensor unit size S, samples per sub-batch, largest batch"),
         Register("HW_LAYERS", None, (
             _info("LAYERS", 0, 4, "n_layers"), _info("LOSS", 4, 4, "loss", choices=LOSS_KINDS),
-            _info("AXI_BYTES", 8, 8, "axi_data_width", scale=8), _info("DP", 16, 8, "dp")),
+            _info("AXI_BYTES", 8, 8, "axi_data_width", scale=8), _info("DP", 16, 8, "dp"),
+            *optimizer),
             doc=f"weight layers, loss ({', '.join(f'{i} {k}' for i, k in enumerate(LOSS_KINDS))})"
-                f", memory bus bytes, parallel pipelines"),
+                f", memory bus bytes, parallel pipelines" + optimizer_doc),
         Register("HW_FORMAT", None, (
             _info("WIDTH", 0, 8, "width"), _info("ACT_FRAC", 8, 8, "act_frac"),
             _info("WEIGHT_FRAC", 16, 8, "weight_frac"), _info("GRAD_FRAC", 24, 8, "grad_frac")),

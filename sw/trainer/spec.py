@@ -125,6 +125,10 @@ class TrainerConfig(Config):
         if self.learner.loss != "dqn":
             raise ValueError(f"learner.loss must be 'dqn' (the trainer runs DQN), not "
                              f"{self.learner.loss!r}")
+        if self.learner.optimizer != "sgd":
+            raise ValueError(f"learner.optimizer must be 'sgd' (the trainer's loop has no "
+                             f"per-step Adam bias corrections yet), not "
+                             f"{self.learner.optimizer!r}")
         if self.tree.max_batch < self.learner.max_batch:
             raise ValueError(f"tree.max_batch must be at least learner.max_batch "
                              f"({self.learner.max_batch}), not {self.tree.max_batch}")

@@ -197,6 +197,7 @@ def test_records_round_trip():
     (dict(append_window=0), "append_window"), (dict(delay=5), "delay"),
     (dict(storage_width=96), "storage_width"), (dict(trace_depth=3), "trace_depth"),
     (dict(learner=LearnerConfig(loss="mse")), "learner.loss"),
+    (dict(learner=LearnerConfig(optimizer="adam")), "learner.optimizer"),
     (dict(tree=SumTreeConfig(capacity=1024, max_batch=8)), "tree.max_batch"),
     (dict(eps_frac=4), "eps_frac"), (dict(learner="x"), "learner must be"),
     (dict(tree=SumTreeConfig(capacity=3000, max_batch=64)), "power of two"),

@@ -43,6 +43,9 @@ class StageContext:
         γ raw (DQN LOSS), held during the step.
     sync_now : Value(1)
         DQN: this step copies the updated weights into the target weights (WU).
+    adam : dict or None
+        Adam (``config.optimizer == "adam"``): the ADAM_* arguments by core port name
+        (:data:`sw.learner.adam.ADAM_ARGS`), raw, held during the step; None for SGD.
     """
     config: LearnerConfig
     buffers: LearnerBuffers
@@ -52,6 +55,7 @@ class StageContext:
     eta: Value
     gamma: Value
     sync_now: Value
+    adam: dict = None
 
 
 @dataclass

@@ -5,6 +5,7 @@ from amaranth.hdl import Cat, Const, Mux, Signal, signed
 from sw.learner.schedule import wu_block_need, wu_overlaps
 
 from ...fixed import rshift_round, saturate_fast
+from .adam import ADAM_WU_LATENCY, AdamLanes
 from .buffers import block_addr, block_row, or_all, widen
 from .common import StageBlock, StageStatus, deps_all, hw_name
 
@@ -46,7 +47,7 @@ class WuStage(StageBlock):
     def build(self, m) -> StageStatus:
         ctx, st = self.ctx, self.stage
         cfg, bufs = ctx.config, ctx.buffers
-        flags = []
+        flags = self._flags = []
         num = cfg.numerics
         S, w, dp = cfg.array, cfg.width, cfg.dp
         l = st.layer
@@ -152,14 +153,24 @@ class WuStage(StageBlock):
         wbuf = bufs.get(f"w{l}", 0)
         gbufs = [bufs.get(f"grad{l}", d) for d in range(dp)]
         w_data = wbuf.read_port(0).use(s0["v"], s0["a"])
+        adam = cfg.optimizer == "adam"
+        side = {}                   # Adam: the moments' rows travel beside the weights'
+        if adam:
+            mfmt, lfmt = num.moment_format, num.logv_format
+            mbuf, vbuf = bufs.get(f"m{l}", 0), bufs.get(f"v{l}", 0)
+            m_data = mbuf.read_port(0).use(s0["v"], s0["a"])
+            v_data = vbuf.read_port(0).use(s0["v"], s0["a"])
         # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
         g_data = [g.read_port(1 if overlap else 0).use(s0["v"], s0["a"]) for g in gbufs]
         s1 = regs(1, {k: s0[k] for k in ("v", "r", "a", "e")})
         rows = {f"g{d}": [x.as_signed() for x in block_row(g_data[d], s1["r"], aw, S)]
                 for d in range(dp)}
+        if adam:
+            side = {"mo": [x.as_signed() for x in block_row(m_data, s1["r"], mfmt.width, S)],
+                    "lv": [x.as_signed() for x in block_row(v_data, s1["r"], lfmt.width, S)]}
         cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
                        "w": [x.as_signed() for x in block_row(w_data, s1["r"], w, S)],
-                       **rows})
+                       **side, **rows})
         # Reduction over the pipelines' scratchpads, one pipeline per stage, in order; a
         # pipeline without sub-batches (its WA did nothing this step) adds nothing.
         fmt = num.wgrad_format
@@ -174,17 +185,34 @@ class WuStage(StageBlock):
             flags.append(("wa", cur["v"] & or_all(ovfs)))
             keep = {k: v for k, v in cur.items() if k.startswith("g") and int(k[1:]) > d}
             cur = regs(2 + d, {"v": cur["v"], "r": cur["r"], "a": cur["a"], "e": cur["e"],
-                               "w": cur["w"], "acc": sums, **keep})
+                               "w": cur["w"], "acc": sums, **{k: cur[k] for k in side},
+                               **keep})
             acc = cur["acc"]
         if dp > 1:          # the reduced gradient, for the host (region grad<l>)
             onehot = Signal(S, name=f"{name}_gonehot")
             m.d.comb += onehot.eq(Mux(cur["v"], 1 << cur["r"], 0))
             gbufs[0].write(gbufs[0].row_enable(onehot), cur["a"],
                            Cat(*[x[:aw] for x in acc]).replicate(S))
+        ctl = ("v", "r", "a", "e")
+        if adam:
+            # Adam (rtl_gen.learner.stages.adam): ADAM_WU_LATENCY cycles, the control beside.
+            lanes = AdamLanes(cfg, ctx.adam, name)
+            w_new, m_new, v_new, ovf = lanes.build(m, acc, cur["mo"], cur["lv"], cur["w"])
+            c = {k: cur[k] for k in ctl}
+            for k in range(ADAM_WU_LATENCY):
+                c = regs(f"{3 + dp}a{k}", c)
+            flags.append(("wu", c["v"] & or_all(ovf)))
+            onehot = Signal(S, name=f"{name}_onehot")
+            m.d.comb += onehot.eq(Mux(c["v"], 1 << c["r"], 0))
+            self._write_rows(m, onehot, c["a"], w_new)
+            mbuf.write(mbuf.row_enable(onehot), c["a"],
+                       Cat(*[x[:mfmt.width] for x in m_new]).replicate(S))
+            vbuf.write(vbuf.row_enable(onehot), c["a"],
+                       Cat(*[x[:lfmt.width] for x in v_new]).replicate(S))
+            return self._done(m, c)
         # η·G; round; W - round(η·G), saturated.
         shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
         wfmt = num.weight_format
-        ctl = ("v", "r", "a", "e")
         # η·G in two products registered on both sides (a DSP48E2 each: A/B, M/P registers),
         # G's low LO (17) bits unsigned and its high bits signed, added the next cycle.
         LO = min(17, aw - 1)
@@ -208,15 +236,25 @@ class WuStage(StageBlock):
         flags.append(("wu", s5["v"] & s5["o"]))
         onehot = Signal(S, name=f"{name}_onehot")
         m.d.comb += onehot.eq(Mux(s5["v"], 1 << s5["r"], 0))
-        wbuf.write(wbuf.row_enable(onehot), s5["a"], Cat(*[x[:w] for x in s5["w"]]).replicate(S))
-        if cfg.loss == "dqn":       # target sync: the same row into the target weights
-            twbuf = bufs.get(f"tw{l}", 0)
-            twbuf.write(twbuf.row_enable(Mux(ctx.sync_now, onehot, 0)), s5["a"],
-                        Cat(*[x[:w] for x in s5["w"]]).replicate(S))
-        done = Signal(name=f"{name}_done")
-        with m.If(clear):
+        self._write_rows(m, onehot, s5["a"], s5["w"])
+        return self._done(m, s5)
+
+    def _write_rows(self, m, onehot, addr, values):
+        """The updated row into ``w<l>`` and, with DQN and ``ctx.sync_now``, ``tw<l>``."""
+        ctx, w, S, l = self.ctx, self.ctx.config.width, self.ctx.config.array, self.stage.layer
+        wbuf = ctx.buffers.get(f"w{l}", 0)
+        wbuf.write(wbuf.row_enable(onehot), addr, Cat(*[x[:w] for x in values]).replicate(S))
+        if ctx.config.loss == "dqn":       # target sync: the same row into the target weights
+            twbuf = ctx.buffers.get(f"tw{l}", 0)
+            twbuf.write(twbuf.row_enable(Mux(ctx.sync_now, onehot, 0)), addr,
+                        Cat(*[x[:w] for x in values]).replicate(S))
+
+    def _done(self, m, last):
+        """``done``: set the cycle after the last row's write (``last``: its control)."""
+        done = Signal(name=f"{hw_name(self.stage.name)}_done")
+        with m.If(self.ctx.clear):
             m.d.sync += done.eq(0)
-        with m.Elif(s5["v"] & s5["e"]):
+        with m.Elif(last["v"] & last["e"]):
             m.d.sync += done.eq(1)
-        return StageStatus(done, done, flags=flags)
+        return StageStatus(done, done, flags=self._flags)
 
