@@ -4,13 +4,16 @@ first moment and second-moment logarithm, bit for bit as
 
 from amaranth.hdl import Const, Mux, Signal, signed, unsigned
 
-from sw.learner.adam import (ADAM_POWER, ADAM_WU_LATENCY, C1_FRAC, LOGADD_LATENCY, MOMENT_EXTRA,
-                             SB_FRAC, moment_format)
+from sw.learner.adam import (ADAM_POWER, ADAM_WU_LATENCY, C1_FRAC, C1_WIDTH, LOGADD_LATENCY,
+                             MOMENT_EXTRA, SB_FRAC, moment_format)
 from sw.powers import EXP2_LATENCY, LOG2_LATENCY
 
 from ...powers import Exp2Unit, Log2Unit
 
-__all__ = ["AdamLanes", "ADAM_WU_LATENCY"]
+__all__ = ["AdamLanes", "ADAM_WU_LATENCY", "MOMENT_LATENCY"]
+
+#: Cycles from a lane's inputs to its new first moment (a register).
+MOMENT_LATENCY = 5
 
 
 class AdamLanes:
@@ -22,7 +25,8 @@ class AdamLanes:
     :data:`~sw.learner.adam.ADAM_WU_LATENCY` cycles later (registers; ``overflow`` per lane:
     the update or the weight saturated). Per lane: four :class:`~rtl_gen.powers.Log2Unit` and
     three :class:`~rtl_gen.powers.Exp2Unit` (one DSP48E2 each) and the first moment's
-    ``(G·2**8 - m)·c1`` (a 41 × 17 product); stages in the order of
+    ``(G·2**8 - m)·c1`` (two DSP48E2, :data:`MOMENT_LATENCY` cycles, beside log2|G| and the
+    sums of v); stages in the order of
     :data:`~sw.learner.adam.ADAM_WU_LATENCY`'s terms.
 
     ``regs``: the held ADAM_* arguments by core port name (``adam_c1``, ``adam_log_b2``, ...).
@@ -88,16 +92,26 @@ class AdamLanes:
         gf, mf, wf = num.wgrad_format, moment_format(num), num.weight_format
         n = f"l{j}"
         t = 0                                       # cycles after the inputs
-        # First moment: m + round((G·2**8 - m)·c1 / 2**16), half up; two cycles.
-        x = Signal(signed(mf.width + 1), name=f"{self.name}_{n}_mx")
-        m.d.comb += x.eq((g << MOMENT_EXTRA) - mo)
-        prod = self._reg(m, x * regs["adam_c1"], signed(mf.width + 1 + 17), f"{n}_mp")
-        mo1 = self._reg(m, mo, signed(mf.width), f"{n}_m1")
-        mnew = self._reg(m, mo1 + ((prod + (1 << (C1_FRAC - 1))) >> C1_FRAC),
-                         signed(mf.width), f"{n}_mn")                       # t = 2
+        # First moment: m + round((G·2**8 - m)·c1 / 2**16), half up, one carry chain or one
+        # product per cycle: the difference (t = 1); its low 17 bits (unsigned) and its high
+        # bits (signed) times c1, a DSP48E2 each (t = 2); their sum (t = 3); rounded (t = 4);
+        # added to m (t = 5).
+        x = self._reg(m, (g << MOMENT_EXTRA) - mo, signed(mf.width + 1), f"{n}_mx")
+        c1 = regs["adam_c1"]
+        LO = 17
+        pl = self._reg(m, x[:LO] * c1, unsigned(LO + C1_WIDTH), f"{n}_mpl")
+        ph = self._reg(m, x[LO:].as_signed() * c1, signed(mf.width + 1 - LO + C1_WIDTH + 1),
+                       f"{n}_mph")
+        pw = mf.width + 1 + C1_WIDTH + 1
+        prod = self._reg(m, (ph << LO) + pl, signed(pw), f"{n}_mp")
+        step = self._reg(m, (prod + (1 << (C1_FRAC - 1))) >> C1_FRAC, signed(pw - C1_FRAC),
+                         f"{n}_ms")
+        mo_t = self._delay(m, mo, MOMENT_LATENCY - 1, f"{n}_m")
+        mnew = self._reg(m, mo_t + step, signed(mf.width), f"{n}_mn")   # t = MOMENT_LATENCY
         # log2|m'| (t = 2 .. 8), kept until the update's logarithm.
         mabs = Mux(mnew < 0, -mnew, mnew)
-        lm = self._log2(m, mabs[:mf.width], mf.width, mf.frac, f"{n}_lm")      # t = 8
+        lm = self._log2(m, mabs[:mf.width], mf.width, mf.frac, f"{n}_lm")
+        t_lm = MOMENT_LATENCY + LOG2_LATENCY
         # log2|G| (t = 0 .. 6).
         gabs = Mux(g < 0, -g, g)
         lg = self._log2(m, gabs[:gf.width], gf.width, gf.frac, f"{n}_lg")
@@ -118,15 +132,15 @@ class AdamLanes:
         den = self._logadd(m, half, eps, f"{n}_d")                        # t = 34
         t += LOGADD_LATENCY
         # The update's logarithm (t = 35); exp2 into the weight format (t = 40).
-        lm_t = self._delay(m, lm, t - 8, f"{n}_lmd")
-        mz = self._delay(m, mnew == 0, t - 2, f"{n}_mz")
+        lm_t = self._delay(m, lm, t - t_lm, f"{n}_lmd")
+        mz = self._delay(m, mnew == 0, t - MOMENT_LATENCY, f"{n}_mz")
         y = self._reg(m, Mux(mz, L0, self._clamp(lm_t + regs["adam_log_lr"] - den)),
                       signed(lw), f"{n}_y")
         t += 1
         u, uo = self._exp2(m, y, wf.frac, wf.width, f"{n}_u")
         t += EXP2_LATENCY
         # W - sign(m')·u (t = 41), saturated (t = 42).
-        neg_m = self._delay(m, mnew < 0, t - 2, f"{n}_mneg")
+        neg_m = self._delay(m, mnew < 0, t - MOMENT_LATENCY, f"{n}_mneg")
         w_t = self._delay(m, w, t, f"{n}_w")
         dw = self._reg(m, Mux(neg_m, w_t + u, w_t - u), signed(wf.width + 2), f"{n}_dw")
         uo1 = self._reg(m, uo, 1, f"{n}_uo")
@@ -137,7 +151,7 @@ class AdamLanes:
         ovf = self._reg(m, uo1 | (dw > top) | (dw < bot), 1, f"{n}_o")
         t += 1
         assert t == ADAM_WU_LATENCY, t
-        mo_out = self._delay(m, mnew, t - 2, f"{n}_mo")
+        mo_out = self._delay(m, mnew, t - MOMENT_LATENCY, f"{n}_mo")
         lv_out = self._delay(m, lv_new, t - 20, f"{n}_lvo")
         return w_new, mo_out, lv_out, ovf
 
