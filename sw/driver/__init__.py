@@ -43,6 +43,7 @@ _LAZY = {
         "LEARNER_VLNV", "LEARNER_VLNVS", "LearnerBatch", "LearnerBusyError",
         "LearnerConfigMismatchError", "LearnerDriver", "LearnerError", "LearnerOverflowWarning",
         "LearnerRangeWarning", "LearnerTimeoutError", "StepDetails", "read_learner_config"),
+    "sw.learner.optim": ("AdamHyper", "AdamState"),
     "sw.replay.device": ("ReplayGoldenDevice",),
     "sw.replay.driver": (
         "REPLAY_VLNV", "REPLAY_VLNVS", "PriorityClampedWarning", "PrioritySaturatedWarning",

@@ -103,11 +103,13 @@ class LearnerBatch:
     actions, rewards, dones : ``[B]`` (rewards raw act format); None for MSE
     targets : int array ``[B, n_out]`` (MSE) or None
     lr : int
-        Raw ``eta = lr * 2 / B`` in the LR format.
+        Raw ``eta = lr * 2 / B`` in the LR format (0 for an Adam learner, which does not use
+        it).
     gamma : int
         Raw discount in the coefficient format (0 for MSE).
     lr_value, gamma_value : float
-        As given.
+        As given; for an Adam learner ``lr_value`` is the step's Adam learning rate
+        (``adam.lr`` when ``lr`` was None; 0: the driver's ``adam.lr`` when the step runs).
     loss_weights : int array ``[B]`` or None
         DQN: raw per-sample loss weights (coefficient format); None: all 1.0.
     """

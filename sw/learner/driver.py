@@ -8,6 +8,11 @@ model :class:`~sw.learner.device.LearnerGoldenDevice`, the Verilated RTL, a PYNQ
     loss = drv.train_step(obs, actions, rewards, next_obs, dones, gamma=0.99, lr=1e-3)
     drv.sync_target()                         # DQN: target network <- online network
 
+A learner built with ``optimizer="adam"`` takes ``LearnerDriver(device, adam=AdamHyper(lr=1e-3,
+betas=(0.9, 0.999), eps=1e-8))`` and behaves as ``torch.optim.Adam``: :mod:`sw.learner.optim`
+(the ADAM_* registers of every step, the step count, ``lr=`` per step, the moments reset by
+every write of the online network, ``reset_optimizer``, ``optimizer_state``).
+
 The weights live on chip and are updated in place by every step; :meth:`LearnerDriver.
 read_weights` reads them back. A new accelerator's memory holds an all-zero network, which
 trains to nothing (every gradient is 0): :meth:`LearnerDriver.train_step` and
@@ -22,8 +27,8 @@ drv.read_raw_weights(), target=False)``. Every method does, in order:
    ``actions``, ``rewards`` and ``dones`` ``[B]``, MSE ``targets`` ``[B, sizes[-1]]``), dtypes
    (numeric; actions integers in ``0..n_actions-1``; dones bool or 0/1), finiteness,
    ``1 <= B <= max_batch``, ``gamma`` in [0, 1], ``lr >= 0`` with ``lr * 2 / B`` inside the LR
-   register's format (and not rounded to 0 when ``lr > 0``), and the arguments of the
-   configured loss only: ``ValueError`` naming the argument;
+   register's format (and not rounded to 0 when ``lr > 0``; Adam: ``lr > 0`` or None), and the
+   arguments of the configured loss only: ``ValueError`` naming the argument;
 2. **quantization** to the fixed-point formats of the hardware
    (:class:`~sw.learner.spec.LearnerNumerics`): weights and biases to the weight format,
    observations, rewards and targets to the activation format, ``gamma`` to the coefficient
@@ -34,8 +39,8 @@ drv.read_raw_weights(), target=False)``. Every method does, in order:
    :class:`LearnerRangeWarning` -- never wrapped;
 3. **the step** (:meth:`LearnerDriver.start`, :meth:`LearnerDriver.wait`, also usable on raw
    values): CTRL.AP_IDLE checked (:class:`LearnerBusyError` before anything is written), the
-   batch into the memory regions of :mod:`sw.learner.layout`, BATCH_SIZE, LR, GAMMA,
-   AP_START, then the interrupt (or polling of CTRL.AP_DONE) with a timeout
+   batch into the memory regions of :mod:`sw.learner.layout`, BATCH_SIZE, LR, GAMMA (and
+   ADAM_*), AP_START, then the interrupt (or polling of CTRL.AP_DONE) with a timeout
    (:class:`LearnerTimeoutError`), STATUS: ``ERROR`` raises :class:`LearnerError`, the
    saturation flags warn with :class:`LearnerOverflowWarning` (naming them), START_REFUSED
    warns :class:`~sw.driver.common.StartRefusedWarning`; LOSS and CYCLES read back.
@@ -43,8 +48,8 @@ drv.read_raw_weights(), target=False)``. Every method does, in order:
 Loss: ``(1/B) sum_b sum_o (Q[b, o] - y[b, o])**2`` with, for DQN, only the action taken
 (``y_b = r_b + gamma (1 - d_b) max_a Q_target(s'_b, a)``), i.e. torch's
 ``F.mse_loss(q.gather(1, a), y)`` and, for MSE, ``((q - Y)**2).sum(1).mean()``; one step is
-plain SGD with learning rate ``lr`` on it. The value returned is exact for the fixed-point Q
-values and targets (the LOSS registers hold the sum of squares in raw units).
+plain SGD with learning rate ``lr`` on it (or Adam). The value returned is exact for the
+fixed-point Q values and targets (the LOSS registers hold the sum of squares in raw units).
 
 Per-sample loss weights (DQN, ``loss_weights=``: prioritized replay's importance-sampling
 weights, in [0, 1], normalized by their maximum as :meth:`sw.replay.driver.ReplayDriver.sample`
@@ -67,18 +72,15 @@ is ``half_up``).
 """
 
 import operator
-import warnings
 
 import numpy as np
 
 from sw.driver.common import (
     ControlOf,
     DriverBase,
-    StartRefusedWarning,
     bool_flags,
     integer_in,
     use_interrupt_arg,
-    warn_level,
     written_registers,
 )
 from sw.driver.mmio import Device
@@ -95,8 +97,10 @@ from .errors import (
     LearnerOverflowWarning,
     LearnerRangeWarning,
     LearnerTimeoutError,
+    OVERFLOW_FLAGS,  # noqa: F401 - re-exported
     check_against,
     read_learner_config,
+    warn_status,
 )
 from .layout import (
     pack_matrix,
@@ -108,12 +112,9 @@ from .layout import (
     word_bytes,
 )
 from .mlp import dqn_targets
+from .optim import AdamSupport, adam_arg
 from .schedule import step_cycles
-from .spec import (
-    STATUS_FLAGS,
-    LearnerConfig,
-    learner_register_map,
-)
+from .spec import LearnerConfig, learner_register_map
 
 __all__ = [
     "LEARNER_VLNV",
@@ -136,11 +137,8 @@ LEARNER_VLNV = vlnv(BLOCKS["learner"].module)
 #: The VLNVs of the shipped learners (what PYNQ binds :class:`LearnerIP` to).
 LEARNER_VLNVS = family_vlnvs("learner")
 
-#: Saturation flags of STATUS (everything in STATUS_FLAGS but START_REFUSED).
-OVERFLOW_FLAGS = {name: doc for name, (_, flag, doc) in STATUS_FLAGS.items() if flag}
 
-
-class LearnerDriver(DriverBase):
+class LearnerDriver(AdamSupport, DriverBase):
     """The learner accelerator on any :class:`~sw.driver.mmio.Device`.
 
     Parameters
@@ -167,6 +165,8 @@ class LearnerDriver(DriverBase):
     sync_period : int
         DQN: make the updated weights the target weights every ``sync_period``-th step
         (counted since the last sync); 0 (default): only when asked.
+    adam : AdamHyper, dict or None
+        An Adam learner's hyperparameters (default ``AdamHyper()``); :mod:`sw.learner.optim`.
 
     Members
     -------
@@ -176,23 +176,28 @@ class LearnerDriver(DriverBase):
     hardware_sync : bool
         The accelerator has the target-sync registers (else the driver copies on the host).
     sync_period : int
+    adam : AdamHyper or None
+    optimizer_step : int
     last_batch : LearnerBatch or None
     last_status : dict
         STATUS fields, LOSS and CYCLES of the last step.
     """
 
     def __init__(self, device: Device, config=None, *, timeout=1.0, clock_hz=100e6,
-                 poll_interval=1e-4, use_interrupt=None, on_range="error", sync_period=0):
+                 poll_interval=1e-4, use_interrupt=None, on_range="error", sync_period=0,
+                 adam=None):
         config = self._init_args(device, config, LearnerConfig, timeout, clock_hz, poll_interval)
         if on_range not in ("error", "clip"):
             raise ValueError(f"on_range must be 'error' or 'clip', not {on_range!r}")
         self._on_range = on_range
         self._use_irq = use_interrupt_arg(device, use_interrupt)
         self._sync_period = self._check_period(sync_period)
+        hyper = adam_arg(adam)
         # Nothing above touched the device; now read the hardware's own description.
         config = self._attach(device, config, read_learner_config, check_against)
         require_dqn(config, sync_period, "sync_period")
         self._config = config
+        self._init_adam(hyper)
         self.register_map = RegisterMapAccess(learner_register_map(config), ControlOf(device),
                                               written=written_registers(device))
         self.hardware_sync = "SYNC_TARGET" in self.register_map
@@ -234,18 +239,23 @@ class LearnerDriver(DriverBase):
                                 self._on_range)
 
     def prepare(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
-                targets=None, gamma=0.99, lr, loss_weights=None) -> LearnerBatch:
+                targets=None, gamma=0.99, lr=None, loss_weights=None) -> LearnerBatch:
         """Validate and quantize one step's batch (see the module docstring). No bus access.
 
         DQN: ``obs``, ``actions``, ``rewards``, ``next_obs``, ``dones``, ``gamma``, ``lr``,
-        optionally ``loss_weights`` (``[B]`` in [0, 1]); MSE: ``obs``, ``targets``, ``lr``.
-        Raises ``ValueError`` naming the first bad argument.
+        optionally ``loss_weights`` (``[B]`` in [0, 1]); MSE: ``obs``, ``targets``, ``lr``
+        (Adam: optional). Raises ``ValueError`` naming the first bad argument.
         """
         return self._prepare(obs, actions, rewards, next_obs, dones, targets, gamma, lr,
                              loss_weights)[0]
 
     def _lr(self, lr, B):
-        """``(raw eta, lr)`` of the step's learning rate for a batch of ``B``."""
+        """``(raw eta, lr)`` of the step's learning rate for a batch of ``B`` (Adam: ``(0,
+        the step's Adam lr)``)."""
+        if self._adam is not None:
+            return 0, self._adam_lr(lr, B)
+        if lr is None:
+            raise ValueError("lr must be given for an SGD learner (a real number >= 0)")
         lr = real_arg(lr, "lr", 0.0)
         eta_fmt = self._config.numerics.lr_format
         eta = lr * 2.0 / B
@@ -372,6 +382,7 @@ class LearnerDriver(DriverBase):
         """Write raw ``(n_in + 1) x n_out`` weight-format matrices (bias in the last row).
 
         ``target``: also (True) or only ("only") the target network; default: also, for DQN.
+        Writing the online network resets an Adam optimizer (:meth:`reset_optimizer`).
         """
         cfg = self._config
         shapes = cfg.numerics.weight_shapes()
@@ -392,10 +403,13 @@ class LearnerDriver(DriverBase):
         if target:
             names.append(self._layer_names(True))
         images = [(n, pack_matrix(cfg, n, m)) for group in names for n, m in zip(group, mats)]
+        if target != "only":
+            images += self._adam_reset_images()
         self._require_idle()
-        for n, img in images:
-            self._device.memory.write(region_base(cfg, n), img)
-        self._weights_loaded = self._weights_loaded or target != "only"
+        self._write_images(images)
+        if target != "only":
+            self._weights_loaded = True
+            self._adam_reset()
 
     def load_weights(self, weights, biases, *, target=None):
         """Quantize and write the network: ``weights[l]`` is ``sizes[l] x sizes[l+1]``
@@ -457,9 +471,12 @@ class LearnerDriver(DriverBase):
             self._device.memory.write(region_base(cfg, d), data)
 
     # -- the step --------------------------------------------------------------------------------
-    def start(self, batch_size: int, lr: int, gamma: int = 0, *, sync_target=False):
+    def start(self, batch_size: int, lr: int, gamma: int = 0, *, sync_target=False,
+              adam=None):
         """Write the argument registers (raw values) and set AP_START (interrupt armed if
-        used). The batch must be in memory (:meth:`load_batch`).
+        used). The batch must be in memory (:meth:`load_batch`). Adam: ``adam`` is a dict of
+        the raw ADAM_* values, default :func:`~sw.learner.adam.adam_registers` of the
+        driver's ``adam`` for step ``optimizer_step + 1`` and ``batch_size``.
 
         Only the register widths are checked (a BATCH_SIZE of 0 or above max_batch is the
         hardware's to refuse: :meth:`wait` raises :class:`LearnerError`). Reads CTRL first
@@ -482,6 +499,7 @@ class LearnerDriver(DriverBase):
         if self.hardware_sync:
             words["SYNC_TARGET"] = int(bool(sync_target))
             words["SYNC_PERIOD"] = self._sync_period
+        words.update(self._adam_start_words(adam, words["BATCH_SIZE"]))
         self._require_idle()
         self._write_and_start(words)
 
@@ -491,6 +509,7 @@ class LearnerDriver(DriverBase):
             rm.write_word_changed(name, word)
         self._start()
         B = words["BATCH_SIZE"]
+        self._adam_started(B)
         self._expected_cycles = step_cycles(self._config, B) \
             if 1 <= B <= self._config.max_batch else 1
 
@@ -511,7 +530,7 @@ class LearnerDriver(DriverBase):
         LearnerOverflowWarning, StartRefusedWarning
         """
         status = self._wait(timeout)
-        self._warn(status)
+        warn_status(status)
         return status
 
     def _wait(self, timeout):
@@ -520,22 +539,10 @@ class LearnerDriver(DriverBase):
         status["LOSS"] = rm.read_word("LOSS_LO") | rm.read_word("LOSS_HI") << 32
         status["CYCLES"] = rm.read_word("CYCLES")
         self.last_status = status
+        self._adam_finished(not status["ERROR"])
         if status["ERROR"]:
             raise LearnerError(status["ERROR"])
         return status
-
-    @staticmethod
-    def _warn(status):
-        level = warn_level()
-        flags = [name for name in OVERFLOW_FLAGS if status.get(name)]
-        if flags:
-            warnings.warn("learner STATUS " + ", ".join(flags) + ": "
-                          + "; ".join(OVERFLOW_FLAGS[f] for f in flags),
-                          LearnerOverflowWarning, stacklevel=level)
-        if status.get("START_REFUSED"):
-            warnings.warn("learner STATUS.START_REFUSED: AP_START was written while the step "
-                          "was in progress and was dropped", StartRefusedWarning,
-                          stacklevel=level)
 
     def load_batch(self, batch: LearnerBatch):
         """Write a prepared batch into the input regions (the learner must be idle)."""
@@ -565,6 +572,8 @@ class LearnerDriver(DriverBase):
         cfg = self._config
         require_dqn(cfg, sync_target, "sync_target")
         words = {"BATCH_SIZE": batch.batch_size, "LR": batch.lr, "GAMMA": batch.gamma}
+        if self._adam is not None:
+            words.update(self._adam_words(self._adam_regs(batch.lr_value, batch.batch_size)))
         due = False
         if cfg.loss == "dqn":
             period = self._sync_period
@@ -583,19 +592,20 @@ class LearnerDriver(DriverBase):
                 self._copy_to_target(self._layer_names(False), self._layer_names(True))
             self._since_sync = 0 if due else min(self._since_sync + 1, 0xFFFF)
         status["SYNCED"] = due
-        self._warn(status)
+        warn_status(status)
         return status
 
     def train_step(self, obs, actions=None, rewards=None, next_obs=None, dones=None, *,
-                   targets=None, gamma=0.99, lr, loss_weights=None, sync_target=False,
+                   targets=None, gamma=0.99, lr=None, loss_weights=None, sync_target=False,
                    details=False, timeout=None):
-        """One SGD step on the accelerator; the (unweighted) loss of the batch before the
-        update.
+        """One SGD (or Adam) step on the accelerator; the (unweighted) loss of the batch before
+        the update. Adam: ``lr`` None takes ``adam.lr``, a number overrides it for this step.
 
         DQN: ``train_step(obs, actions, rewards, next_obs, dones, gamma=, lr=)``, with
         ``loss_weights=w`` (``[B]`` in [0, 1], e.g. PER's importance-sampling weights) the step
-        descends ``(1/B) sum w_b (Q - y)**2``; MSE: ``train_step(obs, targets=Y, lr=)``. ``sync_target=True`` (DQN) makes the updated
-        weights the target network after this step. ``details=True`` returns a
+        descends ``(1/B) sum w_b (Q - y)**2``; MSE: ``train_step(obs, targets=Y, lr=)``.
+        ``sync_target=True`` (DQN) makes the updated weights the target network after this
+        step. ``details=True`` returns a
         :class:`StepDetails` (also reads the Q values and TD errors back). Raises
         ``ValueError`` before any bus access for invalid input, ``RuntimeError`` (after the
         arguments' checks, before any bus access) if this driver has not written the network

@@ -1,10 +1,13 @@
 """Errors and warnings of the learner driver, and reading a learner's configuration back
 from its HW_* registers (:mod:`sw.learner.driver` re-exports them)."""
 
-from sw.driver.common import CodedError, hw_field_mismatches
+import warnings
+
+from sw.driver.common import CodedError, StartRefusedWarning, hw_field_mismatches, warn_level
 
 from .spec import (
     ERRORS,
+    STATUS_FLAGS,
     LearnerConfig,
     config_from_hw,
     hw_info_values,
@@ -18,8 +21,10 @@ __all__ = [
     "LearnerOverflowWarning",
     "LearnerRangeWarning",
     "LearnerTimeoutError",
+    "OVERFLOW_FLAGS",
     "check_against",
     "read_learner_config",
+    "warn_status",
 ]
 
 
@@ -53,22 +58,46 @@ class LearnerRangeWarning(RuntimeWarning):
     """Host values outside their fixed-point format were saturated (``on_range="clip"``)."""
 
 
+#: Saturation flags of STATUS (everything in STATUS_FLAGS but START_REFUSED).
+OVERFLOW_FLAGS = {name: doc for name, (_, flag, doc) in STATUS_FLAGS.items() if flag}
+
+
+def warn_status(status: dict):
+    """The warnings of a step's STATUS fields: :class:`LearnerOverflowWarning` naming the
+    saturation flags set, :class:`~sw.driver.common.StartRefusedWarning`."""
+    level = warn_level()
+    flags = [name for name in OVERFLOW_FLAGS if status.get(name)]
+    if flags:
+        warnings.warn("learner STATUS " + ", ".join(flags) + ": "
+                      + "; ".join(OVERFLOW_FLAGS[f] for f in flags),
+                      LearnerOverflowWarning, stacklevel=level)
+    if status.get("START_REFUSED"):
+        warnings.warn("learner STATUS.START_REFUSED: AP_START was written while the step "
+                      "was in progress and was dropped", StartRefusedWarning, stacklevel=level)
+
+
 # -- reading the configuration back -----------------------------------------------------------
 _HW_REGS = ("HW_ARRAY", "HW_LAYERS", "HW_FORMAT", "HW_FORMAT2")
 #: Most weight layers a learner has (HW_LAYERS.LAYERS is 4 bits; the sizes are read only for a
 #: plausible count, so a foreign register map is never read past its end).
 _MAX_LAYERS = 7
+#: (optimizer, loss) of the register maps :func:`read_learner_config` probes, lowest HW_*
+#: addresses first.
+_PROBES = (("sgd", "mse"), ("sgd", "dqn"), ("adam", "mse"), ("adam", "dqn"))
 
 
 def read_learner_config(mmio) -> LearnerConfig:
     """The configuration the HW_* registers describe, read without touching unmapped addresses.
 
     The register map of a DQN learner may hold more argument registers than that of an MSE
-    learner (the target-sync registers), so its HW_* registers may sit higher. The MSE
-    addresses (inside either map, and none of them clear-on-read) are read first; the sizes
-    (``HW_SIZE<i>``) only once the four words decode as a learner of that loss with a
-    plausible number of layers; then the DQN addresses. The rounding mode is not in the
-    registers: ``half_up`` is returned.
+    learner (the target-sync registers), and one with Adam more again (the ADAM_* registers),
+    so its HW_* registers may sit higher. The four register maps are probed from the lowest
+    HW_* addresses up (SGD MSE, SGD DQN, Adam MSE, Adam DQN: each probe's addresses lie
+    inside the maps of the later ones, and none of them is clear-on-read). A probe reads
+    HW_LAYERS first, the other HW_* words only if it holds that loss and optimizer and a
+    plausible number of layers, and the sizes (``HW_SIZE<i>``) only once the four words
+    decode as that learner. The rounding mode is not in the registers: ``half_up`` is
+    returned.
 
     Raises
     ------
@@ -76,16 +105,23 @@ def read_learner_config(mmio) -> LearnerConfig:
         If neither decodes (not a learner, or a different register map version).
     """
     seen = []
-    for loss in ("mse", "dqn"):
-        probe = learner_register_map(LearnerConfig(loss=loss))
-        words = {name: mmio.read32(probe.offset(name)) for name in _HW_REGS}
-        seen.append(f"{loss}: " + ", ".join(f"{n}={w:#x}" for n, w in words.items()))
+    for optimizer, loss in _PROBES:
+        probe = learner_register_map(LearnerConfig(loss=loss, optimizer=optimizer))
+        words = {"HW_LAYERS": mmio.read32(probe.offset("HW_LAYERS"))}
+        seen.append(f"{loss} {optimizer}: HW_LAYERS={words['HW_LAYERS']:#x}")
         try:
             params = probe.decode_info(words)
         except ValueError:
             continue
         n_layers = params["n_layers"]
-        if params["loss"] != loss or not 1 <= n_layers <= _MAX_LAYERS:
+        if (params["loss"] != loss or params.get("optimizer", "sgd") != optimizer
+                or not 1 <= n_layers <= _MAX_LAYERS):
+            continue
+        words = {name: mmio.read32(probe.offset(name)) for name in _HW_REGS}
+        seen[-1] = f"{loss} {optimizer}: " + ", ".join(f"{n}={w:#x}" for n, w in words.items())
+        try:
+            params = probe.decode_info(words)
+        except ValueError:
             continue
         base = probe.offset("HW_SIZE0")
         sizes = [mmio.read32(base + 4 * i) for i in range(n_layers + 1)]

@@ -21,6 +21,11 @@ same plain SGD and loss, and the float64 K-ary sum tree of the CPU replay buffer
 :class:`sw.replay.PrioritizedReplayBuffer`), so a learning curve
 shows what the accelerators' fixed-point arithmetic costs.
 
+Optimizer: plain SGD (the default), or with ``--optimizer adam`` Adam on both sides (torch's
+defaults but the learning rate): the learner accelerator built with ``optimizer="adam"``
+(``golden``: the shipped learner's configuration with Adam, :mod:`sw.learner.optim`) and
+``torch.optim.Adam``. The fused trainer's learner has SGD only.
+
 Scaling: the learner's activations are 16-bit with ``act_frac`` fraction bits (Q5.10 by default,
 range +-32), so Q values must stay well inside that: rewards are multiplied by
 ``reward_scale`` (0.1 for CartPole: Q <= 0.1 / (1 - gamma) = 10).
@@ -43,7 +48,7 @@ import numpy as np
 from sw.replay.spec import td_priorities
 from sw.timing import clock_mhz
 
-from .dqn_common import DQNConfig, DQNResult, forward, init_weights
+from .dqn_common import ADAM_LR, OPTIMIZERS, DQNConfig, DQNResult, forward, init_weights
 from .dqn_trainer import open_trainer, parse_trainer_spec, train_fused
 
 # DQNConfig and DQNResult are re-exported: scripts, sw.dist and the tests import them from here.
@@ -81,10 +86,15 @@ class AcceleratorLearner:
 
 class TorchLearner:
     """The same network, loss (mean squared TD error weighted per sample, target network) and
-    plain SGD in float32 torch: the CPU baseline."""
+    plain SGD (or ``torch.optim.Adam``, ``optimizer="adam"``) in float32 torch: the CPU
+    baseline."""
 
-    def __init__(self, sizes, sync_period):
+    def __init__(self, sizes, sync_period, optimizer="sgd"):
         import torch
+
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not "
+                             f"{optimizer!r}")
 
         layers = []
         for l, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
@@ -97,7 +107,9 @@ class TorchLearner:
                                             for m in layers])
         self.sync_period = sync_period
         self._steps = 0
-        self.name = "torch float32 (CPU)"
+        self.optimizer = optimizer
+        self._adam = None
+        self.name = "torch float32 (CPU)" if optimizer == "sgd" else "torch float32 Adam (CPU)"
 
     def load(self, ws, bs):
         import torch
@@ -108,6 +120,8 @@ class TorchLearner:
                 m.weight.copy_(torch.as_tensor(w.T, dtype=torch.float32))
                 m.bias.copy_(torch.as_tensor(b, dtype=torch.float32))
         self.target.load_state_dict(self.net.state_dict())
+        if self.optimizer == "adam":                  # a fresh optimizer, as the driver's
+            self._adam = torch.optim.Adam(self.net.parameters())
 
     def refresh(self):
         pass
@@ -137,9 +151,16 @@ class TorchLearner:
         loss = sq.mean()
         self.net.zero_grad()
         loss.backward()
-        with torch.no_grad():
-            for p in self.net.parameters():
-                p -= lr * p.grad
+        if self.optimizer == "adam":
+            if self._adam is None:
+                self._adam = torch.optim.Adam(self.net.parameters())
+            for group in self._adam.param_groups:
+                group["lr"] = lr
+            self._adam.step()
+        else:
+            with torch.no_grad():
+                for p in self.net.parameters():
+                    p -= lr * p.grad
         self._steps += 1
         if self._steps % self.sync_period == 0:
             self.target.load_state_dict(self.net.state_dict())
@@ -210,27 +231,47 @@ class CpuReplay:
 
 
 def accelerators(learner_module="learner_cartpole_s4", replay_module="replay_accel_k16", *,
-                 target_period=250, learner_device="golden", replay_device="golden"):
+                 target_period=250, learner_device="golden", replay_device="golden",
+                 optimizer="sgd"):
     """The learner and replay accelerators behind their drivers, each on a device spec
     (:mod:`sw.rl.devices`): ``golden`` (default) is the golden model of the shipped module,
-    ``pynq:BITFILE`` a ZCU106 overlay, ``xrt:XCLBIN`` an Alveo kernel."""
+    ``pynq:BITFILE`` a ZCU106 overlay, ``xrt:XCLBIN`` an Alveo kernel. ``optimizer="adam"``:
+    on ``golden`` the shipped module's configuration with Adam; on hardware the bitstream's
+    learner must have been built with it (``ValueError`` otherwise)."""
+    from dataclasses import replace
+
+    from sw.learner.device import LearnerGoldenDevice
     from sw.learner.driver import LearnerDriver
     from sw.replay.driver import ReplayDriver
 
-    from .devices import open_device
+    from .devices import open_device, parse_spec
 
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {optimizer!r}")
+    if optimizer != "sgd" and parse_spec(learner_device)[0] == "sim":
+        raise ValueError(f"optimizer {optimizer!r}: the shipped learners' RTL has SGD only "
+                         f"(learner device 'golden' models it with {optimizer}, or a board "
+                         f"built with optimizer={optimizer!r})")
     ldev, lcfg, llabel = open_device(learner_device, "learner", learner_module)
     rdev, rcfg, rlabel = open_device(replay_device, "replay", replay_module)
-    learner = AcceleratorLearner(LearnerDriver(ldev, lcfg, sync_period=target_period,
-                                               on_range="clip"))
+    if lcfg is not None and lcfg.optimizer != optimizer:
+        lcfg = replace(lcfg, optimizer=optimizer)
+        ldev = LearnerGoldenDevice(lcfg)
+        llabel = f"{learner_module} with {optimizer} (golden model)"
+    driver = LearnerDriver(ldev, lcfg, sync_period=target_period, on_range="clip")
+    if driver.config.optimizer != optimizer:
+        raise ValueError(f"optimizer {optimizer!r}: the learner on {learner_device!r} was "
+                         f"built with optimizer={driver.config.optimizer!r}")
+    learner = AcceleratorLearner(driver)
     learner.name = llabel
     replay = AcceleratorReplay(ReplayDriver(rdev, rcfg))
     replay.name = rlabel
     return learner, replay
 
 
-def cpu_baseline(sizes=(4, 64, 64, 2), capacity=1 << 16, *, target_period=250, seed=0):
-    return TorchLearner(list(sizes), target_period), CpuReplay(capacity, seed)
+def cpu_baseline(sizes=(4, 64, 64, 2), capacity=1 << 16, *, target_period=250, seed=0,
+                 optimizer="sgd"):
+    return TorchLearner(list(sizes), target_period, optimizer), CpuReplay(capacity, seed)
 
 
 def train(config: DQNConfig, learner, replay, *, progress=True) -> DQNResult:
@@ -346,8 +387,11 @@ def main(argv=None):
                          f"({DQNConfig.learning_starts + 1}) and at most the replay capacity")
     ap.add_argument("--seeds", type=int, default=1, metavar="N",
                     help="train with seeds 0..N-1 per backend (N at least 1)")
-    ap.add_argument("--lr", type=float, default=DQNConfig.lr,
-                    help="SGD learning rate, a finite positive number")
+    ap.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd",
+                    help="both learners' optimizer: plain SGD or Adam (torch's betas and eps)")
+    ap.add_argument("--lr", type=float, default=argparse.SUPPRESS,
+                    help=f"learning rate, a finite positive number: SGD's (default: "
+                         f"{DQNConfig.lr}), Adam's with --optimizer adam (default: {ADAM_LR})")
     ap.add_argument("--priority-delay", type=int, default=0, metavar="D",
                     help="gradient steps the new priorities wait before they are written back "
                          "(0: before the next sample)")
@@ -383,9 +427,13 @@ def main(argv=None):
             ap.error(str(e))
     if args.seeds < 1:
         ap.error(f"--seeds must be a positive integer, not {args.seeds}")
+    if args.optimizer != "sgd" and args.device is not None and args.backend != "cpu":
+        ap.error(f"--optimizer {args.optimizer}: the fused trainer (--device) has SGD only")
+    lr = getattr(args, "lr", DQNConfig.lr if args.optimizer == "sgd" else ADAM_LR)
     try:
-        configs = [DQNConfig(total_steps=args.total_steps, seed=s, lr=args.lr,
-                             priority_delay=args.priority_delay) for s in range(args.seeds)]
+        configs = [DQNConfig(total_steps=args.total_steps, seed=s, lr=lr,
+                             priority_delay=args.priority_delay, optimizer=args.optimizer)
+                   for s in range(args.seeds)]
     except ValueError as e:
         ap.error(str(e))
 
@@ -395,8 +443,9 @@ def main(argv=None):
         if backend == "accel":
             return accelerators(target_period=cfg.target_period,
                                 learner_device=args.learner_device,
-                                replay_device=args.replay_device)
-        return cpu_baseline(target_period=cfg.target_period, seed=cfg.seed)
+                                replay_device=args.replay_device, optimizer=cfg.optimizer)
+        return cpu_baseline(target_period=cfg.target_period, seed=cfg.seed,
+                            optimizer=cfg.optimizer)
 
     backends = ("accel", "cpu") if args.backend == "both" else (args.backend,)
     first = {}                      # seed 0 of every backend, opened before anything trains

@@ -13,7 +13,12 @@ import numpy as np
 from sw.config import check_real
 from sw.replay.spec import PER_ALPHA
 
-__all__ = ["DQNConfig", "DQNResult", "init_weights", "forward"]
+__all__ = ["DQNConfig", "DQNResult", "OPTIMIZERS", "ADAM_LR", "init_weights", "forward"]
+
+#: The learners' optimizers: plain SGD (the default) or Adam (torch's, no weight decay).
+OPTIMIZERS = ("sgd", "adam")
+#: The command line's learning rate for Adam (``DQNConfig.lr`` is SGD's).
+ADAM_LR = 2.5e-4
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class DQNConfig:
     priority_delay: int = 0             # gradient steps a priority write-back waits (D)
     hidden: int = 64
     seed: int = 0
+    optimizer: str = "sgd"              # "adam": both learners use Adam with learning rate lr
 
     def __post_init__(self):
         for name in ("total_steps", "batch", "learning_starts", "train_freq", "target_period",
@@ -52,6 +58,9 @@ class DQNConfig:
         for name in ("lr", "reward_scale", "prio_eps"):
             check_real(name, getattr(self, name))
         check_real("beta", self.beta, positive=False)
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not "
+                             f"{self.optimizer!r}")
         d = self.priority_delay
         if isinstance(d, bool) or not isinstance(d, int) or d < 0:
             raise ValueError(f"priority_delay must be a non-negative integer, not {d!r}")
