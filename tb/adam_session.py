@@ -1,7 +1,9 @@
 """An Adam learner's session at the register and memory level: :func:`adam_session` loads
-weights, target weights, moments (random, zeros and log_min among them) and batches through a
+weights, target weights, moments (random, zeros and log_min among them), master-weight
+residuals and batches through a
 device's memory port, writes the step and ADAM_* registers, starts, waits and returns everything
-observable (weights, moments, second-moment logarithms, STATUS, CYCLES, loss) after each step.
+observable (weights, residuals, moments, second-moment logarithms, STATUS, CYCLES, loss) after
+each step.
 Run on the Verilated RTL (tb/learner/test_adam_rtl.py) and on the golden device, the transcripts
 must be identical; the golden transcript is also checked against the golden update itself."""
 
@@ -57,14 +59,21 @@ def adam_session(device, config_dict=ADAM_SIM_CONFIG, steps=(16, 5, 12, 16, 9, 1
         _write_matrix(device, cfg, f"tw{l}", _random_raw(rng, num.weight_format, shp, 0.4))
         # Moments from an earlier run: some zero, some log_min (v = 0), the rest random.
         mo = _random_raw(rng, num.moment_format, shp, 0.05)
-        mo[rng.random(shp) < 0.2] = 0
+        zero = rng.random(shp) < 0.2
+        mo[zero] = 0
         lv = rng.integers(-8 << 16, 2 << 16, shp)
-        lv[rng.random(shp) < 0.2] = ADAM_POWER.log_min
+        lv[zero & (rng.random(shp) < 0.5)] = ADAM_POWER.log_min
+        if l == 1:          # three states no Adam makes (m != 0, v = 0): updates saturate
+            mo[0, :3] = 1 << num.moment_format.frac
+            lv[0, :3] = ADAM_POWER.log_min
+        res = rng.integers(-128, 128, shp)              # master weights' residuals
         if l == 0:
             mo[:] = 0
             lv[:] = ADAM_POWER.log_min                   # a fresh optimizer's state
+            res[:] = 0
         _write_matrix(device, cfg, f"m{l}", mo)
         _write_matrix(device, cfg, f"v{l}", lv)
+        _write_matrix(device, cfg, f"wl{l}", res)
     out = {"steps": []}
     hypers = [AdamHyper(lr=1e-3), AdamHyper(lr=3e-2, betas=(0.0, 0.99)),
               AdamHyper(lr=1e-2, eps=0.0), AdamHyper(lr=5e-3, betas=(0.5, 0.0), eps=1e-3)]
@@ -100,7 +109,7 @@ def adam_session(device, config_dict=ADAM_SIM_CONFIG, steps=(16, 5, 12, 16, 9, 1
             "status": rd("STATUS"), "cycles": rd("CYCLES"),
             "loss": (rd("LOSS_HI") << 32) | rd("LOSS_LO"),
             **{f"{k}{l}": _read_matrix(device, cfg, f"{k}{l}", rows[l])
-               for k in ("w", "tw", "m", "v", "grad") for l in range(L)}})
+               for k in ("w", "tw", "m", "v", "wl", "grad") for l in range(L)}})
     return out
 
 

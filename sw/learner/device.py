@@ -151,7 +151,8 @@ class LearnerGoldenDevice(ApCtrlGoldenDevice):
                     for name, (_, signed, _) in ADAM_ARGS.items()}
             rows = [cfg.sizes[l] + 1 for l in range(L)]
             kw.update(lr=None, adam=([self._matrix(f"m{l}", rows[l]) for l in range(L)],
-                                     [self._matrix(f"v{l}", rows[l]) for l in range(L)], regs))
+                                     [self._matrix(f"v{l}", rows[l]) for l in range(L)], regs,
+                                     [self._matrix(f"wl{l}", rows[l]) for l in range(L)]))
         if cfg.loss == "mse":
             return train_step(weights, obs, cfg.numerics, targets=self._matrix("targets", B),
                               **kw)
@@ -190,6 +191,7 @@ class LearnerGoldenDevice(ApCtrlGoldenDevice):
             if step.moments is not None:
                 self._put(f"m{l}", step.moments[l])
                 self._put(f"v{l}", step.log_v[l])
+                self._put(f"wl{l}", step.residuals[l])
             if sync:
                 self._put(f"tw{l}", step.weights[l])
         self._loss = step.loss_sum

@@ -179,9 +179,9 @@ class StepResult:
     next_target_weights : list of arrays or None
         DQN: the target weights after the step (the updated weights if synced, else the
         target weights the step used).
-    moments, log_v : list of arrays or None
-        Adam: the first moments and the logarithms of the second moments after the step
-        (:mod:`sw.learner.adam`); None for SGD.
+    moments, log_v, residuals : list of arrays or None
+        Adam: the first moments, the logarithms of the second moments and the master weights'
+        residuals after the step (:mod:`sw.learner.adam`); None for SGD.
     """
     weights: list
     q: np.ndarray
@@ -199,6 +199,7 @@ class StepResult:
     next_target_weights: list = None
     moments: list = None
     log_v: list = None
+    residuals: list = None
 
     @property
     def any_overflow(self) -> bool:
@@ -261,9 +262,10 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
         DQN: copy the updated weights into the target network after the step
         (:attr:`StepResult.next_target_weights`; :class:`TargetSync` decides it per step).
     adam : tuple, optional
-        ``(moments, log_v, regs)``: Adam instead of SGD (:func:`sw.learner.adam.
-        adam_update_raw`): per layer the raw first moments and second-moment logarithms
-        (shaped as the weights) and the raw ADAM_* registers of the step.
+        ``(moments, log_v, regs)`` or ``(moments, log_v, regs, residuals)``: Adam instead of
+        SGD (:func:`sw.learner.adam.adam_update_raw`): per layer the raw first moments and
+        second-moment logarithms (shaped as the weights), the raw ADAM_* registers of the
+        step, and per layer the master weights' raw residuals (default: 0).
 
     Returns
     -------
@@ -359,10 +361,11 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     gfmt_wa = num.wgrad_format
     if adam is not None:
         from .adam import adam_update_raw
-        moments_in, logv_in, adam_regs = adam
-        if len(moments_in) != L or len(logv_in) != L:
-            raise ValueError(f"adam needs {L} moments and {L} log_v arrays")
-        new_m, new_lv = [], []
+        moments_in, logv_in, adam_regs, *rest = adam
+        res_in = rest[0] if rest else [None] * L
+        if len(moments_in) != L or len(logv_in) != L or len(res_in) != L:
+            raise ValueError(f"adam needs {L} moments, {L} log_v and {L} residual arrays")
+        new_m, new_lv, new_r = [], [], []
     elif lr is None:
         raise ValueError("lr must be given for an SGD step (or give adam)")
     for l in range(L):
@@ -384,10 +387,11 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
                 ovf["wa"] |= bool(o.any())
         grads.append(g)
         if adam is not None:
-            w, mo, lv, o = adam_update_raw(num, weights[l], g, moments_in[l], logv_in[l],
-                                           adam_regs)
+            w, mo, lv, res, o = adam_update_raw(num, weights[l], g, moments_in[l], logv_in[l],
+                                                adam_regs, res_in[l])
             new_m.append(mo)
             new_lv.append(lv)
+            new_r.append(res)
             ovf["wu"] |= o
         else:
             w, o = wfmt.saturate(weights[l] - wfmt.rshift_round(int(lr) * g, shift))
@@ -400,8 +404,8 @@ def train_step(weights, obs, num: LearnerNumerics, *, lr: int, actions=None, rew
     if dqn:
         nxt = [w.copy() for w in (new_weights if synced else target_weights)]
     return StepResult(new_weights, q, target, inputs, pre, deltas, bw, grads, loss, ovf, extra,
-                      loss_sum, synced, nxt, new_m if adam is not None else None,
-                      new_lv if adam is not None else None)
+                      loss_sum, synced, nxt, *((new_m, new_lv, new_r) if adam is not None
+                                               else (None, None, None)))
 
 
 def _fw_bounds(weights, batch, num):

@@ -290,6 +290,12 @@ class LearnerNumerics(NumericParams):
         return moment_format(self)
 
     @property
+    def residual_format(self) -> FixedFormat:
+        """Adam's master-weight residual (:func:`sw.learner.adam.residual_format`)."""
+        from .adam import residual_format
+        return residual_format(self)
+
+    @property
     def logv_format(self) -> FixedFormat:
         """Adam's second moment as its logarithm (:func:`sw.learner.adam.log_format`)."""
         from .adam import log_format

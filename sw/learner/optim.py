@@ -25,7 +25,7 @@ learner built with ``optimizer="adam"`` (:mod:`sw.learner.adam`) the driver beha
 * Writing the online network (``load_weights``, ``load_raw_weights`` without
   ``target="only"``, ``init_weights``) resets the optimizer as a new torch optimizer would
   start: the first moments to 0, the second moments' logarithms to ``ADAM_POWER.log_min``
-  (which stands for 0), the count to 0. :meth:`AdamSupport.reset_optimizer` does it alone.
+  (which stands for 0), the master weights' residuals (``wl<l>``) to 0, the count to 0. :meth:`AdamSupport.reset_optimizer` does it alone.
 * The state: :meth:`AdamSupport.read_raw_optimizer_state` and
   :meth:`AdamSupport.load_raw_optimizer_state` (raw words, for checkpoints),
   :meth:`AdamSupport.optimizer_state` (floats in torch's units).
@@ -247,7 +247,9 @@ class AdamSupport:
                 [(n, pack_matrix(cfg, n, np.zeros(s, np.int64)))
                  for n, s in zip(m_names, shapes)]
                 + [(n, pack_matrix(cfg, n, np.full(s, ADAM_POWER.log_min, np.int64)))
-                   for n, s in zip(v_names, shapes)])
+                   for n, s in zip(v_names, shapes)]
+                + [(f"wl{l}", pack_matrix(cfg, f"wl{l}", np.zeros(s, np.int64)))
+                   for l, s in enumerate(shapes)])
         return self._adam_images
 
     def _write_images(self, images):
@@ -263,7 +265,8 @@ class AdamSupport:
 
     def reset_optimizer(self):
         """Start the optimizer afresh, as a new ``torch.optim.Adam`` would: first moments 0,
-        second moments 0 (their logarithms ``log_min``), step count 0 (weights untouched).
+        second moments 0 (their logarithms ``log_min``), the master weights' residuals 0 (the
+        master weights become the weights as read), step count 0.
         Nothing to do for an SGD learner. :class:`~sw.learner.errors.LearnerBusyError` during
         a step."""
         images = self._adam_reset_images()
@@ -274,36 +277,44 @@ class AdamSupport:
         self._adam_reset()
 
     def read_raw_optimizer_state(self):
-        """``(moments, log_v)``: per layer the raw ``(n_in + 1) x n_out`` first moments
-        (``numerics.moment_format``) and logarithms of the second moments
-        (``numerics.logv_format``; ``ADAM_POWER.log_min`` stands for 0), bias in the last
-        row, as the ``m<l>`` and ``v<l>`` regions hold them. With :attr:`optimizer_step` a
-        checkpoint of the optimizer (:meth:`load_raw_optimizer_state`)."""
+        """``(moments, log_v, residuals)``: per layer the raw ``(n_in + 1) x n_out`` first
+        moments (``numerics.moment_format``), logarithms of the second moments
+        (``numerics.logv_format``; ``ADAM_POWER.log_min`` stands for 0) and master-weight
+        residuals (``numerics.residual_format``, region ``wl<l>``), bias in the last row, as
+        the ``m<l>``, ``v<l>`` and ``wl<l>`` regions hold them. With the raw weights and
+        :attr:`optimizer_step` a checkpoint that resumes bit for bit
+        (:meth:`load_raw_optimizer_state`)."""
         self._require_adam("read_raw_optimizer_state")
         self._require_idle()
         m_names, v_names = self._moment_names()
         rows = [n + 1 for n in self._config.sizes[:-1]]
         return ([self.read_raw(n, r) for n, r in zip(m_names, rows)],
-                [self.read_raw(n, r) for n, r in zip(v_names, rows)])
+                [self.read_raw(n, r) for n, r in zip(v_names, rows)],
+                [self.read_raw(f"wl{l}", r) for l, r in enumerate(rows)])
 
-    def load_raw_optimizer_state(self, moments, log_v, *, step):
+    def load_raw_optimizer_state(self, moments, log_v, residuals=None, *, step):
         """Write a state :meth:`read_raw_optimizer_state` read (raw matrices, formats and
-        shapes checked, ``ValueError`` naming the argument before any bus access) and set the
-        step count to ``step`` (an integer >= 0)."""
+        shapes checked, ``ValueError`` naming the argument before any bus access;
+        ``residuals`` None: 0) and set the step count to ``step`` (an integer >= 0). Load the
+        weights first: writing them resets the optimizer."""
         self._require_adam("load_raw_optimizer_state")
         cfg = self._config
         num = cfg.numerics
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
             raise ValueError(f"step must be an integer >= 0, not {step!r}")
         shapes = num.weight_shapes()
+        if residuals is None:
+            residuals = [np.zeros(s, np.int64) for s in shapes]
         images = []
-        for arg, seq, fmt, names in zip(("moments", "log_v"), (moments, log_v),
-                                        (moment_format(num), log_format()),
-                                        self._moment_names()):
+        names = self._moment_names() + ([f"wl{l}" for l in range(len(shapes))],)
+        for arg, seq, fmt, nms in zip(("moments", "log_v", "residuals"),
+                                      (moments, log_v, residuals),
+                                      (moment_format(num), log_format(), num.residual_format),
+                                      names):
             if isinstance(seq, np.ndarray) or not hasattr(seq, "__len__") \
                     or len(seq) != len(shapes):
                 raise ValueError(f"{arg} must be a sequence of {len(shapes)} matrices")
-            for l, (m, shape, n) in enumerate(zip(seq, shapes, names)):
+            for l, (m, shape, n) in enumerate(zip(seq, shapes, nms)):
                 a = array_arg(m, f"{arg}[{l}]", shape=shape, kinds="iu")
                 a = fmt.check_raw(a, f"{arg}[{l}]").astype(np.int64)
                 images.append((n, pack_matrix(cfg, n, a)))
@@ -321,7 +332,7 @@ class AdamSupport:
                 B, (int, np.integer)) or not 1 <= B <= self._config.max_batch):
             raise ValueError(f"batch_size must be an integer in 1..{self._config.max_batch}, "
                              f"not {batch_size!r}")
-        moments, log_v = self.read_raw_optimizer_state()
+        moments, log_v, _ = self.read_raw_optimizer_state()
         if B is None:
             if any(m.any() for m in moments) or any((v != ADAM_POWER.log_min).any()
                                                     for v in log_v):

@@ -14,7 +14,7 @@ from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import DmaParams, kernel_register_map
 
-from .adam import ADAM_ARGS, OPTIMIZERS, log_format, moment_format
+from .adam import ADAM_ARGS, MASTER_EXTRA, OPTIMIZERS, log_format, moment_format
 from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, NumericParams, TensorUnitConfig
 
 __all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
@@ -84,7 +84,8 @@ class LearnerConfig(NumericParams):
     optimizer : str
         The weight update, :data:`~sw.learner.adam.OPTIMIZERS`: ``"sgd"`` (``W -= η·G``,
         register LR) or ``"adam"`` (:mod:`sw.learner.adam`: registers ADAM_*, the moments in
-        regions ``m<l>`` and ``v<l>`` beside the weights, LR unused).
+        regions ``m<l>`` and ``v<l>`` and the master weights' low bits in ``wl<l>`` beside the
+        weights, LR unused).
     axi_data_width : int
         Bits of the host memory port (:data:`AXI_DATA_WIDTHS`).
     width, act_frac, weight_frac, grad_frac, acc_width, coef_width, lr_width, lr_frac, rounding
@@ -410,6 +411,9 @@ def _regions(config: LearnerConfig) -> tuple:
         out += [Region(f"v{l}", "matrix", sizes[l] + 1, sizes[l + 1], lw, True, True,
                        f"log2 of Adam's second moment of layer {l} (logv format; log_min: 0)",
                        "logv") for l in range(L)]
+        out += [Region(f"wl{l}", "matrix", sizes[l] + 1, sizes[l + 1], MASTER_EXTRA, True,
+                       True, f"Adam's master weights of layer {l} beyond w{l}: the residual "
+                       f"M - W (residual format)", "residual") for l in range(L)]
     return tuple(out)
 
 

@@ -6,6 +6,7 @@ Adam tail) and the loss -- with optimizer states from a fresh one to random ones
 ``log_min`` among them), β1 = 0, β2 = 0, ε = 0, per-sample loss weights, a target sync and a
 saturating step."""
 
+import numpy as np
 import pytest
 
 from adam_session import ADAM_SIM_CONFIG, SEED, adam_session, compare
@@ -37,11 +38,13 @@ def test_golden_session_follows_the_update_and_the_cycle_model():
     for s in gold["steps"]:
         assert s["cycles"] == step_cycles(cfg, s["B"])
         assert s["cycles"] == step_cycles(sgd, s["B"]) + ADAM_WU_LATENCY - WU_SGD_LATENCY
-    # The first step's random states saturate updates (m != 0 where v = 0), the middle ones
-    # none, the last one's huge rewards its errors.
-    wu = [s["status"] >> 14 & 1 for s in gold["steps"]]
-    assert wu[0] and not any(wu[1:-1]), wu
+    # Three states of the first step saturate their updates (m != 0 where v = 0), the last
+    # step's huge rewards its errors; the weights pinned at the bounds stay few.
+    assert gold["steps"][0]["status"] >> 14 & 1
     assert gold["steps"][-1]["status"] & 0x7F00
+    top = (1 << 15) - 1
+    w = np.concatenate([gold["steps"][-1][f"w{l}"].ravel() for l in range(3)])
+    assert 3 <= np.sum(np.abs(w) >= top) <= 0.1 * w.size
 
 
 try:

@@ -5,7 +5,7 @@ first moment and second-moment logarithm, bit for bit as
 from amaranth.hdl import Const, Mux, Signal, signed, unsigned
 
 from sw.learner.adam import (ADAM_POWER, ADAM_WU_LATENCY, C1_FRAC, C1_WIDTH, LOGADD_LATENCY,
-                             MOMENT_EXTRA, SB_FRAC, moment_format)
+                             MASTER_EXTRA, MOMENT_EXTRA, SB_FRAC, moment_format)
 from sw.powers import EXP2_LATENCY, LOG2_LATENCY
 
 from ...powers import Exp2Unit, Log2Unit
@@ -19,9 +19,10 @@ MOMENT_LATENCY = 5
 class AdamLanes:
     """The Adam update of S lanes, one row per cycle, never stalled.
 
-    ``build(m, g, mo, lv, w)`` takes the lanes' reduced gradients ``g`` (wgrad format), first
-    moments ``mo`` (moment format), second-moment logarithms ``lv`` and weights ``w``, all
-    registers loaded in one cycle, and returns ``(w, mo, lv, overflow)`` of the same row
+    ``build(m, g, mo, lv, w, res)`` takes the lanes' reduced gradients ``g`` (wgrad format),
+    first moments ``mo`` (moment format), second-moment logarithms ``lv``, weights ``w`` and
+    master-weight residuals ``res``, all registers loaded in one cycle, and returns
+    ``(w, mo, lv, res, overflow)`` of the same row
     :data:`~sw.learner.adam.ADAM_WU_LATENCY` cycles later (registers; ``overflow`` per lane:
     the update or the weight saturated). Per lane: four :class:`~rtl_gen.powers.Log2Unit` and
     three :class:`~rtl_gen.powers.Exp2Unit` (one DSP48E2 each) and the first moment's
@@ -86,7 +87,7 @@ class AdamLanes:
         return out
 
     # -- the pipeline ---------------------------------------------------------------------------
-    def lane(self, m, j, g, mo, lv, w):
+    def lane(self, m, j, g, mo, lv, w, res):
         num, p, regs = self.num, self.p, self.regs
         lw, L0 = p.log_width, p.log_min
         gf, mf, wf = num.wgrad_format, moment_format(num), num.weight_format
@@ -137,24 +138,34 @@ class AdamLanes:
         y = self._reg(m, Mux(mz, L0, self._clamp(lm_t + regs["adam_log_lr"] - den)),
                       signed(lw), f"{n}_y")
         t += 1
-        u, uo = self._exp2(m, y, wf.frac, wf.width, f"{n}_u")
+        X = MASTER_EXTRA
+        u, uo = self._exp2(m, y, wf.frac + X, wf.width + X, f"{n}_u")
         t += EXP2_LATENCY
-        # W - sign(m')·u (t = 41), saturated (t = 42).
+        # The master weight M = W·2**8 + r (registered at t = 1, kept), M - sign(m')·u
+        # (t = 41), saturated to W's range (t = 42), M + 128: its bits are W and r + 128
+        # (t = 43).
+        mw = self._reg(m, (w << X) + res, signed(wf.width + X + 1), f"{n}_mw")
         neg_m = self._delay(m, mnew < 0, t - MOMENT_LATENCY, f"{n}_mneg")
-        w_t = self._delay(m, w, t, f"{n}_w")
-        dw = self._reg(m, Mux(neg_m, w_t + u, w_t - u), signed(wf.width + 2), f"{n}_dw")
+        mw_t = self._delay(m, mw, t - 1, f"{n}_mwd")
+        dw = self._reg(m, Mux(neg_m, mw_t + u, mw_t - u), signed(wf.width + X + 2), f"{n}_dw")
         uo1 = self._reg(m, uo, 1, f"{n}_uo")
         t += 1
-        top, bot = (1 << (wf.width - 1)) - 1, -(1 << (wf.width - 1))
+        top, bot = ((1 << (wf.width - 1)) - 1) << X, -(1 << (wf.width - 1)) << X
         sat = Mux(dw > top, top, Mux(dw < bot, bot, dw))
-        w_new = self._reg(m, sat, signed(wf.width), f"{n}_wn")
-        ovf = self._reg(m, uo1 | (dw > top) | (dw < bot), 1, f"{n}_o")
+        d = self._reg(m, sat, signed(wf.width + X), f"{n}_ds")
+        ovf1 = self._reg(m, uo1 | (dw > top) | (dw < bot), 1, f"{n}_o1")
+        t += 1
+        e = self._reg(m, d + (1 << (X - 1)), signed(wf.width + X), f"{n}_e")
+        ovf = self._reg(m, ovf1, 1, f"{n}_o")
         t += 1
         assert t == ADAM_WU_LATENCY, t
+        w_new = e[X:].as_signed()
+        r_new = Signal(signed(X), name=f"{self.name}_{n}_rn")
+        m.d.comb += r_new.eq(e[:X] ^ (1 << (X - 1)))       # (e mod 2**8) - 128
         mo_out = self._delay(m, mnew, t - MOMENT_LATENCY, f"{n}_mo")
         lv_out = self._delay(m, lv_new, t - 20, f"{n}_lvo")
-        return w_new, mo_out, lv_out, ovf
+        return w_new, mo_out, lv_out, r_new, ovf
 
-    def build(self, m, g, mo, lv, w):
-        outs = [self.lane(m, j, *vals) for j, vals in enumerate(zip(g, mo, lv, w))]
+    def build(self, m, g, mo, lv, w, res):
+        outs = [self.lane(m, j, *vals) for j, vals in enumerate(zip(g, mo, lv, w, res))]
         return tuple(list(x) for x in zip(*outs))

@@ -157,9 +157,12 @@ class WuStage(StageBlock):
         side = {}                   # Adam: the moments' rows travel beside the weights'
         if adam:
             mfmt, lfmt = num.moment_format, num.logv_format
+            rfmt = num.residual_format
             mbuf, vbuf = bufs.get(f"m{l}", 0), bufs.get(f"v{l}", 0)
+            rbuf = bufs.get(f"wl{l}", 0)
             m_data = mbuf.read_port(0).use(s0["v"], s0["a"])
             v_data = vbuf.read_port(0).use(s0["v"], s0["a"])
+            r_data = rbuf.read_port(0).use(s0["v"], s0["a"])
         # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
         g_data = [g.read_port(1 if overlap else 0).use(s0["v"], s0["a"]) for g in gbufs]
         s1 = regs(1, {k: s0[k] for k in ("v", "r", "a", "e")})
@@ -167,7 +170,8 @@ class WuStage(StageBlock):
                 for d in range(dp)}
         if adam:
             side = {"mo": [x.as_signed() for x in block_row(m_data, s1["r"], mfmt.width, S)],
-                    "lv": [x.as_signed() for x in block_row(v_data, s1["r"], lfmt.width, S)]}
+                    "lv": [x.as_signed() for x in block_row(v_data, s1["r"], lfmt.width, S)],
+                    "res": [x.as_signed() for x in block_row(r_data, s1["r"], rfmt.width, S)]}
         cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
                        "w": [x.as_signed() for x in block_row(w_data, s1["r"], w, S)],
                        **side, **rows})
@@ -197,7 +201,8 @@ class WuStage(StageBlock):
         if adam:
             # Adam (rtl_gen.learner.stages.adam): ADAM_WU_LATENCY cycles, the control beside.
             lanes = AdamLanes(cfg, ctx.adam, name)
-            w_new, m_new, v_new, ovf = lanes.build(m, acc, cur["mo"], cur["lv"], cur["w"])
+            w_new, m_new, v_new, r_new, ovf = lanes.build(m, acc, cur["mo"], cur["lv"],
+                                                          cur["w"], cur["res"])
             c = {k: cur[k] for k in ctl}
             for k in range(ADAM_WU_LATENCY):
                 c = regs(f"{3 + dp}a{k}", c)
@@ -209,6 +214,8 @@ class WuStage(StageBlock):
                        Cat(*[x[:mfmt.width] for x in m_new]).replicate(S))
             vbuf.write(vbuf.row_enable(onehot), c["a"],
                        Cat(*[x[:lfmt.width] for x in v_new]).replicate(S))
+            rbuf.write(rbuf.row_enable(onehot), c["a"],
+                       Cat(*[x[:rfmt.width] for x in r_new]).replicate(S))
             return self._done(m, c)
         # η·G; round; W - round(η·G), saturated.
         shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
