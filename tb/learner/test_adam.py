@@ -715,8 +715,10 @@ def test_dqn_with_adam_learns_cartpole_as_torch_does():
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_dqn_with_adam_learns_cartpole_on_the_golden_learner():
-    """10k environment steps (9k gradient steps, about 90 s) of DQN with Adam (lr =
+    """10k environment steps (9k gradient steps, about 75 s: ``make test-heavy``; one step of
+    both learners against each other runs in ``make test``) of DQN with Adam (lr =
     ADAM_LR) on the golden learner and replay accelerators, seed 0: a random policy scores
     about 22, this must pass 150 (measured 333 with the master weights, 212 without; CPU torch
     with Adam 203)."""

@@ -19,8 +19,10 @@ CONFIGS = {"dp1": ADAM_SIM_CONFIG, "dp2": {**ADAM_SIM_CONFIG, "dp": 2}}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", ["dp1", pytest.param("dp2", marks=pytest.mark.heavy)])
 def test_adam_learner_rtl_matches_golden_device(name):
+    """dp1 in ``make test``; dp2 (the same lanes behind the pipelines' reduction, 35 s of
+    Verilator build) in ``make test-heavy``."""
     run_block("learner", CONFIGS[name], __file__, seed=SEED)
 
 
