@@ -18,7 +18,7 @@ from rtl_gen.trainer import Exp2Unit, Log2Unit, PowerUnit
 from rtl_gen.powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY
 from sw.powers import PowerConfig, exp2_raw, log2_raw, power_raw
 
-WAIVERS = Path(__file__).resolve().parents[2] / "scripts" / "verilator_waivers.vlt"
+WAIVERS = Path(__file__).resolve().parents[1] / "scripts" / "verilator_waivers.vlt"
 SEED = 20261207
 
 #: Small tables (16 intervals): a few thousand inputs visit every entry many times.
