@@ -14,7 +14,7 @@ from sw.config import check_int
 from sw.regmap import Field, Info, Register, RegisterMap
 from sw.shell.spec import DmaParams, kernel_register_map
 
-from .adam import ADAM_ARGS, MASTER_EXTRA, OPTIMIZERS, log_format, moment_format
+from .adam import ADAM_ARGS, C1_WIDTH, MASTER_EXTRA, OPTIMIZERS, log_format, moment_format
 from .numerics import GEMM_KINDS, TU_LIMITS, LearnerNumerics, NumericParams, TensorUnitConfig
 
 __all__ = ["TensorUnitConfig", "LearnerNumerics", "LearnerConfig", "GEMM_KINDS", "TU_LIMITS",
@@ -534,7 +534,7 @@ def learner_register_map(config: LearnerConfig) -> RegisterMap:
                  for name, (_, bits, doc) in SYNC_ARGS.items()]
     if config.optimizer == "adam":
         lw = log_format().width
-        args += [Register.scalar(name, lw if signed else 17, "rw", doc=doc)
+        args += [Register.scalar(name, lw if signed else C1_WIDTH, "rw", doc=doc)
                  for name, (_, signed, doc) in ADAM_ARGS.items()]
     errors = ", ".join(f"{v} {k}" for k, v in LEARNER_ERRORS.items())
     synced = ((Field("TARGET_SYNCED", TARGET_SYNCED_BIT, 1, "ro",

@@ -154,24 +154,21 @@ class WuStage(StageBlock):
         gbufs = [bufs.get(f"grad{l}", d) for d in range(dp)]
         w_data = wbuf.read_port(0).use(s0["v"], s0["a"])
         adam = cfg.optimizer == "adam"
-        side = {}                   # Adam: the moments' rows travel beside the weights'
+        # Adam: the rows of its regions (first moment, second-moment logarithm, master-weight
+        # residual) read beside the weights' and travel with them: key -> (buffer, width, data)
+        side_bufs = {}
         if adam:
-            mfmt, lfmt = num.moment_format, num.logv_format
-            rfmt = num.residual_format
-            mbuf, vbuf = bufs.get(f"m{l}", 0), bufs.get(f"v{l}", 0)
-            rbuf = bufs.get(f"wl{l}", 0)
-            m_data = mbuf.read_port(0).use(s0["v"], s0["a"])
-            v_data = vbuf.read_port(0).use(s0["v"], s0["a"])
-            r_data = rbuf.read_port(0).use(s0["v"], s0["a"])
+            for key, region, fmt in (("mo", "m", num.moment_format), ("lv", "v", num.logv_format),
+                                     ("res", "wl", num.residual_format)):
+                buf = bufs.get(f"{region}{l}", 0)
+                side_bufs[key] = (buf, fmt.width, buf.read_port(0).use(s0["v"], s0["a"]))
         # Overlapped with WA (which reads its scratchpad on port 0): a port of WU's own.
         g_data = [g.read_port(1 if overlap else 0).use(s0["v"], s0["a"]) for g in gbufs]
         s1 = regs(1, {k: s0[k] for k in ("v", "r", "a", "e")})
         rows = {f"g{d}": [x.as_signed() for x in block_row(g_data[d], s1["r"], aw, S)]
                 for d in range(dp)}
-        if adam:
-            side = {"mo": [x.as_signed() for x in block_row(m_data, s1["r"], mfmt.width, S)],
-                    "lv": [x.as_signed() for x in block_row(v_data, s1["r"], lfmt.width, S)],
-                    "res": [x.as_signed() for x in block_row(r_data, s1["r"], rfmt.width, S)]}
+        side = {key: [x.as_signed() for x in block_row(data, s1["r"], width, S)]
+                for key, (_, width, data) in side_bufs.items()}
         cur = regs(2, {"v": s1["v"], "r": s1["r"], "a": s1["a"], "e": s1["e"],
                        "w": [x.as_signed() for x in block_row(w_data, s1["r"], w, S)],
                        **side, **rows})
@@ -210,12 +207,9 @@ class WuStage(StageBlock):
             onehot = Signal(S, name=f"{name}_onehot")
             m.d.comb += onehot.eq(Mux(c["v"], 1 << c["r"], 0))
             self._write_rows(m, onehot, c["a"], w_new)
-            mbuf.write(mbuf.row_enable(onehot), c["a"],
-                       Cat(*[x[:mfmt.width] for x in m_new]).replicate(S))
-            vbuf.write(vbuf.row_enable(onehot), c["a"],
-                       Cat(*[x[:lfmt.width] for x in v_new]).replicate(S))
-            rbuf.write(rbuf.row_enable(onehot), c["a"],
-                       Cat(*[x[:rfmt.width] for x in r_new]).replicate(S))
+            for (buf, width, _), values in zip(side_bufs.values(), (m_new, v_new, r_new)):
+                buf.write(buf.row_enable(onehot), c["a"],
+                          Cat(*[x[:width] for x in values]).replicate(S))
             return self._done(m, c)
         # η·G; round; W - round(η·G), saturated.
         shift = num.lr_frac + num.act_frac + num.grad_frac - num.weight_frac
