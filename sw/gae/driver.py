@@ -19,7 +19,7 @@ interrupt or AP_DONE polling with a timeout, STATUS: ``ERROR`` raises :class:`Ga
 overflow flags warn a :class:`GaeOverflowWarning` subclass, START_REFUSED warns
 :class:`~sw.driver.common.StartRefusedWarning`); **read-back and de-quantization**, into new
 float64 arrays or the caller's (``out=``). In the caller's units only the advantages are read
-back: the returns are the advantages plus the caller's values (:mod:`sw.gae.batch`,
+back: the returns are the advantages plus the caller's values (:mod:`sw.gae.results`,
 "Returns").
 
 Units of the results
@@ -34,9 +34,9 @@ Units of the results
 Result scale (in-place results)
     The driver picks the requantizer registers of the results from the batch, and by default
     (``on_requant_overflow="retry"``) repeats a run whose results saturated with wider ranges:
-    :mod:`sw.gae.batch`, "Result scale". In the caller's units it then bounds the results'
+    :mod:`sw.gae.results`, "Result scale". In the caller's units it then bounds the results'
     error and, where the bound exceeds ``result_tolerance`` (3 % relative RMS by default), runs
-    the batch's error again to refine them: :mod:`sw.gae.batch`, "Refinement".
+    the batch's error again to refine them: :mod:`sw.gae.results`, "Refinement".
 """
 
 import dataclasses
@@ -61,7 +61,6 @@ from sw.registry import BLOCKS, family_vlnvs, vlnv
 from . import hostfast
 from . import spec as gae_spec
 from .batch import (
-    MAX_REFINEMENTS,
     GaeBatch,
     HostSettings,
     check_batch,
@@ -69,11 +68,7 @@ from .batch import (
     check_units,
     coefficient,
     episode_dones,
-    error_bounds,
     flags,
-    relative_error_bounds,
-    residual_rewards,
-    set_result_registers,
 )
 from .errors import (
     FLAG_WARNINGS,
@@ -92,6 +87,13 @@ from .hwinfo import check_against, read_hw_config
 from .layout import region_base, unpack_rows, word_bytes
 from .pipeline import GaeQuantizationPipeline
 from .plan import QuantizationPlan, make_plan
+from .results import (
+    MAX_REFINEMENTS,
+    error_bounds,
+    relative_error_bounds,
+    residual_rewards,
+    set_result_registers,
+)
 from .spec import (
     GAE_CORE_ARGS,
     GaeCoreArgs,
@@ -165,7 +167,7 @@ class GaeDriver(DriverBase):
     result_tolerance : float or None
         In-place results in the caller's units: the bound on the relative RMS error of the
         advantages and of the returns against textbook GAE above which the driver refines the
-        results with another run of the batch's error (:mod:`sw.gae.batch`, "Refinement"),
+        results with another run of the batch's error (:mod:`sw.gae.results`, "Refinement"),
         up to ``MAX_REFINEMENTS`` times; default 0.03. None never refines (one run, or more
         with ``"retry"``).
     units : str
@@ -615,7 +617,7 @@ class GaeDriver(DriverBase):
         only the advantages are read back, unless the run saturated a result and is retried
         (which needs both results' saturation). A batch that keeps the caller's inputs
         (``batch.rewards``, :meth:`compute`'s) is refined while its error bound exceeds
-        ``result_tolerance`` (:mod:`sw.gae.batch`, "Refinement")."""
+        ``result_tolerance`` (:mod:`sw.gae.results`, "Refinement")."""
         outs = check_out(out, batch.T, batch.M)
         self.last_batch = batch
         batch.refinements, batch.error_bound = [], None
@@ -633,7 +635,7 @@ class GaeDriver(DriverBase):
 
     def _refine(self, batch: GaeBatch, adv, ret):
         """Bound the error of ``batch``'s results ``adv``, ``ret`` (float64, updated in place)
-        and refine them while the bound exceeds ``result_tolerance``: :mod:`sw.gae.batch`,
+        and refine them while the bound exceeds ``result_tolerance``: :mod:`sw.gae.results`,
         "Refinement"."""
         stage = batch
         for k in range(MAX_REFINEMENTS + 1):
@@ -707,7 +709,7 @@ class GaeDriver(DriverBase):
                     origin[i][saturated[i]] = batch.runs - 1
                     saturated[i] = saturated[i] & now[i]
             if not retry:
-                if caller:                   # caller's units: sw.gae.batch, "Returns"
+                if caller:                   # caller's units: sw.gae.results, "Returns"
                     results[1] = results[0] + batch.values
                 if outs is not None:
                     outs[0][...], outs[1][...] = results

@@ -34,7 +34,8 @@ __all__ = ["BACKENDS", "available", "caller_units", "choose_backend", "decode_re
            "pack_codes", "result_stats", "take"]
 
 #: The GAE host paths: ``"numba"`` (these kernels) or ``"numpy"`` (the code of
-#: :mod:`sw.gae.batch`, :mod:`sw.gae.layout` and :mod:`sw.gae.stream`), bit-identical.
+#: :mod:`sw.gae.batch`, :mod:`sw.gae.results`, :mod:`sw.gae.layout` and :mod:`sw.gae.stream`),
+#: bit-identical.
 BACKENDS = ("numba", "numpy")
 
 _K = []
@@ -144,8 +145,8 @@ def caller_units(r, v, last, d, gamma, lam, *, bits, reg_format, data_format, ma
 
 
 def result_stats(batch, cfg):
-    """The keyword arguments of :func:`sw.gae.batch.set_result_ranges` that
-    :func:`~sw.gae.batch.choose_result_scale` computes from ``batch``'s codes, or None for
+    """The keyword arguments of :func:`sw.gae.results.set_result_ranges` that
+    :func:`~sw.gae.results.choose_result_scale` computes from ``batch``'s codes, or None for
     codes the kernels do not take (shapes that disagree, non-integer codes, non-bool dones)."""
     k = _kernels()
     a, c = batch.args, batch.codes
@@ -183,7 +184,7 @@ def take(table, raw, lo):
 
 def decode_results(cfg, batch, images, outs=None, values=None):
     """``(adv, returns)`` of the in-place result images ``[(region, data, T, M)] * 2``
-    (:func:`sw.gae.batch.dequantize_results` of their codes), or None for full results or a
+    (:func:`sw.gae.results.dequantize_results` of their codes), or None for full results or a
     short image. Only with the kernels (the caller chose the ``"numba"`` backend).
 
     ``outs``: a pair of C-contiguous float ``[T, M]`` arrays to write the results into

@@ -15,24 +15,18 @@ for one batch:
 * :meth:`~QuantizationPlan.decode` -- the result images the driver read to float results
   (:meth:`~QuantizationPlan.dequantize` of unpacked codes).
 
-:class:`NumpyPlan` is the numpy reference (the functions of :mod:`sw.gae.batch` and
-:mod:`sw.gae.layout`). :class:`NumbaPlan` computes the same bit for bit in the compiled
-kernels of :mod:`sw.gae.hostfast` (``tb/gae/test_host_fast.py`` compares the two); an input
-its kernels decline (non-finite values, shapes that disagree, non-bool dones, full results,
-a short image) goes to the :class:`NumpyPlan` it holds, which computes it or raises its
-error.
+:class:`NumpyPlan` is the numpy reference (the functions of :mod:`sw.gae.batch`,
+:mod:`sw.gae.results` and :mod:`sw.gae.layout`). :class:`NumbaPlan` computes the same bit for
+bit in the compiled kernels of :mod:`sw.gae.hostfast` (``tb/gae/test_host_fast.py`` compares
+the two); an input its kernels decline (non-finite values, shapes that disagree, non-bool
+dones, full results, a short image) goes to the :class:`NumpyPlan` it holds, which computes it
+or raises its error.
 """
 
 from . import hostfast
-from .batch import (
-    HostSettings,
-    code_images,
-    dequantize_results,
-    prepare_caller_units,
-    result_stats,
-    set_result_ranges,
-)
+from .batch import HostSettings, code_images, prepare_caller_units
 from .layout import unpack_rows
+from .results import dequantize_results, result_stats, set_result_ranges
 
 __all__ = ["NumbaPlan", "NumpyPlan", "QuantizationPlan", "make_plan"]
 
@@ -63,12 +57,12 @@ class QuantizationPlan:
 
     def result_stats(self, batch) -> dict:
         """The keyword arguments of :meth:`set_result_ranges` from ``batch``'s codes:
-        :func:`sw.gae.batch.result_stats`."""
+        :func:`sw.gae.results.result_stats`."""
         raise NotImplementedError
 
     def set_result_ranges(self, batch, result_range=None, **stats):
         """``batch``'s in-place result ranges, bounds and requantizer registers from
-        ``stats`` (:func:`sw.gae.batch.set_result_ranges`) with the driver's
+        ``stats`` (:func:`sw.gae.results.set_result_ranges`) with the driver's
         ``result_sigmas``; ``result_range`` (caller's units), else the driver's, overrides
         the automatic ranges."""
         s = self.settings
@@ -76,7 +70,7 @@ class QuantizationPlan:
                           **stats)
 
     def result_scale(self, batch, result_range=None):
-        """:meth:`result_stats`, then :meth:`set_result_ranges` (:mod:`sw.gae.batch`,
+        """:meth:`result_stats`, then :meth:`set_result_ranges` (:mod:`sw.gae.results`,
         "Result scale")."""
         self.set_result_ranges(batch, result_range, **self.result_stats(batch))
 
@@ -88,7 +82,7 @@ class QuantizationPlan:
     # -- codes -> results ----------------------------------------------------------------------
     def dequantize(self, batch, adv_raw, rtg_raw):
         """Result codes (in place) or data-format words (full) as float64 ``(adv, returns)``
-        (:func:`sw.gae.batch.dequantize_results`)."""
+        (:func:`sw.gae.results.dequantize_results`)."""
         raise NotImplementedError
 
     def decode(self, batch, images, outs=None, values=None):
@@ -100,7 +94,8 @@ class QuantizationPlan:
 
 
 class NumpyPlan(QuantizationPlan):
-    """The numpy reference: the functions of :mod:`sw.gae.batch` and :mod:`sw.gae.layout`."""
+    """The numpy reference: the functions of :mod:`sw.gae.batch`, :mod:`sw.gae.results` and
+    :mod:`sw.gae.layout`."""
 
     backend = "numpy"
 

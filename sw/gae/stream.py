@@ -450,7 +450,7 @@ class GaeStream:
 
     def _result_stats(self, r_hat, v_hat, d):
         """TD errors of the dequantized inputs (step t-1 once V_t is known), the values'
-        spread, the episode stretches: :func:`sw.gae.batch.set_result_ranges`'s inputs."""
+        spread, the episode stretches: :func:`sw.gae.results.set_result_ranges`'s inputs."""
         self._vsum += float(v_hat.sum())
         self._vmin, self._vmax = min(self._vmin, v_hat.min()), max(self._vmax, v_hat.max())
         if self._prev_hat is not None:

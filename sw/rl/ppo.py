@@ -150,7 +150,7 @@ class AcceleratorAdvantages:
     read-back follow the last environment step.
 
     ``runs`` counts accelerator runs (more than calls when the driver re-ran a batch whose
-    in-place results saturated or refined them, :mod:`sw.gae.batch`) and ``cycles`` sums the
+    in-place results saturated or refined them, :mod:`sw.gae.results`) and ``cycles`` sums the
     cycles of the (last) run of each call, start to done (the CYCLES register + 1,
     :meth:`sw.gae.spec.run_cycles`).
     """

@@ -282,7 +282,7 @@ def test_truncation_needs_the_callers_units():
     ([[1, 0], [0, 0], [0, 0], [1, 0]], 4),           # trajectory 1: the whole batch
 ])
 def test_longest_segment_counts_steps_to_an_episode_end(dones, longest):
-    from sw.gae.batch import longest_segment
+    from sw.gae.results import longest_segment
 
     assert longest_segment(np.array(dones, bool)) == longest
 

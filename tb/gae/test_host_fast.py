@@ -259,8 +259,8 @@ def test_dequantize_out_of_range_raises():
 
 
 def reference_result_stats(batch, cfg):
-    """The statistics :func:`sw.gae.batch.choose_result_scale` takes, straight numpy (not
-    :func:`sw.gae.batch.result_stats`: the kernels and that function checked against a third
+    """The statistics :func:`sw.gae.results.choose_result_scale` takes, straight numpy (not
+    :func:`sw.gae.results.result_stats`: the kernels and that function checked against a third
     spelling)."""
     a, c, rf, sf = batch.args, batch.codes, cfg.reg_format, cfg.scale_format
     g = a.gamma * 2.0 ** -cfg.pe.coef_frac

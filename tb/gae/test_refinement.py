@@ -6,7 +6,7 @@ Promise: in the caller's units, advantages and returns within 3 % relative RMS e
 times the rewards', and any ``T`` the configuration holds. Checked with hypothesis on the
 shipped ``gae_accel_n8`` (the golden device, bit-exact with the RTL), with batches of noisy
 values as fixed examples, and element by element against the bound the driver computes
-(:func:`sw.gae.batch.error_bounds`).
+(:func:`sw.gae.results.error_bounds`).
 """
 
 import math
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from sw.driver import GaeDriver, GaeOverflowWarning, GoldenDevice
-from sw.gae.batch import MAX_REFINEMENTS, error_bounds, residual_rewards
 from sw.gae.golden import gae_reference
+from sw.gae.results import MAX_REFINEMENTS, error_bounds, residual_rewards
 from sw.gae.spec import GaeCoreConfig
 from sw.registry import shipped_config
 
