@@ -1,6 +1,8 @@
 """K-ary sum tree for prioritized replay (CF'22 Sec. 3.1): pipelined sampling and updating."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -184,16 +186,31 @@ class SumTree(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        p = self._pipeline(m)
+        inp = self._input_buffer(m, p)
+        self._response_queue(m, p, inp)
+        a_insert, s_insert = self._take_command(m, p, inp)
+        self._clearing_sweep(m, p)
+        hit_index, saturates, invalid_now = self._stage_a(m, p, inp, a_insert, s_insert)
+        c_delta = self._old_leaf(m, p, hit_index)
+        rows, empty_now, zero_groups = self._stage_c(m, p, c_delta)
+        self._target(m, p, rows)
+        self._flags(m, p, inp, saturates, invalid_now, empty_now, zero_groups)
+        return m
+
+    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
+    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    def _pipeline(self, m):
+        """The level memories (root's children first) and the PRNG as submodules, the stage
+        records from A to R1 chained into the levels, and the clearing sweep's registers
+        (:class:`_Pipeline`)."""
         cfg = self._config
-        k, lk, n_levels, cap = cfg.fanout, cfg.log2_fanout, cfg.levels, cfg.capacity
-        wl, w0, tb = cfg.priority_width, cfg.root_width, cfg.target_bits
+        n_levels = cfg.levels
         rec = op_layout(cfg)
-        cmd, rsp = self.cmd, self.rsp
 
         levels = [SumTreeLevel(cfg, level=l) for l in range(1, n_levels + 1)]
         for lvl in levels:
             m.submodules[f"level{lvl.level}"] = lvl
-        leaf = levels[-1]
         m.submodules.prng = prng = Xorshift32()
 
         a_valid = Signal()
@@ -205,20 +222,24 @@ class SumTree(wiring.Component):
         mr = Signal(rec, name="m")
         m2 = Signal(rec, name="m2")
         r1 = Signal(rec, name="r1")
-        out = leaf.o
         m.d.comb += levels[0].i.eq(r1)
         for up, down in zip(levels, levels[1:]):
             m.d.comb += down.i.eq(up.o)
 
-        root = self.total
-        max_reg = self.max_priority
-        ptr = self.write_pointer
-        size = self.size
         sweeping = Signal(init=1)
         sweep_cnt = Signal(sweep_width(cfg))
         for lvl in levels:
             m.d.comb += [lvl.sweep.eq(sweeping), lvl.sweep_addr.eq(sweep_cnt)]
+        return _Pipeline(levels=levels, prng=prng, a_valid=a_valid, a=a, b=b, b2=b2, b3=b3,
+                         c=c, mr=mr, m2=m2, r1=r1, sweeping=sweeping, sweep_cnt=sweep_cnt)
 
+    def _input_buffer(self, m, p):
+        """The two-entry input buffer (``cmd.ready`` a register) and the accept decision of
+        the command at its head: room in the response queue, RESET only into an empty
+        pipeline; ``busy`` (:class:`_Input`)."""
+        cfg = self._config
+        cmd = self.cmd
+        sweeping, a_valid = p.sweeping, p.a_valid
         # -- input buffer: ``cmd.ready`` is a register (two entries, full rate) ---------------
         # The command at the head (``s``) goes on to stage A when the tree takes it; the decision
         # depends on its operation, so it is made here, from registers, and not in the
@@ -234,7 +255,8 @@ class SumTree(wiring.Component):
         reserved = Signal(range(depth + 1))     # responses of the stages after A, and queued
         a_resp = Signal()                       # the command in stage A responds
         response = Signal(response_layout(cfg))
-        stages = [b, b2, b3, c, mr, m2, r1] + [r for lvl in levels for r in (*_taps(lvl), lvl.o)]
+        stages = [p.b, p.b2, p.b3, p.c, p.mr, p.m2, p.r1] + [
+            r for lvl in p.levels for r in (*_taps(lvl), lvl.o)]
         # ``pipe_busy`` without an OR of every stage in the cycle it is used: the stages but
         # the last are what the stages hold one cycle later, so their OR is registered.
         pipe_busy = Signal()
@@ -256,8 +278,16 @@ class SumTree(wiring.Component):
                 m.d.sync += [s.eq(cmd.payload), s_valid.eq(push)]
         with m.Elif(push):
             m.d.sync += [k_cmd.eq(cmd.payload), k_valid.eq(1)]
+        return _Input(s=s, accept=accept, is_reset=is_reset, needs_room=needs_room,
+                      reserved=reserved, a_resp=a_resp, response=response)
 
-        # Response queue: the reservation guarantees room, so only the read side is checked.
+    def _response_queue(self, m, p, inp):
+        """The response queue after the leaf level, and the count of responses reserved in
+        it (the reservation guarantees room, so only its read side is checked)."""
+        rsp = self.rsp
+        depth = self.response_depth
+        out = p.levels[-1].o
+        response, reserved, a_resp = inp.response, inp.reserved, inp.a_resp
         qbits = max(1, ceil_log2(depth))
         queue = Memory(shape=len(rsp.payload.as_value()), depth=1 << qbits, init=[])
         m.submodules.rsp_queue = queue
@@ -289,20 +319,39 @@ class SumTree(wiring.Component):
             m.d.sync += reserved.eq(reserved + 1)
         with m.Elif(given & ~a_resp):
             m.d.sync += reserved.eq(reserved - 1)
+
+    def _take_command(self, m, p, inp):
+        """The accepted command into stage A (RESET goes no further), an insert decoded a
+        stage early. Returns ``(a_insert, s_insert)``: the register and the head's term."""
+        s = inp.s
         a_insert = Signal()         # INSERT or INSERT_MAX in stage A, decoded a stage early
         s_insert = (s.op == SumTreeOp.INSERT) | (s.op == SumTreeOp.INSERT_MAX)
         m.d.sync += [
-            a_valid.eq(accept & ~is_reset), a.eq(s), a_insert.eq(s_insert),
-            a_resp.eq(accept & needs_room),
+            p.a_valid.eq(inp.accept & ~inp.is_reset), p.a.eq(s), a_insert.eq(s_insert),
+            inp.a_resp.eq(inp.accept & inp.needs_room),
         ]
+        return a_insert, s_insert
 
-        # -- clearing sweep -----------------------------------------------------------------------
+    def _clearing_sweep(self, m, p):
+        """The clearing sweep's counter: one group of every level memory a cycle."""
+        cfg = self._config
+        sweeping, sweep_cnt = p.sweeping, p.sweep_cnt
         last_group = cfg.level_groups[-1] - 1
         with m.If(sweeping):
             m.d.sync += sweep_cnt.eq(sweep_cnt + 1)
             with m.If(sweep_cnt == last_group):
                 m.d.sync += [sweeping.eq(0), sweep_cnt.eq(0)]
 
+    def _stage_a(self, m, p, inp, a_insert, s_insert):
+        """Stage A: the command decoded, its priority saturated and its index (DEBUG: level
+        and index) checked; the insert slot (write pointer, size), the maximum-priority
+        register, the leaf lookup's address and the record into stage B. Returns
+        ``(hit_index, saturates, invalid_now)``: the registered leaf index, and whether the
+        command raises the ``saturated`` or ``invalid`` flag."""
+        cfg = self._config
+        lk, n_levels, cap, wl = cfg.log2_fanout, cfg.levels, cfg.capacity, cfg.priority_width
+        a, a_valid, b, leaf = p.a, p.a_valid, p.b, p.levels[-1]
+        max_reg, ptr, size = self.max_priority, self.write_pointer, self.size
         # -- A: decode, saturate, insert slot, maximum register, lookup of the old leaf -----------
         op = a.op
         is_sample = a_valid & ((op == SumTreeOp.SAMPLE) | (op == SumTreeOp.SAMPLE_PRNG))
@@ -334,7 +383,7 @@ class SumTree(wiring.Component):
         ptr_next = Signal.like(ptr)
         m.d.comb += ptr_next.eq(Mux(is_insert, Mux(ptr == cap - 1, 0, ptr + 1), ptr))
         hit_index = Signal(cfg.node_index_width, name="a_leaf")
-        m.d.sync += hit_index.eq(Mux(s_insert, ptr_next, s.index))
+        m.d.sync += hit_index.eq(Mux(s_insert, ptr_next, inp.s.index))
         new_value = Signal(wl)
         leaf_index = Signal(cfg.node_index_width)
         write = Signal()
@@ -368,7 +417,18 @@ class SumTree(wiring.Component):
             m.d.sync += size.eq(Mux(size == cap, cap, size + 1))
         with m.If(max_raise):
             m.d.sync += max_reg.eq(b.prio)
+        saturates = (write & (op != SumTreeOp.INSERT_MAX)) & over
+        return hit_index, saturates, invalid_now
 
+    def _old_leaf(self, m, p, hit_index):
+        """Stages B, B2 and B3: the old leaf value, the lookup's or forwarded from the writes
+        in flight (youngest first), and its difference to the new one. Returns the delta
+        stage C adds to the root."""
+        cfg = self._config
+        k, lk, wl = cfg.fanout, cfg.log2_fanout, cfg.priority_width
+        b, b2, b3, c = p.b, p.b2, p.b3, p.c
+        levels = p.levels
+        leaf = levels[-1]
         # -- B, B2, B3: old leaf value, forwarded from the writes in flight (youngest first) -----
         # The lookup (address in stage A, data in B) sees every leaf write up to the previous
         # cycle's; the writes of the operations from stage B down to the leaf level's R stage
@@ -376,7 +436,7 @@ class SumTree(wiring.Component):
         # and registers the hits; stage B picks the youngest hit, or the lookup if none, as
         # one-hot selects; stage B2 selects, with the records moved on by two (``taps2``), in
         # groups whose ORs it registers; stage B3 ORs the groups and subtracts.
-        pipe = [b, b2, b3, c, mr, m2, r1]
+        pipe = [b, b2, b3, c, p.mr, p.m2, p.r1]
         for lvl in levels[:-1]:
             pipe += [*_taps(lvl), lvl.o]
         pipe += [leaf.taps[0], leaf.taps[1]]
@@ -418,8 +478,17 @@ class SumTree(wiring.Component):
         m.d.sync += [c.eq(b3), c_delta.eq(b3.prio - old)]
         with m.If(b3.read):
             m.d.sync += c.value.eq(old)
+        return c_delta
 
-        # -- C: root, PRNG, partial products of the target ----------------------------------------
+    def _stage_c(self, m, p, c_delta):
+        """Stage C: the root and its zero flags, the PRNG's step, the partial products of
+        the target (of the PRNG word and of the host's), an empty tree's samples. Returns
+        ``(rows, empty_now, zero_groups)``: the partial products by row and column offset
+        (``rows[sa][sr][kind]``), an empty tree's sample this cycle, the zero flags."""
+        cfg = self._config
+        w0, tb = cfg.root_width, cfg.target_bits
+        c, mr, prng = p.c, p.mr, p.prng
+        root = self.total
         # ``root_zero`` comes from registers: whether the root will be zero is decided from the
         # root and the delta without their carry chain (a + b = 0 modulo 2^n exactly when
         # a_i ^ b_i = a_{i-1} | b_{i-1} for every bit i, with a_{-1} | b_{-1} = 0).
@@ -460,8 +529,14 @@ class SumTree(wiring.Component):
             m.d.sync += [mr.sample.eq(0), mr.empty.eq(1)]
         with m.If(c.debug & (c.level == 0)):
             m.d.sync += mr.value.eq(root)
+        return rows, empty_now, zero_groups
 
-        # -- M, M2: t = (x_raw * root) >> target_bits: the rows of partial products, their sum --
+    def _target(self, m, p, rows):
+        """Stages M and M2: ``t = (x_raw * root) >> target_bits``, the rows of partial
+        products, then their sum, into a sample's record in R1."""
+        cfg = self._config
+        w0, tb = cfg.root_width, cfg.target_bits
+        mr, m2, r1 = p.mr, p.m2, p.r1
         row_sums = []
         for sa, parts in rows.items():
             row = Signal(tb + w0, name=f"m_row{sa}")
@@ -474,18 +549,56 @@ class SumTree(wiring.Component):
         with m.If(m2.sample):
             m.d.sync += r1.target.eq(product[tb:])
 
-        # -- sticky flags, RESET ------------------------------------------------------------------
+    def _flags(self, m, p, inp, saturates, invalid_now, empty_now, zero_groups):
+        """The sticky flags (``clear`` first, an event wins) and RESET: the sweep restarted,
+        the root, slots and maximum-priority register to their reset values."""
+        cfg = self._config
         with m.If(self.clear):
             m.d.sync += [self.empty.eq(0), self.saturated.eq(0), self.invalid.eq(0)]
         with m.If(empty_now):
             m.d.sync += self.empty.eq(1)
-        with m.If((write & (op != SumTreeOp.INSERT_MAX)) & over):
+        with m.If(saturates):
             m.d.sync += self.saturated.eq(1)
         with m.If(invalid_now):
             m.d.sync += self.invalid.eq(1)
-        with m.If(accept & is_reset):
+        with m.If(inp.accept & inp.is_reset):
             m.d.sync += [
-                sweeping.eq(1), sweep_cnt.eq(0), root.eq(0), zero_groups.eq((1 << n_zg) - 1),
-                ptr.eq(0), size.eq(0), max_reg.eq(cfg.one_raw),
+                p.sweeping.eq(1), p.sweep_cnt.eq(0), self.total.eq(0),
+                zero_groups.eq((1 << len(zero_groups)) - 1), self.write_pointer.eq(0),
+                self.size.eq(0), self.max_priority.eq(cfg.one_raw),
             ]
-        return m
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    """The level memories (``levels[-1]`` the leaves), the PRNG, the stage records (``a``
+    and its valid bit, then ``b`` .. ``r1``; ``mr`` is stage M's) and the clearing sweep's
+    registers."""
+    levels: list
+    prng: Xorshift32
+    a_valid: Signal
+    a: Signal
+    b: Signal
+    b2: Signal
+    b3: Signal
+    c: Signal
+    mr: Signal
+    m2: Signal
+    r1: Signal
+    sweeping: Signal
+    sweep_cnt: Signal
+
+
+@dataclass(frozen=True)
+class _Input:
+    """The input buffer's head ``s``, whether it is accepted this cycle (``accept``), is a
+    RESET or needs room for a response; the responses reserved, stage A's responding bit and
+    the response record into the queue."""
+    s: Signal
+    accept: Signal
+    is_reset: Value
+    needs_room: Value
+    reserved: Signal
+    a_resp: Signal
+    response: Signal
+
