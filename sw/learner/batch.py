@@ -1,5 +1,6 @@
 """The learner driver's argument checks and the records it passes around: what a step takes
-(:class:`LearnerBatch`) and what it returns (:class:`StepDetails`)."""
+(:class:`LearnerBatch`, checked and quantized by :func:`prepare_batch`, no bus access) and what
+it returns (:class:`StepDetails`)."""
 
 import math
 import warnings
@@ -7,13 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sw.driver.common import check_finite, warn_level
+from sw.driver.common import bool_flags, check_finite, warn_level
 
+from . import hostfast
 from .errors import LearnerRangeWarning
 from .spec import LearnerConfig
 
 __all__ = ["LearnerBatch", "StepDetails", "array_arg", "real_arg", "require_dqn",
-           "quantize_arg", "quantize_weights"]
+           "quantize_arg", "quantize_weights", "sgd_eta", "prepare_batch"]
 
 
 def require_dqn(config: LearnerConfig, flag, what: str):
@@ -162,3 +164,98 @@ class StepDetails:
     synced: bool
     status: dict = field(default_factory=dict)
     weighted_loss: float = None
+
+
+# -- one step's batch ----------------------------------------------------------------------------
+def sgd_eta(lr, B, eta_format):
+    """``(raw eta, lr)`` of an SGD step's learning rate ``lr`` (a real number >= 0) for a batch
+    of ``B``: ``eta = lr * 2 / B`` in the LR register's format ``eta_format``; ``ValueError``
+    if it falls outside it or rounds to 0 while ``lr > 0``."""
+    lr = real_arg(lr, "lr", 0.0)
+    eta = lr * 2.0 / B
+    eta_raw, over = eta_format.quantize(eta, return_overflow=True)
+    if over:
+        raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g} outside the LR "
+                         f"register's {eta_format} range [0, {eta_format.max_value:g}]")
+    if lr > 0 and int(eta_raw) == 0:
+        raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g}, below the LR "
+                         f"register's resolution {eta_format.ulp:g}: it would round to 0")
+    return int(eta_raw), lr
+
+
+def prepare_batch(cfg: LearnerConfig, obs, actions, rewards, next_obs, dones, targets, gamma,
+                  loss_weights, *, lr_of, on_range="error", dqn_params=None):
+    """One step's batch of the learner ``cfg``, checked and quantized (the arguments of
+    :meth:`LearnerDriver.prepare <sw.learner.driver.LearnerDriver.prepare>`; the checks of
+    :mod:`sw.learner.driver`'s module docstring, ``ValueError`` naming the first bad
+    argument): ``(batch, images)``, ``images`` the batch's memory images where the compiled DQN
+    pass made them (:func:`sw.learner.hostfast.dqn_batch` with ``dqn_params``: the arrays
+    checked, quantized and packed at once), else None. ``lr_of(B)``: ``(raw eta, lr)`` of the
+    step's learning rate for ``B`` samples (:func:`sgd_eta`, or an Adam learner's). No bus
+    access."""
+    if targets is None and dqn_params is not None:
+        fast = hostfast.dqn_batch(cfg, dqn_params, obs, actions, rewards, next_obs, dones,
+                                  loss_weights)
+        if fast is not None:
+            raw, images = fast
+            B = raw["obs"].shape[0]
+            eta_raw, lr = lr_of(B)
+            gamma = real_arg(gamma, "gamma", 0.0, 1.0)
+            g_raw, _ = cfg.numerics.coef_format.quantize(gamma, return_overflow=True)
+            return LearnerBatch(
+                B, raw["obs"], eta_raw, int(g_raw), raw["actions"], raw["rewards"],
+                raw["dones"], raw["next_obs"], lr_value=lr, gamma_value=gamma,
+                loss_weights=raw["loss_weights"]), images
+    num = cfg.numerics
+    n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
+    act = num.act_format
+    x = array_arg(obs, "obs", shape=(None, n_in), kinds="iuf")
+    B = x.shape[0]
+    if not 1 <= B <= cfg.max_batch:
+        raise ValueError(f"obs must hold 1..{cfg.max_batch} samples (max_batch), not {B}")
+    eta_raw, lr = lr_of(B)
+    batch = LearnerBatch(B, quantize_arg(x, act, "obs", on_range), eta_raw, lr_value=lr)
+    dqn_args = {"actions": actions, "rewards": rewards, "next_obs": next_obs,
+                "dones": dones, "loss_weights": loss_weights}
+    if cfg.loss == "mse":
+        given = [k for k, v in dqn_args.items() if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: only for a DQN learner; this one's "
+                             f"loss is 'mse' (give targets)")
+        if targets is None:
+            raise ValueError("targets must be given for an MSE learner (a [B, "
+                             f"{n_out}] array)")
+        t = array_arg(targets, "targets", shape=(B, n_out), kinds="iuf")
+        batch.targets = quantize_arg(t, act, "targets", on_range)
+        return batch, None
+    if targets is not None:
+        raise ValueError("targets: only for an MSE learner; this one's loss is 'dqn' "
+                         "(give actions, rewards, next_obs, dones)")
+    missing = [k for k, v in dqn_args.items() if v is None and k != "loss_weights"]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} must be given for a DQN learner")
+    a = array_arg(actions, "actions", shape=(B,), kinds="iu")
+    if B and (a.min() < 0 or a.max() >= n_out):
+        bad = int(np.argwhere((a < 0) | (a >= n_out))[0][0])
+        raise ValueError(f"actions must be integers in 0..{n_out - 1}, not actions[{bad}] "
+                         f"= {int(a[bad])}")
+    r = array_arg(rewards, "rewards", shape=(B,), kinds="biuf")
+    xn = array_arg(next_obs, "next_obs", shape=(B, n_in), kinds="iuf")
+    d = bool_flags(array_arg(dones, "dones", shape=(B,), kinds="biuf"), "dones")
+    gamma = real_arg(gamma, "gamma", 0.0, 1.0)
+    g_raw, _ = num.coef_format.quantize(gamma, return_overflow=True)
+    batch.actions = a.astype(np.int64)
+    batch.rewards = quantize_arg(r.astype(np.float64), act, "rewards", on_range)
+    batch.next_obs = quantize_arg(xn, act, "next_obs", on_range)
+    batch.dones = d
+    batch.gamma, batch.gamma_value = int(g_raw), gamma
+    if loss_weights is not None:
+        lw = array_arg(loss_weights, "loss_weights", shape=(B,), kinds="iuf")
+        if B and (lw.min() < 0 or lw.max() > 1):
+            bad = int(np.argwhere((lw < 0) | (lw > 1))[0][0])
+            raise ValueError(f"loss_weights must be in [0, 1] (normalize them by their "
+                             f"maximum, as prioritized replay does), not loss_weights[{bad}]"
+                             f" = {float(lw[bad]):g}")
+        batch.loss_weights = num.loss_weight_format.quantize(
+            lw.astype(np.float64)).astype(np.int64)
+    return batch, None

@@ -29,14 +29,15 @@ drv.read_raw_weights(), target=False)``. Every method does, in order:
    ``1 <= B <= max_batch``, ``gamma`` in [0, 1], ``lr >= 0`` with ``lr * 2 / B`` inside the LR
    register's format (and not rounded to 0 when ``lr > 0``; Adam: ``lr > 0`` or None), and the
    arguments of the configured loss only: ``ValueError`` naming the argument;
-2. **quantization** to the fixed-point formats of the hardware
+2. **quantization** (a step's batch: :func:`~sw.learner.batch.prepare_batch`, with the checks
+   above) to the fixed-point formats of the hardware
    (:class:`~sw.learner.spec.LearnerNumerics`): weights and biases to the weight format,
    observations, rewards and targets to the activation format, ``gamma`` to the coefficient
    format, ``eta = lr * 2 / B`` to the LR format (the 2/B of the mean squared error is folded
    into the coefficient, see :mod:`sw.learner.mlp`). A value outside its format is an error
-   (``on_range="error"``, the default: the message names the argument, the first element
-   outside and the range) or, with ``on_range="clip"``, saturated with a
-   :class:`LearnerRangeWarning` -- never wrapped;
+   (``on_range="error"``, the default: the message names the argument, the first element outside
+   and the range) or, with ``on_range="clip"``, saturated with a :class:`LearnerRangeWarning` --
+   never wrapped;
 3. **the step** (:meth:`LearnerDriver.start`, :meth:`LearnerDriver.wait`, also usable on raw
    values): CTRL.AP_IDLE checked (:class:`LearnerBusyError` before anything is written), the
    batch into the memory regions of :mod:`sw.learner.layout`, BATCH_SIZE, LR, GAMMA (and
@@ -78,7 +79,6 @@ import numpy as np
 from sw.driver.common import (
     ControlOf,
     DriverBase,
-    bool_flags,
     integer_in,
     use_interrupt_arg,
     written_registers,
@@ -88,8 +88,8 @@ from sw.driver.regmap import RegisterMapAccess
 from sw.registry import BLOCKS, family_vlnvs, vlnv
 
 from . import hostfast
-from .batch import (LearnerBatch, StepDetails, array_arg, quantize_arg, quantize_weights,
-                    real_arg, require_dqn)
+from .batch import (LearnerBatch, StepDetails, array_arg, prepare_batch, quantize_weights,
+                    require_dqn, sgd_eta)
 from .errors import (
     LearnerBusyError,
     LearnerConfigMismatchError,
@@ -227,9 +227,6 @@ class LearnerDriver(AdamSupport, DriverBase):
         return integer_in(value, "sync_period", 0, 0xFFFF)
 
     # -- host values -> raw ----------------------------------------------------------------------
-    def _quantize(self, x, fmt, name):
-        return quantize_arg(x, fmt, name, self._on_range)
-
     def quantize_weights(self, weights, biases) -> list:
         """Float ``weights[l]`` (``sizes[l] x sizes[l+1]``) and ``biases[l]`` (``sizes[l+1]``)
         as the raw ``(sizes[l] + 1) x sizes[l+1]`` matrices the hardware stores (bias in the
@@ -256,90 +253,16 @@ class LearnerDriver(AdamSupport, DriverBase):
             return 0, self._adam_lr(lr, B)
         if lr is None:
             raise ValueError("lr must be given for an SGD learner (a real number >= 0)")
-        lr = real_arg(lr, "lr", 0.0)
-        eta_fmt = self._config.numerics.lr_format
-        eta = lr * 2.0 / B
-        eta_raw, over = eta_fmt.quantize(eta, return_overflow=True)
-        if over:
-            raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g} outside the LR "
-                             f"register's {eta_fmt} range [0, {eta_fmt.max_value:g}]")
-        if lr > 0 and int(eta_raw) == 0:
-            raise ValueError(f"lr = {lr:g} gives eta = lr * 2 / B = {eta:g}, below the LR "
-                             f"register's resolution {eta_fmt.ulp:g}: it would round to 0")
-        return int(eta_raw), lr
+        return sgd_eta(lr, B, self._config.numerics.lr_format)
 
     def _prepare(self, obs, actions, rewards, next_obs, dones, targets, gamma, lr,
                  loss_weights):
         """:meth:`prepare`, and the batch's images where the compiled DQN pass made them
-        (:func:`sw.learner.hostfast.dqn_batch`: the caller's arrays checked, quantized and
-        packed at once), else None."""
-        cfg = self._config
-        if targets is None and self._dqn_params is not None:
-            fast = hostfast.dqn_batch(cfg, self._dqn_params, obs, actions, rewards, next_obs,
-                                      dones, loss_weights)
-            if fast is not None:
-                raw, images = fast
-                B = raw["obs"].shape[0]
-                eta_raw, lr = self._lr(lr, B)
-                gamma = real_arg(gamma, "gamma", 0.0, 1.0)
-                g_raw, _ = cfg.numerics.coef_format.quantize(gamma, return_overflow=True)
-                return LearnerBatch(
-                    B, raw["obs"], eta_raw, int(g_raw), raw["actions"], raw["rewards"],
-                    raw["dones"], raw["next_obs"], lr_value=lr, gamma_value=gamma,
-                    loss_weights=raw["loss_weights"]), images
-        num = cfg.numerics
-        n_in, n_out = cfg.sizes[0], cfg.sizes[-1]
-        act = num.act_format
-        x = array_arg(obs, "obs", shape=(None, n_in), kinds="iuf")
-        B = x.shape[0]
-        if not 1 <= B <= cfg.max_batch:
-            raise ValueError(f"obs must hold 1..{cfg.max_batch} samples (max_batch), not {B}")
-        eta_raw, lr = self._lr(lr, B)
-        batch = LearnerBatch(B, self._quantize(x, act, "obs"), eta_raw, lr_value=lr)
-        dqn_args = {"actions": actions, "rewards": rewards, "next_obs": next_obs,
-                    "dones": dones, "loss_weights": loss_weights}
-        if cfg.loss == "mse":
-            given = [k for k, v in dqn_args.items() if v is not None]
-            if given:
-                raise ValueError(f"{', '.join(given)}: only for a DQN learner; this one's "
-                                 f"loss is 'mse' (give targets)")
-            if targets is None:
-                raise ValueError("targets must be given for an MSE learner (a [B, "
-                                 f"{n_out}] array)")
-            t = array_arg(targets, "targets", shape=(B, n_out), kinds="iuf")
-            batch.targets = self._quantize(t, act, "targets")
-            return batch, None
-        if targets is not None:
-            raise ValueError("targets: only for an MSE learner; this one's loss is 'dqn' "
-                             "(give actions, rewards, next_obs, dones)")
-        missing = [k for k, v in dqn_args.items() if v is None and k != "loss_weights"]
-        if missing:
-            raise ValueError(f"{', '.join(missing)} must be given for a DQN learner")
-        a = array_arg(actions, "actions", shape=(B,), kinds="iu")
-        if B and (a.min() < 0 or a.max() >= n_out):
-            bad = int(np.argwhere((a < 0) | (a >= n_out))[0][0])
-            raise ValueError(f"actions must be integers in 0..{n_out - 1}, not actions[{bad}] "
-                             f"= {int(a[bad])}")
-        r = array_arg(rewards, "rewards", shape=(B,), kinds="biuf")
-        xn = array_arg(next_obs, "next_obs", shape=(B, n_in), kinds="iuf")
-        d = bool_flags(array_arg(dones, "dones", shape=(B,), kinds="biuf"), "dones")
-        gamma = real_arg(gamma, "gamma", 0.0, 1.0)
-        g_raw, _ = num.coef_format.quantize(gamma, return_overflow=True)
-        batch.actions = a.astype(np.int64)
-        batch.rewards = self._quantize(r.astype(np.float64), act, "rewards")
-        batch.next_obs = self._quantize(xn, act, "next_obs")
-        batch.dones = d
-        batch.gamma, batch.gamma_value = int(g_raw), gamma
-        if loss_weights is not None:
-            lw = array_arg(loss_weights, "loss_weights", shape=(B,), kinds="iuf")
-            if B and (lw.min() < 0 or lw.max() > 1):
-                bad = int(np.argwhere((lw < 0) | (lw > 1))[0][0])
-                raise ValueError(f"loss_weights must be in [0, 1] (normalize them by their "
-                                 f"maximum, as prioritized replay does), not loss_weights[{bad}]"
-                                 f" = {float(lw[bad]):g}")
-            batch.loss_weights = num.loss_weight_format.quantize(
-                lw.astype(np.float64)).astype(np.int64)
-        return batch, None
+        (:func:`sw.learner.hostfast.dqn_batch`), else None:
+        :func:`~sw.learner.batch.prepare_batch`."""
+        return prepare_batch(self._config, obs, actions, rewards, next_obs, dones, targets,
+                             gamma, loss_weights, lr_of=lambda B: self._lr(lr, B),
+                             on_range=self._on_range, dqn_params=self._dqn_params)
 
     # -- memory ----------------------------------------------------------------------------------
     def _images(self, batch: LearnerBatch) -> dict:
