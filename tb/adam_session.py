@@ -5,7 +5,9 @@ device's memory port, writes the step and ADAM_* registers, starts, waits and re
 observable (weights, residuals, moments, second-moment logarithms, STATUS, CYCLES, loss) after
 each step.
 Run on the Verilated RTL (tb/learner/test_adam_rtl.py) and on the golden device, the transcripts
-must be identical; the golden transcript is also checked against the golden update itself."""
+must be identical; the golden transcript is also checked against the golden update itself.
+:data:`ADAM` and :func:`golden_learner` serve the fast Adam tests (tb/learner/test_adam.py,
+tb/learner/test_adam_accuracy.py)."""
 
 import numpy as np
 
@@ -13,6 +15,21 @@ import numpy as np
 ADAM_SIM_CONFIG = {"sizes": [4, 8, 8, 2], "array": 2, "max_batch": 16, "sub_batch": 4,
                    "axi_data_width": 32, "optimizer": "adam"}
 SEED = 20261207
+
+#: The fast tests' Adam learner: DQN 4-16-16-2 on 4 x 4 arrays.
+ADAM = {"sizes": [4, 16, 16, 2], "array": 4, "max_batch": 64, "sub_batch": 8,
+        "optimizer": "adam"}
+
+
+def golden_learner(params=ADAM, **kw):
+    """``(driver, device)``: a :class:`~sw.learner.driver.LearnerDriver` (``kw``, its
+    arguments) on the golden device of the learner ``params`` (a configuration dict)."""
+    from sw.driver import LearnerDriver, LearnerGoldenDevice
+    from sw.learner.spec import LearnerConfig
+
+    cfg = LearnerConfig.from_dict(dict(params))
+    dev = LearnerGoldenDevice(cfg)
+    return LearnerDriver(dev, **kw), dev
 
 
 def _write_matrix(device, cfg, name, raw):
