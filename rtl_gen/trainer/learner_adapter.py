@@ -3,12 +3,14 @@ one learner step, and the TD errors ``Q[a] - y`` read back, bit for bit as the w
 :func:`sw.learner.layout.pack_matrix` / :func:`~sw.learner.layout.pack_samples` write and
 the target :func:`sw.learner.mlp.dqn_targets` computes."""
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from sw.learner.layout import mem_addr_bits, region, region_base, sub_words
+from sw.learner.layout import mem_addr_bits, region
 from sw.learner.spec import learner_register_map
 from sw.shell.spec import HOST_READ_LATENCY
 from sw.trainer.layout import lane_bytes, record_bytes
@@ -19,6 +21,7 @@ from sw.trainer.spec import TrainerConfig
 
 from ..fixed import rshift_round, saturate_staged
 from ..shell.signatures import ArgsSignature, MemoryPortSignature, RunControlSignature
+from .learner_port import element_addr, region_geometry, registered_host
 
 __all__ = ["LearnerAdapter", "learner_step_layout", "element_addr", "region_geometry",
            "registered_host"]
@@ -35,38 +38,6 @@ def learner_step_layout(config: TrainerConfig) -> data.StructLayout:
 
 def _log2(n):
     return n.bit_length() - 1
-
-
-def region_geometry(lc, name):
-    """``(base word, host words per memory word, stored column groups)`` of learner region
-    ``name`` on the host port."""
-    r = region(lc, name)
-    return (region_base(lc, name) // (lc.axi_data_width // 8), sub_words(lc, r),
-            r.col_groups(lc))
-
-
-def element_addr(lc, name, b, j):
-    """Combinational: host word address and bit offset of element ``(b, j)`` (row, column) of
-    matrix region ``name`` of learner ``lc`` (S, G, sub and D are powers of two)."""
-    S, w, D = lc.array, lc.numerics.width, lc.axi_data_width
-    base, sub, G = region_geometry(lc, name)
-    lS = _log2(S)
-    block = ((b >> lS) << _log2(G)) | (j >> lS)
-    lane = Cat(j[:lS], b[:lS])
-    bit = lane * w
-    addr = base + (block << _log2(sub)) + (bit >> _log2(D))
-    return addr, bit[:_log2(D)]
-
-
-def registered_host(m, port, name):
-    """Signals ``addr``, ``re``, ``we`` and ``wdata`` (a dict; 0 unless driven) whose values
-    drive the host port ``port`` one cycle later: the learner's address decoding starts at a
-    flip-flop. Reads return :data:`~sw.shell.spec.HOST_READ_LATENCY` + 1 cycles after they
-    are issued on these signals (:data:`sw.trainer.schedule.HOST_OUT_STAGES`)."""
-    sig = {n: Signal(len(getattr(port, n)), name=f"{name}_{n}")
-           for n in ("addr", "re", "we", "wdata")}
-    m.d.sync += [getattr(port, n).eq(v) for n, v in sig.items()]
-    return sig
 
 
 class LearnerAdapter(wiring.Component):
@@ -180,19 +151,35 @@ class LearnerAdapter(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        hp = registered_host(m, self.host, "hp")
+        cmd = self._arguments(m)
+        mem = self._memories(m)
+        pk = self._pack_registers(m)
+        smp = self._samples_registers()
+        rb = self._readback_registers(m)
+        with m.FSM(name="adapter"):
+            self._idle_state(m, cmd, pk, smp, rb)
+            with m.State("PACK"):
+                self._pack(m, hp, cmd, mem, pk)
+                with m.If(~pk.more & ~pk.have & ~pk.wt_open):
+                    m.next = "SAMPLES"
+            self._samples_state(m, hp, cmd, mem, smp)
+            self._run_states(m)
+            with m.State("READ"):
+                self._issue(m, hp, cmd, mem, rb)
+                self._td_output(m, cmd, mem, rb)
+        vt, val = self._readback_max(m, rb)
+        self._readback_results(m, cmd, mem, rb, vt, val)
+        return m
+
+    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
+    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    def _arguments(self, m):
+        """The command's arguments to the learner, latched with the command, and the last
+        sample, group and row of the batch (:class:`_Command`)."""
         cfg, lc = self._config, self._config.learner
         num = lc.numerics
-        S, w, D, n_in, n_out = lc.array, num.width, lc.axi_data_width, lc.sizes[0], lc.n_out
-        lb = 8 * lane_bytes(cfg)
-        ab = lc.action_bits
-        lwf = num.loss_weight_format
-        maxb = lc.max_batch
-        lat = HOST_READ_LATENCY + HOST_OUT_STAGES
-        cw = num.coef_width
-        hp = registered_host(m, self.host, "hp")
-        act = num.act_format
-
-        # -- the command's arguments -------------------------------------------------------
+        S, maxb, cw = lc.array, lc.max_batch, num.coef_width
         B = Signal(13)
         lr = Signal(num.lr_width)
         gamma = Signal(cw)
@@ -208,8 +195,18 @@ class LearnerAdapter(wiring.Component):
         last_b = Signal(range(maxb))              # B - 1
         last_g = Signal(range(maxb))              # groups - 1
         last_row = Signal(range(maxb + S))        # the last row of the last group
+        return _Command(B=B, lr=lr, gamma=gamma, sync=sync, last_b=last_b, last_g=last_g,
+                        last_row=last_row)
 
-        # -- per-sample memories (combinational reads) -------------------------------------
+    def _memories(self, m):
+        """The per-sample memories (combinational reads): action, reward, done, IS weight,
+        TD error, the records' obs and next_obs lanes; their ports (:class:`_Memories`)."""
+        lc = self._config.learner
+        w, n_in = lc.numerics.width, lc.sizes[0]
+        lb = 8 * lane_bytes(self._config)
+        ab = lc.action_bits
+        lwf = lc.numerics.loss_weight_format
+        maxb = lc.max_batch
         m.submodules.act_mem = act_mem = Memory(shape=ab, depth=maxb, init=[])
         m.submodules.rew_mem = rew_mem = Memory(shape=signed(w), depth=maxb, init=[])
         m.submodules.done_mem = done_mem = Memory(shape=1, depth=maxb, init=[])
@@ -226,8 +223,15 @@ class LearnerAdapter(wiring.Component):
         rd0 = [mem.read_port(domain="comb") for mem in (act_mem, rew_mem, done_mem, wt_mem)]
         rd1 = [mem.read_port(domain="comb") for mem in (rew_mem, done_mem)]
         td_rd = td_mem.read_port(domain="comb")
+        return _Memories(rec_wr=rec_wr, obs_rd=obs_rd, wt_wr=wt_wr, td_wr=td_wr, rd0=rd0,
+                         rd1=rd1, td_rd=td_rd)
 
-        # -- pack: rows of obs / next_obs, a host word per write ----------------------------
+    def _pack_registers(self, m):
+        """The pack's registers: rows of obs / next_obs, a host word per write; records and
+        weights taken (:class:`_Pack`)."""
+        cfg, lc = self._config, self._config.learner
+        S, n_in, maxb = lc.array, lc.sizes[0], lc.max_batch
+        lb = 8 * lane_bytes(cfg)
         row = Signal(range(maxb + S + 1))       # rows loaded (records and padding)
         have = Signal()                          # a row is being written
         wrow = Signal(range(maxb + 1))           # records received
@@ -242,15 +246,28 @@ class LearnerAdapter(wiring.Component):
         more = Signal()                          # row < the padded rows
         wt_open = Signal()                       # weights still to take
         m.d.comb += last_j.eq(j == row_cycles - 1)
+        return _Pack(row=row, have=have, wrow=wrow, rec_open=rec_open, cur=cur, j=j, wn=wn,
+                     last_j=last_j, load=load, real=real, more=more, wt_open=wt_open)
 
-        # -- samples words ------------------------------------------------------------------
-        s_base, s_sub, _ = self._geometry("samples")
+    def _samples_registers(self):
+        """The samples words' registers: the word being assembled, its group and lane or
+        host word (``(sword, g, i)``)."""
+        lc = self._config.learner
+        S, maxb = lc.array, lc.max_batch
+        _, s_sub, _ = self._geometry("samples")
         slb = region(lc, "samples").lane_bits
         sword = Signal(S * slb)
         g = Signal(range(maxb + 1))
         i = Signal(range(max(S, s_sub) + 1))
+        return sword, g, i
 
-        # -- read-back ----------------------------------------------------------------------
+    def _readback_registers(self, m):
+        """The read-back's registers: the next read, the tags that follow the reads, the
+        running maximum, the TD errors written and the TD output register; ``busy`` and
+        ``td`` (:class:`_ReadBack`)."""
+        cfg, lc = self._config, self._config.learner
+        w, D, maxb, ab = lc.numerics.width, lc.axi_data_width, lc.max_batch, lc.action_bits
+        lat = HOST_READ_LATENCY + HOST_OUT_STAGES
         ib = Signal(range(maxb + 1))             # sample of the next read
         co = adapter_readback_reads(cfg) - 1      # tq words per sample
         ik = Signal(range(co + 1))               # its word (co: Q[a])
@@ -270,79 +287,106 @@ class LearnerAdapter(wiring.Component):
         m.d.comb += [self.busy.eq(~self.cmd.ready), self.td.valid.eq(out_v),
                      self.td.payload.eq(out_d)]
         m.d.sync += tags[0].v.eq(0)
-        with m.FSM(name="adapter"):
-            with m.State("IDLE"):
-                m.d.comb += self.cmd.ready.eq(1)
-                with m.If(self.cmd.valid):
-                    p = self.cmd.payload
-                    b1 = p.batch - 1            # rows up to B rounded up to S: (B-1) | (S-1)
-                    m.d.sync += [B.eq(p.batch), lr.eq(p.lr), gamma.eq(p.gamma),
-                                 sync.eq(p.sync), row.eq(0), have.eq(0), j.eq(0), wn.eq(0),
-                                 wrow.eq(0), rec_open.eq(1),
-                                 g.eq(0), i.eq(0), ib.eq(0), ik.eq(0), rn.eq(0),
-                                 rn_end.eq(0), td_n.eq(0), out_v.eq(0), real.eq(1),
-                                 more.eq(1),
-                                 wt_open.eq(1), rd_open.eq(1), last_g.eq(b1 >> _log2(S)),
-                                 last_b.eq(b1), last_row.eq(b1 | (S - 1)),
-                                 self.learner_error.eq(0)]
-                    m.next = "PACK"
-            with m.State("PACK"):
-                self._pack(m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open,
-                           last_b, last_row, rec_wr, wt_wr, n_in, lb, ab, w, wrow, rec_open,
-                           obs_rd)
-                with m.If(~more & ~have & ~wt_open):
-                    m.next = "SAMPLES"
-            with m.State("SAMPLES"):
-                b = Signal(range(maxb + S), name="s_b")
-                m.d.comb += [b.eq((g << _log2(S)) | i[:_log2(S)] if S > 1 else g)]
-                for port in rd0:
-                    m.d.comb += port.addr.eq(b)
-                lane = Signal(slb)
-                m.d.comb += lane.eq(Mux(b <= last_b, Cat(rd0[1].data[:w], rd0[0].data,
-                                                         rd0[2].data, rd0[3].data), 0))
-                with m.If(i < S):
-                    # lane i of the word: shift in from the top
-                    m.d.sync += [sword.eq(Cat(sword[slb:], lane) if S > 1 else lane),
-                                 i.eq(i + 1)]
-                with m.Else():
-                    piece = Signal(range(s_sub), name="s_piece")
-                    word = Signal(s_sub * D, name="s_word")
-                    m.d.comb += [piece.eq(i - S), word.eq(sword),
-                                 hp["addr"].eq(s_base + (g << _log2(s_sub)) + piece),
-                                 hp["we"].eq((1 << (D // 8)) - 1),
-                                 hp["wdata"].eq(word.word_select(piece, D))]
-                    with m.If(piece == s_sub - 1):
-                        m.d.sync += [i.eq(0), g.eq(g + 1)]
-                        with m.If(g == last_g):
-                            m.next = "FLUSH"
-                    with m.Else():
-                        m.d.sync += i.eq(i + 1)
-            with m.State("FLUSH"):
-                # the last samples write leaves the host port's output register
-                m.next = "START"
-            with m.State("START"):
-                m.d.comb += self.learner_ctrl.start.eq(1)
-                m.next = "RUN"
-            with m.State("RUN"):
-                with m.If(self.learner_ctrl.done):
-                    m.d.sync += self.learner_error.eq(self.learner_ctrl.error)
-                    m.next = "READ"
-            with m.State("READ"):
-                self._issue(m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tags[0], co)
-                # the TD errors through one output register as they are written (td_mem's
-                # LUT RAM read ends in a flip-flop, not in the replay side's power unit)
-                take = self.td.valid & self.td.ready
-                m.d.comb += td_rd.addr.eq(rn)
-                with m.If((~out_v | self.td.ready) & ~rn_end & (rn != td_n)):
-                    m.d.sync += [out_v.eq(1), out_d.eq(td_rd.data),
-                                 out_last.eq(rn == last_b), rn.eq(rn + 1),
-                                 rn_end.eq(rn == last_b)]
-                with m.Elif(take):
-                    m.d.sync += out_v.eq(0)
-                with m.If(take & out_last):
-                    m.d.comb += self.done.eq(1)
-                    m.next = "IDLE"
+        return _ReadBack(co=co, ib=ib, ik=ik, rd_open=rd_open, act_cur=act_cur, tags=tags,
+                         best=best, rn=rn, rn_end=rn_end, td_n=td_n, out_v=out_v,
+                         out_last=out_last, out_d=out_d)
 
+    def _idle_state(self, m, cmd, pk, smp, rb):
+        """State IDLE: a command's transfer, its arguments latched and every counter of the
+        step reset."""
+        S = self._config.learner.array
+        g, i = smp[1:]
+        with m.State("IDLE"):
+            m.d.comb += self.cmd.ready.eq(1)
+            with m.If(self.cmd.valid):
+                p = self.cmd.payload
+                b1 = p.batch - 1            # rows up to B rounded up to S: (B-1) | (S-1)
+                m.d.sync += [cmd.B.eq(p.batch), cmd.lr.eq(p.lr), cmd.gamma.eq(p.gamma),
+                             cmd.sync.eq(p.sync), pk.row.eq(0), pk.have.eq(0), pk.j.eq(0),
+                             pk.wn.eq(0), pk.wrow.eq(0), pk.rec_open.eq(1),
+                             g.eq(0), i.eq(0), rb.ib.eq(0), rb.ik.eq(0), rb.rn.eq(0),
+                             rb.rn_end.eq(0), rb.td_n.eq(0), rb.out_v.eq(0), pk.real.eq(1),
+                             pk.more.eq(1),
+                             pk.wt_open.eq(1), rb.rd_open.eq(1), cmd.last_g.eq(b1 >> _log2(S)),
+                             cmd.last_b.eq(b1), cmd.last_row.eq(b1 | (S - 1)),
+                             self.learner_error.eq(0)]
+                m.next = "PACK"
+
+    def _samples_state(self, m, hp, cmd, mem, smp):
+        """State SAMPLES: the ``samples`` region's words, S cycles to assemble a word's lanes
+        (action, reward, done, IS weight), ``sub`` cycles to write its host words."""
+        lc = self._config.learner
+        S, w, D, maxb = lc.array, lc.numerics.width, lc.axi_data_width, lc.max_batch
+        s_base, s_sub, _ = self._geometry("samples")
+        slb = region(lc, "samples").lane_bits
+        sword, g, i = smp
+        rd0 = mem.rd0
+        with m.State("SAMPLES"):
+            b = Signal(range(maxb + S), name="s_b")
+            m.d.comb += [b.eq((g << _log2(S)) | i[:_log2(S)] if S > 1 else g)]
+            for port in rd0:
+                m.d.comb += port.addr.eq(b)
+            lane = Signal(slb)
+            m.d.comb += lane.eq(Mux(b <= cmd.last_b, Cat(rd0[1].data[:w], rd0[0].data,
+                                                         rd0[2].data, rd0[3].data), 0))
+            with m.If(i < S):
+                # lane i of the word: shift in from the top
+                m.d.sync += [sword.eq(Cat(sword[slb:], lane) if S > 1 else lane),
+                             i.eq(i + 1)]
+            with m.Else():
+                piece = Signal(range(s_sub), name="s_piece")
+                word = Signal(s_sub * D, name="s_word")
+                m.d.comb += [piece.eq(i - S), word.eq(sword),
+                             hp["addr"].eq(s_base + (g << _log2(s_sub)) + piece),
+                             hp["we"].eq((1 << (D // 8)) - 1),
+                             hp["wdata"].eq(word.word_select(piece, D))]
+                with m.If(piece == s_sub - 1):
+                    m.d.sync += [i.eq(0), g.eq(g + 1)]
+                    with m.If(g == cmd.last_g):
+                        m.next = "FLUSH"
+                with m.Else():
+                    m.d.sync += i.eq(i + 1)
+
+    def _run_states(self, m):
+        """States FLUSH (the last samples write leaves the host port's register), START and
+        RUN: the learner's step, its error kept."""
+        with m.State("FLUSH"):
+            # the last samples write leaves the host port's output register
+            m.next = "START"
+        with m.State("START"):
+            m.d.comb += self.learner_ctrl.start.eq(1)
+            m.next = "RUN"
+        with m.State("RUN"):
+            with m.If(self.learner_ctrl.done):
+                m.d.sync += self.learner_error.eq(self.learner_ctrl.error)
+                m.next = "READ"
+
+    def _td_output(self, m, cmd, mem, rb):
+        """In state READ: the TD errors through one output register as they are written,
+        then ``done`` after the last one is taken."""
+        td_rd, rn, rn_end, out_v = mem.td_rd, rb.rn, rb.rn_end, rb.out_v
+        # the TD errors through one output register as they are written (td_mem's
+        # LUT RAM read ends in a flip-flop, not in the replay side's power unit)
+        take = self.td.valid & self.td.ready
+        m.d.comb += td_rd.addr.eq(rn)
+        with m.If((~out_v | self.td.ready) & ~rn_end & (rn != rb.td_n)):
+            m.d.sync += [out_v.eq(1), rb.out_d.eq(td_rd.data),
+                         rb.out_last.eq(rn == cmd.last_b), rn.eq(rn + 1),
+                         rn_end.eq(rn == cmd.last_b)]
+        with m.Elif(take):
+            m.d.sync += out_v.eq(0)
+        with m.If(take & rb.out_last):
+            m.d.comb += self.done.eq(1)
+            m.next = "IDLE"
+
+    def _readback_max(self, m, rb):
+        """Read-back stage V, the element out of the returned word, and the maximum over a
+        tq word's lanes (one register stage per level) into the running maximum ``best``.
+        Returns ``(tag, Q[a] or element)`` of the last stage."""
+        cfg, lc = self._config, self._config.learner
+        w, D, n_out = lc.numerics.width, lc.axi_data_width, lc.n_out
+        lat = HOST_READ_LATENCY + HOST_OUT_STAGES
+        tags, co, best = rb.tags, rb.co, rb.best
         # -- read-back pipeline: tags follow the reads, results into td_mem -----------------
         # V: the element out of the returned word; R1: max tq (0 if done), Q[a], r;
         # R2: γ·max tq (a DSP between registers); R3: its rounding; R4: + r; R5: the
@@ -385,6 +429,15 @@ class LearnerAdapter(wiring.Component):
                 m.d.sync += best.eq(cmax)
             with m.Elif(vt.k < co):
                 m.d.sync += best.eq(Mux(cmax > best, cmax, best))
+        return vt, val
+
+    def _readback_results(self, m, cmd, mem, rb, vt, val):
+        """Read-back stages R1 to R5: ``y = saturate(r + rshift_round(γ·(1-d)·max tq))`` and
+        ``Q[a] - y`` into td_mem."""
+        lc = self._config.learner
+        num = lc.numerics
+        w, maxb, cw, act = num.width, lc.max_batch, num.coef_width, num.act_format
+        rd1, td_wr, td_n = mem.rd1, mem.td_wr, rb.td_n
         for port in rd1:
             m.d.comb += port.addr.eq(vt.b)
         nst = 5
@@ -392,14 +445,14 @@ class LearnerAdapter(wiring.Component):
         pb = [Signal(range(maxb), name=f"res_b{s}") for s in range(nst)]
         pq = [Signal(signed(w), name=f"res_q{s}") for s in range(nst)]
         pr = [Signal(signed(w), name=f"res_r{s}") for s in range(3)]
-        m.d.sync += [pv[0].eq(vt.v & (vt.k == co)), pb[0].eq(vt.b), pq[0].eq(val),
+        m.d.sync += [pv[0].eq(vt.v & (vt.k == rb.co)), pb[0].eq(vt.b), pq[0].eq(val),
                      pr[0].eq(rd1[0].data)]
         m.d.sync += [x[s + 1].eq(x[s]) for x in (pv, pb, pq) for s in range(nst - 1)]
         m.d.sync += [pr[s + 1].eq(pr[s]) for s in range(2)]
         mx = Signal(signed(w), name="res_max")        # R1: max tq, 0 after a terminal step
-        m.d.sync += mx.eq(Mux(rd1[1].data, 0, best))
+        m.d.sync += mx.eq(Mux(rd1[1].data, 0, rb.best))
         prod = Signal(signed(w + cw + 1), name="res_prod")
-        m.d.sync += prod.eq(mx * gamma)                # R2
+        m.d.sync += prod.eq(mx * cmd.gamma)            # R2
         disc = rshift_round(prod, cw - 1, act.rounding)
         disc_r = Signal(disc.shape(), name="res_disc")
         m.d.sync += disc_r.eq(disc)                    # R3
@@ -409,10 +462,18 @@ class LearnerAdapter(wiring.Component):
         m.d.comb += [td_wr.en.eq(pv[4]), td_wr.addr.eq(pb[4]), td_wr.data.eq(pq[4] - y)]
         with m.If(pv[4]):
             m.d.sync += td_n.eq(td_n + 1)
-        return m
 
-    def _pack(self, m, hp, row, have, cur, j, wn, last_j, load, real, more, wt_open, last_b,
-              last_row, rec_wr, wt_wr, n_in, lb, ab, w, wrow, rec_open, obs_rd):
+    def _pack(self, m, hp, cmd, mem, pk):
+        """In state PACK: the records into the per-sample memories as they come, the IS
+        weights into theirs, and the rows of obs / next_obs, a host word per write."""
+        lc = self._config.learner
+        n_in, ab, w = lc.sizes[0], lc.action_bits, lc.numerics.width
+        lb = 8 * lane_bytes(self._config)
+        row, have, cur, j, wn, last_j = pk.row, pk.have, pk.cur, pk.j, pk.wn, pk.last_j
+        load, real, more, wt_open = pk.load, pk.real, pk.more, pk.wt_open
+        wrow, rec_open = pk.wrow, pk.rec_open
+        last_b, last_row = cmd.last_b, cmd.last_row
+        rec_wr, wt_wr, obs_rd = mem.rec_wr, mem.wt_wr, mem.obs_rd
         # records: taken whenever they come, into the per-sample memories at wrow
         got = self.rec.valid & rec_open
         m.d.comb += self.rec.ready.eq(rec_open)
@@ -464,10 +525,12 @@ class LearnerAdapter(wiring.Component):
                             hp["we"].eq(((1 << (len(cols) * w // 8)) - 1) << (off >> 3)),
                             hp["wdata"].eq(elems << off)]
 
-    def _issue(self, m, hp, ib, ik, rd_open, act_cur, last_b, rd0, tag, co):
-        """The read-back's reads: the co words of tq[b, :] then the word of Q[b, a_b], one
-        per cycle (the action registered from sample ib's row at least one cycle before its
-        Q[a] read)."""
+    def _issue(self, m, hp, cmd, mem, rb):
+        """In state READ: the read-back's reads, the co words of tq[b, :] then the word of
+        Q[b, a_b], one per cycle (the action registered from sample ib's row at least one
+        cycle before its Q[a] read)."""
+        ib, ik, rd_open, act_cur = rb.ib, rb.ik, rb.rd_open, rb.act_cur
+        last_b, rd0, tag, co = cmd.last_b, mem.rd0, rb.tags[0], rb.co
         for port in rd0:
             m.d.comb += port.addr.eq(ib)
         m.d.sync += act_cur.eq(rd0[0].data)
@@ -482,3 +545,64 @@ class LearnerAdapter(wiring.Component):
                 m.d.sync += [ik.eq(0), ib.eq(ib + 1), rd_open.eq(ib != last_b)]
             with m.Else():
                 m.d.sync += ik.eq(ik + 1)
+
+
+@dataclass(frozen=True)
+class _Command:
+    """The command's arguments (B, η, γ, sync); B - 1, the last group, the last padded row."""
+    B: Signal
+    lr: Signal
+    gamma: Signal
+    sync: Signal
+    last_b: Signal
+    last_g: Signal
+    last_row: Signal
+
+
+@dataclass(frozen=True)
+class _Memories:
+    """The per-sample memories' ports (``rec_wr``: action, reward, done, obs lanes; ``rd0``:
+    action, reward, done, weight; ``rd1``: reward, done)."""
+    rec_wr: list
+    obs_rd: object
+    wt_wr: object
+    td_wr: object
+    rd0: list
+    rd1: list
+    td_rd: object
+
+
+@dataclass(frozen=True)
+class _Pack:
+    """The pack's registers (see :meth:`LearnerAdapter._pack_registers`)."""
+    row: Signal
+    have: Signal
+    wrow: Signal
+    rec_open: Signal
+    cur: Signal
+    j: Signal
+    wn: Signal
+    last_j: Signal
+    load: Signal
+    real: Signal
+    more: Signal
+    wt_open: Signal
+
+
+@dataclass(frozen=True)
+class _ReadBack:
+    """The read-back's registers (see :meth:`LearnerAdapter._readback_registers`) and
+    ``co``, the tq words per sample."""
+    co: int
+    ib: Signal
+    ik: Signal
+    rd_open: Signal
+    act_cur: Signal
+    tags: list
+    best: Signal
+    rn: Signal
+    rn_end: Signal
+    td_n: Signal
+    out_v: Signal
+    out_last: Signal
+    out_d: Signal

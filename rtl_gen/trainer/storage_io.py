@@ -18,7 +18,7 @@ from sw.trainer.spec import TrainerConfig
 from ..shell.signatures import MemoryPortSignature
 from sw.trainer.schedule import HOST_OUT_STAGES, burst_split
 
-from .learner_adapter import element_addr, registered_host
+from .learner_port import element_addr, registered_host
 
 __all__ = ["StorageIO"]
 
@@ -63,7 +63,7 @@ class StorageIO(wiring.Component):
         The snapshot's sequence number and the header and trace words, held during a job.
     host : ``Out(MemoryPortSignature(...))``
         To the learner's host port (the learner idle); registered outputs
-        (:func:`~rtl_gen.trainer.learner_adapter.registered_host`), all zero between
+        (:func:`~rtl_gen.trainer.learner_port.registered_host`), all zero between
         accesses.
     reading : ``Out(1)``
         A LOAD owns AR and R (the core's multiplexer); a register, set from LOAD's first
