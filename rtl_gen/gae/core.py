@@ -1,4 +1,5 @@
-"""HEPPO GAE accelerator core: BRAM stack memory, dequantizers, N PEs, in-place write-back."""
+"""HEPPO GAE accelerator core: BRAM stack memory, dequantizers, N PEs, in-place write-back;
+its run control is :func:`~rtl_gen.gae.sequencer.run_sequencer`."""
 
 from dataclasses import dataclass
 
@@ -6,8 +7,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from sw.gae.spec import (GAE_CORE_ARGS, GAE_CORE_ERRORS, MAX_RUN_TRAJECTORIES, GaeCoreConfig,
-                         gae_register_map)
+from sw.gae.spec import GaeCoreConfig, gae_register_map
 
 from sw.fixed import FixedFormat
 from sw.shell.spec import HOST_READ_LATENCY
@@ -17,6 +17,7 @@ from ..shell.host_port import register_host_requests
 from ..shell.signatures import (ArgsSignature, MemoryPortSignature, RunControlSignature,
                                 StatusSignature)
 from .pe import GaeProcessingElement, _select
+from .sequencer import run_sequencer
 
 __all__ = ["GaeCore"]
 
@@ -99,7 +100,7 @@ class GaeCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         rports, wports, rq = self._memories(m)
-        seq = self._sequencer(m)
+        seq = run_sequencer(m, self)
         host = self._host_reads(m, seq, rports, rq)
         s2 = self._dequantize(m, seq, rq)
         pes, pe_ovf = self._processing_elements(m, seq, s2)
@@ -115,8 +116,9 @@ class GaeCore(wiring.Component):
                                   "requant_overflow": any_req_ovf, "pe_overflow": any_pe_ovf})
         return m
 
-    # Each step below adds its logic to ``m`` and returns what later steps use; the order of
-    # the calls in :meth:`elaborate` is the order of the statements in the netlist.
+    # Each step below (and :func:`~rtl_gen.gae.sequencer.run_sequencer`) adds its logic to
+    # ``m`` and returns what later steps use; the order of the calls in :meth:`elaborate` is
+    # the order of the statements in the netlist.
     def _memories(self, m):
         """One simple dual-port memory per region: ``(read ports, write ports, read data
         registers)`` by name (the register at each block RAM's output, shared by the host's
@@ -132,165 +134,6 @@ class GaeCore(wiring.Component):
             rq[name] = Signal(width, name=f"rdata_{name}_q")
             m.d.sync += rq[name].eq(rports[name].data)
         return rports, wports, rq
-
-    def _sequencer(self, m):
-        """Run control: the arguments latched at start, their checks (STATUS.ERROR), the
-        group count, and the read sequence (bootstrap row, then rows T-1 .. 0, L words per
-        row, group after group), then the drain. Returns a :class:`_Sequence`."""
-        cfg = self._config
-        pe_cfg = cfg.pe
-        N = cfg.n_pe
-        L = pe_cfg.k if pe_cfg.mode == "interleaved" else 1
-        depth, ab = cfg.depth, cfg.addr_bits
-        args = GAE_CORE_ARGS(cfg)
-
-        # -- run arguments, latched at start --------------------------------------------------
-        a = {name: Signal(signed(w) if s else unsigned(w), name=f"arg_{name}")
-             for name, (w, s) in args.items()}
-        T = Signal(ab + 1)          # time steps
-        G = Signal(13)              # groups of n_pe trajectories
-        rem = Signal(signed(14))    # trajectories left while dividing; then lanes of last group
-        rows = Signal(ab + 2)       # (T + 1) * G accumulated during the division
-        last_lanes = Signal(range(N + 1))
-        # Registers one step ahead of the arithmetic the control needs (short paths).
-        T_minus_1, T_plus_1 = Signal(ab + 1), Signal(ab + 2)
-        G_minus_1 = Signal(13)
-        nxt_rows = Signal(ab + 2)   # rows + T + 1
-        room = Signal(signed(34))   # depth - nxt_rows
-        G_minus_L = Signal(signed(15))
-        last_group = Signal()
-
-        busy = Signal()
-        err = Signal(3)
-        cycles = Signal(32)
-        m.d.comb += [self.ctrl.busy.eq(busy), self.ctrl.error.eq(err),
-                     self.ctrl.cycles.eq(cycles)]
-        with m.If(busy):
-            m.d.sync += cycles.eq(cycles + 1)
-
-        # -- read sequencing -------------------------------------------------------------------
-        row_base = Signal(ab + 2)    # t * G
-        grp_base = Signal(14)        # first group of the current super-group
-        lane = Signal(range(max(L, 2)))
-        t = Signal(ab + 1)
-        t_zero = Signal()            # t == 0, a register (the row loop's end off the compare)
-        boot = Signal()              # reading bootstrap rows
-        issue = Signal()             # a read is issued this cycle
-        drain = Signal(range(-1, self.drain))  # the drain's cycles left - 1: its sign ends it
-        # The PEs register the coefficients and compute powers of gamma*lambda
-        # (pe.coef_settle cycles); the first element must not need them before
-        # (GaeCoreConfig.coef_wait).
-        settle_init = cfg.coef_wait
-        settle = Signal(range(settle_init + 2))
-        with m.If(settle != 0):
-            m.d.sync += settle.eq(settle - 1)
-        one = 1 << pe_cfg.coef_frac
-
-        m.d.sync += [self.ctrl.ready.eq(0), self.ctrl.done.eq(0)]
-        rd_addr = Signal(ab + 2)
-        m.d.comb += rd_addr.eq(row_base + grp_base + lane)
-        args_in = self.args
-        # The refusal checks of the arguments, registered: the arguments must be stable from
-        # the cycle before ``start`` (the AXI4-Lite registers are: AP_START is a later write).
-        chk = {name: Signal(name=f"chk_{name}") for name in
-               ("no_timesteps", "no_trajectories", "capacity", "coefficient")}
-        m.d.sync += [
-            chk["no_timesteps"].eq(args_in.num_timesteps == 0),
-            chk["no_trajectories"].eq(args_in.num_trajectories == 0),
-            chk["capacity"].eq((args_in.num_timesteps >= depth)
-                               | (args_in.num_trajectories > MAX_RUN_TRAJECTORIES)),
-            chk["coefficient"].eq((args_in.gamma > one) | (args_in.gamma_lambda > one)),
-        ]
-
-        with m.FSM(name="ctrl"):
-            with m.State("IDLE"):
-                with m.If(self.ctrl.start):
-                    m.d.sync += [self.ctrl.ready.eq(1), cycles.eq(0), err.eq(0),
-                                 settle.eq(settle_init)]
-                    for name, sig in a.items():
-                        m.d.sync += sig.eq(getattr(args_in, name))
-                    m.d.sync += [
-                        T.eq(args_in.num_timesteps),
-                        T_minus_1.eq(args_in.num_timesteps - 1),
-                        T_plus_1.eq(args_in.num_timesteps + 1),
-                        nxt_rows.eq(args_in.num_timesteps + 1),
-                        room.eq(depth - 1 - args_in.num_timesteps),
-                        rem.eq(args_in.num_trajectories), G.eq(0), rows.eq(0),
-                    ]
-                    with m.If(chk["no_timesteps"]):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_timesteps"]),
-                                     self.ctrl.done.eq(1)]
-                    with m.Elif(chk["no_trajectories"]):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["no_trajectories"]),
-                                     self.ctrl.done.eq(1)]
-                    with m.Elif(chk["capacity"]):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), self.ctrl.done.eq(1)]
-                    with m.Elif(chk["coefficient"]):
-                        m.d.sync += [err.eq(GAE_CORE_ERRORS["coefficient"]),
-                                     self.ctrl.done.eq(1)]
-                    with m.Else():
-                        m.d.sync += busy.eq(1)
-                        m.next = "SETUP"
-            with m.State("SETUP"):
-                # One group per cycle: G += 1, rem -= N, rows += T + 1 (nxt_rows = rows + T + 1
-                # is a register, one step ahead; room = depth - nxt_rows, negative: too many).
-                with m.If(room[-1]):
-                    m.d.sync += [err.eq(GAE_CORE_ERRORS["capacity"]), busy.eq(0),
-                                 self.ctrl.done.eq(1)]
-                    m.next = "IDLE"
-                with m.Else():
-                    m.d.sync += [G.eq(G + 1), G_minus_1.eq(G), G_minus_L.eq(G + 1 - L),
-                                 rem.eq(rem - N), rows.eq(nxt_rows),
-                                 nxt_rows.eq(nxt_rows + T_plus_1), room.eq(room - T_plus_1)]
-                    with m.If(rem <= N):
-                        m.d.sync += last_lanes.eq(rem)
-                        m.next = "START_GROUPS"
-            with m.State("START_GROUPS"):
-                # rows = (T + 1) * G, so T * G = rows - G: the bootstrap row.
-                m.d.sync += [row_base.eq(rows - G), grp_base.eq(0), lane.eq(0), boot.eq(1),
-                             t.eq(T), t_zero.eq(0)]      # T >= 1 (0 is refused)
-                with m.If(settle == 0):
-                    m.next = "READ"
-            with m.State("READ"):
-                # Row by row: the bootstrap row T, then rows T-1 .. 0; L words per row.
-                m.d.comb += issue.eq(1)
-                with m.If(lane == L - 1):
-                    m.d.sync += lane.eq(0)
-                    with m.If(boot):
-                        m.d.sync += [boot.eq(0), t.eq(t - 1), t_zero.eq(t == 1),
-                                     row_base.eq(row_base - G)]
-                    with m.Elif(t_zero):
-                        with m.If(last_group):
-                            m.d.sync += drain.eq(self.drain - 1)
-                            m.next = "DRAIN"
-                        with m.Else():
-                            m.d.sync += [grp_base.eq(grp_base + L), row_base.eq(rows - G),
-                                         t.eq(T), t_zero.eq(0), boot.eq(1)]
-                    with m.Else():
-                        m.d.sync += [t.eq(t - 1), t_zero.eq(t == 1),
-                                     row_base.eq(row_base - G)]
-                with m.Else():
-                    m.d.sync += lane.eq(lane + 1)
-            with m.State("DRAIN"):
-                m.d.sync += drain.eq(drain - 1)
-                with m.If(drain[-1]):
-                    m.d.sync += [busy.eq(0), self.ctrl.done.eq(1)]
-                    m.next = "IDLE"
-
-        # The super-group being read is the run's last. A register: grp_base and G change at
-        # least two cycles before it is read (at the end of a super-group, T >= 1).
-        m.d.sync += last_group.eq(grp_base >= G_minus_L)
-        # The group read this cycle; the lanes of it that hold real trajectories follow from it
-        # a register later (nvalid_of).
-        grp = Signal(14)
-        m.d.comb += grp.eq(grp_base + lane)
-
-        def nvalid_of(g):
-            return Mux(g < G_minus_1, N, Mux(g == G_minus_1, last_lanes, 0))
-
-        first = ~boot & (t == T_minus_1)
-        return _Sequence(args=a, busy=busy, issue=issue, rd_addr=rd_addr, lane=lane, boot=boot,
-                         first=first, grp=grp, nvalid_of=nvalid_of)
 
     def _host_reads(self, m, seq, rports, rq):
         """The read ports: the sequence's reads while busy, the host's while idle, from the
@@ -594,23 +437,6 @@ class GaeCore(wiring.Component):
             with m.Elif(src):
                 m.d.sync += reg.eq(1)
             m.d.comb += fields[name].eq(reg)
-
-
-@dataclass(frozen=True)
-class _Sequence:
-    """What :meth:`GaeCore._sequencer` gives the datapath: the latched arguments, ``busy``,
-    the read of this cycle (``issue``, ``rd_addr``, ``lane``, ``boot``, ``first``: row T-1,
-    ``grp``: its group), and ``nvalid_of(grp)``, the lanes of a group holding trajectories
-    (combinational, from a registered ``grp``)."""
-    args: dict
-    busy: Signal
-    issue: Signal
-    rd_addr: Signal
-    lane: Signal
-    boot: Signal
-    first: Value
-    grp: Signal
-    nvalid_of: object
 
 
 @dataclass(frozen=True)
