@@ -26,7 +26,7 @@ from sw.timing import manifest_clock, timing_file
 from sw.verilog_text import sim_safe
 
 from .blocks import build
-from .convert import convert
+from .convert import convert, drop_zero_memory_init
 
 __all__ = ["emit", "port_table", "to_verilog", "drop_zero_memory_init", "manifest",
            "shipped_table", "check_module_name", "VERILOG_KEYWORDS"]
@@ -57,13 +57,6 @@ def check_module_name(name, arg="module"):
                          f"digits or _; not a keyword), not {name!r}")
     return name
 
-#: An ``initial`` block of Yosys' ``write_verilog`` that only zeroes memory words, e.g.
-#: ``initial begin\n    mem[0] = 144'h000...;\n    mem[1] = ...;\n  end\n``.
-_ZERO_INIT = re.compile(
-    r"^(?P<ind>[ \t]*)initial begin\n"
-    r"(?:[ \t]*[A-Za-z_\\][^\s\[]* ?\[\d+\] = \d+'[hbd]0+;\n)+"
-    r"(?P=ind)end\n", re.MULTILINE)
-
 
 def _layout_fields(shape):
     if isinstance(shape, data.StructLayout):
@@ -85,18 +78,6 @@ def port_table(component: wiring.Component):
             entry["fields"] = fields
         ports.append(entry)
     return ports
-
-
-def drop_zero_memory_init(text: str) -> str:
-    """Remove the ``initial`` blocks that set every word of a memory to zero.
-
-    Amaranth's ``Memory(init=[])`` still writes one ``mem[i] = 0;`` line per word (megabytes at
-    2**20 leaves, and Yosys runs out of memory reading them). Zero is what the FPGA's block and
-    ultra RAMs hold after configuration without an INIT attribute, and what the test builds
-    (``--x-initial 0``) use, so nothing changes. Only blocks made exclusively of all-zero word
-    assignments are removed; a memory with any non-zero initial word keeps its whole block.
-    """
-    return _ZERO_INIT.sub("", text)
 
 
 def to_verilog(component, name: str, *, progress=None) -> str:

@@ -2,25 +2,31 @@
 
 The Verilog has the lines of Amaranth's own with :func:`drop_zero_memory_init` applied, and is
 Amaranth's text byte for byte when the zero initialisers are kept (small designs: a replay
-accelerator, a GAE PE, a memory with a non-zero initialiser; so the faster passes of
-:mod:`rtl_gen.convert` change nothing else), no per-word data reaches Yosys
-for a zeroed memory (the RTLIL of a 2**16-leaf sum tree holds no ``$meminit`` and stays small),
-the Python heap of a 2**16-leaf replay accelerator's conversion stays bounded (Amaranth's own
-path peaked at several times that), dynamic bit selects add edges linear in their width to the
-combinational-cycle check, and a cycle through one is still found.
+accelerator, a GAE PE, a memory with a non-zero initialiser, a dynamic bit select; so the
+faster passes of :mod:`rtl_gen._amaranth_private` change nothing else), no per-word data
+reaches Yosys for a zeroed memory (the RTLIL of a 2**16-leaf sum tree holds no ``$meminit`` and
+stays small), the Python heap of a 2**16-leaf replay accelerator's conversion stays bounded
+(Amaranth's own path peaked at several times that), dynamic bit selects add edges linear in
+their width to the combinational-cycle check, and a cycle through one is still found. Amaranth's
+private API is used in :mod:`rtl_gen._amaranth_private` only, which refuses another Amaranth
+version; :func:`convert` then falls back to Amaranth's public converter, with a warning.
 """
 
+import importlib.util
+import re
 import tracemalloc
+from pathlib import Path
 
+import amaranth
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, Signal
-from amaranth.hdl._nir import CombinationalCycle
+from amaranth.hdl import CombinationalCycle, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.convert import _ModuleEmitter, comb_edges, convert, rtlil_text
-from rtl_gen.emit import drop_zero_memory_init
+import rtl_gen.convert
+from rtl_gen import _amaranth_private as private
+from rtl_gen.convert import convert, drop_zero_memory_init, rtlil_text
 from rtl_gen.gae.pe import GaeProcessingElement
 from rtl_gen.replay.accelerator import ReplayAccelerator
 from sw.gae.spec import GaePeConfig
@@ -66,7 +72,8 @@ class _Select(wiring.Component):
     lambda: ReplayAccelerator(SumTreeConfig(fanout=4, capacity=100, priority_width=20,
                                             priority_frac=8, target_bits=20, max_batch=32)),
     lambda: GaeProcessingElement(GaePeConfig(k=3)),
-    _Rom])
+    _Rom,
+    _Select])
 def test_same_verilog_as_amaranth_without_zero_initialisers(make, monkeypatch):
     ours = convert(make(), "top")
     theirs = verilog.convert(make(), name="top", emit_src=False)
@@ -76,7 +83,7 @@ def test_same_verilog_as_amaranth_without_zero_initialisers(make, monkeypatch):
     if make is _Rom:
         assert "initial begin" in ours and "12'h007" in ours    # the non-zero one is kept
     # With them, the text is Amaranth's byte for byte: the faster passes change nothing else.
-    monkeypatch.delattr(_ModuleEmitter, "emit_memory")
+    monkeypatch.delattr(private._ModuleEmitter, "emit_memory")
     assert convert(make(), "top") == theirs
 
 
@@ -98,18 +105,12 @@ def test_zero_memories_send_no_data_to_yosys_and_heap_bounded():
 
 
 def test_dynamic_select_edges_are_linear():
-    from amaranth.hdl import _ir
-    from amaranth.hdl._nir import Part
-
-    from rtl_gen.convert import _ports, build_netlist
-
-    c = _Select()
-    netlist = build_netlist(_ir.Fragment.get(c, None), _ports(c), "top")
-    parts = [cell for cell in netlist.cells if isinstance(cell, Part)]
+    netlist = private.build_netlist(_Select(), "top")
+    parts = [cell for cell in netlist.cells if type(cell).__name__ == "Part"]
     assert parts
     for cell in parts:
         for bit in range(cell.width):
-            edges = comb_edges(cell, bit)
+            edges = private.comb_edges(cell, bit)
             assert len(edges) == 1024 // 8 + len(cell.offset)    # not 1024 + 7 per bit
             assert set(edges) <= set(cell.value) | set(cell.offset)
 
@@ -117,3 +118,33 @@ def test_dynamic_select_edges_are_linear():
 def test_cycle_through_dynamic_select_found():
     with pytest.raises(CombinationalCycle):
         convert(_Select(loop=True), "top")
+
+
+def test_private_module_refuses_another_amaranth(monkeypatch):
+    # Loaded afresh (not the imported module) with another version: refused before it reads a
+    # private name.
+    path = Path(private.__file__)
+    spec = importlib.util.spec_from_file_location("_amaranth_private_check", path)
+    monkeypatch.setattr(amaranth, "__version__", "0.6.0")
+    with pytest.raises(ImportError, match=r"0\.5\.10.*0\.6\.0"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def test_private_api_used_in_one_module_only():
+    # No other file of the generators and host code names a private Amaranth module or
+    # imports a private name from Amaranth.
+    root = Path(private.__file__).parents[1]
+    private_use = re.compile(r"amaranth(?:\.\w+)*\._\w+|from amaranth\S* import [^\n]*\b_\w+")
+    users = [str(p.relative_to(root)) for d in ("rtl_gen", "sw", "scripts")
+             for p in sorted((root / d).rglob("*.py")) if private_use.search(p.read_text())]
+    assert users == ["rtl_gen/_amaranth_private.py"]
+
+
+def test_fallback_is_amaranths_public_converter(monkeypatch):
+    monkeypatch.setattr(rtl_gen.convert, "_private", None)
+    monkeypatch.setattr(rtl_gen.convert, "_NO_PRIVATE", "Amaranth 0.6.0 is installed")
+    with pytest.warns(RuntimeWarning, match="0.6.0"):
+        ours = convert(_Rom(), "top")
+    assert ours == drop_zero_memory_init(verilog.convert(_Rom(), name="top", emit_src=False))
+    with pytest.warns(RuntimeWarning):
+        assert "$meminit_v2" in rtlil_text(_Rom(), "top")

@@ -4,8 +4,8 @@ A design with N equal tensor units holds one module definition per distinct conf
 instantiated N times, so its RTLIL grows by an instance cell, not by a tensor unit, per unit;
 in an emitted learner every GEMM stage instantiates the module of its configuration and
 nothing else defines one, and an emitted GAE accelerator defines its PE once. Outside
-conversion (Amaranth's simulator and Verilog backend) the component elaborates itself; a
-shared component on a domain other than ``sync`` is refused.
+conversion (Amaranth's simulator and Verilog backend, and the conversion's fallback to it) the
+component elaborates itself; a shared component on a domain other than ``sync`` is refused.
 (Cycle-exact equality of the emitted learners: tb/learner's cocotb tests.)
 """
 
@@ -18,7 +18,8 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl_gen.convert import rtlil_text, shared_instance
+import rtl_gen.convert
+from rtl_gen.convert import convert, drop_zero_memory_init, rtlil_text, shared_instance
 from rtl_gen.emit import emit
 from rtl_gen.learner.tensor_unit import TensorUnit
 from sw.learner.numerics import LearnerNumerics
@@ -73,6 +74,17 @@ def test_whole_unit_and_amaranth_backend_elaborate_in_full():
     # Amaranth's own backend (no conversion scope) sees the tensor unit's logic.
     assert _definitions(rtlil_text(TensorUnit(TU), "u")) == ["u"]
     assert "tensor_unit" not in verilog.convert(_Units([TU, TU]), name="top", emit_src=False)
+
+
+def test_fallback_elaborates_in_full(monkeypatch):
+    # Without rtl_gen._amaranth_private (another Amaranth), convert is Amaranth's backend.
+    monkeypatch.setattr(rtl_gen.convert, "_private", None)
+    monkeypatch.setattr(rtl_gen.convert, "_NO_PRIVATE", "Amaranth 0.6.0 is installed")
+    with pytest.warns(RuntimeWarning):
+        text = convert(_Units([TU, TU]), "top")
+    assert "tensor_unit" not in text
+    assert text == drop_zero_memory_init(verilog.convert(_Units([TU, TU]), name="top",
+                                                         emit_src=False))
 
 
 class _FastDomain(wiring.Component):
