@@ -1,6 +1,6 @@
 """Helpers of the learner's stage sequencers and buffers in Amaranth's simulator (fast tier):
-the constant compares, the priority select of a shared port, the item counter's lookahead and
-the registered dependency flags against the compare they replace."""
+the constant compares, the or of many words, the priority select of a shared port, the item
+counter's lookahead and the registered dependency flags against the compare they replace."""
 
 import itertools
 
@@ -9,7 +9,8 @@ import pytest
 from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
-from rtl_gen.learner.stages.buffers import gt_const, lt_const_registered, select
+from rtl_gen.learner.stages.buffers import (OR_CHAIN_MAX, gt_const, lt_const_registered, or_all,
+                                           select)
 from rtl_gen.learner.stages.common import (ItemCounter, StageContext, StageStatus, deps_ready,
                                            lookahead_of)
 from sw.learner.spec import LearnerConfig
@@ -60,6 +61,29 @@ def test_lt_const_registered_is_unsigned_less_than_a_cycle_later(width, chunk):
             for c, o in outs.items():
                 assert ctx.get(o) == int(v < c), (v, c)
     _run(m, bench)
+
+
+@pytest.mark.parametrize("count", [0, 1, OR_CHAIN_MAX, OR_CHAIN_MAX + 1, 3000])
+def test_or_all_is_the_or_of_any_number_of_words(count):
+    # 3000 words: a chain that deep exceeds Python's recursion limit in Amaranth's checks (a
+    # learner whose host port ors that many region pieces); beyond OR_CHAIN_MAX it is a tree.
+    words = [Signal(6, name=f"w{i}") for i in range(count)]
+    out = Signal(6)
+    m = Module()
+    m.d.comb += out.eq(or_all(words))
+    rng = np.random.default_rng(count)
+
+    async def bench(ctx):
+        for _ in range(4):
+            vals = [int(x) for x in rng.integers(0, 64, count) * (rng.random(count) < 0.01)]
+            for w, v in zip(words, vals):
+                ctx.set(w, v)
+            want = 0
+            for v in vals:
+                want |= v
+            assert ctx.get(out) == want
+
+    _run(m, bench, clock=False)
 
 
 def test_select_takes_the_first_user_by_default():

@@ -13,12 +13,27 @@ __all__ = ["ReadPort", "Buffer", "LearnerBuffers", "buffer_specs", "or_all", "se
 
 
 # -- bit fields ----------------------------------------------------------------------------------
+#: Values :func:`or_all` ors in a chain; the rest are ored as a balanced tree. Every shipped
+#: learner stays below it (``learner_kernel_s8``'s host port ors 70 region pieces).
+OR_CHAIN_MAX = 128
+
+
 def or_all(values):
-    """Combinational: the or of ``values`` (1-bit ``Const(0)`` if there are none)."""
-    out = Const(0, 1)
-    for v in values:
+    """Combinational: the or of ``values`` (1-bit ``Const(0)`` if there are none): a chain
+    ``((0 | v0) | v1) | ...`` of the first :data:`OR_CHAIN_MAX` values (taken one at a time,
+    as ``values`` yields them), then the rest as a balanced tree of pairs ored to it, so that
+    neither the expression's depth (Amaranth checks it recursively: a learner of many layers
+    ors about a thousand host-port pieces) nor the logic's grows with the count."""
+    out, it = Const(0, 1), iter(values)
+    for n, v in enumerate(it, 1):
         out = out | v
-    return out
+        if n == OR_CHAIN_MAX:
+            break
+    rest = list(it)
+    while len(rest) > 1:
+        rest = [rest[i] | rest[i + 1] if i + 1 < len(rest) else rest[i]
+                for i in range(0, len(rest), 2)]
+    return out | rest[0] if rest else out
 
 
 def select(users):
