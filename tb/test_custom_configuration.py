@@ -2,7 +2,9 @@
 blocks runs (in a temporary directory instead of ``build/``) and succeeds, the Vivado runs stop
 with exit code 3 where Vivado is not installed, the ``python`` blocks run, the ``c`` block
 compiles against the generated header and its register and memory accesses work on the golden
-device. The commands marked "Yosys" run in the ``slow`` tier only (a minute of synthesis)."""
+device. The commands marked "Yosys" run in the ``heavy`` tier only (``make test-heavy``: one to
+two minutes of synthesis of the page's 8-ary tree; ``tb/test_estimate.py`` and
+``tb/test_timing.py`` run the same two scripts on a PE in ``make test``)."""
 
 import json
 import re
@@ -137,7 +139,7 @@ def test_the_c_block_compiles_and_its_accesses_work(page_run):
     assert np.allclose(drv.read([0, 1, 2]), priority)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy
 def test_the_yosys_commands_run(tmp_path):
     """The whole page, synthesis included: the manifest's clock is estimated afterwards."""
     ran = run_page(tmp_path, yosys=True)
