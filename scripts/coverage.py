@@ -22,7 +22,17 @@ parameters). This script merges the files of each folder and writes under ``--ou
 * ``coverage.info``: lcov tracefile (line and branch points; ``genhtml`` makes ``html/`` of it
   when installed, nothing requires it);
 * ``summary.md`` and ``summary.json``: per configuration and type of point (line, branch,
-  toggle, any other), points hit / points and the percentage; printed too.
+  toggle, any other), points hit / points and the percentage; printed too. ``toggle_named``:
+  the toggle points of the signals with a name of the design (not Yosys's ``$<n>``
+  temporaries, which Verilator writes ``__024<n>``).
+
+Not counted (``excluded`` in the summary): the points on the lines of Yosys's Verilog backend's
+time-0 trigger (``reg $auto$verilog_backend.cc:...:dump_module$<n> = 0`` and the
+``if ($auto$...dump_module$<n> ) begin end`` that opens each combinational process), whose
+``if`` is never taken and whose register never toggles after time 0, by construction. Line points
+of Amaranth's Verilog are near 100 % by construction (each process is one ``always`` block that
+runs whenever its inputs change); the branch points (its ``if``/``case`` arms) say which
+decisions the tests exercised.
 
 The ``.dat`` format (Verilator's ``verilated_cov.cpp``): a header line
 ``# SystemC::Coverage-3``, then one line per point, ``C '<key-value pairs>' <count>``, each pair
@@ -44,7 +54,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = "# SystemC::Coverage-3"
 #: The order of the types in the summary; others follow, sorted.
-TYPES = ("line", "branch", "toggle")
+TYPES = ("line", "branch", "toggle", "toggle_named")
+#: A source line of Yosys's time-0 trigger, whose points are excluded.
+ARTEFACT = re.compile(r"\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+")
 _LINE = re.compile(r"^C '(.*)' (\d+)\s*$")
 
 
@@ -131,15 +143,36 @@ def _hit(fields: dict, count: int) -> bool:
 
 
 def summarize(points: dict) -> dict:
-    """``{type: {"hit": n, "total": n, "percent": p}}`` of ``points``."""
+    """``{type: {"hit": n, "total": n, "percent": p}}`` of ``points``; ``toggle_named`` too
+    where there are toggle points: those of signals not named ``$<n>`` by Yosys."""
     out = defaultdict(lambda: {"hit": 0, "total": 0})
     for fields, count in points.values():
-        t = out[point_type(fields)]
-        t["total"] += 1
-        t["hit"] += _hit(fields, count)
+        kind = point_type(fields)
+        kinds = [kind]
+        if kind == "toggle" and not fields.get("o", "").startswith("__024"):
+            kinds.append("toggle_named")
+        for k in kinds:
+            out[k]["total"] += 1
+            out[k]["hit"] += _hit(fields, count)
     order = [t for t in TYPES if t in out] + sorted(set(out) - set(TYPES))
     return {t: {**out[t], "percent": round(100.0 * out[t]["hit"] / out[t]["total"], 1)}
             for t in order}
+
+
+def drop_artefacts(points: dict) -> tuple:
+    """``(points, n)``: ``points`` without the ``n`` on a line of Yosys's time-0 trigger
+    (:data:`ARTEFACT`; source files that no longer exist are kept whole)."""
+    lines = {}
+    for fields, _ in points.values():
+        f = fields.get("f", "")
+        if f not in lines:
+            src = Path(f)
+            lines[f] = ({n for n, text in enumerate(src.read_text(errors="replace")
+                                                    .splitlines(), 1) if ARTEFACT.search(text)}
+                        if f and src.is_file() else set())
+    kept = {k: (f, c) for k, (f, c) in points.items()
+            if not (f.get("l", "").isdigit() and int(f["l"]) in lines[f.get("f", "")])}
+    return kept, len(points) - len(kept)
 
 
 def _lines(fields: dict) -> list:
@@ -244,7 +277,8 @@ def report(dat_dir, out_dir, sim_cache=None, *, html=True, echo=print) -> dict:
             continue
         points = merge(files)
         (out_dir / "merged").mkdir(parents=True, exist_ok=True)
-        write_dat(points, out_dir / "merged" / f"{group.name}.dat")
+        write_dat(points, out_dir / "merged" / f"{group.name}.dat")   # every point
+        points, excluded = drop_artefacts(points)
         ann_dir = out_dir / "annotated" / group.name
         if ann_dir.exists():
             shutil.rmtree(ann_dir)
@@ -254,7 +288,7 @@ def report(dat_dir, out_dir, sim_cache=None, *, html=True, echo=print) -> dict:
         tests = sorted({re.sub(r"-\d+-\d+$", "", f.stem) for f in files})
         rows.append({"configuration": group.name, "module": m.get("module", ""),
                      "config": m.get("config"), "runs": len(files), "tests": tests,
-                     "types": summarize(points)})
+                     "excluded": excluded, "types": summarize(points)})
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "coverage.info").write_text("".join(info))
     summary = {"dat_dir": str(dat_dir), "configurations": rows}
@@ -274,7 +308,8 @@ def report(dat_dir, out_dir, sim_cache=None, *, html=True, echo=print) -> dict:
 def summary_markdown(rows) -> str:
     types = [t for t in TYPES if any(t in r["types"] for r in rows)]
     types += sorted({t for r in rows for t in r["types"]} - set(types))
-    head = ["configuration", "module", "runs"] + [f"{t} % (hit/points)" for t in types]
+    head = (["configuration", "module", "runs"] + [f"{t} % (hit/points)" for t in types]
+            + ["excluded"])
     lines = ["# RTL coverage (Verilator)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
@@ -282,6 +317,7 @@ def summary_markdown(rows) -> str:
         for t in types:
             s = r["types"].get(t)
             cells.append(f"{s['percent']:.1f} ({s['hit']}/{s['total']})" if s else "-")
+        cells.append(str(r.get("excluded", 0)))
         lines.append("| " + " | ".join(cells) + " |")
     if not rows:
         lines.append("(no coverage data: run the tests with RLK_COVERAGE=1)")

@@ -78,7 +78,7 @@ def test_merge_sums_counts(tree):
     points = cov.merge(sorted((tmp / "dat" / "top-0123456789ab").glob("*.dat")))
     assert sorted(c for _, c in points.values()) == [0, 0, 3, 5, 8]
     s = cov.summarize(points)
-    assert list(s) == ["line", "branch", "toggle"]
+    assert list(s) == ["line", "branch", "toggle", "toggle_named"]
     assert s["line"] == {"hit": 1, "total": 1, "percent": 100.0}
     assert s["branch"] == {"hit": 1, "total": 2, "percent": 50.0}
     assert s["toggle"] == {"hit": 1, "total": 2, "percent": 50.0}
@@ -92,6 +92,32 @@ def test_merge_combines_instances(tmp_path):
     f.write_text(f"# SystemC::Coverage-3\nC '{key}\x01h\x02TOP.a' 0\nC '{key}\x01h\x02TOP.b' 4\n")
     (fields, count), = cov.read_dat(f).values()
     assert count == 4 and fields["h"] == "TOP.a,TOP.b"
+
+
+def test_yosys_artefacts_and_temporaries(tmp_path):
+    """The points of Yosys's time-0 trigger are dropped; ``$<n>`` temporaries are toggle
+    points but not ``toggle_named`` ones."""
+    src = tmp_path / "y.v"
+    src.write_text("module y;\n"
+                   "  reg \\$auto$verilog_backend.cc:2355:dump_module$1  = 0;\n"
+                   "  always @* begin\n"
+                   "    if (\\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end\n"
+                   "    x = a;\n"
+                   "  end\n")
+    f = tmp_path / "a.dat"
+    f.write_text("# SystemC::Coverage-3\n"
+                 f"C '{_point(src, l='2', t='toggle', o='__024auto__024verilog:0->1')}' 0\n"
+                 f"C '{_point(src, l='4', n='1', t='branch', o='if')}' 0\n"
+                 f"C '{_point(src, l='4', n='2', t='branch', o='else')}' 7\n"
+                 f"C '{_point(src, l='3', t='line', o='block', S='3-5')}' 7\n"
+                 f"C '{_point(src, l='5', n='1', t='toggle', o='__0241:0->1')}' 0\n"
+                 f"C '{_point(src, l='5', n='2', t='toggle', o='x:0->1')}' 3\n")
+    points, excluded = cov.drop_artefacts(cov.read_dat(f))
+    assert excluded == 3
+    s = cov.summarize(points)
+    assert "branch" not in s and s["line"]["percent"] == 100.0
+    assert s["toggle"] == {"hit": 1, "total": 2, "percent": 50.0}
+    assert s["toggle_named"] == {"hit": 1, "total": 1, "percent": 100.0}
 
 
 def test_threshold(tmp_path):
@@ -122,7 +148,8 @@ def test_report(tree):
     assert row["types"]["toggle"]["percent"] == 50.0
     assert json.loads((out / "summary.json").read_text()) == summary
     md = (out / "summary.md").read_text()
-    assert "| top-0123456789ab |  | 2 | 100.0 (1/1) | 50.0 (1/2) | 50.0 (1/2) |" in md
+    assert ("| top-0123456789ab |  | 2 | 100.0 (1/1) | 50.0 (1/2) | 50.0 (1/2) | 50.0 (1/2) "
+            "| 0 |") in md
     assert printed[0] == md
     # The merged file reads back as the same points.
     merged = cov.read_dat(out / "merged" / "top-0123456789ab.dat")
