@@ -5,6 +5,8 @@ TrainerCore` around :class:`~rtl_gen.trainer.replay.TrainerReplay`,
 :class:`~rtl_gen.learner.core.LearnerCore`, with the storage's LOAD, snapshot and trace
 traffic on one AXI4 master."""
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -26,6 +28,44 @@ _MASK = (1 << COUNT_BITS) - 1
 
 def _log2(n):
     return n.bit_length() - 1
+
+
+@dataclass
+class _Counters:
+    """The sequencer's counters, ``busy``, ``ERROR`` and flags (:meth:`TrainerCore._counters`):
+    the launch's, the storage's (reset by CLEAR) and the trace period's Σ|td|."""
+    steps_done: Signal
+    steps_total: Signal
+    sampled: Signal
+    snap_seq: Signal
+    trace_count: Signal
+    since_snap: Signal
+    since_trace: Signal
+    trace_sum: Signal
+    trace_n: Signal
+    sync_count: Signal
+    cycles: Signal
+    err: Signal
+    stopped: Signal
+    lflag: Signal
+    busy: Signal
+
+
+@dataclass
+class _Conditions:
+    """What the sequencer's states decide on (:meth:`TrainerCore._conditions`): registered
+    where they are read, except ``ahead``; ``final`` when the snapshot in progress ends the
+    launch."""
+    ahead: Signal
+    snap_due: Signal
+    trace_due: Signal
+    snap_last: Signal
+    trace_last: Signal
+    sync_due: Signal
+    steps_reached: Signal
+    final_snap: Signal
+    tree_empty: Signal
+    final: Signal
 
 
 class TrainerCore(wiring.Component):
@@ -182,16 +222,33 @@ class TrainerCore(wiring.Component):
             m.d.comb += getattr(ga, f"g_{n}").eq(self.axi(n))
 
     def _sequencer(self, m, base):
-        """The launch and step sequence, the latched arguments, the counters and flags."""
-        cfg = self._config
-        rp, ad, ln, io = self.replay, self.adapter, self.learner, self.storage_io
+        """The launch and step sequence, the latched arguments, the counters and flags: the
+        steps below, in this order (the order of the signals and statements in the
+        netlist); the FSM's states in the order of their encoding."""
+        L = self._latched_args()
+        c = self._counters(m)
+        self._trace_sum(m, c)
+        k = self._conditions(m, L, c)
+        with m.FSM(name="trainer"):
+            self._launch_states(m, L, c, base)
+            self._boundary_states(m, L, c, k)
+            self._step_states(m, L, c, k)
+            self._write_states(m, c, k)
+        self._storage_words(m, c)
+
+    def _latched_args(self):
+        """The launch arguments' registers (``arg_<name>``), latched at the start, by
+        name."""
         a = self.args
-        # -- latched arguments --------------------------------------------------------------
-        L = {n: Signal(len(getattr(a, n)), name=f"arg_{n}") for n in (
+        return {n: Signal(len(getattr(a, n)), name=f"arg_{n}") for n in (
             "cmd", "steps", "batch_size", "lr", "gamma", "alpha", "beta", "eps",
             "sync_period", "snapshot_period", "trace_period", "seed")}
 
-        # -- counters -----------------------------------------------------------------------
+    def _counters(self, m):
+        """The counters, ``busy``, ``ERROR`` and the flags (:class:`_Counters`) onto
+        ``status`` and ``ctrl``; ``cycles`` counting while busy, the learner's overflow
+        flags gathered at each learner step's end."""
+        ln = self.learner
         steps_done, steps_total, sampled = Signal(32), Signal(32), Signal(32)
         snap_seq, trace_count = Signal(32), Signal(32)
         since_snap, since_trace = Signal(32), Signal(32)
@@ -202,7 +259,7 @@ class TrainerCore(wiring.Component):
         stopped = Signal()
         lflag = Signal()
         busy = Signal()
-        st = self.status
+        st, rp = self.status, self.replay
         m.d.comb += [st.consumed.eq(rp.consumed), st.steps_done.eq(steps_done),
                      st.steps_total.eq(steps_total), st.sampled.eq(sampled),
                      st.snapshot_seq.eq(snap_seq), st.trace_count.eq(trace_count),
@@ -217,20 +274,30 @@ class TrainerCore(wiring.Component):
         lflags = Cat(getattr(ln.status, f) for f in FLAG_FIELDS.values())
         with m.If(ln.ctrl.done):
             m.d.sync += lflag.eq(lflag | lflags.any())
-        # Σ|td| of the trace period, saturating; |td| registered first (the sum is read two
-        # or more cycles after the step's last TD error)
+        return _Counters(steps_done=steps_done, steps_total=steps_total, sampled=sampled,
+                         snap_seq=snap_seq, trace_count=trace_count, since_snap=since_snap,
+                         since_trace=since_trace, trace_sum=trace_sum, trace_n=trace_n,
+                         sync_count=sync_count, cycles=cycles, err=err, stopped=stopped,
+                         lflag=lflag, busy=busy)
+
+    def _trace_sum(self, m, c):
+        """Σ|td| of the trace period, saturating, and its count; |td| registered first (the
+        sum is read two or more cycles after the step's last TD error)."""
+        ad = self.adapter
         mag = Signal(len(ad.td.payload), name="td_mag")
         mag_v = Signal(name="td_mag_valid")
         td = ad.td.payload
         m.d.sync += [mag.eq(Mux(td < 0, -td, td)), mag_v.eq(ad.td.valid & ad.td.ready)]
         with m.If(mag_v):
             tot = Signal(33)
-            m.d.comb += tot.eq(trace_sum + mag)
-            m.d.sync += [trace_sum.eq(Mux(tot[32], _MASK, tot[:32])), trace_n.eq(trace_n + 1)]
+            m.d.comb += tot.eq(c.trace_sum + mag)
+            m.d.sync += [c.trace_sum.eq(Mux(tot[32], _MASK, tot[:32])),
+                         c.trace_n.eq(c.trace_n + 1)]
 
-        # -- the sequencer ------------------------------------------------------------------
-        rc = rp.cmd.payload
-        B = L["batch_size"]
+    def _conditions(self, m, L, c):
+        """What the states decide on (:class:`_Conditions`): PRODUCER's lead, the periods'
+        dues, the steps reached, the final snapshot, the empty tree."""
+        rp, a = self.replay, self.args
         ahead = Signal(32)
         m.d.comb += ahead.eq(a.producer - rp.consumed)
         # due after this step (TD_WAIT's increments): since + 1 >= period, registered there
@@ -244,149 +311,184 @@ class TrainerCore(wiring.Component):
         # at TD_WAIT, SNAP_WAIT and IDLE), so the registers are exact where they are read
         sync_due = Signal()
         m.d.sync += sync_due.eq((L["sync_period"] != 0)
-                                & (sync_count + 1 >= L["sync_period"]))
+                                & (c.sync_count + 1 >= L["sync_period"]))
         steps_reached = Signal()
-        m.d.sync += steps_reached.eq((L["steps"] != 0) & (steps_done >= L["steps"]))
+        m.d.sync += steps_reached.eq((L["steps"] != 0) & (c.steps_done >= L["steps"]))
         final_snap = Signal()
-        m.d.sync += final_snap.eq((steps_done != 0) & (since_snap != 0))
+        m.d.sync += final_snap.eq((c.steps_done != 0) & (c.since_snap != 0))
         tree_empty = Signal()           # the root settled before the replay's done
         m.d.sync += tree_empty.eq(rp.total == 0)
         final = Signal()              # the snapshot in progress ends the launch
-        with m.FSM(name="trainer"):
-            with m.State("IDLE"):
-                with m.If(self.ctrl.start):
-                    m.d.comb += self.ctrl.ready.eq(1)
-                    m.d.sync += [L[n].eq(getattr(a, n)) for n in L]
-                    m.d.sync += [base.eq(Cat(a.base_lo, a.base_hi)), busy.eq(1),
-                                 cycles.eq(0), err.eq(0), stopped.eq(0), lflag.eq(0),
-                                 steps_done.eq(0)]
-                    m.d.comb += rp.clear_flags.eq(1)
-                    with m.If((a.batch_size == 0) | (a.batch_size > cfg.max_batch)):
-                        m.d.sync += err.eq(1)
-                        m.next = "END"
-                    with m.Elif(a.base_lo[:12] != 0):       # BASE not 4 KiB aligned
-                        m.d.sync += err.eq(3)
-                        m.next = "END"
-                    with m.Elif(a.cmd[0]):
-                        m.next = "CLEAR"
-                    with m.Elif(a.cmd[1]):
-                        m.next = "LOAD"
-                    with m.Else():
-                        m.next = "BOUNDARY"
-            with m.State("CLEAR"):
-                m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.CLEAR),
-                             rc.word.eq(L["seed"])]
-                with m.If(rp.cmd.ready):
-                    m.d.sync += [steps_total.eq(0), sampled.eq(0), snap_seq.eq(0),
-                                 trace_count.eq(0), since_snap.eq(0), since_trace.eq(0),
-                                 trace_sum.eq(0), trace_n.eq(0), sync_count.eq(0)]
-                    m.next = "CLEAR_WAIT"
-            with m.State("CLEAR_WAIT"):
-                with m.If(rp.done):
-                    with m.If(L["cmd"][1]):
-                        m.next = "LOAD"
-                    with m.Else():
-                        m.next = "BOUNDARY"
-            with m.State("LOAD"):
-                m.d.comb += io.load.eq(1)
-                m.next = "LOAD_WAIT"
-            with m.State("LOAD_WAIT"):
-                with m.If(io.done):
-                    m.next = "BOUNDARY"
-            with m.State("BOUNDARY"):
-                m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.BOUNDARY),
-                             rc.word.eq(a.producer)]
-                with m.If(rp.cmd.ready):
-                    m.next = "BOUNDARY_WAIT"
-            with m.State("BOUNDARY_WAIT"):
-                with m.If(rp.done):
-                    m.next = "DECIDE"
-            with m.State("DECIDE"):
-                with m.If(L["cmd"][2]):
-                    with m.If(ahead == 0):
-                        m.next = "END"
-                    with m.Else():
-                        m.next = "BOUNDARY"
-                with m.Elif(self.stop):
-                    m.d.comb += self.stop_clear.eq(1)
-                    m.d.sync += stopped.eq(1)
-                    m.next = "FINAL"
-                with m.Elif(steps_reached):
-                    m.next = "FINAL"
-                with m.Elif(tree_empty):
-                    m.d.sync += err.eq(2)
-                    m.next = "FINAL"
-                with m.Else():
-                    m.next = "SAMPLE"
-            with m.State("SAMPLE"):
-                m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.SAMPLE), rc.count.eq(B),
-                             rc.coef.eq(L["beta"])]
-                with m.If(rp.cmd.ready):
-                    m.d.sync += sampled.eq(sampled + B)
-                    m.next = "LEARN"
-            with m.State("LEARN"):
-                p = ad.cmd.payload
-                m.d.comb += [ad.cmd.valid.eq(1), p.batch.eq(B), p.lr.eq(L["lr"]),
-                             p.gamma.eq(L["gamma"]), p.sync.eq(sync_due)]
-                with m.If(ad.cmd.ready):
-                    m.d.sync += sync_count.eq(Mux(sync_due, 0, Mux(sync_count == 0xFFFF,
-                                                                  sync_count,
-                                                                  sync_count + 1)))
-                    m.next = "SAMPLE_WAIT"
-            with m.State("SAMPLE_WAIT"):
-                with m.If(rp.done):
-                    m.next = "TD"
-            with m.State("TD"):
-                m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.TD),
-                             rc.coef.eq(L["alpha"]), rc.eps.eq(L["eps"])]
-                with m.If(rp.cmd.ready):
-                    m.next = "TD_WAIT"
-            with m.State("TD_WAIT"):
-                with m.If(ad.done):
-                    m.d.sync += [steps_total.eq(steps_total + 1), steps_done.eq(steps_done + 1),
-                                 since_snap.eq(since_snap + 1), since_trace.eq(since_trace + 1),
-                                 snap_due.eq((L["snapshot_period"] != 0)
-                                             & (since_snap >= snap_last)),
-                                 trace_due.eq((L["trace_period"] != 0)
-                                              & (since_trace >= trace_last))]
-                    m.next = "TRACE"
-            with m.State("TRACE"):
-                with m.If(trace_due):
-                    m.d.comb += io.trace.eq(1)
-                    m.next = "TRACE_WAIT"
-                with m.Else():
-                    m.next = "SNAP"
-            with m.State("TRACE_WAIT"):
-                with m.If(io.done):
-                    m.d.sync += [trace_count.eq(trace_count + 1), since_trace.eq(0),
-                                 trace_sum.eq(0), trace_n.eq(0)]
-                    m.next = "SNAP"
-            with m.State("SNAP"):
-                with m.If(snap_due):
-                    m.d.comb += io.snapshot.eq(1)
-                    m.d.sync += final.eq(0)
-                    m.next = "SNAP_WAIT"
-                with m.Else():
-                    m.next = "BOUNDARY"
-            with m.State("FINAL"):
-                with m.If(final_snap):
-                    m.d.comb += io.snapshot.eq(1)
-                    m.d.sync += final.eq(1)
-                    m.next = "SNAP_WAIT"
-                with m.Else():
-                    m.next = "END"
-            with m.State("SNAP_WAIT"):
-                with m.If(io.done):
-                    m.d.sync += [snap_seq.eq(snap_seq + 1), since_snap.eq(0)]
-                    with m.If(final):
-                        m.next = "END"
-                    with m.Else():
-                        m.next = "BOUNDARY"
-            with m.State("END"):
-                m.d.comb += self.ctrl.done.eq(1)
-                m.d.sync += busy.eq(0)
-                m.next = "IDLE"
+        return _Conditions(ahead=ahead, snap_due=snap_due, trace_due=trace_due,
+                           snap_last=snap_last, trace_last=trace_last, sync_due=sync_due,
+                           steps_reached=steps_reached, final_snap=final_snap,
+                           tree_empty=tree_empty, final=final)
 
-        m.d.comb += [io.seq.eq(snap_seq + 1), io.steps_total.eq(steps_total),
-                     io.consumed.eq(rp.consumed), io.trace_sum.eq(trace_sum),
-                     io.trace_n.eq(trace_n), io.trace_index.eq(trace_count)]
+    # The FSM's states, in groups; each group's states in the order of their encoding.
+    def _launch_states(self, m, L, c, base):
+        """IDLE (the start: the arguments latched, BATCH_SIZE and BASE checked), CLEAR and
+        LOAD with their waits."""
+        cfg, rp, io, a = self._config, self.replay, self.storage_io, self.args
+        rc = rp.cmd.payload
+        with m.State("IDLE"):
+            with m.If(self.ctrl.start):
+                m.d.comb += self.ctrl.ready.eq(1)
+                m.d.sync += [L[n].eq(getattr(a, n)) for n in L]
+                m.d.sync += [base.eq(Cat(a.base_lo, a.base_hi)), c.busy.eq(1),
+                             c.cycles.eq(0), c.err.eq(0), c.stopped.eq(0), c.lflag.eq(0),
+                             c.steps_done.eq(0)]
+                m.d.comb += rp.clear_flags.eq(1)
+                with m.If((a.batch_size == 0) | (a.batch_size > cfg.max_batch)):
+                    m.d.sync += c.err.eq(1)
+                    m.next = "END"
+                with m.Elif(a.base_lo[:12] != 0):       # BASE not 4 KiB aligned
+                    m.d.sync += c.err.eq(3)
+                    m.next = "END"
+                with m.Elif(a.cmd[0]):
+                    m.next = "CLEAR"
+                with m.Elif(a.cmd[1]):
+                    m.next = "LOAD"
+                with m.Else():
+                    m.next = "BOUNDARY"
+        with m.State("CLEAR"):
+            m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.CLEAR),
+                         rc.word.eq(L["seed"])]
+            with m.If(rp.cmd.ready):
+                m.d.sync += [c.steps_total.eq(0), c.sampled.eq(0), c.snap_seq.eq(0),
+                             c.trace_count.eq(0), c.since_snap.eq(0), c.since_trace.eq(0),
+                             c.trace_sum.eq(0), c.trace_n.eq(0), c.sync_count.eq(0)]
+                m.next = "CLEAR_WAIT"
+        with m.State("CLEAR_WAIT"):
+            with m.If(rp.done):
+                with m.If(L["cmd"][1]):
+                    m.next = "LOAD"
+                with m.Else():
+                    m.next = "BOUNDARY"
+        with m.State("LOAD"):
+            m.d.comb += io.load.eq(1)
+            m.next = "LOAD_WAIT"
+        with m.State("LOAD_WAIT"):
+            with m.If(io.done):
+                m.next = "BOUNDARY"
+
+    def _boundary_states(self, m, L, c, k):
+        """BOUNDARY with PRODUCER, its wait, and DECIDE: an INSERT launch's next boundary
+        or end; STOP, STEPS reached or an empty tree to FINAL; else a step."""
+        rp = self.replay
+        rc = rp.cmd.payload
+        with m.State("BOUNDARY"):
+            m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.BOUNDARY),
+                         rc.word.eq(self.args.producer)]
+            with m.If(rp.cmd.ready):
+                m.next = "BOUNDARY_WAIT"
+        with m.State("BOUNDARY_WAIT"):
+            with m.If(rp.done):
+                m.next = "DECIDE"
+        with m.State("DECIDE"):
+            with m.If(L["cmd"][2]):
+                with m.If(k.ahead == 0):
+                    m.next = "END"
+                with m.Else():
+                    m.next = "BOUNDARY"
+            with m.Elif(self.stop):
+                m.d.comb += self.stop_clear.eq(1)
+                m.d.sync += c.stopped.eq(1)
+                m.next = "FINAL"
+            with m.Elif(k.steps_reached):
+                m.next = "FINAL"
+            with m.Elif(k.tree_empty):
+                m.d.sync += c.err.eq(2)
+                m.next = "FINAL"
+            with m.Else():
+                m.next = "SAMPLE"
+
+    def _step_states(self, m, L, c, k):
+        """A step: SAMPLE(B, β), LEARN (the adapter's command, the target sync when due),
+        SAMPLE_WAIT, TD(α, ε) and TD_WAIT (the counters, the periods' dues)."""
+        rp, ad = self.replay, self.adapter
+        rc = rp.cmd.payload
+        B = L["batch_size"]
+        with m.State("SAMPLE"):
+            m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.SAMPLE), rc.count.eq(B),
+                         rc.coef.eq(L["beta"])]
+            with m.If(rp.cmd.ready):
+                m.d.sync += c.sampled.eq(c.sampled + B)
+                m.next = "LEARN"
+        with m.State("LEARN"):
+            p = ad.cmd.payload
+            m.d.comb += [ad.cmd.valid.eq(1), p.batch.eq(B), p.lr.eq(L["lr"]),
+                         p.gamma.eq(L["gamma"]), p.sync.eq(k.sync_due)]
+            with m.If(ad.cmd.ready):
+                m.d.sync += c.sync_count.eq(Mux(k.sync_due, 0,
+                                                Mux(c.sync_count == 0xFFFF, c.sync_count,
+                                                    c.sync_count + 1)))
+                m.next = "SAMPLE_WAIT"
+        with m.State("SAMPLE_WAIT"):
+            with m.If(rp.done):
+                m.next = "TD"
+        with m.State("TD"):
+            m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.TD),
+                         rc.coef.eq(L["alpha"]), rc.eps.eq(L["eps"])]
+            with m.If(rp.cmd.ready):
+                m.next = "TD_WAIT"
+        with m.State("TD_WAIT"):
+            with m.If(ad.done):
+                m.d.sync += [c.steps_total.eq(c.steps_total + 1),
+                             c.steps_done.eq(c.steps_done + 1),
+                             c.since_snap.eq(c.since_snap + 1),
+                             c.since_trace.eq(c.since_trace + 1),
+                             k.snap_due.eq((L["snapshot_period"] != 0)
+                                           & (c.since_snap >= k.snap_last)),
+                             k.trace_due.eq((L["trace_period"] != 0)
+                                            & (c.since_trace >= k.trace_last))]
+                m.next = "TRACE"
+
+    def _write_states(self, m, c, k):
+        """The storage writes after a step or at the launch's end: TRACE and SNAP when due,
+        FINAL (the launch's last snapshot unless its last step wrote one), their waits,
+        and END."""
+        io = self.storage_io
+        with m.State("TRACE"):
+            with m.If(k.trace_due):
+                m.d.comb += io.trace.eq(1)
+                m.next = "TRACE_WAIT"
+            with m.Else():
+                m.next = "SNAP"
+        with m.State("TRACE_WAIT"):
+            with m.If(io.done):
+                m.d.sync += [c.trace_count.eq(c.trace_count + 1), c.since_trace.eq(0),
+                             c.trace_sum.eq(0), c.trace_n.eq(0)]
+                m.next = "SNAP"
+        with m.State("SNAP"):
+            with m.If(k.snap_due):
+                m.d.comb += io.snapshot.eq(1)
+                m.d.sync += k.final.eq(0)
+                m.next = "SNAP_WAIT"
+            with m.Else():
+                m.next = "BOUNDARY"
+        with m.State("FINAL"):
+            with m.If(k.final_snap):
+                m.d.comb += io.snapshot.eq(1)
+                m.d.sync += k.final.eq(1)
+                m.next = "SNAP_WAIT"
+            with m.Else():
+                m.next = "END"
+        with m.State("SNAP_WAIT"):
+            with m.If(io.done):
+                m.d.sync += [c.snap_seq.eq(c.snap_seq + 1), c.since_snap.eq(0)]
+                with m.If(k.final):
+                    m.next = "END"
+                with m.Else():
+                    m.next = "BOUNDARY"
+        with m.State("END"):
+            m.d.comb += self.ctrl.done.eq(1)
+            m.d.sync += c.busy.eq(0)
+            m.next = "IDLE"
+
+    def _storage_words(self, m, c):
+        """What StorageIO writes: the next snapshot's sequence number and the trace entry's
+        words."""
+        io, rp = self.storage_io, self.replay
+        m.d.comb += [io.seq.eq(c.snap_seq + 1), io.steps_total.eq(c.steps_total),
+                     io.consumed.eq(rp.consumed), io.trace_sum.eq(c.trace_sum),
+                     io.trace_n.eq(c.trace_n), io.trace_index.eq(c.trace_count)]
