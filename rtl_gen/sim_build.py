@@ -29,7 +29,7 @@ from pathlib import Path
 from .emit import emit
 
 __all__ = ["build_sim", "model_is_current", "public_ports", "verilator_env", "write_if_changed",
-           "BUILD_ARGS", "WAIVERS", "main"]
+           "BUILD_ARGS", "COVERAGE_ARGS", "coverage_cache", "WAIVERS", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The checkout's Verilator waivers (``make lint``'s); outside a checkout, warnings are not fatal.
@@ -41,6 +41,10 @@ WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 #: optimize inside the design: the small two-pipeline learner's model built in 61 s instead of
 #: 229 s (its RTL test 156 → 63 s with the simulation).
 BUILD_ARGS = ("-O2", "--x-assign", "0", "--x-initial", "0", "--no-public-flat-rw")
+#: Verilator options added to :data:`BUILD_ARGS` by a coverage build (``build_sim(...,
+#: coverage=True)``; the tests' ``RLK_COVERAGE=1``, ``make coverage``, docs/testing.md): line
+#: coverage (with its ``if``/``case`` arms, Verilator's branch points) and toggle coverage.
+COVERAGE_ARGS = ("--coverage-line", "--coverage-toggle")
 
 
 def write_if_changed(path: Path, text: str) -> Path:
@@ -65,6 +69,13 @@ def _default_cache() -> Path:
         return Path(os.environ["RLK_SIM_CACHE"])
     base = ROOT if (ROOT / "pyproject.toml").exists() else Path.cwd()
     return base / "build" / "sim"
+
+
+def coverage_cache(cache: Path) -> Path:
+    """The cache of the coverage builds beside the cache ``cache`` of the normal ones
+    (``build/sim`` → ``build/sim-coverage``): a coverage build never replaces a normal one."""
+    cache = Path(cache)
+    return cache.with_name(cache.name + "-coverage")
 
 
 def verilator_env():
@@ -107,7 +118,8 @@ def model_is_current(build_dir, module: str, sources) -> bool:
     return all(Path(s).stat().st_mtime <= built for s in sources)
 
 
-def build_sim(block: str, params: dict, *, cache_dir=None, announce=None) -> tuple:
+def build_sim(block: str, params: dict, *, cache_dir=None, announce=None,
+              coverage=False) -> tuple:
     """``(build_dir, manifest)``: the Verilator model of ``block`` with ``params``, emitted by
     :func:`rtl_gen.emit.emit` and built once per configuration into
     ``<cache_dir>/<block>-<hash>`` (default ``build/sim`` of the checkout; ``RLK_SIM_CACHE``),
@@ -115,12 +127,18 @@ def build_sim(block: str, params: dict, *, cache_dir=None, announce=None) -> tup
     called before the build step with whether the model must be compiled
     (:func:`model_is_current` on the emitted sources). ``ValueError`` for a bad block or
     parameters (before anything is written), ``RuntimeError`` with the end of Verilator's log
-    if the build fails."""
+    if the build fails. ``coverage``: a model instrumented with :data:`COVERAGE_ARGS`, built
+    into :func:`coverage_cache` of the cache under a key of its own (it writes its counts
+    when the simulation ends: ``+verilator+coverage+file+<path>``, default ``coverage.dat``
+    in the working directory)."""
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
-    key = hashlib.sha256(json.dumps([block, params, BUILD_ARGS],
+    extra = list(COVERAGE_ARGS) if coverage else []
+    key = hashlib.sha256(json.dumps([block, params, BUILD_ARGS] + ([extra] if extra else []),
                                     sort_keys=True).encode()).hexdigest()[:12]
     cache = Path(cache_dir) if cache_dir is not None else _default_cache()
+    if coverage:
+        cache = coverage_cache(cache)
     build_dir = cache / f"{block}-{key}"
     src_dir = build_dir / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
@@ -146,7 +164,7 @@ def build_sim(block: str, params: dict, *, cache_dir=None, announce=None) -> tup
             get_runner("verilator").build(
                 sources=sources + [src_dir / manifest["verilog"]],
                 hdl_toplevel=manifest["module"], build_dir=build_dir, log_file=log,
-                build_args=[*BUILD_ARGS, *args])
+                build_args=[*BUILD_ARGS, *extra, *args])
         except (RuntimeError, SystemExit):
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             raise RuntimeError(f"Verilator could not build {block} {params}; {log} ends "

@@ -36,6 +36,26 @@ def _results_xml(build_dir) -> str:
 #: Environment variable naming the file :func:`start_trace` appends the output trace to.
 TRACE_ENV = "RLK_TRACE"
 
+#: ``RLK_COVERAGE=1``: :func:`run_block` and :func:`run_component` build coverage models
+#: (``rtl_gen.sim_build.COVERAGE_ARGS``, in ``build/sim-coverage/``, never replacing the normal
+#: builds of ``build/sim/``) and each Verilator run writes its counts to a file of its own,
+#: ``build/coverage/dat/<build dir name>/<test module>-<pid>-<n>.dat``, which
+#: ``scripts/coverage.py`` merges (``make coverage``, docs/testing.md).
+COVERAGE_ENV = "RLK_COVERAGE"
+COVERAGE_DAT = ROOT / "build" / "coverage" / "dat"
+
+
+def coverage_enabled() -> bool:
+    return os.environ.get(COVERAGE_ENV, "") not in ("", "0")
+
+
+def _coverage_plusargs(build_dir, test_module: str) -> list:
+    """The plusarg that makes one coverage run write its counts to a file of its own."""
+    out = COVERAGE_DAT / Path(build_dir).name
+    out.mkdir(parents=True, exist_ok=True)
+    dat = out / f"{test_module}-{os.getpid()}-{next(_RUNS)}.dat"
+    return [f"+verilator+coverage+file+{dat}"]
+
 
 # -- pytest side ----------------------------------------------------------------------------------
 def _test_module(test_file) -> tuple[str, Path]:
@@ -63,7 +83,9 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
 
     if simulator not in ("verilator", "icarus"):
         raise ValueError(f"simulator must be 'verilator' or 'icarus', not {simulator!r}")
-    build_dir, manifest = build_sim(block, params, cache_dir=ROOT / "build" / "sim")
+    coverage = simulator == "verilator" and coverage_enabled()
+    build_dir, manifest = build_sim(block, params, cache_dir=ROOT / "build" / "sim",
+                                    coverage=coverage)
     src_dir = build_dir / "src"
     runner = get_runner(simulator)
     if simulator == "icarus":
@@ -87,6 +109,7 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
         seed=seed,
         extra_env=env,
         results_xml=_results_xml(build_dir),
+        plusargs=_coverage_plusargs(build_dir, test_module) if coverage else [],
     )
 
 
@@ -103,12 +126,16 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
     from rtl_gen.emit import port_table
-    from rtl_gen.sim_build import BUILD_ARGS, public_ports, verilator_env, write_if_changed
+    from rtl_gen.sim_build import (BUILD_ARGS, COVERAGE_ARGS, coverage_cache, public_ports,
+                                   verilator_env, write_if_changed)
 
+    coverage = coverage_enabled()
+    extra = list(COVERAGE_ARGS) if coverage else []
     text = verilog.convert(component, name=module, emit_src=False)
-    key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS],
+    key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS] + ([extra] if extra else []),
                                     sort_keys=True).encode())
-    build_dir = ROOT / "build" / "sim" / f"{module}-{key.hexdigest()[:12]}"
+    cache = ROOT / "build" / "sim"
+    build_dir = (coverage_cache(cache) if coverage else cache) / f"{module}-{key.hexdigest()[:12]}"
     src_dir = build_dir / "src"
     src_dir.mkdir(parents=True, exist_ok=True)
     write_if_changed(src_dir / f"{module}.v", text)
@@ -125,7 +152,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         sources=sources + [src_dir / f"{module}.v"],
         hdl_toplevel=module,
         build_dir=build_dir,
-        build_args=list(BUILD_ARGS),
+        build_args=[*BUILD_ARGS, *extra],
     )
     test_module, test_dir = _test_module(test_file)
     env = {
@@ -142,6 +169,7 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
         seed=seed,
         extra_env=env,
         results_xml=_results_xml(build_dir),
+        plusargs=_coverage_plusargs(build_dir, test_module) if coverage else [],
     )
 
 
