@@ -3,9 +3,9 @@
 #               generator only, no torch; see README), emit Verilog for the shipped configurations
 #               and regenerate the docs' tables (docs/generated/)
 #   make test   install if needed, run the whole test suite
-# Other targets: docs, lint, estimate, estimate-candidates, timing, test-fast, test-heavy, bench,
-# bench-floor, ppo, dqn, dqn-trainer, dist-dqn, dist-curves, dist-scaling, repro-heppo, repro-paal,
-# repro-delay, vivado, vivado-scripts, formal, clean.
+# Other targets: docs, lint, estimate, estimate-candidates, timing, test-fast, test-heavy, coverage,
+# bench, bench-floor, ppo, dqn, dqn-trainer, dist-dqn, dist-curves, dist-scaling, repro-heppo,
+# repro-paal, repro-delay, vivado, vivado-scripts, formal, clean.
 
 PYTHON  ?= python3
 # Extras installed into .venv: the RL programs, the test tools, Ray, the real PYNQ, the
@@ -28,8 +28,8 @@ export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
 PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', \
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
 
-.PHONY: all hdl docs test test-heavy test-fast lint estimate estimate-candidates timing bench \
-	bench-floor ppo dqn dqn-trainer dist-dqn dist-curves \
+.PHONY: all hdl docs test test-heavy test-fast coverage lint estimate estimate-candidates timing \
+	bench bench-floor ppo dqn dqn-trainer dist-dqn dist-curves \
 	dist-scaling clean iverilog formal
 
 all: hdl
@@ -73,6 +73,17 @@ test-heavy: $(STAMP) iverilog
 
 test-fast: $(STAMP) iverilog
 	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow and not heavy"
+
+# Verilator line (with branch) and toggle coverage of the thorough tier's RTL tests: the
+# tb/*/test_*_rtl.py files, marker slow and not heavy, with RLK_COVERAGE=1 (coverage models in
+# build/sim-coverage/, never replacing build/sim/), then scripts/coverage.py merges the counts per
+# configuration into build/coverage/ (summary.md/.json, annotated/, coverage.info;
+# docs/testing.md). The report is written even when a test fails; the exit status is pytest's.
+coverage: $(STAMP) iverilog
+	rm -rf build/coverage/dat
+	$(TOOLS_ENV) && RLK_COVERAGE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 \
+	  -m "slow and not heavy" $(wildcard tb/*/test_*_rtl.py); status=$$?; \
+	  $(PY) scripts/coverage.py; exit $$status
 
 lint: hdl
 	@$(TOOLS_ENV) && set -e; for f in $(HDL)/*/*.v; do \
