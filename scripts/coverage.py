@@ -308,12 +308,14 @@ def report(dat_dir, out_dir, sim_cache=None, *, html=True, echo=print) -> dict:
 def summary_markdown(rows) -> str:
     types = [t for t in TYPES if any(t in r["types"] for r in rows)]
     types += sorted({t for r in rows for t in r["types"]} - set(types))
-    head = (["configuration", "module", "runs"] + [f"{t} % (hit/points)" for t in types]
-            + ["excluded"])
+    head = (["configuration", "module", "config", "runs"]
+            + [f"{t} % (hit/points)" for t in types] + ["excluded"])
     lines = ["# RTL coverage (Verilator)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["configuration"], r["module"], str(r["runs"])]
+        config = r.get("config")
+        config = "" if config is None else json.dumps(config, separators=(",", ":"))
+        cells = [r["configuration"], r["module"], config.replace("|", "\\|"), str(r["runs"])]
         for t in types:
             s = r["types"].get(t)
             cells.append(f"{s['percent']:.1f} ({s['hit']}/{s['total']})" if s else "-")

@@ -140,15 +140,20 @@ def test_report(tree):
     tmp, src = tree
     out = tmp / "out"
     printed = []
-    summary = cov.report(tmp / "dat", out, tmp / "no-cache", html=False,
+    cache = tmp / "sim-coverage"                      # the build's manifest: module, config
+    (cache / "top-0123456789ab" / "src").mkdir(parents=True)
+    (cache / "top-0123456789ab" / "src" / "top.json").write_text(
+        json.dumps({"module": "top", "config": {"k": 2}}))
+    summary = cov.report(tmp / "dat", out, cache, html=False,
                          echo=lambda *a, **k: printed.append(a[0]))
     row, = summary["configurations"]
     assert row["configuration"] == "top-0123456789ab" and row["runs"] == 2
+    assert row["module"] == "top" and row["config"] == {"k": 2}
     assert row["tests"] == ["t"]
     assert row["types"]["toggle"]["percent"] == 50.0
     assert json.loads((out / "summary.json").read_text()) == summary
     md = (out / "summary.md").read_text()
-    assert ("| top-0123456789ab |  | 2 | 100.0 (1/1) | 50.0 (1/2) | 50.0 (1/2) | 50.0 (1/2) "
+    assert ('| top-0123456789ab | top | {"k":2} | 2 | 100.0 (1/1) | 50.0 (1/2) | 50.0 (1/2) | 50.0 (1/2) "
             "| 0 |") in md
     assert printed[0] == md
     # The merged file reads back as the same points.
