@@ -153,8 +153,8 @@ def test_report(tree):
     assert row["types"]["toggle"]["percent"] == 50.0
     assert json.loads((out / "summary.json").read_text()) == summary
     md = (out / "summary.md").read_text()
-    assert ('| top-0123456789ab | top | {"k":2} | 2 | 100.0 (1/1) | 50.0 (1/2) | 50.0 (1/2) | 50.0 (1/2) "
-            "| 0 |") in md
+    assert ('| top-0123456789ab | top | {"k":2} | 2 | 100.0 (1/1) | 50.0 (1/2) | 50.0 (1/2) '
+            "| 50.0 (1/2) | 0 |") in md
     assert printed[0] == md
     # The merged file reads back as the same points.
     merged = cov.read_dat(out / "merged" / "top-0123456789ab.dat")
