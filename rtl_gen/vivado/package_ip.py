@@ -73,13 +73,25 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         The text of ``package_ip.tcl``.
     """
     check_accelerator(acc)
-    out_dir = Path(out_dir)
-    rm, ctl, mem = acc.regmap, acc.control, acc.memory
     buses = list(acc.interfaces.values())
-    busifs = ":".join(i.name for i in buses)
+    L = _header(acc, Path(out_dir), buses)
+    L += _project(acc)
+    for i in buses:
+        L += _bus_interface(acc, i)
+    L += _clock_reset_interrupt(buses)
+    L += _control_map(acc)
+    L += _memory_or_address_spaces(acc)
+    L += _kernel_and_save(acc)
+    return "\n".join(L)
+
+
+# Each section below returns its lines of the script, in the script's order.
+def _header(acc: Accelerator, out_dir: Path, buses) -> list:
+    """The prologue: what the IP declares, the variables a caller may set."""
+    rm, mem = acc.regmap, acc.memory
     n_fields = sum(len(r.fields) for r in rm)
     pointers = (acc.kernel or {}).get("pointers", [])
-    L = prologue(acc, out_dir, "package_ip.tcl", [
+    return prologue(acc, out_dir, "package_ip.tcl", [
         f"Packages {acc.module} as a Vivado IP (IP-XACT component.xml), VLNV {vlnv(acc.module)}:",
         *(f"  {i.name:<14} AXI4{'-Lite' if i.lite else ''} {'master' if i.master else 'slave'}, "
           f"{i.addr_width}-bit address, {i.data_width}-bit data" for i in buses),
@@ -100,7 +112,12 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         "  rlk_part     part of the scratch project (default the ZCU106's; the IP itself is",
         "               plain RTL, declared for every family)",
     ], "vivado -mode batch -source package_ip.tcl [-tclargs <ip_dir>]")
-    L += [
+
+
+def _project(acc: Accelerator) -> list:
+    """Steps 1 and 2, the scratch project and the packaging, and the start of step 3: the
+    inferred bus interfaces, memory maps (and the masters' address spaces) removed."""
+    L = [
         "if {![info exists rlk_ip_dir]} {",
         "    set rlk_ip_dir [file normalize [rlk::arg 0 [file join $script_dir ip]]]",
         "}",
@@ -146,37 +163,49 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
             "    ipx::remove_address_space [get_property NAME $as] $core",
             "}",
         ]
-    for i in buses:
-        mode = "master" if i.master else "slave"
-        L += [
-            "",
-            f"# {i.name}: AXI4{'-Lite' if i.lite else ''} {mode}, "
-            f"{len(i.port_map)} ports (logical name <- port).",
-            f"set bif [ipx::add_bus_interface {i.name} $core]",
-            *dict_line([("ABSTRACTION_TYPE_VLNV", "xilinx.com:interface:aximm_rtl:1.0"),
-                         ("BUS_TYPE_VLNV", "xilinx.com:interface:aximm:1.0"),
-                         ("INTERFACE_MODE", mode)], "$bif"),
-            "foreach {logical physical} {",
-        ]
-        pairs = [f"{lg:<8} {ph:<26}" for lg, ph in i.port_map]
-        for k in range(0, len(pairs), 2):
-            L.append(("    " + "  ".join(pairs[k:k + 2])).rstrip())
-        L += [
-            "} {",
-            "    set_property PHYSICAL_NAME $physical [ipx::add_port_map $logical $bif]",
-            "}",
-        ]
-        if i.master:
-            lim = acc.kernel["m_axi"][i.name]
-            L += [
-                "# What the master issues, so the interconnect Vitis inserts sizes its buffers:",
-                "# the longest burst and the bursts in flight per direction.",
-            ]
-            for param, value in (("MAX_BURST_LENGTH", lim["max_burst"]),
-                                 ("NUM_READ_OUTSTANDING", lim["outstanding"]),
-                                 ("NUM_WRITE_OUTSTANDING", lim["outstanding"])):
-                L.append(f"set_property VALUE {value} [ipx::add_bus_parameter {param} $bif]")
+    return L
+
+
+def _bus_interface(acc: Accelerator, i) -> list:
+    """Step 3 for the AXI interface ``i``: its bus interface, port map and (a master's)
+    burst limits."""
+    mode = "master" if i.master else "slave"
+    L = [
+        "",
+        f"# {i.name}: AXI4{'-Lite' if i.lite else ''} {mode}, "
+        f"{len(i.port_map)} ports (logical name <- port).",
+        f"set bif [ipx::add_bus_interface {i.name} $core]",
+        *dict_line([("ABSTRACTION_TYPE_VLNV", "xilinx.com:interface:aximm_rtl:1.0"),
+                     ("BUS_TYPE_VLNV", "xilinx.com:interface:aximm:1.0"),
+                     ("INTERFACE_MODE", mode)], "$bif"),
+        "foreach {logical physical} {",
+    ]
+    pairs = [f"{lg:<8} {ph:<26}" for lg, ph in i.port_map]
+    for k in range(0, len(pairs), 2):
+        L.append(("    " + "  ".join(pairs[k:k + 2])).rstrip())
     L += [
+        "} {",
+        "    set_property PHYSICAL_NAME $physical [ipx::add_port_map $logical $bif]",
+        "}",
+    ]
+    if i.master:
+        lim = acc.kernel["m_axi"][i.name]
+        L += [
+            "# What the master issues, so the interconnect Vitis inserts sizes its buffers:",
+            "# the longest burst and the bursts in flight per direction.",
+        ]
+        for param, value in (("MAX_BURST_LENGTH", lim["max_burst"]),
+                             ("NUM_READ_OUTSTANDING", lim["outstanding"]),
+                             ("NUM_WRITE_OUTSTANDING", lim["outstanding"])):
+            L.append(f"set_property VALUE {value} [ipx::add_bus_parameter {param} $bif]")
+    return L
+
+
+def _clock_reset_interrupt(buses) -> list:
+    """Step 3's single-signal interfaces: ap_clk (associated with every AXI interface),
+    ap_rst_n and interrupt."""
+    busifs = ":".join(i.name for i in buses)
+    return [
         "",
         "# ap_clk clocks every AXI interface; ap_rst_n is its (synchronous) active-low reset.",
         "# ASSOCIATED_BUSIF/ASSOCIATED_RESET tell IP integrator and Vitis which clock domain the",
@@ -204,6 +233,14 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
                      ("INTERFACE_MODE", "master")], "$bif"),
         "set_property PHYSICAL_NAME interrupt [ipx::add_port_map INTERRUPT $bif]",
         "set_property VALUE LEVEL_HIGH [ipx::add_bus_parameter SENSITIVITY $bif]",
+    ]
+
+
+def _control_map(acc: Accelerator) -> list:
+    """Step 4: s_axi_control's memory map, its address block, every register and field (a
+    kernel's pointer arguments as 64-bit registers)."""
+    rm, ctl = acc.regmap, acc.control
+    L = [
         "",
         "# 4. s_axi_control's memory map: one address block covering the port's decoded window",
         f"#    ({ctl.window} bytes = 2**{ctl.addr_width}, the register span {rm.span:#x} rounded "
@@ -247,8 +284,14 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
             L += [f"set field [ipx::add_field {f.name} $reg]",
                   f"set_property -dict {{{props}}} $field",
                   f"set_property DESCRIPTION {tcl_str(f.doc or f'{r.name}.{f.name}')} $field"]
+    return L
+
+
+def _memory_or_address_spaces(acc: Accelerator) -> list:
+    """Step 5: s_axi_mem's memory map, or the AXI masters' address spaces."""
+    mem = acc.memory
     if mem is not None:
-        L += [
+        return [
             "",
             f"# 5. s_axi_mem's memory map: one memory block over its {mem.window}-byte window",
             f"#    (2**{mem.addr_width}; the memory regions and their layout: docs/ and "
@@ -261,27 +304,32 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
                          ("USAGE", "memory"), ("ACCESS", "read-write"),
                          ("DESCRIPTION", f"{acc.module} memory regions")], "$block"),
         ]
-    elif not acc.masters:
-        L += ["", "# 5. No memory map for the AXI master(s): they address device memory."]
-    else:
+    if not acc.masters:
+        return ["", "# 5. No memory map for the AXI master(s): they address device memory."]
+    L = [
+        "",
+        "# 5. No memory map for the AXI master(s): they address memory elsewhere. Each gets",
+        "#    an address space of its own name, as wide as its addresses, referenced by its",
+        "#    bus interface (MASTER_ADDRESS_SPACE_REF), as Vivado's inference declares a",
+        "#    master: a block design assigns the slaves the master reaches in it",
+        "#    (get_bd_addr_spaces <cell>/<master>); package_xo sees the master as in an",
+        "#    inferred RTL kernel.",
+    ]
+    for i in acc.masters:
         L += [
-            "",
-            "# 5. No memory map for the AXI master(s): they address memory elsewhere. Each gets",
-            "#    an address space of its own name, as wide as its addresses, referenced by its",
-            "#    bus interface (MASTER_ADDRESS_SPACE_REF), as Vivado's inference declares a",
-            "#    master: a block design assigns the slaves the master reaches in it",
-            "#    (get_bd_addr_spaces <cell>/<master>); package_xo sees the master as in an",
-            "#    inferred RTL kernel.",
+            f"set space [ipx::add_address_space {i.name} $core]",
+            *dict_line([("RANGE", address_space_range(i.addr_width)),
+                         ("WIDTH", i.addr_width)], "$space"),
+            f"set_property MASTER_ADDRESS_SPACE_REF {i.name} \\",
+            f"    [ipx::get_bus_interfaces {i.name} -of_objects $core]",
         ]
-        for i in acc.masters:
-            L += [
-                f"set space [ipx::add_address_space {i.name} $core]",
-                *dict_line([("RANGE", address_space_range(i.addr_width)),
-                             ("WIDTH", i.addr_width)], "$space"),
-                f"set_property MASTER_ADDRESS_SPACE_REF {i.name} \\",
-                f"    [ipx::get_bus_interfaces {i.name} -of_objects $core]",
-            ]
-    L += [
+    return L
+
+
+def _kernel_and_save(acc: Accelerator) -> list:
+    """Steps 6 and 7: the Vitis kernel properties (with ``rlk_kernel``), the checks, the
+    save."""
+    return [
         "",
         "# 6. Vitis RTL kernel properties, only when packaging for Alveo (alveo_xo.tcl): the",
         "#    ap_ctrl_hs protocol of CTRL/GIER/IP_IER/IP_ISR; the platform sets the clock.",
@@ -305,7 +353,6 @@ def package_ip_tcl(acc: Accelerator, out_dir) -> str:
         f"puts \"rlk: packaged {vlnv(acc.module)} in $rlk_ip_dir\"",
         "",
     ]
-    return "\n".join(L)
 
 
 def _pointer_register(q: dict, lo) -> list:

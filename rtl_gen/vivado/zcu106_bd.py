@@ -147,9 +147,7 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         window.
     """
     check_accelerator(acc)
-    out_dir = Path(out_dir)
-    board, mem = BOARDS["zcu106"], acc.memory
-    inst = bd_instance(acc.module)
+    mem = acc.memory
     flow = zcu106_flow(acc)
     if flow is None:
         raise ValueError(f"{acc.module} is {zcu106_refusal(acc)}: the ZCU106 block design "
@@ -160,6 +158,22 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         raise ValueError(f"{acc.module}: s_axi_mem ({mem.window} bytes) does not fit the "
                          f"256 MiB HPM1_FPD window")
     master = flow == "master"
+    L = _header(acc, Path(out_dir), master)
+    L += _project(acc)
+    L += _block_design(acc, master)
+    L += _ip_cells(acc, master)
+    L += _connections(acc, master)
+    L += _addresses(acc, master)
+    L += _implementation()
+    return "\n".join(L)
+
+
+# Each section below returns its lines of the script, in the script's order.
+def _header(acc: Accelerator, out_dir: Path, master: bool) -> list:
+    """The prologue: the design as a diagram (the control path, the memory path of an
+    ``s_axi_mem`` slave or of the accelerator's own master), what the script needs."""
+    board, mem = BOARDS["zcu106"], acc.memory
+    inst = bd_instance(acc.module)
     if master:
         (gmem,) = acc.masters
         hp0 = hp0_width(acc)
@@ -173,12 +187,11 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
             + f"; so the physical address of a pynq.allocate buffer, written into {pointers}, "
             "is where the accelerator finds it (zero copy)", 88)]
     else:
-        hpm1 = hpm1_width(acc)
         memory_path = [
             f"  M_AXI_HPM1_FPD -> smartconnect_mem  -> {inst + '/s_axi_mem':<30} at "
             f"{HPM1_FPD_BASE:#010x}, {_range_text(mem.window)}",
         ]
-    L = prologue(acc, out_dir, "zcu106_bd.tcl", [
+    return prologue(acc, out_dir, "zcu106_bd.tcl", [
         f"ZCU106 ({board.part}) block design around {acc.module}, bitstream, and the files",
         "PYNQ loads: <module>.bit and <module>.hwh side by side (pynq.Overlay('<module>.bit')).",
         "",
@@ -198,7 +211,13 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
            "(from published block designs, not from a run of this script)."] if master else []),
         "Environment: RLK_JOBS (parallel runs, default 4).",
     ], "vivado -mode batch -source zcu106_bd.tcl [-tclargs <out_dir>]")
-    L += [
+
+
+def _project(acc: Accelerator) -> list:
+    """Step 1, the project on the ZCU106's part and board part with the IP's repository,
+    and the cell names."""
+    board, inst = BOARDS["zcu106"], bd_instance(acc.module)
+    return [
         "set ip_dir [file join $script_dir ip]",
         "set out_dir [file normalize [rlk::arg 0 [file join $script_dir zcu106]]]",
         "set proj_dir [file join $out_dir project]",
@@ -233,6 +252,13 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "set sc_mem smartconnect_mem",
         "set intc axi_intc_0",
         "set rst rst_pl0",
+    ]
+
+
+def _block_design(acc: Accelerator, master: bool) -> list:
+    """Step 2: the block design, the PS with the board preset and our settings (pl_clk0,
+    the HPM ports, S_AXI_HP0_FPD for a master, the interrupt), the accelerator's cell."""
+    L = [
         "",
         "# 2. The block design: the PS with the board preset, then our settings on top of it.",
         "create_bd_design $bd",
@@ -243,6 +269,7 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         f"{BOARDS['zcu106'].clock_divisors[0]} on the",
     ]
     if master:
+        (gmem,) = acc.masters
         L += [
             f"# ZCU106 preset, {BOARDS['zcu106'].clock_actual_mhz} MHz). HPM0 FPD master on; HPM1 "
             "FPD and HPM0 LPD off (their",
@@ -258,7 +285,7 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
                          ("CONFIG.PSU__USE__M_AXI_GP1", 0),
                          ("CONFIG.PSU__USE__M_AXI_GP2", 0),
                          ("CONFIG.PSU__USE__S_AXI_GP2", 1),
-                         ("CONFIG.PSU__SAXIGP2__DATA_WIDTH", hp0),
+                         ("CONFIG.PSU__SAXIGP2__DATA_WIDTH", hp0_width(acc)),
                          ("CONFIG.PSU__USE__IRQ0", 1)], "[get_bd_cells $ps]"),
         ]
     else:
@@ -272,18 +299,25 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
                          ("CONFIG.PSU__USE__M_AXI_GP0", 1),
                          ("CONFIG.PSU__MAXIGP0__DATA_WIDTH", HPM0_WIDTH),
                          ("CONFIG.PSU__USE__M_AXI_GP1", 1),
-                         ("CONFIG.PSU__MAXIGP1__DATA_WIDTH", hpm1),
+                         ("CONFIG.PSU__MAXIGP1__DATA_WIDTH", hpm1_width(acc)),
                          ("CONFIG.PSU__USE__M_AXI_GP2", 0),
                          ("CONFIG.PSU__USE__IRQ0", 1)], "[get_bd_cells $ps]"),
         ]
-    L += [
+    return L + [
         "",
         f"# The accelerator, VLNV {vlnv(acc.module)} (a PYNQ driver binds to it).",
         f"create_bd_cell -type ip -vlnv {vlnv(acc.module)} $accel",
         "",
     ]
+
+
+def _ip_cells(acc: Accelerator, master: bool) -> list:
+    """The SmartConnects of the control and memory paths, the AXI interrupt controller,
+    proc_sys_reset."""
     if master:
-        L += [
+        (gmem,) = acc.masters
+        hp0 = hp0_width(acc)
+        L = [
             "# SmartConnects: one converts the PS's 128-bit AXI4 with 16-bit IDs to the AXI4-Lite",
             f"# control port; the other takes {gmem.name} ({gmem.data_width}-bit data, "
             f"{gmem.addr_width}-bit addresses, its",
@@ -292,13 +326,13 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
             "# paths keep the storage traffic from queueing in front of register accesses.",
         ]
     else:
-        L += [
+        L = [
             "# SmartConnects convert the PS's 128-bit AXI4 with 16-bit IDs to the AXI4-Lite "
             "control",
             "# port and to s_axi_mem's width and 1-bit IDs. Separate HPM ports keep bulk memory",
             "# traffic from queueing in front of register accesses.",
         ]
-    L += [
+    return L + [
         "set sc [rlk::latest_ipdef xilinx.com:ip:smartconnect]",
         "create_bd_cell -type ip -vlnv $sc $sc_ctrl",
         "set_property -dict {CONFIG.NUM_SI 1 CONFIG.NUM_MI 2} [get_bd_cells $sc_ctrl]",
@@ -315,6 +349,12 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "# ap_rst_n and the interconnect resets are synchronous to ap_clk (no false path).",
         "create_bd_cell -type ip -vlnv [rlk::latest_ipdef xilinx.com:ip:proc_sys_reset] $rst",
         "set_property CONFIG.C_EXT_RESET_HIGH 0 [get_bd_cells $rst]",
+    ]
+
+
+def _connections(acc: Accelerator, master: bool) -> list:
+    """Step 3: the AXI paths, one clock, the synchronised resets, the interrupt."""
+    L = [
         "",
         "# 3. Connections.",
         "connect_bd_intf_net [get_bd_intf_pins $ps/M_AXI_HPM0_FPD] "
@@ -324,6 +364,7 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "connect_bd_intf_net [get_bd_intf_pins $sc_ctrl/M01_AXI] [get_bd_intf_pins $intc/s_axi]",
     ]
     if master:
+        (gmem,) = acc.masters
         L += [
             f"connect_bd_intf_net [get_bd_intf_pins $accel/{gmem.name}] "
             "[get_bd_intf_pins $sc_mem/S00_AXI]",
@@ -355,13 +396,20 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "connect_bd_net [get_bd_pins $intc/irq] [get_bd_pins $ps/pl_ps_irq0]",
         "",
     ]
+    return L
+
+
+def _addresses(acc: Accelerator, master: bool) -> list:
+    """Step 4: the addresses in the PS's view; for a master, PS DDR in the accelerator's
+    view."""
+    mem = acc.memory
     if master:
-        L += [
+        L = [
             "# 4. Addresses in the PS's view (its Data address space): the control registers and",
             "#    the interrupt controller in the HPM0_FPD window.",
         ]
     else:
-        L += [
+        L = [
             "# 4. Addresses in the PS's view (its Data address space): the control registers and",
             "#    the interrupt controller in the HPM0_FPD window, the memory in the HPM1_FPD",
             "#    window, sized from the manifest (2**AWADDR width).",
@@ -376,6 +424,7 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         "    [get_bd_addr_segs $intc/S_AXI/Reg] -force",
     ]
     if master:
+        (gmem,) = acc.masters
         L += [
             f"# In the accelerator's view (the address space of {gmem.name}): PS DDR where the PS "
             "has it,",
@@ -408,7 +457,13 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
             f"-range {_range_text(mem.window)} \\",
             f"    [get_bd_addr_segs $accel/s_axi_mem/{MEMORY_BLOCK}] -force",
         ]
-    L += [
+    return L
+
+
+def _implementation() -> list:
+    """Steps 5 to 7: validate and synthesise the design, implement it, the bitstream, and
+    the .bit and .hwh for PYNQ."""
+    return [
         "",
         "# 5. Validate, save, and synthesise the design as a whole (SYNTH_CHECKPOINT_MODE None:",
         "#    no out-of-context IP runs, so the PS's clk_pl_0 constraint times every IP).",
@@ -447,4 +502,3 @@ def zcu106_bd_tcl(acc: Accelerator, out_dir) -> str:
         f"{TARGET_FREQ_MHZ} MHz)\"",
         "",
     ]
-    return "\n".join(L)
