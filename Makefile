@@ -80,7 +80,7 @@ test-fast: $(STAMP) iverilog
 # configuration into build/coverage/ (summary.md/.json, annotated/, coverage.info;
 # docs/testing.md). The report is written even when a test fails; the exit status is pytest's.
 coverage: $(STAMP) iverilog
-	rm -rf build/coverage/dat
+	rm -rf build/coverage
 	$(TOOLS_ENV) && RLK_COVERAGE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 \
 	  -m "slow and not heavy" $(wildcard tb/*/test_*_rtl.py); status=$$?; \
 	  $(PY) scripts/coverage.py; exit $$status
