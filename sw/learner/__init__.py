@@ -1,3 +1,3 @@
-"""The learner (CF'22 section 3.2) on the host: specification (:mod:`.spec`, :mod:`.regs`,
-:mod:`.numerics`, :mod:`.layout`, :mod:`.schedule`), golden models (:mod:`.gemm`,
-:mod:`.mlp`), golden device (:mod:`.device`) and driver (:mod:`.driver`)."""
+"""The learner (CF'22 section 3.2) on the host: specification (:mod:`.spec`, :mod:`.numerics`,
+:mod:`.layout`, :mod:`.schedule`), golden models (:mod:`.gemm`, :mod:`.mlp`), golden device
+(:mod:`.device`) and driver (:mod:`.driver`)."""
