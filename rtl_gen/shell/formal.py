@@ -31,6 +31,7 @@ import importlib
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -196,13 +197,14 @@ def _sby_text(mode, depth, top):
     return (f"[options]\nmode {mode}\ndepth {depth}\n"
             + ("append 0\n" if mode != "prove" else "")
             + "\n[engines]\nsmtbmc boolector\n\n"
-            f"[script]\nread_rtlil {top}.il\nprep -top {top}\n\n[files]\n{top}.il\n")
+            f"[script]\nread_rtlil {top}.il\nprep -top {top}\nmemory_map\nopt -fast\n\n"
+            f"[files]\n{top}.il\n")
 
 
 def run_sby(harness, *, name, mode, depth, workdir, timeout=None):
     """Run ``mode`` (``bmc``, ``prove``, ``cover``) of SymbiYosys to ``depth`` on the
-    elaboratable ``harness`` (the inputs of its shell, ``harness.dut``, free) in ``workdir/<name>_<mode>``;
-    a :class:`ProofResult`."""
+    elaboratable ``harness`` (the inputs of its shell, ``harness.dut``, free) in
+    ``workdir/<name>_<mode>``, at most ``timeout`` seconds; a :class:`ProofResult`."""
     why = solver_available()
     if why:
         raise RuntimeError(why)
@@ -225,14 +227,17 @@ def run_sby(harness, *, name, mode, depth, workdir, timeout=None):
     # The first run of a YoWASP tool compiles it and says so on stderr, which smtbmc would
     # read as the solver's answer: compile Boolector first.
     subprocess.run([str(wrapper), "--version"], env=env, capture_output=True)
+    # In a session of its own, so that a timeout ends sby's solver processes too.
+    proc = subprocess.Popen([_tool("yowasp-sby"), "-f", sby.name], cwd=workdir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run([_tool("yowasp-sby"), "-f", sby.name], cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=timeout)
-        log = proc.stdout + proc.stderr
+        log, _ = proc.communicate(timeout=timeout)
         found = re.findall(r"DONE \((\w+), rc=", log)
         status = found[-1] if found else "ERROR"
-    except subprocess.TimeoutExpired as e:
-        log = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        log, _ = proc.communicate()
         status = "TIMEOUT"
     return ProofResult(name, mode, depth, status, time.monotonic() - t0,
                        workdir / f"{top}_{mode}", log)
@@ -241,7 +246,7 @@ def run_sby(harness, *, name, mode, depth, workdir, timeout=None):
 # -- the proofs ----------------------------------------------------------------------------------
 #: The harness modules, each with ``PROOFS``: name -> (harness factory, ((mode, depth), ...),
 #: fast), fast: seconds each, run by ``make test`` (tb/shell/test_formal.py).
-HARNESSES = ("formal_lite_csr",)
+HARNESSES = ("formal_lite_csr", "formal_mm_slave")
 
 
 def proofs():

@@ -29,9 +29,12 @@ def test_proof(name, mode, depth, tmp_path):
 
 
 def test_proof_table():
-    """Every interface has its proofs, each with a bmc, a cover and a depth of at least 20."""
-    assert {"lite_csr_hs", "lite_csr_plain"} <= set(PROOFS)
+    """Every interface has a fast bmc and a fast cover proof (in `make test`), every proof a bmc
+    of at least 14 cycles."""
+    for shell in ("lite_csr", "mm_slave"):
+        fast = [modes for name, (make, modes, is_fast) in PROOFS.items()
+                if name.startswith(shell) and is_fast]
+        assert fast, shell
+        assert {"bmc", "cover"} <= {mode for modes in fast for mode, depth in modes}, shell
     for name, (make, modes, fast) in PROOFS.items():
-        kinds = dict(modes)
-        assert {"bmc", "cover"} <= set(kinds), name
-        assert kinds["bmc"] >= 20, name
+        assert dict(modes).get("bmc", 0) >= 14, name
