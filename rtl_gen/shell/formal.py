@@ -246,7 +246,7 @@ def run_sby(harness, *, name, mode, depth, workdir, timeout=None):
 # -- the proofs ----------------------------------------------------------------------------------
 #: The harness modules, each with ``PROOFS``: name -> (harness factory, ((mode, depth), ...),
 #: fast), fast: seconds each, run by ``make test`` (tb/shell/test_formal.py).
-HARNESSES = ("formal_lite_csr", "formal_mm_slave")
+HARNESSES = ("formal_lite_csr", "formal_mm_slave", "formal_dma")
 
 
 def proofs():

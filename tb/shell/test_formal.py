@@ -31,7 +31,7 @@ def test_proof(name, mode, depth, tmp_path):
 def test_proof_table():
     """Every interface has a fast bmc and a fast cover proof (in `make test`), every proof a bmc
     of at least 14 cycles."""
-    for shell in ("lite_csr", "mm_slave"):
+    for shell in ("lite_csr", "mm_slave", "dma"):
         fast = [modes for name, (make, modes, is_fast) in PROOFS.items()
                 if name.startswith(shell) and is_fast]
         assert fast, shell
