@@ -14,7 +14,7 @@ Conventions of every harness:
 * The harness is the top level, in one clock domain (``sync``, a synchronous active-high
   reset, ``rst``, a free input like every port of the shell the harness leaves undriven).
   The harness's own bookkeeping registers are reset with the shell.
-* ``rst`` is high in the first cycle (``Initial()``) and may rise again at any time.
+* ``rst`` is high in the first cycle and may rise again at any time.
   While it is high the partner drives every VALID low (AXI A3.1.2); the shell's VALIDs are
   low from the cycle after a reset (a synchronous reset takes effect at the clock edge).
 * A rule about the previous cycle (held, stable) applies only if that cycle was not in reset.
@@ -39,8 +39,7 @@ import time
 from pathlib import Path
 
 from amaranth.back import rtlil
-from amaranth.hdl import Assert, Assume, Cat, Const, Signal, Value
-from amaranth.hdl._ir import Fragment, PortDirection
+from amaranth.hdl import Assert, Assume, Cat, Const, Fragment, Signal, Value
 from amaranth.lib import wiring
 
 __all__ = ["Past", "Rules", "counter", "waiting", "elaborate_with_state", "free_inputs",
@@ -70,17 +69,19 @@ class Rules:
     after a reset cycle, :attr:`ok` while the previous cycle existed and was not a reset.
     """
 
-    def __init__(self, m, rst, initial):
+    def __init__(self, m, rst):
         self.m = m
         self.past = Past(m)
         self.rst = rst
+        # 0 in the first cycle alone (its initial value; never reset): Amaranth's Initial()
+        # without its private module.
         started = Signal(reset_less=True, name="started")
         m.d.sync += started.eq(1)
         self.was_reset = Signal(name="was_reset")
         m.d.comb += self.was_reset.eq(self.past(rst, "rst") & started)
         self.ok = Signal(name="past_ok")
         m.d.comb += self.ok.eq(started & ~self.past(rst, "rst_ok"))
-        m.d.comb += Assume(~initial | rst)
+        m.d.comb += Assume(started | rst, "reset in the first cycle")
 
     def channel(self, name, valid, ready, payload, *, driver):
         """The rules of one channel. ``driver`` ``"partner"``: they are assumed (and VALID is
@@ -149,7 +150,7 @@ def free_inputs(component):
     ports = {}
     for path, member, value in component.signature.flatten(component):
         if member.flow == wiring.In:
-            ports["__".join(map(str, path))] = (Value.cast(value), PortDirection.Input)
+            ports["__".join(map(str, path))] = (Value.cast(value), None)   # undriven: input
     return ports
 
 

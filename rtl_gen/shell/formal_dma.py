@@ -21,7 +21,6 @@ short at a 4 KiB boundary.
 """
 
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Mux, ResetSignal, Signal
-from amaranth.hdl._ast import Initial
 
 from .dma import BOUNDARY_BYTES, AxiDma
 from .formal import Rules, counter
@@ -59,7 +58,7 @@ class DmaHarness(Elaboratable):
         m = Module()
         m.submodules.dut = dut = self.dut
         a = dut.axi
-        rules = Rules(m, ResetSignal(), Initial())
+        rules = Rules(m, ResetSignal())
         nbytes = dut.data_width // 8
         size = (nbytes - 1).bit_length()
         n = dut._max_outstanding + 1

@@ -20,7 +20,6 @@ read in flight together.
 """
 
 from amaranth.hdl import Assert, Cover, Elaboratable, Module, Mux, ResetSignal, Signal
-from amaranth.hdl._ast import Initial
 
 from sw.regmap import Field, Register, RegisterMap
 
@@ -65,7 +64,7 @@ class LiteCsrHarness(Elaboratable):
         dut = self.dut
         m.submodules.dut, q = elaborate_with_state(dut, platform)
         a = dut.axi
-        rules = Rules(m, ResetSignal(), Initial())
+        rules = Rules(m, ResetSignal())
 
         aw = rules.channel("aw", a("awvalid"), a("awready"), [a("awaddr")], driver="partner")
         w = rules.channel("w", a("wvalid"), a("wready"), [a("wdata"), a("wstrb")],

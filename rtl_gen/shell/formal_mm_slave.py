@@ -22,7 +22,6 @@ back, a read burst's R stalled by RREADY, a write and a read response together.
 """
 
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, Module, Mux, ResetSignal, Signal
-from amaranth.hdl._ast import Initial
 
 from .formal import Rules, counter, waiting
 from .mm_slave import AxiMemorySlave, AxiResp
@@ -44,7 +43,7 @@ class MmSlaveHarness(Elaboratable):
         m = Module()
         m.submodules.dut = dut = self.dut
         a = dut.axi
-        rules = Rules(m, ResetSignal(), Initial())
+        rules = Rules(m, ResetSignal())
         ids = dut.id_width
 
         aw = rules.channel("aw", a("awvalid"), a("awready"),
