@@ -127,21 +127,31 @@ def waiting(m, name, width, pending):
     return c
 
 
+def _assigned(statements):
+    """The signals that ``statements`` assign whole (``sig.eq(...)``), in ``If``/``Switch``
+    bodies too: Amaranth's public ``lhs`` and ``cases`` of its statements."""
+    for stmt in statements:
+        if hasattr(stmt, "cases"):                  # (patterns, statements, src_loc)
+            for case in stmt.cases:
+                yield from _assigned(case[1])
+        elif isinstance(getattr(stmt, "lhs", None), Signal):
+            yield stmt.lhs
+
+
 def elaborate_with_state(component, platform):
     """``(fragment, state)``: the elaborated ``component`` (to add as the harness's submodule
     in its place) and its registers by name (``state["bvalid"]``), every signal that one of
-    its own statements assigns (not its submodules'), so that a harness can state the
+    its own statements assigns whole (not its submodules'), so that a harness can state the
     invariants that make a proof close by induction. A name given to two signals maps to
     None."""
     fragment = Fragment.get(component, platform)
     state = {}
     for stmts in fragment.statements.values():
-        for stmt in stmts:
-            for sig in stmt._lhs_signals():
-                if sig.name in state and state[sig.name] is not sig:
-                    state[sig.name] = None
-                else:
-                    state[sig.name] = sig
+        for sig in _assigned(stmts):
+            if sig.name in state and state[sig.name] is not sig:
+                state[sig.name] = None
+            else:
+                state[sig.name] = sig
     return fragment, state
 
 
