@@ -105,6 +105,24 @@ class Rules:
         m.d.comb += hs.eq(valid & ready)
         return hs
 
+    def axi4_channels(self, a, *, master):
+        """The rules of the five channels of AXI4 port ``a`` (``a(name)`` its signal, e.g.
+        ``a("awvalid")``): ``master`` ``"shell"`` (the shell drives AW, W, AR) or
+        ``"partner"``. Returns the handshakes ``(aw, w, ar, b, r)``."""
+        slave = "partner" if master == "shell" else "shell"
+        aw = self.channel("aw", a("awvalid"), a("awready"),
+                          [a("awid"), a("awaddr"), a("awlen"), a("awsize"), a("awburst")],
+                          driver=master)
+        w = self.channel("w", a("wvalid"), a("wready"), [a("wdata"), a("wstrb"), a("wlast")],
+                         driver=master)
+        ar = self.channel("ar", a("arvalid"), a("arready"),
+                          [a("arid"), a("araddr"), a("arlen"), a("arsize"), a("arburst")],
+                          driver=master)
+        b = self.channel("b", a("bvalid"), a("bready"), [a("bid"), a("bresp")], driver=slave)
+        r = self.channel("r", a("rvalid"), a("rready"),
+                         [a("rid"), a("rdata"), a("rresp"), a("rlast")], driver=slave)
+        return aw, w, ar, b, r
+
 
 def counter(m, name, width, inc, dec):
     """A counter of ``inc`` minus ``dec`` (``inc`` and ``dec`` 1-bit), reset with the shell."""

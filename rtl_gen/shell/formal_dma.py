@@ -63,18 +63,7 @@ class DmaHarness(Elaboratable):
         size = (nbytes - 1).bit_length()
         n = dut._max_outstanding + 1
 
-        aw = rules.channel("aw", a("awvalid"), a("awready"),
-                           [a("awid"), a("awaddr"), a("awlen"), a("awsize"), a("awburst")],
-                           driver="shell")
-        w = rules.channel("w", a("wvalid"), a("wready"), [a("wdata"), a("wstrb"), a("wlast")],
-                          driver="shell")
-        ar = rules.channel("ar", a("arvalid"), a("arready"),
-                           [a("arid"), a("araddr"), a("arlen"), a("arsize"), a("arburst")],
-                           driver="shell")
-        b = rules.channel("b", a("bvalid"), a("bready"), [a("bid"), a("bresp")],
-                          driver="partner")
-        r = rules.channel("r", a("rvalid"), a("rready"),
-                          [a("rid"), a("rdata"), a("rresp"), a("rlast")], driver="partner")
+        aw, w, ar, b, r = rules.axi4_channels(a, master="shell")
         # The command stream: payload stable while valid and not ready (a stream's rule).
         rules.channel("cmd", dut.cmd.valid, dut.cmd.ready, [dut.cmd.payload.as_value()],
                       driver="partner")

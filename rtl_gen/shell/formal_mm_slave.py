@@ -46,18 +46,7 @@ class MmSlaveHarness(Elaboratable):
         rules = Rules(m, ResetSignal())
         ids = dut.id_width
 
-        aw = rules.channel("aw", a("awvalid"), a("awready"),
-                           [a("awid"), a("awaddr"), a("awlen"), a("awsize"), a("awburst")],
-                           driver="partner")
-        w = rules.channel("w", a("wvalid"), a("wready"), [a("wdata"), a("wstrb"), a("wlast")],
-                          driver="partner")
-        ar = rules.channel("ar", a("arvalid"), a("arready"),
-                           [a("arid"), a("araddr"), a("arlen"), a("arsize"), a("arburst")],
-                           driver="partner")
-        b = rules.channel("b", a("bvalid"), a("bready"), [a("bid"), a("bresp")],
-                          driver="shell")
-        r = rules.channel("r", a("rvalid"), a("rready"),
-                          [a("rid"), a("rdata"), a("rresp"), a("rlast")], driver="shell")
+        aw, w, ar, b, r = rules.axi4_channels(a, master="partner")
 
         if self.max_len < 255:
             # Bursts of at most max_len + 1 beats (a bound on the master, for a short proof).
