@@ -76,14 +76,14 @@ test-fast: $(STAMP) iverilog
 
 # Verilator line (with branch) and toggle coverage of the thorough tier's RTL tests: the
 # tb/*/test_*_rtl.py files, marker slow and not heavy, with RLK_COVERAGE=1 (coverage models in
-# build/sim-coverage/, never replacing build/sim/), then scripts/coverage.py merges the counts per
+# build/sim-coverage/, never replacing build/sim/), then scripts/rtl_coverage.py merges the counts per
 # configuration into build/coverage/ (summary.md/.json, annotated/, coverage.info;
 # docs/testing.md). The report is written even when a test fails; the exit status is pytest's.
 coverage: $(STAMP) iverilog
 	rm -rf build/coverage
 	$(TOOLS_ENV) && RLK_COVERAGE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 \
 	  -m "slow and not heavy" $(wildcard tb/*/test_*_rtl.py); status=$$?; \
-	  $(PY) scripts/coverage.py; exit $$status
+	  $(PY) scripts/rtl_coverage.py; exit $$status
 
 lint: hdl
 	@$(TOOLS_ENV) && set -e; for f in $(HDL)/*/*.v; do \

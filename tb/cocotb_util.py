@@ -40,7 +40,7 @@ TRACE_ENV = "RLK_TRACE"
 #: (``rtl_gen.sim_build.COVERAGE_ARGS``, in ``build/sim-coverage/``, never replacing the normal
 #: builds of ``build/sim/``) and each Verilator run writes its counts to a file of its own,
 #: ``build/coverage/dat/<build dir name>/<test module>-<pid>-<n>.dat``, which
-#: ``scripts/coverage.py`` merges (``make coverage``, docs/testing.md).
+#: ``scripts/rtl_coverage.py`` merges (``make coverage``, docs/testing.md).
 COVERAGE_ENV = "RLK_COVERAGE"
 COVERAGE_DAT = ROOT / "build" / "coverage" / "dat"
 

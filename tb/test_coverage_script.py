@@ -1,4 +1,4 @@
-"""Tests of ``scripts/coverage.py`` (``make coverage``, docs/testing.md) on hand-written
+"""Tests of ``scripts/rtl_coverage.py`` (``make coverage``, docs/testing.md) on hand-written
 Verilator coverage files: parsing, merging per configuration, the summary, the annotation and
 the lcov file. No Verilator build; fast."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "coverage.py"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "rtl_coverage.py"
 
 
 def _load():
@@ -176,3 +176,21 @@ def test_main_without_data(tmp_path, capsys):
     assert cov.main(["--dat-dir", str(tmp_path / "none"), "--out", str(tmp_path / "out"),
                      "--no-html"]) == 1
     assert "no .dat files" in capsys.readouterr().err
+
+
+def test_no_script_shadows_an_installed_module():
+    """cocotb hands the test process's ``sys.path`` (which holds ``scripts/`` once a test of a
+    benchmark script ran) to every simulation it starts: a script named like an installed or
+    standard module (``coverage``, which numba imports when present) would be imported in its
+    place there."""
+    import importlib.machinery
+
+    root = SCRIPT.parent.parent
+    ours = {str(root), str(root / "scripts"), str(root / "tb"), ""}
+    path = [p for p in sys.path if p not in ours and not p.startswith(str(root / "tb"))]
+    names = [p.stem for p in (root / "scripts").glob("*.py")]
+    optional = {"coverage", "torch", "cpprb", "ray", "pynq", "pyxrt"}  # imported when present
+    shadowing = [n for n in names
+                 if n in sys.stdlib_module_names or n in optional
+                 or importlib.machinery.PathFinder.find_spec(n, path) is not None]
+    assert not shadowing, f"scripts named like installed modules: {shadowing}"

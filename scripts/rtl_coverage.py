@@ -4,7 +4,7 @@
 Usage::
 
     RLK_COVERAGE=1 python -m pytest tb/replay/test_sumtree_rtl.py -k k16   # writes .dat files
-    python scripts/coverage.py [--dat-dir build/coverage/dat] [--out build/coverage]
+    python scripts/rtl_coverage.py [--dat-dir build/coverage/dat] [--out build/coverage]
 
 With ``RLK_COVERAGE=1`` the cocotb helpers (``tb/cocotb_util.py``) build coverage models
 (``rtl_gen.sim_build.COVERAGE_ARGS``: Verilator's line coverage, whose ``if``/``case`` arms are
