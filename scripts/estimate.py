@@ -95,7 +95,9 @@ from estimate_report import (  # noqa: E402,F401  (re-exported: import estimate 
     CARRY_CELLS, COLUMNS, FF_CELLS, LUT_CELLS, LUTRAM_WEIGHTS, Design, Estimate, EstimateError,
     fit_table, format_table, parse_ltp, parse_stat, summarize)
 DEFAULT_CACHE = REPO / "build" / "estimate-cache"
-DEFAULT_YOWASP_CACHE = REPO / "build" / "yowasp-cache"
+#: The Makefile's YOWASP_CACHE_DIR: YoWASP's compiled tools live with the installation (``make``
+#: compiles them once, into .venv/yowasp-cache).
+DEFAULT_YOWASP_CACHE = Path(sys.prefix) / "yowasp-cache"
 #: Bump when the way results are produced changes, to invalidate old cache entries.
 CACHE_VERSION = 2
 
