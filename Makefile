@@ -85,12 +85,18 @@ test-fast: $(STAMP) iverilog
 # tb/*/test_*_rtl.py files, marker slow and not heavy, with RLK_COVERAGE=1 (coverage models in
 # build/sim-coverage/, never replacing build/sim/), then scripts/rtl_coverage.py merges the counts per
 # configuration into build/coverage/ (summary.md/.json, annotated/, coverage.info;
-# docs/testing.md). The report is written even when a test fails; the exit status is pytest's.
+# docs/testing.md). With RLK_COVERAGE=1 the tests also sample functional coverage (tb/fcov: the
+# AXI traffic, the replay's operation mixes, the learner's and the GAE's shapes), as do the
+# simulation tests in FCOV_TESTS (the DMA and the shells in Amaranth's simulator);
+# scripts/functional_coverage.py merges it into build/coverage/functional.md/.json.
+# The reports are written even when a test fails; the exit status is the tests'.
+FCOV_TESTS = tb/shell/test_dma_sim.py
 coverage: $(STAMP) iverilog
 	rm -rf build/coverage
 	$(TOOLS_ENV) && RLK_COVERAGE=1 $(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 \
 	  -m "slow and not heavy" $(wildcard tb/*/test_*_rtl.py); status=$$?; \
-	  $(PY) scripts/rtl_coverage.py; exit $$status
+	  RLK_COVERAGE=1 $(PY) -m pytest -n $(JOBS) -q -m "not heavy" $(FCOV_TESTS) || status=1; \
+	  $(PY) scripts/rtl_coverage.py; $(PY) scripts/functional_coverage.py; exit $$status
 
 lint: hdl
 	@$(TOOLS_ENV) && set -e; for f in $(HDL)/*/*.v; do \

@@ -45,6 +45,29 @@ COVERAGE_ENV = "RLK_COVERAGE"
 COVERAGE_DAT = ROOT / "build" / "coverage" / "dat"
 
 
+#: ``SIM``: the simulator of the cocotb tests, set the way cocotb-test's users set it
+#: (``SIM=icarus pytest tb/gae/test_pe_rtl.py``): ``verilator`` (the default) or ``icarus``.
+SIM_ENV = "SIM"
+SIMULATORS = ("verilator", "icarus")
+
+
+def simulator_choice(simulator=None) -> str:
+    """``simulator`` if given, else ``$SIM``, else ``"verilator"``; checked."""
+    sim = simulator or os.environ.get(SIM_ENV) or "verilator"
+    if sim not in SIMULATORS:
+        where = "simulator" if simulator else f"${SIM_ENV}"
+        raise ValueError(f"{where} must be 'verilator' or 'icarus', not {sim!r}")
+    return sim
+
+
+def _build_icarus(runner, source: Path, module: str, build_dir: Path) -> Path:
+    """Icarus Verilog with ``-g2012`` (SystemVerilog semantics), beside the Verilator build."""
+    build_dir = build_dir / "icarus"
+    runner.build(sources=[source], hdl_toplevel=module, build_dir=build_dir,
+                 build_args=["-g2012"], timescale=("1ns", "1ps"))
+    return build_dir
+
+
 def coverage_enabled() -> bool:
     return os.environ.get(COVERAGE_ENV, "") not in ("", "0")
 
@@ -71,27 +94,26 @@ def _test_module(test_file) -> tuple[str, Path]:
 
 
 def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=None,
-              simulator="verilator", extra_env=None):
+              simulator=None, extra_env=None):
     """Emit, build (cached per configuration, :func:`rtl_gen.sim_build.build_sim`: the
     builds :func:`sw.driver.open_sim` runs) and run the cocotb tests in
-    ``test_file`` under ``simulator``: ``"verilator"`` (the project's simulator) or ``"icarus"``
+    ``test_file`` under ``simulator`` (default ``$SIM``, else Verilator,
+    :func:`simulator_choice`): ``"verilator"`` (the project's simulator) or ``"icarus"``
     (Icarus Verilog with ``-g2012``, SystemVerilog semantics: the second simulator that checks
     the emitted Verilog does not depend on Verilator's 2-state, time-0 behaviour)."""
     from cocotb_tools.runner import get_runner
 
     from rtl_gen.sim_build import build_sim
 
-    if simulator not in ("verilator", "icarus"):
-        raise ValueError(f"simulator must be 'verilator' or 'icarus', not {simulator!r}")
+    simulator = simulator_choice(simulator)
     coverage = simulator == "verilator" and coverage_enabled()
     build_dir, manifest = build_sim(block, params, cache_dir=ROOT / "build" / "sim",
                                     coverage=coverage)
     src_dir = build_dir / "src"
     runner = get_runner(simulator)
     if simulator == "icarus":
-        build_dir = build_dir / "icarus"
-        runner.build(sources=[src_dir / manifest["verilog"]], hdl_toplevel=manifest["module"],
-                     build_dir=build_dir, build_args=["-g2012"], timescale=("1ns", "1ps"))
+        build_dir = _build_icarus(runner, src_dir / manifest["verilog"], manifest["module"],
+                                  build_dir)
     test_module, test_dir = _test_module(test_file)
     env = {
         MANIFEST_ENV: str(src_dir / f"{manifest['module']}.json"),
@@ -114,9 +136,10 @@ def run_block(block: str, params: dict, test_file: str, *, testcase=None, seed=N
 
 
 def run_component(component, module: str, test_file: str, *, manifest=None, vlt="",
-                  testcase=None, seed=None):
+                  testcase=None, seed=None, simulator=None):
     """Emit an arbitrary Amaranth ``component`` as Verilog ``module``, build it with Verilator
-    (cached per Verilog text) and run the cocotb tests in ``test_file``.
+    (cached per Verilog text; with Icarus too where ``simulator``, default ``$SIM``, says
+    ``"icarus"``) and run the cocotb tests in ``test_file``.
 
     ``manifest`` (a JSON-able dict) is written next to the Verilog together with the port table
     and read back in cocotb with :func:`load_manifest`. ``vlt`` is extra Verilator control-file
@@ -126,12 +149,16 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     from cocotb_tools.runner import VerilatorControlFile, get_runner
 
     from rtl_gen.emit import port_table
+    from sw.verilog_text import sim_safe
     from rtl_gen.sim_build import (BUILD_ARGS, COVERAGE_ARGS, coverage_cache, public_ports,
                                    verilator_env, write_if_changed)
 
-    coverage = coverage_enabled()
+    simulator = simulator_choice(simulator)
+    coverage = simulator == "verilator" and coverage_enabled()
     extra = list(COVERAGE_ARGS) if coverage else []
     text = verilog.convert(component, name=module, emit_src=False)
+    if simulator == "icarus":
+        text = sim_safe(text)     # the time-0 wake-ups SystemVerilog semantics need (emit's)
     key = hashlib.sha256(json.dumps([text, vlt, manifest, BUILD_ARGS] + ([extra] if extra else []),
                                     sort_keys=True).encode())
     cache = ROOT / "build" / "sim"
@@ -146,14 +173,18 @@ def run_component(component, module: str, test_file: str, *, manifest=None, vlt=
     if vlt:
         sources.append(VerilatorControlFile(write_if_changed(
             src_dir / "extra.vlt", "`verilator_config\n" + vlt.strip() + "\n")))
-    runner = get_runner("verilator")
-    verilator_env()
-    runner.build(
-        sources=sources + [src_dir / f"{module}.v"],
-        hdl_toplevel=module,
-        build_dir=build_dir,
-        build_args=[*BUILD_ARGS, *extra],
-    )
+    if simulator == "icarus":
+        runner = get_runner("icarus")
+        build_dir = _build_icarus(runner, src_dir / f"{module}.v", module, build_dir)
+    else:
+        runner = get_runner("verilator")
+        verilator_env()
+        runner.build(
+            sources=sources + [src_dir / f"{module}.v"],
+            hdl_toplevel=module,
+            build_dir=build_dir,
+            build_args=[*BUILD_ARGS, *extra],
+        )
     test_module, test_dir = _test_module(test_file)
     env = {
         MANIFEST_ENV: str(src_dir / f"{module}.json"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cocotb_util import ROOT, TRACE_ENV, run_block
+from cocotb_util import ROOT, SIM_ENV, TRACE_ENV, run_block, simulator_choice
 from sw.verilog_text import SIM_ONLY_BEGIN, sim_safe, synthesis_text
 
 HDL = ROOT / "hdl"
@@ -85,21 +85,39 @@ def test_timing_key_ignores_the_pass():
 
 
 # -- Icarus against Verilator ---------------------------------------------------------------------
-def _run(name, simulator, trace: Path):
+def _run(name, simulator, trace: Path, monkeypatch):
+    """The block's cocotb tests under ``simulator``, chosen as a user chooses it: ``$SIM``."""
     blk, params, test_file, tests = CASES[name]
     trace.unlink(missing_ok=True)
-    run_block(blk, params, str(ROOT / "tb" / test_file), testcase=tests.split(","),
-              seed=20261124, simulator=simulator, extra_env={TRACE_ENV: str(trace)})
+    with monkeypatch.context() as m:
+        m.setenv(SIM_ENV, simulator)
+        run_block(blk, params, str(ROOT / "tb" / test_file), testcase=tests.split(","),
+                  seed=20261124, extra_env={TRACE_ENV: str(trace)})
     assert trace.exists() and trace.stat().st_size, f"{simulator} wrote no trace"
     return trace.read_text().splitlines()
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_icarus_matches_verilator(name, tmp_path):
+def test_icarus_matches_verilator(name, tmp_path, monkeypatch):
     if shutil.which("iverilog") is None:
         pytest.fail("iverilog not found: `make` installs it (Debian package iverilog)")
-    ver = _run(name, "verilator", tmp_path / "verilator.trace")
-    ica = _run(name, "icarus", tmp_path / "icarus.trace")
+    ver = _run(name, "verilator", tmp_path / "verilator.trace", monkeypatch)
+    ica = _run(name, "icarus", tmp_path / "icarus.trace", monkeypatch)
     for i, (a, b) in enumerate(zip(ver, ica)):
         assert a == b, f"traces differ at line {i}:\n  verilator {a[:300]}\n  icarus    {b[:300]}"
     assert len(ver) == len(ica), f"trace lengths differ: verilator {len(ver)}, icarus {len(ica)}"
+
+
+def test_the_simulator_is_chosen_by_sim(monkeypatch):
+    """``SIM`` picks the simulator as under cocotb-test; an argument overrides it; anything else
+    is refused with the variable's name."""
+    monkeypatch.delenv(SIM_ENV, raising=False)
+    assert simulator_choice() == "verilator"
+    monkeypatch.setenv(SIM_ENV, "icarus")
+    assert simulator_choice() == "icarus"
+    assert simulator_choice("verilator") == "verilator"
+    monkeypatch.setenv(SIM_ENV, "questa")
+    with pytest.raises(ValueError, match=r"\$SIM must be 'verilator' or 'icarus', not 'questa'"):
+        simulator_choice()
+    with pytest.raises(ValueError, match="simulator must be"):
+        simulator_choice("xcelium")
