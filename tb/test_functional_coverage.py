@@ -142,3 +142,57 @@ def test_sampling_exports_counts_that_the_script_reads(tmp_path, monkeypatch):
     r = {b["bin"]: b for b in rep["points"]["dma.stall"]["bins"]}["r"]
     assert r["hits"] >= 2 and r["status"] == "hit"
     assert script.main(["--dir", str(tmp_path), "--check"]) == 1     # most bins not hit here
+
+
+class _Handle:
+    """A stand-in for a cocotb signal handle: ``value`` and ``len``."""
+
+    def __init__(self, value=0, width=1):
+        self.value, self.width = value, width
+
+    def __len__(self):
+        return self.width
+
+
+def test_cocotb_port_reads_payload_only_on_a_handshake(monkeypatch):
+    from types import SimpleNamespace
+
+    from fcov.cocotb_monitor import _Port
+
+    rec = Recorder(monkeypatch)
+    names = {f"{c}{k}" for c in CHANNELS for k in ("valid", "ready")}
+    names |= {"araddr", "arlen", "arsize", "awaddr", "awlen", "awsize", "wstrb", "wlast",
+              "rlast", "rdata"}
+    dut = SimpleNamespace(**{f"m_{n}": _Handle(width=8 if n == "wstrb" else 1) for n in names})
+    port = _Port(dut, "m", "dma")
+    assert port.monitor.data_bytes == 8
+    dut.m_arvalid.value, dut.m_araddr.value, dut.m_arlen.value = 1, 0x40, 7
+    dut.m_arsize.value = 3
+    port.step(False)                        # AR waits: a stall, no handshake
+    dut.m_arready.value = 1
+    port.step(False)
+    dut.m_arvalid.value = dut.m_arready.value = 0
+    port.step(True)
+    assert rec.of("dma.stall") == ["ar"]
+    assert rec.of("dma.ar_len") == [8] and rec.of("dma.ar_size") == ["full"]
+    assert rec.of("dma.reset") == ["read in flight"]
+    with pytest.raises(ValueError, match="prefix 'n': the top level has no port n_"):
+        _Port(dut, "n", "dma")
+
+
+def test_cocotb_monitor_starts_nothing_when_off(monkeypatch):
+    from fcov.cocotb_monitor import start_axi_monitor
+
+    monkeypatch.delenv(fcov.COVERAGE_ENV, raising=False)
+    assert start_axi_monitor(None, None, None, {"p": "lite"}) is None
+
+
+def test_unreachable_reasons_name_existing_sources():
+    import re
+
+    for role, (_, unreachable) in ROLES.items():
+        for point, bins in unreachable.items():
+            assert f"{role}.{point}" in fcov.POINTS, (role, point)
+            for label, reason in bins.items():
+                paths = re.findall(r"rtl_gen/[\w/]+\.py", reason)
+                assert paths and all((fcov.ROOT / p).exists() for p in paths), (role, label)

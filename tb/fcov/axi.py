@@ -42,13 +42,42 @@ def _axi(role, *, lite=False, unreachable=None):
           unreachable=u.get("reset"), doc="reset asserted while ...")
 
 
+_MM = "rtl_gen/shell/mm_slave.py, AxiMemorySlave.elaborate"
+_DMA = "rtl_gen/shell/dma.py, AxiDma._address_channel"
+_DMA_W = "rtl_gen/shell/dma_write.py, DmaWrites._write_buffer"
+
 #: The interfaces: role -> (AXI4-Lite?, unreachable bins: point suffix -> {bin: reason}).
 #: A reason says why no test can make the bin happen (a property of the design, not of the
 #: tests); ``scripts/functional_coverage.py`` lists them beside the bins that were hit.
+#: ``lite``: every bin is reachable (AW and W in any order, WSTRB 0, unaligned addresses,
+#: back-pressure and reset on every channel).
 ROLES = {
     "lite": (True, {}),
-    "mm_slave": (False, {}),
-    "dma": (False, {}),
+    "mm_slave": (False, {
+        "writes_outstanding": dict.fromkeys(("2", "3+"), (
+            "AWREADY is high only while no burst is active (idle = ~wr_act & ~rd_act) and the "
+            "last W beat of a burst waits while BVALID is high, so when an AW is taken at most "
+            f"the previous write waits for its B ({_MM})")),
+        "w_order": dict.fromkeys(("w first", "same cycle"), (
+            "WREADY is wr_act, set by the AW handshake: a burst's W beats are taken from the "
+            f"cycle after its AW ({_MM})")),
+    }),
+    "dma": (False, {
+        "ar_size": {"narrow": "AxSIZE is always log2(data_width / 8): full-width beats only "
+                              f"({_DMA})"},
+        "aw_size": {"narrow": "AxSIZE is always log2(data_width / 8): full-width beats only "
+                              f"({_DMA})"},
+        "ar_addr": {"unaligned": "burst addresses are the command's dev_addr with the byte "
+                                 "offset bits cleared, plus whole beats (rtl_gen/shell/dma.py, "
+                                 "AxiDma._command, _address_channel)"},
+        "aw_addr": {"unaligned": "burst addresses are the command's dev_addr with the byte "
+                                 "offset bits cleared, plus whole beats (rtl_gen/shell/dma.py, "
+                                 "AxiDma._command, _address_channel)"},
+        "w_strb": {"none": "every W beat carries at least the local word in lane 0 (lane_on "
+                           f"bit 0 is constant 1; {_DMA_W})"},
+        "stall": {"b": f"BREADY is constant 1 ({_DMA_W})"},
+        "stall_4": {"b": f"BREADY is constant 1 ({_DMA_W})"},
+    }),
 }
 
 for _role, (_lite, _unreachable) in ROLES.items():
