@@ -2,7 +2,9 @@
 """AXI4-Lite CSR block (:class:`rtl_gen.shell.AxiLiteCsr`), thorough tier: the scenarios of
 tb/lite_csr_scenarios.py under Verilator, through :class:`CocotbHarness` (cocotbext-axi's
 ``AxiLiteMaster``: contiguous byte strobes only, delays through pause generators), one cocotb
-test per scenario and register map.
+test per scenario and register map, and :func:`axi_corners` (what the functional coverage of the
+AXI4-Lite port asks beyond the scenarios). With ``RLK_COVERAGE=1`` every test samples the port
+(:func:`fcov.cocotb_monitor.start_axi_monitor`, role ``lite``).
 """
 
 import logging
@@ -11,6 +13,7 @@ import random
 import pytest
 
 from lite_csr_scenarios import CONFIGS, SCENARIOS, Harness, build, strb_range
+from rtl_gen.shell.lite_csr import OKAY
 from sw.regmap import RegisterMap
 
 #: ``interrupt`` is the port name Vitis HLS, Vivado and XRT expect; Verilator flags it as a C++
@@ -47,6 +50,7 @@ class CocotbHarness(Harness):
         from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
         from cocotb_util import load_manifest
+        from fcov.cocotb_monitor import start_axi_monitor
 
         man = load_manifest()
         h = cls(dut, build(man["config"]))
@@ -63,6 +67,7 @@ class CocotbHarness(Harness):
         h._handles = [getattr(dut, f"{h.csr.prefix}_{k[4:]}" if k.startswith("axi.") else k)
                       for k in h.traced]
         cocotb.start_soon(h._monitor())
+        start_axi_monitor(dut, dut.clk, dut.rst, {h.csr.prefix: "lite"})
         await h.reset()
         return h
 
@@ -186,6 +191,49 @@ class CocotbHarness(Harness):
         await self.tick()
 
 
+async def axi_corners(h, rng):
+    """What the scenarios leave out under cocotbext-axi, each against the model: writes of no
+    bytes (WSTRB 0: OKAY, nothing changes), reads at unaligned addresses (the slave returns
+    the word, the master takes its bytes), and B, then R, held off for 8 cycles while the next
+    write (read) waits: AW, W (AR) wait for READY as long, and the requests complete in order.
+    """
+    import cocotb
+
+    r = next(r for r in h.rm.user_registers if any(f.access == "rw" for f in r.fields))
+    m = h.model(rng)
+    axil, p = h.axil, h.csr.prefix
+    data = rng.getrandbits(32)
+    assert (await h.write(r.offset, data))[0] == m.write(r.offset, data, 0xF)
+    for lane in (1, 2, 3):
+        res = await axil.write(r.offset + lane, b"")
+        assert int(res.resp) == m.write(r.offset, 0, 0) == OKAY, lane
+        res = await axil.read(r.offset + lane, 1)
+        resp, word = m.read(r.offset)
+        assert (int(res.resp), res.data[0]) == (resp, word >> 8 * lane & 0xFF), lane
+    assert (await h.read(r.offset))[:2] == m.read(r.offset)
+
+    wi, ri = axil.write_if, axil.read_if
+    words = [rng.getrandbits(32) for _ in range(2)]
+    wi.b_channel.pause = True
+    tasks = [cocotb.start_soon(axil.write(r.offset, w.to_bytes(4, "little"))) for w in words]
+    await h.tick(8)
+    assert [h.get(f"{p}_{s}") for s in ("bvalid", "awvalid", "awready", "wvalid", "wready")] \
+        == [1, 1, 0, 1, 0], "the second write does not wait behind the held B"
+    h._unpause(wi.b_channel)
+    assert [int((await t).resp) for t in tasks] == [m.write(r.offset, w, 0xF) for w in words]
+    ri.r_channel.pause = True
+    tasks = [cocotb.start_soon(axil.read(r.offset, 4)) for _ in range(2)]
+    await h.tick(8)
+    assert [h.get(f"{p}_{s}") for s in ("rvalid", "arvalid", "arready")] == [1, 1, 0], \
+        "the second read does not wait behind the held R"
+    h._unpause(ri.r_channel)
+    want = m.read(r.offset)
+    for t in tasks:
+        res = await t
+        assert (int(res.resp), int.from_bytes(res.data, "little")) == want
+    await h.tick()
+
+
 try:
     import cocotb
 except ImportError:  # pragma: no cover
@@ -204,3 +252,9 @@ if cocotb is not None:
     # one cocotb test per scenario, named lite_csr_<scenario>
     for _name in SCENARIOS:
         globals()[f"lite_csr_{_name}"] = _cocotb_test(_name)
+
+    @cocotb.test()
+    async def lite_csr_axi_corners(dut):
+        """:func:`axi_corners`."""
+        h = await CocotbHarness.create(dut)
+        await axi_corners(h, random.Random(cocotb.RANDOM_SEED))
