@@ -3,8 +3,10 @@
 The slave runs inside :class:`axi_ram.AxiRamHarness`, as in the fast tier
 (tb/shell/test_mm_slave_sim.py). cocotbext-axi's ``AxiMaster``, data widths 32 and 128: random
 reads and writes of random lengths, alignments and sizes with random stalls on every channel,
-concurrent transactions with IDs, ``enable = 0``, out-of-range accesses, FIXED/WRAP bursts, and
-throughput in cycles.
+concurrent transactions with IDs, ``enable = 0``, out-of-range accesses, FIXED/WRAP bursts,
+throughput in cycles, beats without strobes, long stalls on every channel with reads queued
+behind them, and reset in the middle of transfers. With ``RLK_COVERAGE=1`` every test samples
+the port (:func:`fcov.cocotb_monitor.start_axi_monitor`, role ``mm_slave``).
 """
 
 import random
@@ -70,6 +72,9 @@ class TB:
         self.accesses = 0
         self.accesses_disabled = 0
         cocotb.start_soon(self._monitor())
+        from fcov.cocotb_monitor import start_axi_monitor
+
+        start_axi_monitor(dut, dut.clk, dut.rst, {PREFIX: "mm_slave"})
 
     def channels(self):
         w, r = self.axi.write_if, self.axi.read_if
@@ -134,6 +139,10 @@ class TB:
         res = await self.axi.read(addr, length, **kw)
         assert res.resp == exp, f"read {addr:#x}+{length}: {res.resp!r}, expected {exp!r}"
         assert res.data == data, f"read {addr:#x}+{length}: data differs"
+
+    def sig(self, name):
+        """The value of port ``<PREFIX>_<name>``."""
+        return int(getattr(self.dut, f"{PREFIX}_{name}").value)
 
     def random_span(self, max_len, *, beyond=0):
         """A random (addr, length) inside the memory (or up to ``beyond`` bytes past it)."""
@@ -312,3 +321,113 @@ if cocotb is not None:
                       k, blen, wr_total, k * blen / wr_total)
         assert wr_total <= k * (blen + 1) + AxiMemorySlave.write_response_latency + 1
         await tb.read(0, tb.mem_bytes)
+
+    @cocotb.test()
+    async def zero_strobes_and_long_stalls(dut):
+        """Beats without strobes (cocotbext-axi writes no bytes at an unaligned address as one
+        beat with WSTRB 0): OKAY, nothing written. R held for 12 cycles behind a burst longer
+        than the R queue: AW, W and AR wait as long. B held while the next write waits. Four
+        single-beat reads behind a held R: each AR is taken once the one before is issued, so
+        up to three wait in the R queue. Every transfer completes as the model says."""
+        from cocotb.triggers import ClockCycles, Combine
+
+        tb = await _setup(dut)
+        nb = tb.nbytes
+        for k in range(1, nb, max(1, nb // 4)):
+            await tb.write(5 * nb + k, b"")
+        await tb.read(0, 8 * nb)
+        wr, rd = tb.axi.write_if, tb.axi.read_if
+        rnd = lambda n: bytes(tb.rng.getrandbits(8) for _ in range(n))       # noqa: E731
+
+        rd.r_channel.pause = True
+        long_read = tb.axi.init_read(0, 16 * nb)
+        await ClockCycles(dut.clk, 2)
+        data = rnd(2 * nb)
+        write = tb.axi.init_write(32 * nb, data)
+        short_read = tb.axi.init_read(40 * nb, nb)
+        await ClockCycles(dut.clk, 12)
+        assert [tb.sig(s) for s in ("rvalid", "awvalid", "awready", "wvalid", "wready",
+                                    "arvalid", "arready")] == [1, 1, 0, 1, 0, 1, 0]
+        rd.r_channel.pause = False
+        await Combine(long_read.wait(), write.wait(), short_read.wait())
+        assert long_read.data.data == tb.expect_read(0, 16 * nb)[0]
+        assert write.data.resp == tb.expect_write(32 * nb, data) == AxiResp.OKAY
+        assert short_read.data.data == tb.expect_read(40 * nb, nb)[0]
+
+        wr.b_channel.pause = True
+        first, second = rnd(nb), rnd(3 * nb)
+        ops = [tb.axi.init_write(48 * nb, first), tb.axi.init_write(56 * nb, second)]
+        await ClockCycles(dut.clk, 12)
+        assert [tb.sig(s) for s in ("bvalid", "bready", "wvalid", "wready")] == [1, 0, 1, 0]
+        wr.b_channel.pause = False
+        await Combine(*[ev.wait() for ev in ops])
+        assert [ev.data.resp for ev in ops] == [tb.expect_write(48 * nb, first),
+                                                tb.expect_write(56 * nb, second)]
+
+        rd.r_channel.pause = True
+        tb.hs["ar"].clear()
+        ops = [tb.axi.init_read(k * 3 * nb, nb) for k in range(4)]
+        await ClockCycles(dut.clk, 24)
+        assert len(tb.hs["ar"]) == 4 and tb.sig("rvalid") and not tb.sig("rready")
+        rd.r_channel.pause = False
+        await Combine(*[ev.wait() for ev in ops])
+        for k, ev in enumerate(ops):
+            assert ev.data.data == tb.expect_read(k * 3 * nb, nb)[0], k
+        await tb.read(0, tb.mem_bytes)
+
+    @cocotb.test()
+    async def reset_mid_transfer(dut):
+        """Reset while a write waits for its W beats, while its B is held, in the middle of a
+        burst's W beats, and while a read's R beats are held: cocotbext-axi drops the
+        operation; the memory keeps exactly the beats written before the reset (a prefix of
+        the burst), and the slave works as before afterwards."""
+        from cocotb.triggers import ClockCycles
+
+        tb = await _setup(dut)
+        nb = tb.nbytes
+        wr, rd = tb.axi.write_if, tb.axi.read_if
+        base = 64 * nb
+        for phase in ("w", "b", "mid", "r"):
+            old = bytes(tb.model[base:base + 32 * nb])
+            new = bytes(b ^ 0xFF for b in old)
+            hold = {"w": wr.w_channel, "b": wr.b_channel, "r": rd.r_channel}.get(phase)
+            if hold is not None:
+                hold.pause = True
+            else:
+                wr.w_channel.set_pause_generator(random_pause(random.Random(7), 0.5))
+            for ch in tb.hs.values():
+                ch.clear()
+            if phase == "r":
+                task = cocotb.start_soon(tb.axi.read(base, 32 * nb))
+            else:
+                task = cocotb.start_soon(tb.axi.write(base, new))
+            await ClockCycles(dut.clk, {"b": 40, "mid": 12}.get(phase, 8))
+            if phase == "mid":
+                assert 0 < len(tb.hs["w"]) < 32, f"{len(tb.hs['w'])} W beats at the reset"
+            if phase in ("w", "r"):
+                assert len(tb.hs["aw" if phase == "w" else "ar"]) == 1
+                assert not tb.hs["w" if phase == "w" else "r"]
+            if phase == "b":
+                assert tb.sig("bvalid") == 1 and not tb.hs["b"]
+            await tb.reset()
+            assert await task is None, phase
+            if hold is not None:
+                hold.pause = False
+            else:
+                wr.w_channel.clear_pause_generator()
+                wr.w_channel.pause = False
+            if phase == "b":
+                tb.expect_write(base, new)
+            elif phase == "mid":
+                res = await tb.axi.read(base, 32 * nb)
+                beats = [res.data[i:i + nb] for i in range(0, 32 * nb, nb)]
+                done = [b == new[i * nb:(i + 1) * nb] for i, b in enumerate(beats)]
+                n = done.index(False) if False in done else 32
+                assert all(done[:n]) and beats[n:] == [old[i * nb:(i + 1) * nb]
+                                                       for i in range(n, 32)], done
+                assert n == len(tb.hs["w"]), (n, len(tb.hs["w"]))
+                tb.expect_write(base, new[:n * nb])
+            await tb.read(0, tb.mem_bytes)
+            data = bytes(tb.rng.getrandbits(8) for _ in range(5 * nb))
+            await tb.write(base + 3, data)
+            await tb.read(base, 8 * nb)
