@@ -84,26 +84,55 @@ class SimAxiRam:
 
     ``stall``: probability of dropping a READY or VALID in a cycle; ``latency``: cycles from
     an AR handshake to its first R beat and from the last W beat to B; ``bad``: byte addresses
-    whose beats answer SLVERR (``bad_writes``: only when written). Records every AR/AW
-    ``(cycle, addr, beats)``.
+    whose beats answer SLVERR (``bad_writes``: only when written). ``early_w``: take W beats
+    before their AW (AXI lets a slave; the beats wait for their burst's address).
+    ``aw_after_w``: an integer k (implies ``early_w``): AWREADY stays low until WVALID has been
+    high in more than k cycles since the last AW handshake, counting the current one, or a
+    burst's last beat waits for its AW (a slave that waits for write data; k = 0 takes an AW
+    together with the W beat that arrives with or after it). ``rst``: a
+    signal of the testbench's, the master's reset: while it is 1 the slave drops every burst
+    and drives its VALIDs and READYs low. Records every AR/AW ``(cycle, addr, beats)``.
+
+    With ``RLK_COVERAGE=1`` (:func:`fcov.enabled`) each :meth:`step` also samples the channels
+    into the functional coverage points of ``role`` (:class:`fcov.axi.AxiMonitor`; default
+    ``"dma"``, the :class:`~rtl_gen.shell.dma.AxiDma` the tests put on this slave).
     """
 
     def __init__(self, dut, *, width, max_burst, max_outstanding, stall=0.0, latency=1,
-                 seed=0, bad=(), bad_writes=()):
+                 seed=0, bad=(), bad_writes=(), early_w=False, aw_after_w=None, rst=None,
+                 role="dma"):
+        import fcov
+
         self.dut, self.width = dut, width
         self.nbytes = width // 8
         self.max_burst, self.max_outstanding = max_burst, max_outstanding
         self.stall, self.latency = stall, latency
         self.rng = random.Random(seed)
         self.bad, self.bad_writes = set(bad), set(bad_writes)
+        self.early_w, self.aw_after_w, self.rst = early_w or aw_after_w is not None, \
+            aw_after_w, rst
+        self.w_seen = 0                         # cycles with WVALID since the last AW taken
+        self.aw_with_w = 0                      # cycles an AW and a W beat were taken together
         self.bytes = {}
         self.ar, self.aw = [], []
+        self.max_reads = self.max_writes = 0
+        self.max_early_w = 0                    # most W beats held before their AW
+        self._drop()
+        self.monitor = None
+        if fcov.enabled():
+            from fcov.axi import AxiMonitor
+
+            self.monitor = AxiMonitor(role, self.nbytes)
+
+    def _drop(self):
+        """Forget every burst in flight (the state after a reset)."""
         self.reads, self.writes = [], []        # pending: [ready_cycle, addr, beats_left]
         self.w_beats = []                       # write bursts awaiting W: [addr, beats, n_got]
+        self.w_fifo = []                        # W beats taken, not yet applied to a burst
         self.b_queue = []                       # [ready_cycle, resp]
         self.w_resp = []
-        self.max_reads = self.max_writes = 0
         self.held = {}
+        self.w_seen = 0
 
     def s(self, name):
         return getattr(self.dut, f"{P}_{name}")
@@ -135,13 +164,36 @@ class SimAxiRam:
             assert valid and now == prev, f"{ch}: VALID or payload changed before READY"
         return valid, now
 
+    def _sample(self, ctx, reset):
+        """One cycle of the channels, as the next clock edge takes them, into the monitor."""
+        s = {"reset": reset}
+        for ch in ("aw", "w", "b", "ar", "r"):
+            s[f"{ch}_valid"] = ctx.get(self.s(f"{ch}valid"))
+            s[f"{ch}_ready"] = ctx.get(self.s(f"{ch}ready"))
+        for ch in ("ar", "aw"):
+            for f in ("addr", "len", "size"):
+                s[f"{ch}_{f}"] = ctx.get(self.s(f"{ch}{f}"))
+        for f in ("w_strb", "w_last", "r_last"):
+            s[f] = ctx.get(self.s(f.replace("_", "")))
+        self.monitor.step(s)
+
     async def step(self, ctx, cycle):
         rng, st = self.rng, self.stall
         go = lambda: not (st and rng.random() < st)           # noqa: E731
+        if self.rst is not None and ctx.get(self.rst):
+            for name in ("arready", "awready", "wready", "rvalid", "bvalid"):
+                ctx.set(self.s(name), 0)
+            self._drop()
+            if self.monitor is not None:
+                self._sample(ctx, 1)
+            return
         # -- drive ------------------------------------------------------------------------
         ctx.set(self.s("arready"), go())
-        ctx.set(self.s("awready"), go())
-        ctx.set(self.s("wready"), bool(self.w_beats) and go())
+        k = self.aw_after_w
+        ctx.set(self.s("awready"), go() and (
+            k is None or self.w_seen + ctx.get(self.s("wvalid")) > k
+            or any(last for *_, last in self.w_fifo)))
+        ctx.set(self.s("wready"), (self.early_w or bool(self.w_beats)) and go())
         r_beat = None
         if self.reads and self.reads[0][0] <= cycle and go():
             _, addr, left = self.reads[0]
@@ -155,6 +207,8 @@ class SimAxiRam:
         ctx.set(self.s("bvalid"), bool(b))
         if b:
             ctx.set(self.s("bresp"), self.b_queue[0][1])
+        if self.monitor is not None:
+            self._sample(ctx, 0)
         # -- sample -----------------------------------------------------------------------
         ar_v, ar_p = self._hold(ctx, "ar", ("araddr", "arlen"))
         aw_v, aw_p = self._hold(ctx, "aw", ("awaddr", "awlen"))
@@ -177,20 +231,29 @@ class SimAxiRam:
             self.reads[0][2] -= 1
             if not self.reads[0][2]:
                 self.reads.pop(0)
-        if self.w_beats and ctx.get(self.s("wvalid")) and ctx.get(self.s("wready")):
+        w_v = ctx.get(self.s("wvalid"))
+        if aw_v and ctx.get(self.s("awready")):
+            self.aw_with_w += bool(w_v and ctx.get(self.s("wready")))
+            self.w_seen = 0
+        else:
+            self.w_seen += w_v
+        if w_v and ctx.get(self.s("wready")):
+            self.w_fifo.append((ctx.get(self.s("wdata")).to_bytes(self.nbytes, "little"),
+                                ctx.get(self.s("wstrb")), ctx.get(self.s("wlast"))))
+        while self.w_fifo and self.w_beats:     # beats in order, once their AW is in
+            data, strb, wlast = self.w_fifo.pop(0)
             burst = self.w_beats[0]
             addr = burst[0] + burst[2] * self.nbytes
-            data = ctx.get(self.s("wdata")).to_bytes(self.nbytes, "little")
-            strb = ctx.get(self.s("wstrb"))
             for i in range(self.nbytes):
                 if strb >> i & 1:
                     self.bytes[addr + i] = data[i]
             burst[2] += 1
             burst[3] = max(burst[3], 2 if addr in self.bad | self.bad_writes else 0)
-            assert ctx.get(self.s("wlast")) == (burst[2] == burst[1]), "WLAST misplaced"
+            assert wlast == (burst[2] == burst[1]), "WLAST misplaced"
             if burst[2] == burst[1]:
                 self.b_queue.append([cycle + self.latency, burst[3]])
                 self.w_beats.pop(0)
+        self.max_early_w = max(self.max_early_w, len(self.w_fifo))
         if b and ctx.get(self.s("bready")):
             self.b_queue.pop(0)
         # In flight per direction: address handshake done, last R / B not yet delivered.

@@ -7,7 +7,10 @@ of the protocol on every cycle (payload stable while VALID waits, INCR full-widt
 4 KiB crossing, at most ``max_burst`` beats, WLAST on the burst's last beat, at most
 ``max_outstanding`` bursts in flight) and inserts random stalls on every channel. Tests copy
 random blocks both ways and compare with the memories' contents, with the burst list of
-:meth:`AxiDma.bursts`, and with exact cycle counts when nothing stalls.
+:meth:`AxiDma.bursts`, and with exact cycle counts when nothing stalls; also with a slave that
+takes W beats before their AW, and across a reset in the middle of a copy. With
+``RLK_COVERAGE=1`` the slave samples the DMA's channels for the functional coverage (role
+``dma``, :class:`axi_ram.SimAxiRam`).
 """
 
 import random
@@ -15,7 +18,7 @@ import subprocess
 
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Module, unsigned
+from amaranth.hdl import ClockDomain, Module, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -72,16 +75,25 @@ class DmaHarness(wiring.Component):
         return m
 
 
-def simulate(params, testbench):
+def simulate(params, testbench, *, reset=False):
+    """Run ``testbench(ctx, dut)`` on a :class:`DmaHarness`; with ``reset``, the harness sits
+    in a top level with a ``sync`` domain of its own and the testbench gets the domain's reset
+    signal too: ``testbench(ctx, dut, rst)``."""
     from amaranth.sim import Simulator
 
     dut = DmaHarness(**params)
-    sim = Simulator(dut)
+    top, extra = dut, ()
+    if reset:
+        top = Module()
+        top.domains.sync = cd = ClockDomain("sync")
+        top.submodules.dut = dut
+        extra = (cd.rst,)
+    sim = Simulator(top)
     sim.add_clock(1e-8)
     result = {}
 
     async def bench(ctx):
-        result["value"] = await testbench(ctx, dut)
+        result["value"] = await testbench(ctx, dut, *extra)
 
     sim.add_testbench(bench)
     sim.run()
@@ -208,6 +220,28 @@ CASES = [
 def test_copies_both_ways(W, D, max_burst, outstanding, stall, R):
     """Random blocks in, then out to another address: bytes, bursts and limits as specified
     (local read latency R)."""
+    ram = copies_both_ways(W, D, max_burst, outstanding, stall, R)
+    if outstanding > 1 and stall == 0:
+        assert ram.max_reads > 1 and ram.max_writes > 1, "never more than one burst in flight"
+
+
+@pytest.mark.parametrize("W,D,stall,k", [(256, 32, 0.0, None), (256, 32, 0.4, 4),
+                                         (128, 64, 0.0, 0), (128, 64, 0.4, 2)])
+def test_copies_with_early_w(W, D, stall, k):
+    """:func:`copies_both_ways` with a slave that takes W beats before their AW (AXI lets it;
+    the DMA's W beats do not wait for the AW handshake) and, for an integer k, holds AWREADY
+    until WVALID has been high in more than k cycles (k = 0: the AW with the first W beat);
+    W / D = 8 local words a beat keeps RREADY low for 7 cycles after each beat."""
+    ram = copies_both_ways(W, D, 16, 4, stall, 1, early_w=True, aw_after_w=k)
+    if k:
+        assert ram.max_early_w > 0, "no W beat before its AW"
+    if k == 0:
+        assert ram.aw_with_w > 0, "no AW taken with a W beat"
+
+
+def copies_both_ways(W, D, max_burst, outstanding, stall, R, **ram_kw):
+    """Random blocks in, then out to another address, checked: bytes, bursts and limits
+    (``ram_kw``: more :class:`SimAxiRam` options). Returns the slave."""
     params = params_for(W, D, max_burst=max_burst, max_outstanding=outstanding,
                         mem_read_latency=R)
     rng = random.Random(hash((W, D, max_burst, stall)) & 0xFFFF)
@@ -217,7 +251,7 @@ def test_copies_both_ways(W, D, max_burst, outstanding, stall, R):
 
     async def tb(ctx, dut):
         ram = SimAxiRam(dut, width=W, max_burst=max_burst, max_outstanding=outstanding,
-                        stall=stall, latency=3, seed=rng.getrandbits(16))
+                        stall=stall, latency=3, seed=rng.getrandbits(16), **ram_kw)
         cycle = 0
         for words, base in blocks:
             dev = base - base % Wb + 0x10_0000 * (W == 512)
@@ -253,9 +287,7 @@ def test_copies_both_ways(W, D, max_burst, outstanding, stall, R):
                 AxiDma.bursts(out, beats, data_width=W, max_burst=max_burst)
         return ram
 
-    ram = simulate(params, tb)
-    if outstanding > 1 and stall == 0:
-        assert ram.max_reads > 1 and ram.max_writes > 1, "never more than one burst in flight"
+    return simulate(params, tb)
 
 
 def test_zero_words_and_errors():
@@ -385,3 +417,64 @@ def test_enable_low_drops_local_accesses(to_device, R):
         # dropping does not change the copy's timing (docstring: N + L + 6 cycles in, N + L
         # + 5 + R out)
         assert cycles == words + L + (5 + R if to_device else 6), (gate, cycles)
+
+
+@pytest.mark.parametrize("to_device", [0, 1], ids=["to-local", "to-device"])
+def test_reset_mid_copy(to_device):
+    """The ``sync`` domain's reset for 3 cycles while bursts of a copy are in flight (and once
+    while idle, before the first command): the DMA drops the copy (``busy`` low, no VALID on
+    any channel after the reset; the slave drops its bursts too) and then copies both ways as
+    specified: bytes and bursts."""
+    W, D, L = 128, 64, 3
+    params = params_for(W, D, max_burst=16, max_outstanding=4)
+    rng = random.Random(11 + to_device)
+    Db = D // 8
+
+    async def tb(ctx, dut, rst):
+        ram = SimAxiRam(dut, width=W, max_burst=16, max_outstanding=4, latency=L, rst=rst)
+        cycle = 0
+
+        async def run(n, reset=False):
+            nonlocal cycle
+            ctx.set(rst, reset)
+            for _ in range(n):
+                await ram.step(ctx, cycle)
+                await ctx.tick()
+                ctx.set(dut.cmd.valid, 0)
+                cycle += 1
+            ctx.set(rst, 0)
+
+        await run(3, reset=True)                     # while idle
+        pl = dut.cmd.payload
+        for k, v in (("dev_addr", 0x2000), ("mem_addr", 0), ("words", 400),
+                     ("to_device", to_device)):
+            ctx.set(getattr(pl, k), v)
+        ctx.set(dut.cmd.valid, 1)
+        await run(40)
+        assert ctx.get(dut.busy)
+        if to_device:
+            assert ram.w_beats or ram.b_queue, "no write burst in flight"
+        else:
+            assert ram.reads, "no read burst in flight"
+        await run(3, reset=True)
+        assert not ctx.get(dut.busy)
+        assert not any(ctx.get(ram.s(f"{ch}valid")) for ch in ("ar", "aw", "w"))
+        n_ar, n_aw = len(ram.ar), len(ram.aw)
+        words = 100
+        image = bytes(rng.getrandbits(8) for _ in range(words * Db))
+        ram.load(0x5000, image)
+        cycle, _, _, err = await copy(ctx, dut, ram, cycle, dev_addr=0x5000, mem_addr=0,
+                                      words=words, to_device=0)
+        assert not err
+        assert b"".join(ctx.get(dut.mem.data[i]).to_bytes(Db, "little")
+                        for i in range(words)) == image
+        cycle, _, _, err = await copy(ctx, dut, ram, cycle, dev_addr=0x9000, mem_addr=0,
+                                      words=words, to_device=1)
+        assert not err and ram.dump(0x9000, len(image)) == image
+        beats = words * D // W
+        assert [(a, n) for _, a, n in ram.ar[n_ar:]] == \
+            AxiDma.bursts(0x5000, beats, data_width=W, max_burst=16)
+        assert [(a, n) for _, a, n in ram.aw[n_aw:]] == \
+            AxiDma.bursts(0x9000, beats, data_width=W, max_burst=16)
+
+    simulate(params, tb, reset=True)
