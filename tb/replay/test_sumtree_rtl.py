@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 
 OPS_PER_CONFIG = 25000
 
@@ -120,6 +121,7 @@ class TreeTB:
         done = self.cycle
         await FallingEdge(dut.clk)
         self.cycle += 1
+        blocks.tree_run(self.cfg, cmds, cin)
         return out, np.array(cin), np.array(cout), done
 
     def snapshot(self):
@@ -195,6 +197,11 @@ if cocotb is not None:
                 skip = 2 if name.startswith("reset") else 0
                 assert (np.diff(cin[skip:]) == 1).all(), f"{name}: a command waited"
             dut._log.info("%s: %d operations match", name, len(cmds))
+        # RESET back to back after and before each kind (the second waits for the sweep)
+        for c in [reset()] + random_ops(cfg, rng, 48, p_invalid=0):
+            got, _, _, _ = await tb.run([c, reset(), c])
+            _compare(got, ref.run([c, reset(), c]), f"{c} around RESET")
+            assert tb.snapshot() == {"flags": ref.flags, "status": ref.status}, c
         got, _, _, _ = await tb.run(dump(cfg))
         check_tree_dump(cfg, got, ref)
         dut._log.info("tree of %d words read back, invariant holds", len(got))
