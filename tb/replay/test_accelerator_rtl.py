@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 from sw.replay import spec as replay_spec
 
 CONFIGS = {
@@ -158,6 +159,8 @@ class Host:
         await self.wr("CTRL", 1)
         if wait:
             await self.wait_done()
+        blocks.replay_run(self.cfg, code, batch, update_size, prng=prng, relaxed=relaxed,
+                          indices=self.bufs.get("IDX_IN"))
         return self.model.run(code, batch, update_size, prng=prng, relaxed=relaxed,
                               seed=seed, buffers=self.bufs)
 
@@ -217,7 +220,8 @@ if cocotb is not None:
     @cocotb.test()
     async def random_runs(dut):
         """Every operation, random sizes, inserts wrapping, interleaved updates and samples
-        (strict and relaxed, host and PRNG targets): outputs, flags and cycles exact."""
+        (strict and relaxed, host and PRNG targets), update batches repeating each leaf back to
+        back, B = U = 1: outputs, flags and cycles exact."""
         from sw.replay.spec import ReplayOp as Op
 
         host = Host(dut)
@@ -264,6 +268,14 @@ if cocotb is not None:
                   "read": Op.READ, "insert_max": Op.INSERT_MAX}[kind]
             exp = await host.run(op, n, u, prng=prng, relaxed=kind == "fused_relaxed")
             await host.check(exp, f"step {step} {kind} B={n} U={u}")
+        # Update batches with every leaf twice back to back (the last write wins); B = U = 1.
+        await host.load("IDX_IN", np.repeat(rng.integers(0, cfg.capacity, B), 2)[:B])
+        await host.load("PRIO_IN", _prios(cfg, rng, B))
+        await host.check(await host.run(Op.UPDATE, B), "update, leaves repeated")
+        await host.load("TARGET_IN", rng.integers(0, 1 << cfg.target_bits, B))
+        for n, u, relaxed in ((B, B, True), (1, 1, False)):
+            exp = await host.run(Op.UPDATE_SAMPLE, n, u, relaxed=relaxed)
+            await host.check(exp, f"fused B={n} U={u}, leaves repeated")
         # RESET: empty again, maximum back to 1.0, the PRNG keeps its state.
         await host.check(await host.run(Op.RESET), "reset")
         await host.check(await host.run(Op.SAMPLE, 2, prng=True), "empty after reset")
