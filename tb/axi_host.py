@@ -7,7 +7,10 @@ port, either a slave ``s_axi_mem`` (the host writes and reads the core's memory)
 reset, puts a cocotbext-axi ``AxiLiteMaster`` on the control port and an ``AxiMaster`` (slave
 port) or an ``AxiRam`` (master port) on the memory port, and offers register access by name and
 the start / wait-for-interrupt handshake. Tests subclass it with their block's loading and
-checking code.
+checking code. With ``RLK_COVERAGE=1`` it also samples the AXI ports into the functional
+coverage points (:func:`fcov.cocotb_monitor.start_axi_monitor`): ``s_axi_control`` as ``lite``,
+``s_axi_mem`` as ``mm_slave``, and a master port as ``dma`` where it is the window shell's
+:class:`~rtl_gen.shell.dma.AxiDma` (a register map with ``DMA_CTRL``).
 """
 
 __all__ = ["AxiHost", "CLOCK_NS", "hold_in_reset"]
@@ -53,6 +56,7 @@ class AxiHost:
         from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiMaster, AxiRam
 
         from cocotb_util import start_trace
+        from fcov.cocotb_monitor import start_axi_monitor
 
         dut = self.dut
         hold_in_reset(dut)
@@ -72,7 +76,21 @@ class AxiHost:
             sides += [self.ram.write_if, self.ram.read_if]
         for side in sides:
             side.log.setLevel(logging.WARNING)
+        start_axi_monitor(dut, dut.ap_clk, dut.ap_rst_n, self.coverage_ports(),
+                          reset_active_low=True)
         await self.reset()
+
+    def coverage_ports(self):
+        """The AXI ports sampled for functional coverage: port prefix -> role
+        (:data:`fcov.axi.ROLES`). A master port counts as ``dma`` only where it is the window
+        shell's DMA engine (its register map has ``DMA_CTRL``); another master (the trainer's
+        record gather) has no role and is not sampled."""
+        ports = {"s_axi_control": "lite"}
+        if self._mem_port == "s_axi_mem":
+            ports["s_axi_mem"] = "mm_slave"
+        elif self._mem_port is not None and any(r.name == "DMA_CTRL" for r in self.regs):
+            ports[self._mem_port] = "dma"
+        return ports
 
     async def reset(self):
         """``ap_rst_n`` low for 3 cycles, then 2 cycles to settle."""
