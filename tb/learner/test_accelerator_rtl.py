@@ -15,6 +15,7 @@ import pytest
 
 from axi_host import AxiHost
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 
 def _shipped(module):
     from sw.registry import SHIPPED
@@ -73,7 +74,17 @@ class Host(AxiHost):
         from sw.learner.spec import learner_register_map
 
         self.cfg = LearnerConfig.from_dict(load_manifest()["config"])
+        self.written, self.run_steps, self.run_syncs = {}, 0, 0
         super().__init__(dut, learner_register_map(self.cfg))
+
+    async def wr(self, reg, value):
+        self.written[reg] = int(value)
+        await super().wr(reg, value)
+
+    def end_run(self):
+        """The steps since the last call were a run on the weights kept on chip (coverage)."""
+        blocks.learner_run(self.run_steps, self.run_syncs)
+        self.run_steps = self.run_syncs = 0
 
     async def load(self, images):
         from sw.learner.layout import region_base
@@ -96,6 +107,12 @@ class Host(AxiHost):
         status = await self.status()
         status["LOSS"] = await self.rd("LOSS_LO") | await self.rd("LOSS_HI") << 32
         status["CYCLES"] = await self.rd("CYCLES")
+        dqn = self.cfg.loss == "dqn"
+        blocks.learner_step(case.batch, self.cfg.sub_batch, self.cfg.max_batch,
+                            sync_period=self.written.get("SYNC_PERIOD", 0) if dqn else None,
+                            sync_target=self.written.get("SYNC_TARGET", 0))
+        self.run_steps += 1
+        self.run_syncs += int(status.get("TARGET_SYNCED", 0))
         return status
 
 
@@ -131,8 +148,9 @@ except ImportError:  # pragma: no cover
 if cocotb is not None:
     @cocotb.test()
     async def cartpole_steps_bit_exact(dut):
-        """B = 32, 64 and 256 (those up to max_batch), B = 64 with random per-sample loss
-        weights: every result region bit-exact, flags, loss, cycles."""
+        """B = 1, 5, 8, 13, 32, 64 and 256 (those up to max_batch; partial and whole
+        sub-batches), B = 64 with random per-sample loss weights: every result region
+        bit-exact, flags, loss, cycles."""
         from learner_cases import golden, input_images, random_case
         from sw.learner.layout import regions
 
@@ -142,7 +160,7 @@ if cocotb is not None:
         rng = np.random.default_rng(cocotb.RANDOM_SEED)
         results = [r.name for r in regions(cfg) if not r.host_write] + \
             [f"w{l}" for l in range(cfg.n_layers)]
-        for B in (b for b in (32, 64, 256) if b <= cfg.max_batch):
+        for B in (b for b in (1, 5, 8, 13, 32, 64, 256) if b <= cfg.max_batch):
             case = random_case(cfg, B, rng, lr=0.01, weighted=B == 64)
             step = golden(cfg, case)
             assert not step.any_overflow
@@ -173,15 +191,17 @@ if cocotb is not None:
             check_status(cfg, case, status, step)
             losses.append(step.loss)
             weights = step.weights
+        host.end_run()
         await check_regions(host, case, step, [f"w{l}" for l in range(cfg.n_layers)])
         dut._log.info("losses over 5 steps: %s", ", ".join(f"{x:.4f}" for x in losses))
         assert all(b < a for a, b in zip(losses, losses[1:])), losses
 
     @cocotb.test()
     async def target_sync_through_registers(dut):
-        """SYNC_PERIOD = 2 and a forced SYNC_TARGET over four steps of B = 16: STATUS.
-        TARGET_SYNCED, SYNC_COUNT and the target weights tw<l> follow
-        :class:`sw.learner.mlp.TargetSync`; every step bit-exact, cycles as without a sync."""
+        """SYNC_PERIOD = 2 and a forced SYNC_TARGET over four steps of B = 16, then
+        SYNC_PERIOD = 1 over two: STATUS.TARGET_SYNCED, SYNC_COUNT and the target weights tw<l>
+        follow :class:`sw.learner.mlp.TargetSync`; every step bit-exact, cycles as without a
+        sync."""
         from learner_cases import golden, input_images, random_case
         from sw.learner.mlp import TargetSync
 
@@ -210,6 +230,20 @@ if cocotb is not None:
             seen.append(due)
             w, tw = step.weights, step.next_target_weights
         assert seen == [True, False, True, False], seen
+        host.end_run()
+        # SYNC_PERIOD = 1: every step syncs.
+        await host.wr("SYNC_PERIOD", 1)
+        rule.period = 1
+        for i in range(2):
+            due = rule.step()
+            step = golden(cfg, case, w, target_weights=tw, sync=due)
+            status = await host.step(case)
+            check_status(cfg, case, status, step)
+            assert due and status["TARGET_SYNCED"] == 1, (i, status)
+            assert await host.rd("SYNC_COUNT") == rule.count
+            await check_regions(host, case, step, [f"tw{l}" for l in range(L)])
+            w, tw = step.weights, step.next_target_weights
+        host.end_run()
 
     @cocotb.test()
     async def bad_batch_size_and_refused_start(dut):
@@ -222,6 +256,7 @@ if cocotb is not None:
         await host.start()
         cfg = host.cfg
         for bad in (0, cfg.max_batch + 1):
+            blocks.learner_step(bad, cfg.sub_batch, cfg.max_batch)
             await host.wr("BATCH_SIZE", bad)
             await host.wr("CTRL", 1)
             await ClockCycles(dut.ap_clk, 10)

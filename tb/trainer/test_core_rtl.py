@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from cocotb_util import load_manifest, run_component
+from fcov import blocks
 from rtl_gen.trainer.core import TrainerCore as RtlCore
 from sw.trainer.golden import TrainerCore
 from sw.trainer.spec import TrainerCmd, TrainerConfig
@@ -121,8 +122,15 @@ if cocotb is not None:
                 raise AssertionError(f"launch {i} did not end")
             await RisingEdge(dut.clk)
             await ReadOnly()
+            count = 0 if a.cmd & TrainerCmd.CLEAR else gold.sync.count
             want = golden_launch(gold, launch, history, read_latency=AXIRAM_READ_LATENCY,
                                  write_latency=AXIRAM_WRITE_LATENCY)
+            if a.steps and want["error"] in (0, 1):          # (1: the batch size)
+                blocks.learner_step(a.batch, config.learner.sub_batch, config.max_batch,
+                                    sync_period=a.sync_period)
+            if not want["error"]:
+                blocks.learner_run(want["steps_done"], sync_period=a.sync_period,
+                                   sync_count=count)
             got = {"error": int(dut.ctrl__error.value), "cycles": int(dut.ctrl__cycles.value),
                    "stopped": bool(int(dut.status__status_stopped.value))}
             for n in ("steps_done", "consumed", "steps_total", "sampled", "snapshot_seq",
