@@ -144,3 +144,34 @@ def test_observing_wraps_and_restores():
     with blocks.observing(Device, "start", lambda self, n: calls.append(-n)):
         assert Device().start(1) == 2 and calls == [2, -1]
     assert "start" not in vars(Device)
+
+
+def test_driver_hooks_sample_the_golden_sessions(monkeypatch):
+    """The hooks the driver RTL tests install take the drivers' arguments (here on the golden
+    devices of the same sessions)."""
+    from gae_cases import FULL
+    from gae_session import session as gae_session
+    from learner_session import SIM_CONFIG, session as learner_session
+    from replay_session import RTL, session as replay_session
+    from sw.driver import GoldenDevice, LearnerGoldenDevice
+    from sw.gae.driver import GaeDriver
+    from sw.gae.spec import GaeCoreConfig
+    from sw.learner.driver import LearnerDriver
+    from sw.learner.spec import LearnerConfig
+    from sw.replay.device import ReplayGoldenDevice
+    from sw.replay.driver import ReplayDriver
+    from sw.replay.spec import SumTreeConfig
+
+    rec = Recorder(monkeypatch)
+    with blocks.observing(ReplayDriver, "_run", blocks.replay_driver_run):
+        replay_session(ReplayGoldenDevice(SumTreeConfig.from_dict(RTL)))
+    assert set(rec.hits("replay.accel.op")) >= set(blocks.REPLAY_OPS)
+    assert {"ok", "batch_size"} <= set(rec.hits("replay.accel.error"))
+    with blocks.observing(LearnerDriver, "_write_and_start", blocks.learner_driver_start):
+        learner_session(LearnerGoldenDevice(LearnerConfig.from_dict(SIM_CONFIG)))
+    assert {"1", "not a multiple", "max_batch", "0 (refused)"} <= set(rec.hits("learner.batch"))
+    assert "forced (SYNC_TARGET)" in rec.hits("learner.sync_period")
+    cfg = GaeCoreConfig.from_dict(FULL)
+    with blocks.observing(GaeDriver, "_run", blocks.gae_driver_run):
+        gae_session(GoldenDevice(cfg), cfg)
+    assert {"below n_pe", "not a multiple"} <= set(rec.hits("gae.trajectories"))
