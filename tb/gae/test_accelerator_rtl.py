@@ -11,6 +11,7 @@ import pytest
 
 from axi_host import AxiHost
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 from sw.gae import spec as gae_spec
 
 CONFIGS = {
@@ -114,6 +115,7 @@ async def check_run(host, codes, args, *, expect_cycles=True):
     cycles = await host.rd("CYCLES")
     if expect_cycles:
         assert cycles + 1 == gae_spec.run_cycles(cfg, T, M), (cycles, T, M)
+    blocks.gae_run(cfg, args, codes["dones"])
     return exp, cycles
 
 
@@ -188,12 +190,16 @@ if cocotb is not None:
 
     @cocotb.test()
     async def odd_shapes(dut):
-        """3 x 17, 1 x 1, trajectories not a multiple of the PEs; a second run in place."""
+        """3 x 17, 1 x 1, trajectories not a multiple of the PEs and as many as the PEs; a
+        second run in place; the memory filled by one trajectory (T above the capacity) and by
+        one step of many (N above max_trajectories)."""
         host = Host(dut)
         await host.start()
         cfg = host.cfg
         rng = np.random.default_rng(cocotb.RANDOM_SEED + 1)
-        for M, T in ((3, 17), (1, 1), (cfg.n_pe + 3, 5), (2 * cfg.n_pe - 1, 2)):
+        many = min(gae_spec.MAX_RUN_TRAJECTORIES, cfg.n_pe * (cfg.depth // 2))
+        for M, T in ((3, 17), (1, 1), (cfg.n_pe + 3, 5), (2 * cfg.n_pe - 1, 2), (cfg.n_pe, 3),
+                     (1, cfg.depth - 1), (many, 1)):
             if (T + 1) * -(-M // cfg.n_pe) > cfg.depth:
                 continue
             codes = random_codes(cfg, T, M, rng, p_done=0.2)
@@ -303,6 +309,7 @@ if cocotb is not None:
                        args, cfg)
         adv, rtg = await host.results(T, M)
         assert (adv == exp["adv"]).all() and (rtg == exp["rtg"]).all()
+        blocks.gae_run(cfg, args, codes["dones"])
         # The next proper start clears the flag.
         await check_run(host, random_codes(cfg, 3, 2, rng), random_args(cfg, 3, 2))
         assert (await host.status())["START_REFUSED"] == 0
