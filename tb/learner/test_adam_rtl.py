@@ -11,6 +11,7 @@ import pytest
 
 from adam_session import ADAM_SIM_CONFIG, SEED, adam_session, compare
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 
 
 #: The session's learner, and the same with two pipelines (WU first adds their gradient
@@ -66,5 +67,7 @@ if cocotb is not None:
         rtl = await sim.call(adam_session, sim, cfg.to_dict())
         gold = adam_session(LearnerGoldenDevice(cfg), cfg.to_dict())
         compare(rtl, gold)
+        for s in rtl["steps"]:                     # the batches the session started
+            blocks.learner_step(s["B"], cfg.sub_batch, cfg.max_batch)
         dut._log.info("Adam session identical on RTL and golden model; cycles %s",
                       [s["cycles"] for s in rtl["steps"]])

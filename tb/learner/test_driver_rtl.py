@@ -10,6 +10,7 @@ must be identical.
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 from learner_session import SEED, SIM_CONFIG, compare, session
 
 
@@ -29,11 +30,13 @@ if cocotb is not None:
         """session() through SimDevice == session() on LearnerGoldenDevice."""
         from sw.learner.spec import LearnerConfig
         from sw.driver import LearnerGoldenDevice, SimDevice
+        from sw.learner.driver import LearnerDriver
 
         cfg = LearnerConfig.from_dict(load_manifest()["config"])
         sim = SimDevice(dut)
         await sim.start()
-        rtl = await sim.call(session, sim)
+        with blocks.observing(LearnerDriver, "_write_and_start", blocks.learner_driver_start):
+            rtl = await sim.call(session, sim)
         gold = session(LearnerGoldenDevice(cfg))
         compare(rtl, gold)
         dut._log.info("learner driver session identical on RTL and golden model; cycles %s, "

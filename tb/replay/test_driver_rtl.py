@@ -10,6 +10,7 @@ priorities, warnings, errors, STATUS, CYCLES, RESPONSE_CYCLES) must be identical
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 from replay_session import RTL, same, session
 
 
@@ -30,11 +31,13 @@ if cocotb is not None:
         from sw.replay.spec import SumTreeConfig
         from sw.driver import SimDevice
         from sw.replay.device import ReplayGoldenDevice
+        from sw.replay.driver import ReplayDriver
 
         cfg = SumTreeConfig.from_dict(load_manifest()["config"])
         sim = SimDevice(dut)
         await sim.start()
-        rtl = await sim.call(session, sim)
+        with blocks.observing(ReplayDriver, "_run", blocks.replay_driver_run):
+            rtl = await sim.call(session, sim)
         gold = session(ReplayGoldenDevice(cfg))
         same(rtl, gold)
         n = sum(1 for e in rtl if isinstance(e, tuple) and isinstance(e[1][0], str))
