@@ -35,10 +35,12 @@ if cocotb is not None:
     async def xrt_device_runs_the_gae_driver(dut):
         """session() through XrtDevice (fake pyxrt on the RTL) == on GoldenDevice."""
         from cocotb_util import load_manifest
+        from fcov import blocks
         from gae_session import compare, session
         from rtl_gen.gae.kernel import GaeKernel
         from sw.driver import GoldenDevice
         from sw.driver.xrt_device import XRT_KERNEL_NAME
+        from sw.gae.driver import GaeDriver
         from sw.gae.spec import GaeKernelConfig
         from sw.shell.spec import copy_cycles
         from window_host import AXI_RAM_LATENCY, WindowHost
@@ -57,7 +59,8 @@ if cocotb is not None:
             cards.append(card)
             return session(card, kcfg.accel)
 
-        rtl, pyxrt = await xrt_session(host, run, kernel=kernel, max_sleep=1e-6)
+        with blocks.observing(GaeDriver, "_run", blocks.gae_driver_run):
+            rtl, pyxrt = await xrt_session(host, run, kernel=kernel, max_sleep=1e-6)
         gold = session(GoldenDevice(kcfg.accel), kcfg.accel)
         compare(rtl, gold)
         card = cards[0]

@@ -12,6 +12,7 @@ refused step, polling and a start during a step -- runs through
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 from learner_session import SEED, SIM_CONFIG, compare, session
 
 RTL = dict(SIM_CONFIG, gmem_data_width=64, max_burst=16)
@@ -35,13 +36,15 @@ if cocotb is not None:
         from rtl_gen.learner.kernel import LearnerKernel
         from sw.learner.spec import LearnerKernelConfig
         from sw.driver import LearnerGoldenDevice
+        from sw.learner.driver import LearnerDriver
         from xrt_fake import xrt_session
 
         kcfg = LearnerKernelConfig.from_dict(load_manifest()["config"])
         host = AxiHost(dut, LearnerKernel(kcfg).regmap, mem="m_axi_gmem")
         await host.start()
-        rtl, pyxrt = await xrt_session(host, lambda make: session(make()),
-                                       kernel="learner_kernel", max_sleep=1e-6)
+        with blocks.observing(LearnerDriver, "_write_and_start", blocks.learner_driver_start):
+            rtl, pyxrt = await xrt_session(host, lambda make: session(make()),
+                                           kernel="learner_kernel", max_sleep=1e-6)
         assert ("ip", "learner_kernel:{learner_kernel_1}") in pyxrt.log
         gold = session(LearnerGoldenDevice(kcfg.accel))
         compare(rtl, gold)

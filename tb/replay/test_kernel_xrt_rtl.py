@@ -13,6 +13,7 @@ equal the same session on :class:`~sw.replay.device.ReplayGoldenDevice` bit for 
 import pytest
 
 from cocotb_util import load_manifest, run_block
+from fcov import blocks
 from replay_session import same, session
 
 RTL = dict(fanout=4, capacity=1000, priority_width=24, priority_frac=12, input_guard_bits=4,
@@ -44,6 +45,7 @@ if cocotb is not None:
         from axi_host import AxiHost
         from rtl_gen.replay.kernel import ReplayKernel
         from sw.replay.device import ReplayGoldenDevice
+        from sw.replay.driver import ReplayDriver
         from sw.replay.spec import ReplayKernelConfig
         from xrt_fake import xrt_session
 
@@ -58,7 +60,8 @@ if cocotb is not None:
             copies.append(card.memory.last_copy_cycles)
             return log
 
-        rtl, pyxrt = await xrt_session(host, run, kernel="replay_kernel", max_sleep=1e-6)
+        with blocks.observing(ReplayDriver, "_run", blocks.replay_driver_run):
+            rtl, pyxrt = await xrt_session(host, run, kernel="replay_kernel", max_sleep=1e-6)
         assert ("ip", "replay_kernel:{replay_kernel_1}") in pyxrt.log
         gold = session(ReplayGoldenDevice(kcfg.accel))
         same(rtl, gold)
