@@ -19,6 +19,7 @@ Verilator, tb/gae/test_kernel_rtl.py): ``wr``/``rd``/``fields``/``status``, ``co
 
 import numpy as np
 
+from fcov import blocks as fcov_blocks
 from gae_cases import random_args, random_codes
 from sw.gae.spec import copy_plan, run_cycles
 from sw.registry import shipped
@@ -225,6 +226,7 @@ async def gae_batch(host, cfg, codes, args, *, latency=None) -> dict:
     after = host.dump(host.ptr, window)
     adv, rtg = results_of(cfg, lambda off, n: after[off:off + n], T, M)
     assert_results(exp, adv, rtg)
+    fcov_blocks.gae_run(cfg.accel, args, codes["dones"])
     last = 0
     for lo, hi in sorted((off, off + n) for _, off, n in plan["out"]) + [(window, window)]:
         assert after[last:lo] == before[last:lo], f"a buffer byte in {last:#x}..{lo:#x} changed"
