@@ -34,6 +34,11 @@ CASES = {
                                 "results": "full", "axi_data_width": 64,
                                 "pe": {"k": 2, "mode": "interleaved"}},
                   "gae/test_accelerator_rtl.py", "odd_shapes,registers,reset_mid_run_recovers"),
+    # the same build, the shapes that fill the memory: an expected failure (below)
+    "gae-accel-capacity": ("gae-accel", {"n_pe": 5, "max_trajectories": 20, "capacity": 40,
+                                         "results": "full", "axi_data_width": 64,
+                                         "pe": {"k": 2, "mode": "interleaved"}},
+                           "gae/test_accelerator_rtl.py", "capacity_shapes"),
     "replay-accel": ("replay-accel", {"fanout": 2, "capacity": 700, "priority_width": 20,
                                       "priority_frac": 8, "input_guard_bits": 4,
                                       "target_bits": 24, "max_batch": 96},
@@ -97,7 +102,17 @@ def _run(name, simulator, trace: Path, monkeypatch):
     return trace.read_text().splitlines()
 
 
-@pytest.mark.parametrize("name", list(CASES))
+#: Cases Icarus does not pass yet, with what it shows: strict, so a fix makes them fail here.
+KNOWN_DIFFERENCES = {
+    "gae-accel-capacity": "a read of the results returns X (4-state) under Icarus in the runs "
+                          "that fill the memory; Verilator reads the golden values; not yet "
+                          "diagnosed",
+}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[pytest.mark.xfail(reason=KNOWN_DIFFERENCES[n], strict=True)]
+                 if n in KNOWN_DIFFERENCES else []) for n in CASES])
 def test_icarus_matches_verilator(name, tmp_path, monkeypatch):
     if shutil.which("iverilog") is None:
         pytest.fail("iverilog not found: `make` installs it (Debian package iverilog)")
