@@ -21,6 +21,10 @@ import random
 import re
 from pathlib import Path
 
+# One switch for code and functional coverage: ``RLK_COVERAGE`` (fcov.COVERAGE_ENV).
+from fcov import COVERAGE_ENV  # noqa: F401  (re-exported)
+from fcov import enabled as coverage_enabled
+
 ROOT = Path(__file__).resolve().parent.parent
 WAIVERS = ROOT / "scripts" / "verilator_waivers.vlt"
 MANIFEST_ENV = "RLK_MANIFEST"
@@ -41,7 +45,6 @@ TRACE_ENV = "RLK_TRACE"
 #: builds of ``build/sim/``) and each Verilator run writes its counts to a file of its own,
 #: ``build/coverage/dat/<build dir name>/<test module>-<pid>-<n>.dat``, which
 #: ``scripts/rtl_coverage.py`` merges (``make coverage``, docs/testing.md).
-COVERAGE_ENV = "RLK_COVERAGE"
 COVERAGE_DAT = ROOT / "build" / "coverage" / "dat"
 
 
@@ -66,10 +69,6 @@ def _build_icarus(runner, source: Path, module: str, build_dir: Path) -> Path:
     runner.build(sources=[source], hdl_toplevel=module, build_dir=build_dir,
                  build_args=["-g2012"], timescale=("1ns", "1ps"))
     return build_dir
-
-
-def coverage_enabled() -> bool:
-    return os.environ.get(COVERAGE_ENV, "") not in ("", "0")
 
 
 def _coverage_plusargs(build_dir, test_module: str) -> list:
