@@ -327,7 +327,6 @@ class TrainerReplay(wiring.Component):
         r.beta = Signal(cfg.coef_frac + 1, name="beta")
         r.alpha = Signal(cfg.coef_frac + 1, name="alpha")
         r.eps = Signal(cfg.eps_format.width, name="eps")
-        r.read_n = Signal.like(p.count, name="read_n")
         with m.If(cmd.valid & cmd.ready):
             m.d.sync += r.word.eq(p.word)
             with m.Switch(p.op):
@@ -345,7 +344,7 @@ class TrainerReplay(wiring.Component):
                 with m.Case(ReplayCmd.TD):
                     m.d.sync += [r.state.eq(_S.T_WAIT), r.alpha.eq(p.coef), r.eps.eq(p.eps)]
                 with m.Case(ReplayCmd.READ):
-                    m.d.sync += [r.state.eq(_S.R_RUN), r.read_n.eq(p.count)]
+                    m.d.sync += r.state.eq(_S.R_RUN)
                 with m.Default():
                     m.d.sync += self.done.eq(1)
 
@@ -378,8 +377,12 @@ class TrainerReplay(wiring.Component):
         k = Signal(range(W + 1), name="k")
         k_last = Signal(range(W + 1), name="k_last")        # k - 1 (k > 0 where read)
         k_zero = Signal(name="k_zero")
-        i = Signal(range(W + 1), name="i")
-        i_last = Signal(name="i_last")                      # i == k_last, registered
+        k_one = Signal(name="k_one")                        # k == 1
+        # the inserts (then the evictions) left after this one: a down-counter, so that
+        # ``i_last`` is a compare of a register with a constant, not an increment and a
+        # compare with k - 1
+        left = Signal(range(W + 1), name="ins_left")
+        i_last = Signal(name="i_last")                      # left == 0, registered
         pop = Signal(name="pop")
         wb_n = Signal(range(cfg.max_batch + 1), name="wb_n")
         j = Signal(range(cfg.max_batch + 1), name="wb_j")
@@ -433,10 +436,11 @@ class TrainerReplay(wiring.Component):
                     lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
                     ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
                     wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
-                    i.eq(0), j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
+                    j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
                 ]
             with m.Case(_S.B_WAIT):
                 m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(k_next == 0),
+                             k_one.eq(k_next == 1), left.eq(k_next - 1),
                              i_last.eq(k_next == 1)]
                 with m.If(ahead > W):
                     m.d.sync += self.overrun.eq(1)
@@ -461,13 +465,13 @@ class TrainerReplay(wiring.Component):
             with m.Case(_S.B_INS):
                 with m.If(r.tc_free):
                     self._load(m, r, SumTreeOp.UPDATE, index=ins, priority=ins_val)
-                    m.d.sync += [ins.eq(inc(ins)), i.eq(i + 1), i_last.eq(i + 1 == k_last)]
+                    m.d.sync += [ins.eq(inc(ins)), left.eq(left - 1), i_last.eq(left == 1)]
                     with m.If(i_last):
-                        m.d.sync += [state.eq(_S.B_EVICT), i.eq(0), i_last.eq(k_last == 0)]
+                        m.d.sync += [state.eq(_S.B_EVICT), left.eq(k_last), i_last.eq(k_one)]
             with m.Case(_S.B_EVICT):
                 with m.If(r.tc_free):
                     self._load(m, r, SumTreeOp.UPDATE, index=ev, priority=0)
-                    m.d.sync += [ev.eq(inc(ev)), i.eq(i + 1), i_last.eq(i + 1 == k_last)]
+                    m.d.sync += [ev.eq(inc(ev)), left.eq(left - 1), i_last.eq(left == 1)]
                     with m.If(i_last):
                         m.d.sync += state.eq(_S.B_SETTLE)
             with m.Case(_S.B_SETTLE):
@@ -534,21 +538,29 @@ class TrainerReplay(wiring.Component):
     def _read(self, m, r):
         """READ (debug): ``count`` leaves from slot ``word`` on, wrapping, to ``sample``."""
         cap, iw, tree = self._config.capacity, self._config.tree.index_width, self.tree
+        p = self.cmd.payload
         slot = Signal(range(cap), name="read_slot")
-        issued = Signal.like(r.read_n, name="read_issued")
-        got = Signal.like(r.read_n, name="read_got")
+        # down-counters with their end tests registered (no compare of two counters)
+        to_issue = Signal.like(p.count, name="read_to_issue")
+        to_get = Signal.like(p.count, name="read_to_get")
+        issuing = Signal(name="read_issuing")               # to_issue != 0
+        get_one = Signal(name="read_get_one")               # to_get == 1
+        none = Signal(name="read_none")                     # count == 0
         rsp = tree.rsp
+        took = rsp.valid & rsp.ready
         with m.If(r.state != _S.R_RUN):
-            m.d.sync += [slot.eq(self.cmd.payload.word[:iw]), issued.eq(0), got.eq(0)]
+            m.d.sync += [slot.eq(p.word[:iw]), to_issue.eq(p.count), to_get.eq(p.count),
+                         issuing.eq(p.count != 0), get_one.eq(p.count == 1),
+                         none.eq(p.count == 0)]
         with m.If(r.state == _S.R_RUN):
             m.d.comb += [self.sample.valid.eq(rsp.valid), rsp.ready.eq(self.sample.ready)]
-            with m.If(r.tc_free & (issued != r.read_n)):
+            with m.If(r.tc_free & issuing):
                 self._load(m, r, SumTreeOp.READ, index=slot)
                 m.d.sync += [slot.eq(Mux(slot == cap - 1, 0, slot + 1)),
-                             issued.eq(issued + 1)]
-            with m.If(rsp.valid & rsp.ready):
-                m.d.sync += got.eq(got + 1)
-            with m.If((r.read_n == 0) | (rsp.valid & rsp.ready & (got == r.read_n - 1))):
+                             to_issue.eq(to_issue - 1), issuing.eq(to_issue != 1)]
+            with m.If(took):
+                m.d.sync += [to_get.eq(to_get - 1), get_one.eq(to_get == 2)]
+            with m.If(none | (took & get_one)):
                 self._finish(m, r)
 
     def _td(self, m, r):
