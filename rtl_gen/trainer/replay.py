@@ -410,13 +410,15 @@ class TrainerReplay(wiring.Component):
         prio = Signal.like(prio_rd.data, name="wb_prio")
         rv2 = Signal(name="wb_valid2")
         ge_lo, lt_hi = Signal(name="wb_ge_lo"), Signal(name="wb_lt_hi")
+        sat = Signal(pw, name="wb_sat")       # the priority saturated to the leaf format
         with m.If(r.tc_free):
             m.d.sync += [slot.eq(slot_rd.data), prio.eq(prio_rd.data), rv2.eq(rv),
-                         ge_lo.eq(slot_rd.data >= lo), lt_hi.eq(slot_rd.data < hi)]
+                         ge_lo.eq(slot_rd.data >= lo), lt_hi.eq(slot_rd.data < hi),
+                         sat.eq(Mux(prio_rd.data[pw:].any(), (1 << pw) - 1,
+                                    prio_rd.data[:pw]))]
         inside = Mux(wrap, ge_lo | lt_hi, ge_lo & lt_hi)
-        sat = Mux(prio[pw:].any(), (1 << pw) - 1, prio[:pw])
         k_next = Mux(ahead > W, W, ahead)
-        after_wb = Mux(k_next == 0, _S.B_SETTLE, _S.B_INS)
+        after_wb = Mux(ahead == 0, _S.B_SETTLE, _S.B_INS)        # k_next == 0
         mx = tree.max_priority
         ins_val = Mux(mx > wb_max, mx, wb_max)
         end = Signal(COUNT_BITS + 1, name="consumed_next")
@@ -439,9 +441,11 @@ class TrainerReplay(wiring.Component):
                     j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
                 ]
             with m.Case(_S.B_WAIT):
-                m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(k_next == 0),
-                             k_one.eq(k_next == 1), left.eq(k_next - 1),
-                             i_last.eq(k_next == 1)]
+                # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare
+                # with W, not after it
+                one = (ahead != 0) if W == 1 else (ahead == 1)
+                m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(ahead == 0),
+                             k_one.eq(one), left.eq(k_next - 1), i_last.eq(one)]
                 with m.If(ahead > W):
                     m.d.sync += self.overrun.eq(1)
                 with m.If(pop & r.td_active & (r.td_slot == r.head)):
