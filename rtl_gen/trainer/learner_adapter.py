@@ -164,10 +164,21 @@ class LearnerAdapter(wiring.Component):
                 with m.If(~pk.more & ~pk.have & ~pk.wt_open):
                     m.next = "SAMPLES"
             self._samples_state(m, hp, cmd, mem, smp)
-            self._run_states(m)
+            self._run_states(m, rb)
             with m.State("READ"):
-                self._issue(m, hp, cmd, mem, rb)
-                self._td_output(m, cmd, mem, rb)
+                for port in mem.rd0:
+                    m.d.comb += port.addr.eq(rb.ib)
+                # the action registered from sample ib's row at least one cycle before its
+                # Q[a] read
+                m.d.sync += rb.act_cur.eq(mem.rd0[0].data)
+                with m.If(self.td.valid & self.td.ready & rb.out_last):
+                    m.next = "IDLE"
+        # outside the FSM: the streams' handshakes, the read-back's issue and the TD output
+        # start at their own registers (rec_open, wt_open, rd_open, out_v and the TD count),
+        # which are high only in PACK or READ, not at a decode of the state
+        self._intake(m, cmd, mem, pk)
+        self._issue(m, hp, cmd, rb)
+        self._td_output(m, cmd, mem, rb)
         vt, val = self._readback_max(m, rb)
         self._readback_results(m, cmd, mem, rb, vt, val)
         return m
@@ -307,7 +318,7 @@ class LearnerAdapter(wiring.Component):
                              g.eq(0), i.eq(0), rb.ib.eq(0), rb.ik.eq(0), rb.rn.eq(0),
                              rb.rn_end.eq(0), rb.td_n.eq(0), rb.out_v.eq(0), pk.real.eq(1),
                              pk.more.eq(1),
-                             pk.wt_open.eq(1), rb.rd_open.eq(1), cmd.last_g.eq(b1 >> _log2(S)),
+                             pk.wt_open.eq(1), cmd.last_g.eq(b1 >> _log2(S)),
                              cmd.last_b.eq(b1), cmd.last_row.eq(b1 | (S - 1)),
                              self.learner_error.eq(0)]
                 m.next = "PACK"
@@ -347,9 +358,9 @@ class LearnerAdapter(wiring.Component):
                 with m.Else():
                     m.d.sync += i.eq(i + 1)
 
-    def _run_states(self, m):
+    def _run_states(self, m, rb):
         """States FLUSH (the last samples write leaves the host port's register), START and
-        RUN: the learner's step, its error kept."""
+        RUN: the learner's step, its error kept; the read-back's reads open with READ."""
         with m.State("FLUSH"):
             # the last samples write leaves the host port's output register
             m.next = "START"
@@ -358,12 +369,13 @@ class LearnerAdapter(wiring.Component):
             m.next = "RUN"
         with m.State("RUN"):
             with m.If(self.learner_ctrl.done):
-                m.d.sync += self.learner_error.eq(self.learner_ctrl.error)
+                m.d.sync += [self.learner_error.eq(self.learner_ctrl.error),
+                             rb.rd_open.eq(1)]
                 m.next = "READ"
 
     def _td_output(self, m, cmd, mem, rb):
-        """In state READ: the TD errors through one output register as they are written,
-        then ``done`` after the last one is taken."""
+        """The TD errors through one output register as they are written (in READ: the
+        first is written there), then ``done`` after the last one is taken."""
         td_rd, rn, rn_end, out_v = mem.td_rd, rb.rn, rb.rn_end, rb.out_v
         # the TD errors through one output register as they are written (td_mem's
         # LUT RAM read ends in a flip-flop, not in the replay side's power unit)
@@ -377,7 +389,6 @@ class LearnerAdapter(wiring.Component):
             m.d.sync += out_v.eq(0)
         with m.If(take & rb.out_last):
             m.d.comb += self.done.eq(1)
-            m.next = "IDLE"
 
     def _readback_max(self, m, rb):
         """Read-back stage V, the element out of the returned word, and the maximum over a
@@ -463,17 +474,16 @@ class LearnerAdapter(wiring.Component):
         with m.If(pv[4]):
             m.d.sync += td_n.eq(td_n + 1)
 
-    def _pack(self, m, hp, cmd, mem, pk):
-        """In state PACK: the records into the per-sample memories as they come, the IS
-        weights into theirs, and the rows of obs / next_obs, a host word per write."""
+    def _intake(self, m, cmd, mem, pk):
+        """While ``rec_open`` / ``wt_open`` (set with the command, cleared by the last
+        element, both low before PACK ends): the records into the per-sample memories as
+        they come, the IS weights into theirs."""
         lc = self._config.learner
         n_in, ab, w = lc.sizes[0], lc.action_bits, lc.numerics.width
         lb = 8 * lane_bytes(self._config)
-        row, have, cur, j, wn, last_j = pk.row, pk.have, pk.cur, pk.j, pk.wn, pk.last_j
-        load, real, more, wt_open = pk.load, pk.real, pk.more, pk.wt_open
-        wrow, rec_open = pk.wrow, pk.rec_open
-        last_b, last_row = cmd.last_b, cmd.last_row
-        rec_wr, wt_wr, obs_rd = mem.rec_wr, mem.wt_wr, mem.obs_rd
+        wn, wt_open, wrow, rec_open = pk.wn, pk.wt_open, pk.wrow, pk.rec_open
+        last_b = cmd.last_b
+        rec_wr, wt_wr = mem.rec_wr, mem.wt_wr
         # records: taken whenever they come, into the per-sample memories at wrow
         got = self.rec.valid & rec_open
         m.d.comb += self.rec.ready.eq(rec_open)
@@ -488,6 +498,21 @@ class LearnerAdapter(wiring.Component):
             rec_wr[2].data.eq(code[lb - 1]),
             rec_wr[3].data.eq(self.rec.payload[:2 * n_in * lb]),
         ]
+        take = self.weight.valid & self.weight.ready
+        m.d.comb += [self.weight.ready.eq(wt_open), wt_wr.addr.eq(wn),
+                     wt_wr.data.eq(self.weight.payload), wt_wr.en.eq(take)]
+        with m.If(take):
+            m.d.sync += [wn.eq(wn + 1), wt_open.eq(wn != last_b)]
+
+    def _pack(self, m, hp, cmd, mem, pk):
+        """In state PACK: the rows of obs / next_obs, a host word per write, each once its
+        record is in."""
+        lc = self._config.learner
+        n_in, w = lc.sizes[0], lc.numerics.width
+        lb = 8 * lane_bytes(self._config)
+        row, have, cur, j, last_j = pk.row, pk.have, pk.cur, pk.j, pk.last_j
+        load, real, more, wrow = pk.load, pk.real, pk.more, pk.wrow
+        last_b, last_row, obs_rd = cmd.last_b, cmd.last_row, mem.obs_rd
         # rows: a new one when none is being written or this is its last cycle, a record
         # row once its record is in (row < wrow)
         free = ~have | last_j
@@ -500,11 +525,6 @@ class LearnerAdapter(wiring.Component):
                          more.eq(row != last_row), cur.eq(Mux(real, obs_rd.data, 0))]
         with m.Elif(last_j):
             m.d.sync += have.eq(0)
-        take = self.weight.valid & self.weight.ready
-        m.d.comb += [self.weight.ready.eq(wt_open), wt_wr.addr.eq(wn),
-                     wt_wr.data.eq(self.weight.payload), wt_wr.en.eq(take)]
-        with m.If(take):
-            m.d.sync += [wn.eq(wn + 1), wt_open.eq(wn != last_b)]
         # the row's host words: row - 1 is the row in cur; write t < c: obs chunk t, then
         # next_obs chunk t - c (E elements from column E·k); cycles 2c .. P - 1 idle
         rb = Signal.like(row)
@@ -525,15 +545,11 @@ class LearnerAdapter(wiring.Component):
                             hp["we"].eq(((1 << (len(cols) * w // 8)) - 1) << (off >> 3)),
                             hp["wdata"].eq(elems << off)]
 
-    def _issue(self, m, hp, cmd, mem, rb):
-        """In state READ: the read-back's reads, the co words of tq[b, :] then the word of
-        Q[b, a_b], one per cycle (the action registered from sample ib's row at least one
-        cycle before its Q[a] read)."""
+    def _issue(self, m, hp, cmd, rb):
+        """While ``rd_open`` (in READ): the read-back's reads, the co words of tq[b, :] then
+        the word of Q[b, a_b], one per cycle."""
         ib, ik, rd_open, act_cur = rb.ib, rb.ik, rb.rd_open, rb.act_cur
-        last_b, rd0, tag, co = cmd.last_b, mem.rd0, rb.tags[0], rb.co
-        for port in rd0:
-            m.d.comb += port.addr.eq(ib)
-        m.d.sync += act_cur.eq(rd0[0].data)
+        last_b, tag, co = cmd.last_b, rb.tags[0], rb.co
         E = adapter_row_elements(self._config)
         aq, oq = self._element_addr("q", ib, act_cur)
         at, ot = self._element_addr("tq", ib, (ik * E)[:len(ik) + _log2(E)])
