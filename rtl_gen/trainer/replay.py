@@ -62,7 +62,7 @@ def replay_command_layout(config: TrainerConfig) -> data.StructLayout:
 
 
 class _S(enum.Enum, shape=4):
-    """States of the command sequencer."""
+    """States of the command sequencer (the bit of each in :class:`_States`)."""
     BOOT = 0
     IDLE = 1
     CLR_WAIT = 2
@@ -78,6 +78,28 @@ class _S(enum.Enum, shape=4):
     S_RUN = 12
     R_RUN = 13
     T_WAIT = 14
+
+
+class _States:
+    """The command sequencer's state, one-hot: one flip-flop per :class:`_S` state.
+
+    ``states[S]`` is the bit of S; ``go(a, b)`` leaves state a for b (the bit of a cleared,
+    b's set), written in a's context. Each bit's next value thus depends only on the
+    transitions into and out of its own state, not on a decode of the whole state."""
+
+    def __init__(self):
+        self.bits = Signal(len(_S), init=1 << _S.BOOT.value, name="state")
+
+    def __getitem__(self, state):
+        return self.bits[state.value]
+
+    def go(self, frm, to):
+        return [self.bits[frm.value].eq(0), self.bits[to.value].eq(1)]
+
+    def go_either(self, frm, cond, a, b):
+        """Leave ``frm`` for ``a`` if ``cond``, else for ``b``."""
+        return [self.bits[frm.value].eq(0), self.bits[a.value].eq(cond),
+                self.bits[b.value].eq(~cond)]
 
 
 class TrainerReplay(wiring.Component):
@@ -261,7 +283,7 @@ class TrainerReplay(wiring.Component):
         D, nmax = cfg.delay, cfg.max_batch
 
         r = SimpleNamespace()
-        r.state = Signal(_S, init=_S.BOOT)
+        r.state = _States()
         r.cmod = Signal(range(tc.capacity), name="consumed_mod")   # CONSUMED mod capacity
         # A batch's place in the queue (at least one bit: no zero-width wires at delay 0).
         r.slot_shape = range(max(D + 1, 2))
@@ -306,20 +328,20 @@ class TrainerReplay(wiring.Component):
         m.d.sync += [r.tc_valid.eq(valid), r.tc.op.eq(op), r.tc.index.eq(index),
                      r.tc.priority.eq(priority), r.tc.target.eq(target), r.tc.level.eq(0)]
 
-    def _finish(self, m, r):
-        m.d.sync += [r.state.eq(_S.IDLE), self.done.eq(1)]
+    def _finish(self, m, r, frm):
+        m.d.sync += [*r.state.go(frm, _S.IDLE), self.done.eq(1)]
 
     def _commands(self, m, r):
         """IDLE: take a command; BOOT: wait for the tree's clearing sweep after reset."""
         tree, cmd, cfg = self.tree, self.cmd, self._config
         p = cmd.payload
         m.d.comb += [
-            cmd.ready.eq(r.state == _S.IDLE),
-            self.busy.eq(r.state != _S.IDLE),
+            cmd.ready.eq(r.state[_S.IDLE]),
+            self.busy.eq(~r.state[_S.IDLE]),
         ]
-        with m.If(r.state == _S.BOOT):
+        with m.If(r.state[_S.BOOT]):
             with m.If(~tree.busy):
-                m.d.sync += r.state.eq(_S.IDLE)
+                m.d.sync += r.state.go(_S.BOOT, _S.IDLE)
         r.n_s = Signal(range(cfg.max_batch + 1), name="sample_n")
         r.bad_s = Signal(name="sample_bad")
         r.n_s_last = Signal(range(cfg.max_batch + 1), name="sample_n_last")    # B - 1
@@ -331,20 +353,21 @@ class TrainerReplay(wiring.Component):
             m.d.sync += r.word.eq(p.word)
             with m.Switch(p.op):
                 with m.Case(ReplayCmd.CLEAR):
-                    m.d.sync += r.state.eq(_S.CLR_WAIT)
+                    m.d.sync += r.state.go(_S.IDLE, _S.CLR_WAIT)
                 with m.Case(ReplayCmd.BOUNDARY):
-                    m.d.sync += r.state.eq(_S.B_START)
+                    m.d.sync += r.state.go(_S.IDLE, _S.B_START)
                 with m.Case(ReplayCmd.SAMPLE):
                     m.d.sync += [
-                        r.state.eq(_S.S_START), r.n_s.eq(p.count), r.beta.eq(p.coef),
+                        *r.state.go(_S.IDLE, _S.S_START), r.n_s.eq(p.count), r.beta.eq(p.coef),
                         r.n_s_last.eq(p.count - 1),
                         r.bad_s.eq((p.count == 0) | (p.count > cfg.max_batch)),
                         r.empty_s.eq(tree.total == 0),
                     ]
                 with m.Case(ReplayCmd.TD):
-                    m.d.sync += [r.state.eq(_S.T_WAIT), r.alpha.eq(p.coef), r.eps.eq(p.eps)]
+                    m.d.sync += [*r.state.go(_S.IDLE, _S.T_WAIT), r.alpha.eq(p.coef),
+                                 r.eps.eq(p.eps)]
                 with m.Case(ReplayCmd.READ):
-                    m.d.sync += r.state.eq(_S.R_RUN)
+                    m.d.sync += r.state.go(_S.IDLE, _S.R_RUN)
                 with m.Default():
                     m.d.sync += self.done.eq(1)
 
@@ -352,20 +375,19 @@ class TrainerReplay(wiring.Component):
         """CLEAR: wait for a TD in progress, RESET the tree (it waits for its pipeline, then
         sweeps), zero the counters and the queue, load the seed."""
         m.d.comb += self.strata.seed.eq(r.word)
-        with m.Switch(r.state):
-            with m.Case(_S.CLR_WAIT):
-                with m.If(~r.td_active):
-                    m.d.sync += [r.state.eq(_S.CLR_RESET), self.consumed.eq(0), r.cmod.eq(0),
-                                 r.head.eq(0), r.count.eq(0), r.last_n.eq(0),
-                                 r.last_slot.eq(0)]
-            with m.Case(_S.CLR_RESET):
-                with m.If(r.tc_free):
-                    self._load(m, r, SumTreeOp.RESET)
-                    m.d.sync += r.state.eq(_S.CLR_SWEEP)
-            with m.Case(_S.CLR_SWEEP):
-                with m.If(~r.tc_valid & ~self.tree.busy):
-                    m.d.comb += self.strata.seed_load.eq(1)
-                    self._finish(m, r)
+        with m.If(r.state[_S.CLR_WAIT]):
+            with m.If(~r.td_active):
+                m.d.sync += [*r.state.go(_S.CLR_WAIT, _S.CLR_RESET), self.consumed.eq(0),
+                             r.cmod.eq(0), r.head.eq(0), r.count.eq(0), r.last_n.eq(0),
+                             r.last_slot.eq(0)]
+        with m.If(r.state[_S.CLR_RESET]):
+            with m.If(r.tc_free):
+                self._load(m, r, SumTreeOp.RESET)
+                m.d.sync += r.state.go(_S.CLR_RESET, _S.CLR_SWEEP)
+        with m.If(r.state[_S.CLR_SWEEP]):
+            with m.If(~r.tc_valid & ~self.tree.busy):
+                m.d.comb += self.strata.seed_load.eq(1)
+                self._finish(m, r, _S.CLR_SWEEP)
 
     def _boundary(self, m, r):
         """BOUNDARY: the due write-back (outside the host's window), k inserts at the running
@@ -418,7 +440,6 @@ class TrainerReplay(wiring.Component):
                                     prio_rd.data[:pw]))]
         inside = Mux(wrap, ge_lo | lt_hi, ge_lo & lt_hi)
         k_next = Mux(ahead > W, W, ahead)
-        after_wb = Mux(ahead == 0, _S.B_SETTLE, _S.B_INS)        # k_next == 0
         mx = tree.max_priority
         ins_val = Mux(mx > wb_max, mx, wb_max)
         end = Signal(COUNT_BITS + 1, name="consumed_next")
@@ -428,61 +449,61 @@ class TrainerReplay(wiring.Component):
         if rest:
             cmod_next = Mux(end[COUNT_BITS], Mux(ins >= rest, ins - rest, ins + (cap - rest)),
                             ins)
-        with m.If(state != _S.B_SETTLE):
+        with m.If(~state[_S.B_SETTLE]):
             m.d.sync += wait.eq(SETTLE - 1)
-        with m.Switch(state):
-            with m.Case(_S.B_START):
-                h = r.cmod + W
-                m.d.sync += [
-                    state.eq(_S.B_WAIT), ahead.eq(r.word - self.consumed),
-                    lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
-                    ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
-                    wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
-                    j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
-                ]
-            with m.Case(_S.B_WAIT):
-                # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare
-                # with W, not after it
-                one = (ahead != 0) if W == 1 else (ahead == 1)
-                m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(ahead == 0),
-                             k_one.eq(one), left.eq(k_next - 1), i_last.eq(one)]
-                with m.If(ahead > W):
-                    m.d.sync += self.overrun.eq(1)
-                with m.If(pop & r.td_active & (r.td_slot == r.head)):
-                    pass                            # the batch's priorities are on their way
-                with m.Elif(pop):
-                    m.d.sync += state.eq(_S.B_WB)
-                with m.Else():
-                    m.d.sync += state.eq(after_wb)
-            with m.Case(_S.B_WB):
-                with m.If(r.tc_free):
-                    m.d.sync += [rv.eq(~j_end), j.eq(j + ~j_end),
-                                 j_end.eq(j_end | (j == wb_last))]
-                    with m.If(rv2 & ~inside):
-                        self._load(m, r, SumTreeOp.UPDATE, index=slot, priority=prio)
-                        with m.If(sat > wb_max):
-                            m.d.sync += wb_max.eq(sat)
-                    with m.If(j_end & ~rv):
-                        m.d.sync += [state.eq(Mux(k_zero, _S.B_SETTLE, _S.B_INS)),
-                                     r.head.eq(Mux(r.head == D, 0, r.head + 1)),
-                                     r.count.eq(r.count - 1)]
-            with m.Case(_S.B_INS):
-                with m.If(r.tc_free):
-                    self._load(m, r, SumTreeOp.UPDATE, index=ins, priority=ins_val)
-                    m.d.sync += [ins.eq(inc(ins)), left.eq(left - 1), i_last.eq(left == 1)]
-                    with m.If(i_last):
-                        m.d.sync += [state.eq(_S.B_EVICT), left.eq(k_last), i_last.eq(k_one)]
-            with m.Case(_S.B_EVICT):
-                with m.If(r.tc_free):
-                    self._load(m, r, SumTreeOp.UPDATE, index=ev, priority=0)
-                    m.d.sync += [ev.eq(inc(ev)), left.eq(left - 1), i_last.eq(left == 1)]
-                    with m.If(i_last):
-                        m.d.sync += state.eq(_S.B_SETTLE)
-            with m.Case(_S.B_SETTLE):
-                m.d.sync += wait.eq(wait - 1)
-                with m.If(wait == 0):
-                    m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next)]
-                    self._finish(m, r)
+        with m.If(state[_S.B_START]):
+            h = r.cmod + W
+            m.d.sync += [
+                *state.go(_S.B_START, _S.B_WAIT), ahead.eq(r.word - self.consumed),
+                lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
+                ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
+                wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
+                j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
+            ]
+        with m.If(state[_S.B_WAIT]):
+            # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare
+            # with W, not after it
+            one = (ahead != 0) if W == 1 else (ahead == 1)
+            m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(ahead == 0),
+                         k_one.eq(one), left.eq(k_next - 1), i_last.eq(one)]
+            with m.If(ahead > W):
+                m.d.sync += self.overrun.eq(1)
+            with m.If(pop & r.td_active & (r.td_slot == r.head)):
+                pass                            # the batch's priorities are on their way
+            with m.Elif(pop):
+                m.d.sync += state.go(_S.B_WAIT, _S.B_WB)
+            with m.Else():                      # k_next == 0: no inserts
+                m.d.sync += state.go_either(_S.B_WAIT, ahead == 0, _S.B_SETTLE, _S.B_INS)
+        with m.If(state[_S.B_WB]):
+            with m.If(r.tc_free):
+                m.d.sync += [rv.eq(~j_end), j.eq(j + ~j_end),
+                             j_end.eq(j_end | (j == wb_last))]
+                with m.If(rv2 & ~inside):
+                    self._load(m, r, SumTreeOp.UPDATE, index=slot, priority=prio)
+                    with m.If(sat > wb_max):
+                        m.d.sync += wb_max.eq(sat)
+                with m.If(j_end & ~rv):
+                    m.d.sync += [*state.go_either(_S.B_WB, k_zero, _S.B_SETTLE, _S.B_INS),
+                                 r.head.eq(Mux(r.head == D, 0, r.head + 1)),
+                                 r.count.eq(r.count - 1)]
+        with m.If(state[_S.B_INS]):
+            with m.If(r.tc_free):
+                self._load(m, r, SumTreeOp.UPDATE, index=ins, priority=ins_val)
+                m.d.sync += [ins.eq(inc(ins)), left.eq(left - 1), i_last.eq(left == 1)]
+                with m.If(i_last):
+                    m.d.sync += [*state.go(_S.B_INS, _S.B_EVICT), left.eq(k_last),
+                                 i_last.eq(k_one)]
+        with m.If(state[_S.B_EVICT]):
+            with m.If(r.tc_free):
+                self._load(m, r, SumTreeOp.UPDATE, index=ev, priority=0)
+                m.d.sync += [ev.eq(inc(ev)), left.eq(left - 1), i_last.eq(left == 1)]
+                with m.If(i_last):
+                    m.d.sync += state.go(_S.B_EVICT, _S.B_SETTLE)
+        with m.If(state[_S.B_SETTLE]):
+            m.d.sync += wait.eq(wait - 1)
+            with m.If(wait == 0):
+                m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next)]
+                self._finish(m, r, _S.B_SETTLE)
 
     def _sample(self, m, r):
         """SAMPLE: B fractions into the tree, its responses to ``sample``, the slots into the
@@ -492,9 +513,10 @@ class TrainerReplay(wiring.Component):
         rsp = tree.rsp
         jr = Signal(range(cfg.max_batch + 1), name="rsp_j")
         jr_last = Signal(name="rsp_j_last")      # jr == B - 1, registered
+        jr_left = Signal(range(cfg.max_batch + 1), name="rsp_j_left")   # B - 1 - jr
         wslot = Signal(r.slot_shape, name="sample_slot")
         sl_wr = r.q_slots.write_port()
-        running = r.state == _S.S_RUN
+        running = r.state[_S.S_RUN]
         took = rsp.valid & rsp.ready
         m.d.comb += [
             st.batch.eq(r.n_s),
@@ -518,26 +540,26 @@ class TrainerReplay(wiring.Component):
             ]
         with m.If(self.weight.valid & self.weight.ready & (self.weight.payload == 0)):
             m.d.sync += self.underflow.eq(1)
-        with m.Switch(r.state):
-            with m.Case(_S.S_START):
-                nxt = r.head + r.count
-                with m.If(r.bad_s):
-                    self._finish(m, r)
-                with m.Else():
-                    m.d.comb += st.start.eq(1)
-                    slot = Mux(nxt > D, nxt - (D + 1), nxt)
-                    m.d.sync += [r.state.eq(_S.S_RUN), wslot.eq(slot), r.last_slot.eq(slot),
-                                 r.last_n.eq(r.n_s), jr.eq(0), jr_last.eq(r.n_s_last == 0)]
-            with m.Case(_S.S_RUN):
-                with m.If(st.o.valid & r.tc_free):
-                    self._load(m, r, SumTreeOp.SAMPLE, target=st.o.payload.fraction,
-                               valid=~r.empty_s)
-                with m.If(took):
-                    m.d.sync += [jr.eq(jr + 1), jr_last.eq(jr + 1 == r.n_s_last)]
-                with m.If(r.empty_s & ~st.busy):
-                    self._finish(m, r)
-                with m.If(self.weight.valid & self.weight.ready & wu.o.payload.last):
-                    self._finish(m, r)
+        with m.If(r.state[_S.S_START]):
+            nxt = r.head + r.count
+            with m.If(r.bad_s):
+                self._finish(m, r, _S.S_START)
+            with m.Else():
+                m.d.comb += st.start.eq(1)
+                slot = Mux(nxt > D, nxt - (D + 1), nxt)
+                m.d.sync += [*r.state.go(_S.S_START, _S.S_RUN), wslot.eq(slot),
+                             r.last_slot.eq(slot), r.last_n.eq(r.n_s), jr.eq(0),
+                             jr_left.eq(r.n_s_last), jr_last.eq(r.n_s_last == 0)]
+        with m.If(r.state[_S.S_RUN]):
+            with m.If(st.o.valid & r.tc_free):
+                self._load(m, r, SumTreeOp.SAMPLE, target=st.o.payload.fraction,
+                           valid=~r.empty_s)
+            with m.If(took):
+                m.d.sync += [jr.eq(jr + 1), jr_left.eq(jr_left - 1), jr_last.eq(jr_left == 1)]
+            with m.If(r.empty_s & ~st.busy):
+                self._finish(m, r, _S.S_RUN)
+            with m.If(self.weight.valid & self.weight.ready & wu.o.payload.last):
+                self._finish(m, r, _S.S_RUN)
 
     def _read(self, m, r):
         """READ (debug): ``count`` leaves from slot ``word`` on, wrapping, to ``sample``."""
@@ -552,11 +574,11 @@ class TrainerReplay(wiring.Component):
         none = Signal(name="read_none")                     # count == 0
         rsp = tree.rsp
         took = rsp.valid & rsp.ready
-        with m.If(r.state != _S.R_RUN):
+        with m.If(~r.state[_S.R_RUN]):
             m.d.sync += [slot.eq(p.word[:iw]), to_issue.eq(p.count), to_get.eq(p.count),
                          issuing.eq(p.count != 0), get_one.eq(p.count == 1),
                          none.eq(p.count == 0)]
-        with m.If(r.state == _S.R_RUN):
+        with m.If(r.state[_S.R_RUN]):
             m.d.comb += [self.sample.valid.eq(rsp.valid), rsp.ready.eq(self.sample.ready)]
             with m.If(r.tc_free & issuing):
                 self._load(m, r, SumTreeOp.READ, index=slot)
@@ -565,7 +587,7 @@ class TrainerReplay(wiring.Component):
             with m.If(took):
                 m.d.sync += [to_get.eq(to_get - 1), get_one.eq(to_get == 2)]
             with m.If(none | (took & get_one)):
-                self._finish(m, r)
+                self._finish(m, r, _S.R_RUN)
 
     def _td(self, m, r):
         """TD: the handoff to the TD engine, which turns the batch's TD errors into priorities
@@ -584,10 +606,10 @@ class TrainerReplay(wiring.Component):
         u = Signal(self._u_width, name="td_u")
         u_valid = Signal(name="td_u_valid")
         pr_wr = r.q_prios.write_port()
-        with m.If(r.state == _S.T_WAIT):
+        with m.If(r.state[_S.T_WAIT]):
             with m.If(~r.td_active):
                 m.d.comb += r.td_start.eq(1)
-                self._finish(m, r)
+                self._finish(m, r, _S.T_WAIT)
         with m.If(r.td_start):
             m.d.sync += [r.td_slot.eq(r.last_slot), tn.eq(r.last_n),
                          tn_last.eq(r.last_n - 1), td_open.eq(r.last_n != 0),
