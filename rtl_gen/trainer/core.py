@@ -5,6 +5,7 @@ TrainerCore` around :class:`~rtl_gen.trainer.replay.TrainerReplay`,
 :class:`~rtl_gen.learner.core.LearnerCore`, with the storage's LOAD, snapshot and trace
 traffic on one AXI4 master."""
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -53,10 +54,9 @@ class _Counters:
 
 @dataclass
 class _Conditions:
-    """What the sequencer's states decide on (:meth:`TrainerCore._conditions`): registered
-    where they are read, except ``ahead``; ``final`` when the snapshot in progress ends the
-    launch."""
-    ahead: Signal
+    """What the sequencer's states decide on (:meth:`TrainerCore._conditions`): registered;
+    ``final`` when the snapshot in progress ends the launch."""
+    at_producer: Signal
     snap_due: Signal
     trace_due: Signal
     snap_last: Signal
@@ -224,16 +224,22 @@ class TrainerCore(wiring.Component):
     def _sequencer(self, m, base):
         """The launch and step sequence, the latched arguments, the counters and flags: the
         steps below, in this order (the order of the signals and statements in the
-        netlist); the FSM's states in the order of their encoding."""
+        netlist); the states in the order of their flags."""
         L = self._latched_args()
         c = self._counters(m)
         self._trace_sum(m, c)
         k = self._conditions(m, L, c)
-        with m.FSM(name="trainer"):
-            self._launch_states(m, L, c, base)
-            self._boundary_states(m, L, c, k)
-            self._step_states(m, L, c, k)
-            self._write_states(m, c, k)
+        # the states one-hot: a state's logic (its transitions, the replay side's command,
+        # the starts) starts at its own flip-flop, not at a decode of the state number
+        fsm = _OneHot(m, "trainer", [
+            "IDLE", "CLEAR", "CLEAR_WAIT", "LOAD", "LOAD_WAIT",
+            "BOUNDARY", "BOUNDARY_WAIT", "DECIDE",
+            "SAMPLE", "LEARN", "SAMPLE_WAIT", "TD", "TD_WAIT",
+            "TRACE", "TRACE_WAIT", "SNAP", "FINAL", "SNAP_WAIT", "END"])
+        self._launch_states(m, fsm, L, c, base)
+        self._boundary_states(m, fsm, L, c, k)
+        self._step_states(m, fsm, L, c, k)
+        self._write_states(m, fsm, c, k)
         self._storage_words(m, c)
 
     def _latched_args(self):
@@ -295,11 +301,13 @@ class TrainerCore(wiring.Component):
                          c.trace_n.eq(c.trace_n + 1)]
 
     def _conditions(self, m, L, c):
-        """What the states decide on (:class:`_Conditions`): PRODUCER's lead, the periods'
+        """What the states decide on (:class:`_Conditions`): PRODUCER reached, the periods'
         dues, the steps reached, the final snapshot, the empty tree."""
         rp, a = self.replay, self.args
-        ahead = Signal(32)
-        m.d.comb += ahead.eq(a.producer - rp.consumed)
+        # PRODUCER == CONSUMED, registered every cycle: CONSUMED changes with the replay
+        # side's done, the cycle before DECIDE reads it (an INSERT launch's end)
+        at_producer = Signal()
+        m.d.sync += at_producer.eq(a.producer == rp.consumed)
         # due after this step (TD_WAIT's increments): since + 1 >= period, registered there
         snap_due = Signal()
         trace_due = Signal()
@@ -314,23 +322,26 @@ class TrainerCore(wiring.Component):
                                 & (c.sync_count + 1 >= L["sync_period"]))
         steps_reached = Signal()
         m.d.sync += steps_reached.eq((L["steps"] != 0) & (c.steps_done >= L["steps"]))
+        # in two stages (read three or more cycles after steps_done or since_snap changed)
         final_snap = Signal()
-        m.d.sync += final_snap.eq((c.steps_done != 0) & (c.since_snap != 0))
+        stepped, unsnapped = Signal(), Signal()
+        m.d.sync += [stepped.eq(c.steps_done != 0), unsnapped.eq(c.since_snap != 0),
+                     final_snap.eq(stepped & unsnapped)]
         tree_empty = Signal()           # the root settled before the replay's done
         m.d.sync += tree_empty.eq(rp.total == 0)
         final = Signal()              # the snapshot in progress ends the launch
-        return _Conditions(ahead=ahead, snap_due=snap_due, trace_due=trace_due,
+        return _Conditions(at_producer=at_producer, snap_due=snap_due, trace_due=trace_due,
                            snap_last=snap_last, trace_last=trace_last, sync_due=sync_due,
                            steps_reached=steps_reached, final_snap=final_snap,
                            tree_empty=tree_empty, final=final)
 
-    # The FSM's states, in groups; each group's states in the order of their encoding.
-    def _launch_states(self, m, L, c, base):
+    # The states, in groups; each group's states in the order of their flags.
+    def _launch_states(self, m, fsm, L, c, base):
         """IDLE (the start: the arguments latched, BATCH_SIZE and BASE checked), CLEAR and
         LOAD with their waits."""
         cfg, rp, io, a = self._config, self.replay, self.storage_io, self.args
         rc = rp.cmd.payload
-        with m.State("IDLE"):
+        with fsm.state("IDLE"):
             with m.If(self.ctrl.start):
                 m.d.comb += self.ctrl.ready.eq(1)
                 m.d.sync += [L[n].eq(getattr(a, n)) for n in L]
@@ -340,81 +351,81 @@ class TrainerCore(wiring.Component):
                 m.d.comb += rp.clear_flags.eq(1)
                 with m.If((a.batch_size == 0) | (a.batch_size > cfg.max_batch)):
                     m.d.sync += c.err.eq(1)
-                    m.next = "END"
+                    fsm.next("END")
                 with m.Elif(a.base_lo[:12] != 0):       # BASE not 4 KiB aligned
                     m.d.sync += c.err.eq(3)
-                    m.next = "END"
+                    fsm.next("END")
                 with m.Elif(a.cmd[0]):
-                    m.next = "CLEAR"
+                    fsm.next("CLEAR")
                 with m.Elif(a.cmd[1]):
-                    m.next = "LOAD"
+                    fsm.next("LOAD")
                 with m.Else():
-                    m.next = "BOUNDARY"
-        with m.State("CLEAR"):
+                    fsm.next("BOUNDARY")
+        with fsm.state("CLEAR"):
             m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.CLEAR),
                          rc.word.eq(L["seed"])]
             with m.If(rp.cmd.ready):
                 m.d.sync += [c.steps_total.eq(0), c.sampled.eq(0), c.snap_seq.eq(0),
                              c.trace_count.eq(0), c.since_snap.eq(0), c.since_trace.eq(0),
                              c.trace_sum.eq(0), c.trace_n.eq(0), c.sync_count.eq(0)]
-                m.next = "CLEAR_WAIT"
-        with m.State("CLEAR_WAIT"):
+                fsm.next("CLEAR_WAIT")
+        with fsm.state("CLEAR_WAIT"):
             with m.If(rp.done):
                 with m.If(L["cmd"][1]):
-                    m.next = "LOAD"
+                    fsm.next("LOAD")
                 with m.Else():
-                    m.next = "BOUNDARY"
-        with m.State("LOAD"):
+                    fsm.next("BOUNDARY")
+        with fsm.state("LOAD"):
             m.d.comb += io.load.eq(1)
-            m.next = "LOAD_WAIT"
-        with m.State("LOAD_WAIT"):
+            fsm.next("LOAD_WAIT")
+        with fsm.state("LOAD_WAIT"):
             with m.If(io.done):
-                m.next = "BOUNDARY"
+                fsm.next("BOUNDARY")
 
-    def _boundary_states(self, m, L, c, k):
+    def _boundary_states(self, m, fsm, L, c, k):
         """BOUNDARY with PRODUCER, its wait, and DECIDE: an INSERT launch's next boundary
         or end; STOP, STEPS reached or an empty tree to FINAL; else a step."""
         rp = self.replay
         rc = rp.cmd.payload
-        with m.State("BOUNDARY"):
+        with fsm.state("BOUNDARY"):
             m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.BOUNDARY),
                          rc.word.eq(self.args.producer)]
             with m.If(rp.cmd.ready):
-                m.next = "BOUNDARY_WAIT"
-        with m.State("BOUNDARY_WAIT"):
+                fsm.next("BOUNDARY_WAIT")
+        with fsm.state("BOUNDARY_WAIT"):
             with m.If(rp.done):
-                m.next = "DECIDE"
-        with m.State("DECIDE"):
+                fsm.next("DECIDE")
+        with fsm.state("DECIDE"):
             with m.If(L["cmd"][2]):
-                with m.If(k.ahead == 0):
-                    m.next = "END"
+                with m.If(k.at_producer):
+                    fsm.next("END")
                 with m.Else():
-                    m.next = "BOUNDARY"
+                    fsm.next("BOUNDARY")
             with m.Elif(self.stop):
                 m.d.comb += self.stop_clear.eq(1)
                 m.d.sync += c.stopped.eq(1)
-                m.next = "FINAL"
+                fsm.next("FINAL")
             with m.Elif(k.steps_reached):
-                m.next = "FINAL"
+                fsm.next("FINAL")
             with m.Elif(k.tree_empty):
                 m.d.sync += c.err.eq(2)
-                m.next = "FINAL"
+                fsm.next("FINAL")
             with m.Else():
-                m.next = "SAMPLE"
+                fsm.next("SAMPLE")
 
-    def _step_states(self, m, L, c, k):
+    def _step_states(self, m, fsm, L, c, k):
         """A step: SAMPLE(B, β), LEARN (the adapter's command, the target sync when due),
         SAMPLE_WAIT, TD(α, ε) and TD_WAIT (the counters, the periods' dues)."""
         rp, ad = self.replay, self.adapter
         rc = rp.cmd.payload
         B = L["batch_size"]
-        with m.State("SAMPLE"):
+        with fsm.state("SAMPLE"):
             m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.SAMPLE), rc.count.eq(B),
                          rc.coef.eq(L["beta"])]
             with m.If(rp.cmd.ready):
                 m.d.sync += c.sampled.eq(c.sampled + B)
-                m.next = "LEARN"
-        with m.State("LEARN"):
+                fsm.next("LEARN")
+        with fsm.state("LEARN"):
             p = ad.cmd.payload
             m.d.comb += [ad.cmd.valid.eq(1), p.batch.eq(B), p.lr.eq(L["lr"]),
                          p.gamma.eq(L["gamma"]), p.sync.eq(k.sync_due)]
@@ -422,16 +433,16 @@ class TrainerCore(wiring.Component):
                 m.d.sync += c.sync_count.eq(Mux(k.sync_due, 0,
                                                 Mux(c.sync_count == 0xFFFF, c.sync_count,
                                                     c.sync_count + 1)))
-                m.next = "SAMPLE_WAIT"
-        with m.State("SAMPLE_WAIT"):
+                fsm.next("SAMPLE_WAIT")
+        with fsm.state("SAMPLE_WAIT"):
             with m.If(rp.done):
-                m.next = "TD"
-        with m.State("TD"):
+                fsm.next("TD")
+        with fsm.state("TD"):
             m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.TD),
                          rc.coef.eq(L["alpha"]), rc.eps.eq(L["eps"])]
             with m.If(rp.cmd.ready):
-                m.next = "TD_WAIT"
-        with m.State("TD_WAIT"):
+                fsm.next("TD_WAIT")
+        with fsm.state("TD_WAIT"):
             with m.If(ad.done):
                 m.d.sync += [c.steps_total.eq(c.steps_total + 1),
                              c.steps_done.eq(c.steps_done + 1),
@@ -441,49 +452,49 @@ class TrainerCore(wiring.Component):
                                            & (c.since_snap >= k.snap_last)),
                              k.trace_due.eq((L["trace_period"] != 0)
                                             & (c.since_trace >= k.trace_last))]
-                m.next = "TRACE"
+                fsm.next("TRACE")
 
-    def _write_states(self, m, c, k):
+    def _write_states(self, m, fsm, c, k):
         """The storage writes after a step or at the launch's end: TRACE and SNAP when due,
         FINAL (the launch's last snapshot unless its last step wrote one), their waits,
         and END."""
         io = self.storage_io
-        with m.State("TRACE"):
+        with fsm.state("TRACE"):
             with m.If(k.trace_due):
                 m.d.comb += io.trace.eq(1)
-                m.next = "TRACE_WAIT"
+                fsm.next("TRACE_WAIT")
             with m.Else():
-                m.next = "SNAP"
-        with m.State("TRACE_WAIT"):
+                fsm.next("SNAP")
+        with fsm.state("TRACE_WAIT"):
             with m.If(io.done):
                 m.d.sync += [c.trace_count.eq(c.trace_count + 1), c.since_trace.eq(0),
                              c.trace_sum.eq(0), c.trace_n.eq(0)]
-                m.next = "SNAP"
-        with m.State("SNAP"):
+                fsm.next("SNAP")
+        with fsm.state("SNAP"):
             with m.If(k.snap_due):
                 m.d.comb += io.snapshot.eq(1)
                 m.d.sync += k.final.eq(0)
-                m.next = "SNAP_WAIT"
+                fsm.next("SNAP_WAIT")
             with m.Else():
-                m.next = "BOUNDARY"
-        with m.State("FINAL"):
+                fsm.next("BOUNDARY")
+        with fsm.state("FINAL"):
             with m.If(k.final_snap):
                 m.d.comb += io.snapshot.eq(1)
                 m.d.sync += k.final.eq(1)
-                m.next = "SNAP_WAIT"
+                fsm.next("SNAP_WAIT")
             with m.Else():
-                m.next = "END"
-        with m.State("SNAP_WAIT"):
+                fsm.next("END")
+        with fsm.state("SNAP_WAIT"):
             with m.If(io.done):
                 m.d.sync += [c.snap_seq.eq(c.snap_seq + 1), c.since_snap.eq(0)]
                 with m.If(k.final):
-                    m.next = "END"
+                    fsm.next("END")
                 with m.Else():
-                    m.next = "BOUNDARY"
-        with m.State("END"):
+                    fsm.next("BOUNDARY")
+        with fsm.state("END"):
             m.d.comb += self.ctrl.done.eq(1)
             m.d.sync += c.busy.eq(0)
-            m.next = "IDLE"
+            fsm.next("IDLE")
 
     def _storage_words(self, m, c):
         """What StorageIO writes: the next snapshot's sequence number and the trace entry's
@@ -492,3 +503,29 @@ class TrainerCore(wiring.Component):
         m.d.comb += [io.seq.eq(c.snap_seq + 1), io.steps_total.eq(c.steps_total),
                      io.consumed.eq(rp.consumed), io.trace_sum.eq(c.trace_sum),
                      io.trace_n.eq(c.trace_n), io.trace_index.eq(c.trace_count)]
+
+
+class _OneHot:
+    """The sequencer's states as one-hot flip-flops (the first state's set at reset):
+    ``state(name)`` opens a state's statements, ``next(name)`` inside them clears that
+    state's flag and sets the next state's."""
+
+    def __init__(self, m, name, states):
+        self._m = m
+        self._flags = {s: Signal(name=f"{name}_{s.lower()}", init=i == 0)
+                       for i, s in enumerate(states)}
+        self._cur = None
+
+    def __getitem__(self, state):
+        return self._flags[state]
+
+    @contextmanager
+    def state(self, state):
+        self._cur = state
+        with self._m.If(self._flags[state]):
+            yield
+        self._cur = None
+
+    def next(self, state):
+        assert self._cur is not None and state in self._flags
+        self._m.d.sync += [self._flags[self._cur].eq(0), self._flags[state].eq(1)]
