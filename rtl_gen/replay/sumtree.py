@@ -43,6 +43,14 @@ def _chunks(value, size):
     return [(value[lo:lo + size], lo) for lo in range(0, len(value), size)]
 
 
+def _at_least(value, bound):
+    """``value >= bound``; for a power of two, the OR of the bits from its bit up (LUTs that
+    the mapper can merge with what follows, not a carry chain)."""
+    if bound > 0 and bound & (bound - 1) == 0:
+        return value[bound.bit_length() - 1:].any()
+    return value >= bound
+
+
 class SumTree(wiring.Component):
     """K-ary sum tree with one operation per cycle: samples, updates, inserts and reads.
 
@@ -363,10 +371,10 @@ class SumTree(wiring.Component):
         sat, over = saturate_fast(m, a.priority, cfg.priority_format, name="sat")
         # (comparisons that cannot be true are left out: Verilator's lint flags them)
         index_top = 1 << cfg.node_index_width
-        leaf_bad = (a.index >= cap) if cap < index_top else Const(0)
+        leaf_bad = _at_least(a.index, cap) if cap < index_top else Const(0)
         depths = cfg.level_depths
         debug_bad = Cat(
-            [(a.level == l) & (a.index >= depths[l]) for l in range(n_levels + 1)
+            [(a.level == l) & _at_least(a.index, depths[l]) for l in range(n_levels + 1)
              if depths[l] < index_top]
             + ([a.level > n_levels] if (1 << cfg.level_select_width) > n_levels + 1 else [])
         ).any()

@@ -275,6 +275,7 @@ class TrainerReplay(wiring.Component):
         self._sample(m, r)
         self._read(m, r)
         self._td(m, r)
+        self._tree_commands(m, r)
         return m
 
     def _registers(self, m):
@@ -305,8 +306,10 @@ class TrainerReplay(wiring.Component):
         return r
 
     def _tree_port(self, m, r):
-        """The tree's command register (``tc``): each command loads it while it is free."""
+        """The tree's command register (``tc``): each command loads it while it is free
+        (:meth:`_load` records the loads, :meth:`_tree_commands` builds the register)."""
         tree = self.tree
+        r.loads = []
         r.tc = Signal.like(tree.cmd.payload, name="tc")
         r.tc_valid = Signal(name="tc_valid")
         r.tc_free = Signal(name="tc_free")
@@ -318,15 +321,35 @@ class TrainerReplay(wiring.Component):
             self.saturated.eq(tree.saturated),
             tree.rsp.ready.eq(1),                   # (overridden where responses are used)
         ]
-        with m.If(r.tc_free):
-            m.d.sync += r.tc_valid.eq(0)
         with m.If(self.clear_flags):
             m.d.sync += [self.underflow.eq(0), self.overrun.eq(0)]
 
     @staticmethod
-    def _load(m, r, op, *, index=0, priority=0, target=0, valid=1):
-        m.d.sync += [r.tc_valid.eq(valid), r.tc.op.eq(op), r.tc.index.eq(index),
-                     r.tc.priority.eq(priority), r.tc.target.eq(target), r.tc.level.eq(0)]
+    def _load(r, state, op, *, when=1, index=0, priority=0, target=0, valid=1):
+        """In ``state``, load the tree's command register with ``op`` when it is free and
+        ``when`` holds (one load per state)."""
+        assert all(s is not state for s, *_ in r.loads)
+        r.loads.append((state, when, op, index, priority, target, valid))
+
+    def _tree_commands(self, m, r):
+        """The command register's loads: each field selected by the state's bit alone (at
+        most one is set), the clock enable from ``tc_free`` and the states' conditions, so
+        the tree's ready and the conditions do not pass through the fields'
+        multiplexers."""
+        load = Signal(name="tc_load")
+        m.d.comb += load.eq(r.tc_free & Cat(r.state[s] & w for s, w, *_ in r.loads).any())
+
+        def pick(k):
+            out = 0
+            for entry in r.loads:
+                out = Mux(r.state[entry[0]], entry[k], out)
+            return out
+        with m.If(r.tc_free):
+            m.d.sync += r.tc_valid.eq(0)
+        with m.If(load):
+            m.d.sync += [r.tc_valid.eq(pick(6)), r.tc.op.eq(pick(2)), r.tc.index.eq(pick(3)),
+                         r.tc.priority.eq(pick(4)), r.tc.target.eq(pick(5)),
+                         r.tc.level.eq(0)]
 
     def _finish(self, m, r, frm):
         m.d.sync += [*r.state.go(frm, _S.IDLE), self.done.eq(1)]
@@ -380,9 +403,9 @@ class TrainerReplay(wiring.Component):
                 m.d.sync += [*r.state.go(_S.CLR_WAIT, _S.CLR_RESET), self.consumed.eq(0),
                              r.cmod.eq(0), r.head.eq(0), r.count.eq(0), r.last_n.eq(0),
                              r.last_slot.eq(0)]
+        self._load(r, _S.CLR_RESET, SumTreeOp.RESET)
         with m.If(r.state[_S.CLR_RESET]):
             with m.If(r.tc_free):
-                self._load(m, r, SumTreeOp.RESET)
                 m.d.sync += r.state.go(_S.CLR_RESET, _S.CLR_SWEEP)
         with m.If(r.state[_S.CLR_SWEEP]):
             with m.If(~r.tc_valid & ~self.tree.busy):
@@ -416,6 +439,7 @@ class TrainerReplay(wiring.Component):
         wrap = Signal(name="win_wrap")
         ins, ev = Signal(range(cap), name="ins_slot"), Signal(range(cap), name="ev_slot")
         wait = Signal(range(SETTLE + 1), name="settle")
+        wait_end = Signal(name="settle_end")                # wait == 0, registered
         state = r.state
 
         def inc(slot):
@@ -450,7 +474,7 @@ class TrainerReplay(wiring.Component):
             cmod_next = Mux(end[COUNT_BITS], Mux(ins >= rest, ins - rest, ins + (cap - rest)),
                             ins)
         with m.If(~state[_S.B_SETTLE]):
-            m.d.sync += wait.eq(SETTLE - 1)
+            m.d.sync += [wait.eq(SETTLE - 1), wait_end.eq(SETTLE == 1)]
         with m.If(state[_S.B_START]):
             h = r.cmod + W
             m.d.sync += [
@@ -464,8 +488,10 @@ class TrainerReplay(wiring.Component):
             # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare
             # with W, not after it
             one = (ahead != 0) if W == 1 else (ahead == 1)
-            m.d.sync += [k.eq(k_next), k_last.eq(k_next - 1), k_zero.eq(ahead == 0),
-                         k_one.eq(one), left.eq(k_next - 1), i_last.eq(one)]
+            # k_next - 1 beside the compare, not after the min
+            k_less = Mux(ahead > W, W - 1, ahead - 1)
+            m.d.sync += [k.eq(k_next), k_last.eq(k_less), k_zero.eq(ahead == 0),
+                         k_one.eq(one), left.eq(k_less), i_last.eq(one)]
             with m.If(ahead > W):
                 m.d.sync += self.overrun.eq(1)
             with m.If(pop & r.td_active & (r.td_slot == r.head)):
@@ -474,34 +500,33 @@ class TrainerReplay(wiring.Component):
                 m.d.sync += state.go(_S.B_WAIT, _S.B_WB)
             with m.Else():                      # k_next == 0: no inserts
                 m.d.sync += state.go_either(_S.B_WAIT, ahead == 0, _S.B_SETTLE, _S.B_INS)
+        self._load(r, _S.B_WB, SumTreeOp.UPDATE, when=rv2 & ~inside, index=slot, priority=prio)
         with m.If(state[_S.B_WB]):
             with m.If(r.tc_free):
                 m.d.sync += [rv.eq(~j_end), j.eq(j + ~j_end),
                              j_end.eq(j_end | (j == wb_last))]
-                with m.If(rv2 & ~inside):
-                    self._load(m, r, SumTreeOp.UPDATE, index=slot, priority=prio)
-                    with m.If(sat > wb_max):
-                        m.d.sync += wb_max.eq(sat)
+                with m.If(rv2 & ~inside & (sat > wb_max)):
+                    m.d.sync += wb_max.eq(sat)
                 with m.If(j_end & ~rv):
                     m.d.sync += [*state.go_either(_S.B_WB, k_zero, _S.B_SETTLE, _S.B_INS),
                                  r.head.eq(Mux(r.head == D, 0, r.head + 1)),
                                  r.count.eq(r.count - 1)]
+        self._load(r, _S.B_INS, SumTreeOp.UPDATE, index=ins, priority=ins_val)
         with m.If(state[_S.B_INS]):
             with m.If(r.tc_free):
-                self._load(m, r, SumTreeOp.UPDATE, index=ins, priority=ins_val)
                 m.d.sync += [ins.eq(inc(ins)), left.eq(left - 1), i_last.eq(left == 1)]
                 with m.If(i_last):
                     m.d.sync += [*state.go(_S.B_INS, _S.B_EVICT), left.eq(k_last),
                                  i_last.eq(k_one)]
+        self._load(r, _S.B_EVICT, SumTreeOp.UPDATE, index=ev, priority=0)
         with m.If(state[_S.B_EVICT]):
             with m.If(r.tc_free):
-                self._load(m, r, SumTreeOp.UPDATE, index=ev, priority=0)
                 m.d.sync += [ev.eq(inc(ev)), left.eq(left - 1), i_last.eq(left == 1)]
                 with m.If(i_last):
                     m.d.sync += state.go(_S.B_EVICT, _S.B_SETTLE)
         with m.If(state[_S.B_SETTLE]):
-            m.d.sync += wait.eq(wait - 1)
-            with m.If(wait == 0):
+            m.d.sync += [wait.eq(wait - 1), wait_end.eq(wait == 1)]
+            with m.If(wait_end):
                 m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next)]
                 self._finish(m, r, _S.B_SETTLE)
 
@@ -550,10 +575,9 @@ class TrainerReplay(wiring.Component):
                 m.d.sync += [*r.state.go(_S.S_START, _S.S_RUN), wslot.eq(slot),
                              r.last_slot.eq(slot), r.last_n.eq(r.n_s), jr.eq(0),
                              jr_left.eq(r.n_s_last), jr_last.eq(r.n_s_last == 0)]
+        self._load(r, _S.S_RUN, SumTreeOp.SAMPLE, when=st.o.valid, target=st.o.payload.fraction,
+                   valid=~r.empty_s)
         with m.If(r.state[_S.S_RUN]):
-            with m.If(st.o.valid & r.tc_free):
-                self._load(m, r, SumTreeOp.SAMPLE, target=st.o.payload.fraction,
-                           valid=~r.empty_s)
             with m.If(took):
                 m.d.sync += [jr.eq(jr + 1), jr_left.eq(jr_left - 1), jr_last.eq(jr_left == 1)]
             with m.If(r.empty_s & ~st.busy):
@@ -578,10 +602,10 @@ class TrainerReplay(wiring.Component):
             m.d.sync += [slot.eq(p.word[:iw]), to_issue.eq(p.count), to_get.eq(p.count),
                          issuing.eq(p.count != 0), get_one.eq(p.count == 1),
                          none.eq(p.count == 0)]
+        self._load(r, _S.R_RUN, SumTreeOp.READ, when=issuing, index=slot)
         with m.If(r.state[_S.R_RUN]):
             m.d.comb += [self.sample.valid.eq(rsp.valid), rsp.ready.eq(self.sample.ready)]
             with m.If(r.tc_free & issuing):
-                self._load(m, r, SumTreeOp.READ, index=slot)
                 m.d.sync += [slot.eq(Mux(slot == cap - 1, 0, slot + 1)),
                              to_issue.eq(to_issue - 1), issuing.eq(to_issue != 1)]
             with m.If(took):

@@ -93,13 +93,17 @@ class StratifiedFractions(wiring.Component):
         rem = Signal(range(2 * nmax + 1), name="rem")       # the divider's remainder
         cnt = Signal(range(tb + 1), name="div_cnt")
         dividing, emitting = Signal(), Signal()
-        b = Signal(range(nmax + 1), name="b")               # samples drawn
+        # the samples still to draw, a down-counter with its tests registered (no compare
+        # of two counters in the draw's enable)
+        togo = Signal(range(nmax + 1), name="togo")         # B - samples drawn
+        more = Signal(name="more")                          # togo != 0
+        at_last = Signal(name="at_last")                    # togo == 1
         base = Signal(tb + 1, name="base")                  # b·F (at most 2**X)
 
         # -- start and the divider: 2**X = a one followed by X zeros, one bit per cycle -------
-        n_last = Signal(range(nmax), name="n_last")         # B - 1
         with m.If(self.start & ~self.busy):
-            m.d.sync += [n.eq(self.batch), n_last.eq(self.batch - 1), b.eq(0), base.eq(0)]
+            m.d.sync += [n.eq(self.batch), togo.eq(self.batch), more.eq(self.batch != 0),
+                         at_last.eq(self.batch == 1), base.eq(0)]
             with m.If(self.batch == cached):
                 m.d.sync += emitting.eq(1)
             with m.Else():
@@ -121,7 +125,7 @@ class StratifiedFractions(wiring.Component):
         v = [Signal(name=f"v{k}") for k in range(1, FRACTION_LATENCY + 1)]
         last = [Signal(name=f"last{k}") for k in range(1, FRACTION_LATENCY + 1)]
         en = Signal()
-        issue = emitting & (b != n)
+        issue = emitting & more
         m.d.comb += [en.eq(~v[-1] | self.o.ready), prng.step.eq(en & issue)]
         x1 = Signal(tb, name="x1")
         base1, base2, base3 = (Signal(tb + 1, name=f"base{k}") for k in (1, 2, 3))
@@ -133,7 +137,7 @@ class StratifiedFractions(wiring.Component):
                 pps.append((Signal(len(xa) + len(fa), name=f"pp_{sx}_{sf}"), sx + sf, xa, fa))
         with m.If(en):
             m.d.sync += [
-                v[0].eq(issue), last[0].eq(b == n_last),
+                v[0].eq(issue), last[0].eq(at_last),
                 x1.eq(prng.word[PRNG_BITS - tb:]), base1.eq(base),
                 *(pp.eq(xa * fa) for pp, _, xa, fa in pps), base2.eq(base1),
                 prod3.eq(sum(pp << s for pp, s, _, _ in pps)), base3.eq(base2),
@@ -142,10 +146,11 @@ class StratifiedFractions(wiring.Component):
                 *(last[k].eq(last[k - 1]) for k in range(1, FRACTION_LATENCY)),
             ]
             with m.If(issue):
-                m.d.sync += [b.eq(b + 1), base.eq(base + f)]
-                with m.If(b == n_last):
+                m.d.sync += [togo.eq(togo - 1), more.eq(~at_last), at_last.eq(togo == 2),
+                             base.eq(base + f)]
+                with m.If(at_last):
                     m.d.sync += emitting.eq(0)
-        with m.If(emitting & (b == n)):                     # B = 0: nothing to draw
+        with m.If(emitting & ~more):                        # B = 0: nothing to draw
             m.d.sync += emitting.eq(0)
         m.d.comb += [
             self.o.valid.eq(v[-1]),
