@@ -87,9 +87,13 @@ class ISWeightUnit(wiring.Component):
         accepting = Signal(init=1)      # i.ready: before the batch's last priority
         computing = Signal()            # the logarithms are read out
         active = Signal()
-        n = Signal(range(nmax + 1), name="n")
         nw = Signal(range(nmax + 1), name="n_written")
         nr = Signal(range(nmax + 1), name="n_read")
+        # the logarithms left to read after the next, a down-counter with its tests
+        # registered (no compare of two counters in the read's enable)
+        r_left = Signal(range(nmax + 1), name="read_left")
+        r_more = Signal(name="read_more")               # nr != n
+        r_last = Signal(name="read_at_last")            # nr == n - 1
         lmin = Signal(signed(lw), name="log_min")
 
         # -- logarithms into the memory, their minimum ----------------------------------------
@@ -111,7 +115,8 @@ class ISWeightUnit(wiring.Component):
             m.d.sync += [nw.eq(nw + 1),
                          lmin.eq(Mux((nw == 0) | (log < lmin), log, lmin))]
             with m.If(log2.o.payload.tag):
-                m.d.sync += [n.eq(nw + 1), nw.eq(0), computing.eq(1), nr.eq(0)]
+                m.d.sync += [nw.eq(0), computing.eq(1), nr.eq(0), r_left.eq(nw),
+                             r_more.eq(1), r_last.eq(nw == 0)]
 
         # -- read out: log2 p_min - log2 p_i, scaled by beta, exp2 ----------------------------
         # the read (block RAM), then the difference registered: two stages, one enable
@@ -119,14 +124,15 @@ class ISWeightUnit(wiring.Component):
         dv, dlast = Signal(name="diff_valid"), Signal(name="diff_last")
         diff = Signal(signed(lw + 1), name="log_diff")
         en = Signal()
-        issue = computing & (nr != n)
+        issue = computing & r_more
         m.d.comb += [en.eq(~dv | scale.i.ready), rd.addr.eq(nr), rd.en.eq(en)]
         with m.If(en):
-            m.d.sync += [rv.eq(issue), rlast.eq(nr == n - 1), dv.eq(rv), dlast.eq(rlast),
+            m.d.sync += [rv.eq(issue), rlast.eq(r_last), dv.eq(rv), dlast.eq(rlast),
                          diff.eq(lmin - rd.data)]
             with m.If(issue):
-                m.d.sync += nr.eq(nr + 1)
-                with m.If(nr == n - 1):
+                m.d.sync += [nr.eq(nr + 1), r_left.eq(r_left - 1), r_last.eq(r_left == 1),
+                             r_more.eq(~r_last)]
+                with m.If(r_last):
                     m.d.sync += computing.eq(0)
         m.d.comb += [
             scale.i.valid.eq(dv),
