@@ -66,6 +66,7 @@ class _Conditions:
     final_snap: Signal
     tree_empty: Signal
     final: Signal
+    refused: Signal
 
 
 class TrainerCore(wiring.Component):
@@ -236,7 +237,7 @@ class TrainerCore(wiring.Component):
             "BOUNDARY", "BOUNDARY_WAIT", "DECIDE",
             "SAMPLE", "LEARN", "SAMPLE_WAIT", "TD", "TD_WAIT",
             "TRACE", "TRACE_WAIT", "SNAP", "FINAL", "SNAP_WAIT", "END"])
-        self._launch_states(m, fsm, L, c, base)
+        self._launch_states(m, fsm, L, c, k, base)
         self._boundary_states(m, fsm, L, c, k)
         self._step_states(m, fsm, L, c, k)
         self._write_states(m, fsm, c, k)
@@ -330,15 +331,18 @@ class TrainerCore(wiring.Component):
         tree_empty = Signal()           # the root settled before the replay's done
         m.d.sync += tree_empty.eq(rp.total == 0)
         final = Signal()              # the snapshot in progress ends the launch
+        refused = Signal()            # the launch's BATCH_SIZE or BASE is refused
         return _Conditions(at_producer=at_producer, snap_due=snap_due, trace_due=trace_due,
                            snap_last=snap_last, trace_last=trace_last, sync_due=sync_due,
                            steps_reached=steps_reached, final_snap=final_snap,
-                           tree_empty=tree_empty, final=final)
+                           tree_empty=tree_empty, final=final, refused=refused)
 
     # The states, in groups; each group's states in the order of their flags.
-    def _launch_states(self, m, fsm, L, c, base):
+    def _launch_states(self, m, fsm, L, c, k, base):
         """IDLE (the start: the arguments latched, BATCH_SIZE and BASE checked), CLEAR and
-        LOAD with their waits."""
+        LOAD with their waits. A refused launch's first state (CLEAR, LOAD or BOUNDARY, by
+        CMD as for any launch) is its END: the checks set ``refused`` and ERROR, not the
+        next state's flags."""
         cfg, rp, io, a = self._config, self.replay, self.storage_io, self.args
         rc = rp.cmd.payload
         with fsm.state("IDLE"):
@@ -349,26 +353,28 @@ class TrainerCore(wiring.Component):
                              c.cycles.eq(0), c.err.eq(0), c.stopped.eq(0), c.lflag.eq(0),
                              c.steps_done.eq(0)]
                 m.d.comb += rp.clear_flags.eq(1)
-                with m.If((a.batch_size == 0) | (a.batch_size > cfg.max_batch)):
-                    m.d.sync += c.err.eq(1)
-                    fsm.next("END")
-                with m.Elif(a.base_lo[:12] != 0):       # BASE not 4 KiB aligned
-                    m.d.sync += c.err.eq(3)
-                    fsm.next("END")
-                with m.Elif(a.cmd[0]):
+                bad_batch = (a.batch_size == 0) | (a.batch_size > cfg.max_batch)
+                bad_base = a.base_lo[:12] != 0          # BASE not 4 KiB aligned
+                m.d.sync += [k.refused.eq(bad_batch | bad_base),
+                             c.err.eq(Mux(bad_batch, 1, Mux(bad_base, 3, 0)))]
+                with m.If(a.cmd[0]):
                     fsm.next("CLEAR")
                 with m.Elif(a.cmd[1]):
                     fsm.next("LOAD")
                 with m.Else():
                     fsm.next("BOUNDARY")
         with fsm.state("CLEAR"):
-            m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.CLEAR),
-                         rc.word.eq(L["seed"])]
-            with m.If(rp.cmd.ready):
-                m.d.sync += [c.steps_total.eq(0), c.sampled.eq(0), c.snap_seq.eq(0),
-                             c.trace_count.eq(0), c.since_snap.eq(0), c.since_trace.eq(0),
-                             c.trace_sum.eq(0), c.trace_n.eq(0), c.sync_count.eq(0)]
-                fsm.next("CLEAR_WAIT")
+            with m.If(k.refused):
+                self._end(m, fsm, c)
+            with m.Else():
+                m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.CLEAR),
+                             rc.word.eq(L["seed"])]
+                with m.If(rp.cmd.ready):
+                    m.d.sync += [c.steps_total.eq(0), c.sampled.eq(0), c.snap_seq.eq(0),
+                                 c.trace_count.eq(0), c.since_snap.eq(0),
+                                 c.since_trace.eq(0), c.trace_sum.eq(0), c.trace_n.eq(0),
+                                 c.sync_count.eq(0)]
+                    fsm.next("CLEAR_WAIT")
         with fsm.state("CLEAR_WAIT"):
             with m.If(rp.done):
                 with m.If(L["cmd"][1]):
@@ -376,8 +382,11 @@ class TrainerCore(wiring.Component):
                 with m.Else():
                     fsm.next("BOUNDARY")
         with fsm.state("LOAD"):
-            m.d.comb += io.load.eq(1)
-            fsm.next("LOAD_WAIT")
+            with m.If(k.refused):
+                self._end(m, fsm, c)
+            with m.Else():
+                m.d.comb += io.load.eq(1)
+                fsm.next("LOAD_WAIT")
         with fsm.state("LOAD_WAIT"):
             with m.If(io.done):
                 fsm.next("BOUNDARY")
@@ -388,10 +397,13 @@ class TrainerCore(wiring.Component):
         rp = self.replay
         rc = rp.cmd.payload
         with fsm.state("BOUNDARY"):
-            m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.BOUNDARY),
-                         rc.word.eq(self.args.producer)]
-            with m.If(rp.cmd.ready):
-                fsm.next("BOUNDARY_WAIT")
+            with m.If(k.refused):
+                self._end(m, fsm, c)
+            with m.Else():
+                m.d.comb += [rp.cmd.valid.eq(1), rc.op.eq(ReplayCmd.BOUNDARY),
+                             rc.word.eq(self.args.producer)]
+                with m.If(rp.cmd.ready):
+                    fsm.next("BOUNDARY_WAIT")
         with fsm.state("BOUNDARY_WAIT"):
             with m.If(rp.done):
                 fsm.next("DECIDE")
@@ -492,9 +504,13 @@ class TrainerCore(wiring.Component):
                 with m.Else():
                     fsm.next("BOUNDARY")
         with fsm.state("END"):
-            m.d.comb += self.ctrl.done.eq(1)
-            m.d.sync += c.busy.eq(0)
-            fsm.next("IDLE")
+            self._end(m, fsm, c)
+
+    def _end(self, m, fsm, c):
+        """A launch's end: ``done``, not busy, to IDLE."""
+        m.d.comb += self.ctrl.done.eq(1)
+        m.d.sync += c.busy.eq(0)
+        fsm.next("IDLE")
 
     def _storage_words(self, m, c):
         """What StorageIO writes: the next snapshot's sequence number and the trace entry's

@@ -160,7 +160,6 @@ class LearnerAdapter(wiring.Component):
         with m.FSM(name="adapter"):
             self._idle_state(m, cmd, pk, smp, rb)
             with m.State("PACK"):
-                self._pack(m, hp, cmd, mem, pk)
                 with m.If(~pk.more & ~pk.have & ~pk.wt_open):
                     m.next = "SAMPLES"
             self._samples_state(m, hp, cmd, mem, smp)
@@ -173,10 +172,12 @@ class LearnerAdapter(wiring.Component):
                 m.d.sync += rb.act_cur.eq(mem.rd0[0].data)
                 with m.If(self.td.valid & self.td.ready & rb.out_last):
                     m.next = "IDLE"
-        # outside the FSM: the streams' handshakes, the read-back's issue and the TD output
-        # start at their own registers (rec_open, wt_open, rd_open, out_v and the TD count),
-        # which are high only in PACK or READ, not at a decode of the state
+        # outside the FSM: the streams' handshakes, the rows, the read-back's issue and the
+        # TD output start at their own registers (rec_open, wt_open, more and have, rd_open,
+        # out_v and td_avail), which are high only in PACK or READ, not at a decode of the
+        # state
         self._intake(m, cmd, mem, pk)
+        self._pack(m, hp, cmd, mem, pk)
         self._issue(m, hp, cmd, rb)
         self._td_output(m, cmd, mem, rb)
         vt, val = self._readback_max(m, rb)
@@ -291,6 +292,9 @@ class LearnerAdapter(wiring.Component):
         rn = Signal(range(maxb))                 # the next TD error to load
         rn_end = Signal()                        # all B loaded
         td_n = Signal(range(maxb + 1))           # TD errors written
+        td_we = Signal()                         # one is written this cycle
+        avail = Signal(name="td_avail")          # rn != td_n, registered
+        rn1 = Signal(range(maxb + 1), name="td_rn1")    # rn + 1, without a wrap
         out_v = Signal()                         # the TD output register
         out_last = Signal()
         out_d = Signal(signed(w + 1))
@@ -299,8 +303,8 @@ class LearnerAdapter(wiring.Component):
                      self.td.payload.eq(out_d)]
         m.d.sync += tags[0].v.eq(0)
         return _ReadBack(co=co, ib=ib, ik=ik, rd_open=rd_open, act_cur=act_cur, tags=tags,
-                         best=best, rn=rn, rn_end=rn_end, td_n=td_n, out_v=out_v,
-                         out_last=out_last, out_d=out_d)
+                         best=best, rn=rn, rn_end=rn_end, td_n=td_n, td_we=td_we,
+                         avail=avail, rn1=rn1, out_v=out_v, out_last=out_last, out_d=out_d)
 
     def _idle_state(self, m, cmd, pk, smp, rb):
         """State IDLE: a command's transfer, its arguments latched and every counter of the
@@ -316,8 +320,8 @@ class LearnerAdapter(wiring.Component):
                              cmd.sync.eq(p.sync), pk.row.eq(0), pk.have.eq(0), pk.j.eq(0),
                              pk.wn.eq(0), pk.wrow.eq(0), pk.rec_open.eq(1),
                              g.eq(0), i.eq(0), rb.ib.eq(0), rb.ik.eq(0), rb.rn.eq(0),
-                             rb.rn_end.eq(0), rb.td_n.eq(0), rb.out_v.eq(0), pk.real.eq(1),
-                             pk.more.eq(1),
+                             rb.rn_end.eq(0), rb.td_n.eq(0), rb.avail.eq(0), rb.rn1.eq(1),
+                             rb.out_v.eq(0), pk.real.eq(1), pk.more.eq(1),
                              pk.wt_open.eq(1), cmd.last_g.eq(b1 >> _log2(S)),
                              cmd.last_b.eq(b1), cmd.last_row.eq(b1 | (S - 1)),
                              self.learner_error.eq(0)]
@@ -380,13 +384,20 @@ class LearnerAdapter(wiring.Component):
         # the TD errors through one output register as they are written (td_mem's
         # LUT RAM read ends in a flip-flop, not in the replay side's power unit)
         take = self.td.valid & self.td.ready
-        m.d.comb += td_rd.addr.eq(rn)
-        with m.If((~out_v | self.td.ready) & ~rn_end & (rn != rb.td_n)):
+        load = Signal(name="td_load")
+        m.d.comb += [td_rd.addr.eq(rn), load.eq((~out_v | self.td.ready) & ~rn_end & rb.avail)]
+        with m.If(load):
             m.d.sync += [out_v.eq(1), rb.out_d.eq(td_rd.data),
                          rb.out_last.eq(rn == cmd.last_b), rn.eq(rn + 1),
-                         rn_end.eq(rn == cmd.last_b)]
+                         rb.rn1.eq(rb.rn1 + 1), rn_end.eq(rn == cmd.last_b)]
         with m.Elif(take):
             m.d.sync += out_v.eq(0)
+        # rn != td_n kept in a register (rn never passes td_n): the load's enable is not a
+        # compare of two counters
+        with m.If(rb.td_we & ~load):
+            m.d.sync += rb.avail.eq(1)
+        with m.Elif(load & ~rb.td_we):
+            m.d.sync += rb.avail.eq(rb.rn1 != rb.td_n)
         with m.If(take & rb.out_last):
             m.d.comb += self.done.eq(1)
 
@@ -470,7 +481,8 @@ class LearnerAdapter(wiring.Component):
         ysum = Signal(signed(max(w, len(disc)) + 1), name="res_ysum")
         m.d.sync += ysum.eq(pr[2] + disc_r)            # R4
         y, _ = saturate_staged(m, ysum, act, name="y")  # R5
-        m.d.comb += [td_wr.en.eq(pv[4]), td_wr.addr.eq(pb[4]), td_wr.data.eq(pq[4] - y)]
+        m.d.comb += [td_wr.en.eq(pv[4]), td_wr.addr.eq(pb[4]), td_wr.data.eq(pq[4] - y),
+                     rb.td_we.eq(pv[4])]
         with m.If(pv[4]):
             m.d.sync += td_n.eq(td_n + 1)
 
@@ -505,8 +517,8 @@ class LearnerAdapter(wiring.Component):
             m.d.sync += [wn.eq(wn + 1), wt_open.eq(wn != last_b)]
 
     def _pack(self, m, hp, cmd, mem, pk):
-        """In state PACK: the rows of obs / next_obs, a host word per write, each once its
-        record is in."""
+        """While ``more`` or ``have`` (in PACK): the rows of obs / next_obs, a host word per
+        write, each once its record is in."""
         lc = self._config.learner
         n_in, w = lc.sizes[0], lc.numerics.width
         lb = 8 * lane_bytes(self._config)
@@ -619,6 +631,9 @@ class _ReadBack:
     rn: Signal
     rn_end: Signal
     td_n: Signal
+    td_we: Signal
+    avail: Signal
+    rn1: Signal
     out_v: Signal
     out_last: Signal
     out_d: Signal
