@@ -3,6 +3,7 @@ weight image into the learner's ``w<l>`` and ``tw<l>``), weight snapshots and tr
 (:mod:`sw.trainer.layout`), on the AR/R and AW/W/B channels of the core's AXI4 master and
 the learner's host port."""
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, Value
@@ -58,9 +59,10 @@ class StorageIO(wiring.Component):
     load, snapshot, trace : ``In(1)``
     done : ``Out(1)``
     base : ``In(64)``
-        The storage's byte address (4 KiB aligned), held during a job.
+        The storage's byte address (4 KiB aligned), held from a job's start to its ``done``.
     seq, steps_total, consumed, trace_sum, trace_n, trace_index : ``In(32)``
-        The snapshot's sequence number and the header and trace words, held during a job.
+        The snapshot's sequence number and the header and trace words, held from a job's
+        start (the cycle of its one-cycle start) to its ``done``.
     host : ``Out(MemoryPortSignature(...))``
         To the learner's host port (the learner idle); registered outputs
         (:func:`~rtl_gen.trainer.learner_port.registered_host`), all zero between
@@ -110,16 +112,20 @@ class StorageIO(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         hp = registered_host(m, self.host, "io_hp")
+        # the states one-hot: a state's logic starts at its own flip-flop, not at a decode of
+        # the state number
+        fsm = _OneHot(m, "io_st", ["IDLE", "L_AR", "L_R", "L_LANE", "W_AW", "W_FETCH",
+                                   "W_BEAT", "W_B", "DONE"])
         walk = self._walker(m)
-        bursts = self._bursts(m)
+        bursts = self._bursts(m, fsm)
         beats = self._beats(m)
-        wr = self._write_words(m)
+        wr = self._write_words(m, beats)
         go = self._starts(m)
-        with m.FSM(name="storage_io"):
-            self._idle_state(m, go, walk, bursts, beats, wr)
-            self._load_states(m, hp, walk, bursts, beats)
-            self._write_states(m, hp, walk, bursts, beats, wr)
-            self._end_states(m, bursts, beats, wr)
+        self._idle_state(m, fsm, go, walk, bursts, beats, wr)
+        self._load_states(m, fsm, hp, walk, bursts, beats)
+        self._write_states(m, fsm, hp, walk, bursts, beats, wr)
+        self._end_states(m, fsm, bursts, beats, wr)
+        fsm.finish()
         self._gather(m, beats)
         return m
 
@@ -140,28 +146,54 @@ class StorageIO(wiring.Component):
         row = Signal(range(max(r for r, _ in shapes) + 1), name="io_row")
         col = Signal(range(max(c for _, c in shapes) + 1), name="io_col")
         k = Signal(range(NL), name="io_lane")
-        lw = Signal(range(max(words) + 1), name="io_layer_word")
-        rows_a = Array(Const(r, len(row)) for r, _ in shapes)
-        last_col_a = Array(Const(c - 1, len(col)) for _, c in shapes)
-        last_word_a = Array(Const(n - 1, len(lw)) for n in words)
-        real = Signal(name="io_real")
-        m.d.comb += real.eq(row < rows_a[lay])
-        walk_reset = [lay.eq(0), row.eq(0), col.eq(0), k.eq(0), lw.eq(0)]
+        # The walker's tests are registers, each set by the step before (a compare with the
+        # layer's shape, a table lookup by LAYER, left no time for the muxes behind it): the
+        # lane holds a weight (ROW < rows), its column and row are the layer's last, the
+        # beat is the layer's last (WORDS_LEFT: the layer's beats after this one), the lane
+        # is the beat's last.
+        wl = Signal(range(max(words)), name="io_words_left")
+        real = Signal(name="io_real", init=1)
+        last_col = Signal(name="io_last_col", init=shapes[0][1] == 1)
+        last_row = Signal(name="io_last_row", init=shapes[0][0] == 1)
+        last_word = Signal(name="io_last_word", init=words[0] == 1)
+        last_lane = Signal(name="io_last_lane", init=NL == 1)
+
+        def start(table):
+            """A layer's first lane (``table(f)``: ``f`` of the layer's index)."""
+            return [row.eq(0), col.eq(0), real.eq(1),
+                    wl.eq(table(lambda i: words[i] - 1)),
+                    last_col.eq(table(lambda i: shapes[i][1] == 1)),
+                    last_row.eq(table(lambda i: shapes[i][0] == 1)),
+                    last_word.eq(table(lambda i: words[i] == 1))]
+
+        def at(exprs):
+            return Array(exprs)[lay]
+
+        # the next layer's constants by LAYER (after the last layer: any)
+        next_layer = lambda f: at(Const(int(f((i + 1) % nlay)), 16) for i in range(nlay))
+        walk_reset = [lay.eq(0), k.eq(0), last_lane.eq(NL == 1),
+                      *start(lambda f: int(f(0)))]
 
         def advance():
             """The next lane of the image."""
-            last_col = col == last_col_a[lay]
             with m.If(real):
                 m.d.sync += [col.eq(Mux(last_col, 0, col + 1)),
-                             row.eq(Mux(last_col, row + 1, row))]
-            with m.If(k == NL - 1):
-                m.d.sync += k.eq(0)
-                with m.If(lw == last_word_a[lay]):
-                    m.d.sync += [lw.eq(0), lay.eq(lay + 1), row.eq(0), col.eq(0)]
+                             row.eq(Mux(last_col, row + 1, row)),
+                             last_col.eq(Mux(last_col, at(Const(c == 1) for _, c in shapes),
+                                             at(col == c - 2 if c >= 2 else Const(0)
+                                                for _, c in shapes)))]
+                with m.If(last_col):
+                    m.d.sync += [real.eq(~last_row),
+                                 last_row.eq(at(row == r - 2 if r >= 2 else Const(0)
+                                                for r, _ in shapes))]
+            with m.If(last_lane):
+                m.d.sync += [k.eq(0), last_lane.eq(NL == 1)]
+                with m.If(last_word):
+                    m.d.sync += [lay.eq(lay + 1), *start(next_layer)]
                 with m.Else():
-                    m.d.sync += lw.eq(lw + 1)
+                    m.d.sync += [wl.eq(wl - 1), last_word.eq(wl == 1)]
             with m.Else():
-                m.d.sync += k.eq(k + 1)
+                m.d.sync += [k.eq(k + 1), last_lane.eq(k == NL - 2)]
 
         def addr_of(prefix):
             addrs = [element_addr(lc, f"{prefix}{l}", row, col) for l in range(nlay)]
@@ -169,10 +201,10 @@ class StorageIO(wiring.Component):
 
         wa, wo = addr_of("w")
         ta, to = addr_of("tw")
-        return _Walk(k=k, real=real, reset=walk_reset, advance=advance, wa=wa, wo=wo, ta=ta,
-                     to=to)
+        return _Walk(k=k, last_lane=last_lane, real=real, reset=walk_reset, advance=advance,
+                     wa=wa, wo=wo, ta=ta, to=to)
 
-    def _bursts(self, m):
+    def _bursts(self, m, fsm):
         """The burst registers: the next burst's address and length (at most 256 beats,
         never across 4 KiB), the words left of the job, the beats left of the burst
         (:class:`_Bursts`)."""
@@ -182,19 +214,38 @@ class StorageIO(wiring.Component):
         addr = Signal(64, name="io_addr")          # next burst's byte address
         left = Signal(range(total_words + HEADER_BYTES // nb + 2), name="io_left")
         bcnt = Signal(9, name="io_bcnt")
+        # BCNT == 1, set with BCNT (W_BEAT's beats follow each other)
+        last_beat = Signal(name="io_last_beat")
+        # BCNT != 0 and LEFT != 0 one cycle late: they are tested two or more cycles after
+        # the handshake that changed them (L_LANE's last lane, W_B)
+        bcnt_nz = Signal(name="io_bcnt_nz")
+        left_nz = Signal(name="io_left_nz")
+        m.d.sync += [bcnt_nz.eq(bcnt != 0), left_nz.eq(left != 0)]
+        # the beats to the page's end and the length's compares, registered (a subtraction
+        # and two compares before the muxes); ADDR is a multiple of the beat, so LEFT <
+        # TO_PAGE is ADDR's beat in the page + LEFT < the page's beats
         to_page = Signal(range(_PAGE // nb + 1), name="io_to_page")
-        m.d.comb += to_page.eq((_PAGE - addr[:12]) >> _log2(nb))
+        left_lt = Signal(name="io_left_lt_page")
+        left_le = Signal(name="io_left_le_max")
+        m.d.sync += [to_page.eq((_PAGE - addr[:12]) >> _log2(nb)),
+                     left_lt.eq(((addr[_log2(nb):12] + left) >> (12 - _log2(nb))) == 0),
+                     left_le.eq(left <= _MAX_BURST)]
 
         def burst_len(to_page, left):
-            return Mux((left < to_page) & (left <= _MAX_BURST), left,
-                       Mux(to_page <= _MAX_BURST, to_page, _MAX_BURST))
+            # TO_PAGE is at most the page's beats
+            return Mux(left_lt & left_le, left,
+                       to_page if _PAGE // nb <= _MAX_BURST
+                       else Mux(to_page <= _MAX_BURST, to_page, _MAX_BURST))
 
-        # the next burst's length, registered: recomputed every cycle from ADDR and LEFT
-        # (an address phase comes two or more cycles after the handshake that changed
-        # them), or loaded with the constant of a job's first burst where a job sets them
+        # the next burst's length, registered: recomputed from TO_PAGE and LEFT outside the
+        # address phases (one comes three or more cycles after the handshake that changed
+        # ADDR and LEFT), held during them, or loaded with the constant of a job's first
+        # burst where a job sets them
         nxt_len = Signal(9, name="io_next_len")
-        m.d.sync += nxt_len.eq(burst_len(to_page, left))
-        return _Bursts(addr=addr, left=left, bcnt=bcnt, nxt_len=nxt_len)
+        with m.If(~(fsm["L_AR"] | fsm["W_AW"])):
+            m.d.sync += nxt_len.eq(burst_len(to_page, left))
+        return _Bursts(addr=addr, left=left, bcnt=bcnt, nxt_len=nxt_len, last_beat=last_beat,
+                       bcnt_nz=bcnt_nz, left_nz=left_nz)
 
     def _beats(self, m):
         """The beat being assembled or taken apart, the job's phase and kind, the tags that
@@ -220,10 +271,10 @@ class StorageIO(wiring.Component):
         return _Beats(beat=beat, phase=phase, job=job, tags=tags, otags=otags, offs=offs,
                       rtags=rtags, issued=issued, arrived=arrived)
 
-    def _write_words(self, m):
-        """What the writes need beside the image: the snapshot slot's address, the trace
-        entry's address, data and byte strobes and its beat index; B always ready
-        (:class:`_Writes`)."""
+    def _write_words(self, m, beats):
+        """What the writes need beside the image: the first addresses (of a job, of a
+        snapshot's next part), the trace entry's data and byte strobes and its beat index; B
+        always ready (:class:`_Writes`)."""
         cfg = self._config
         base = self.base
         nb = cfg.storage_width // 8
@@ -245,96 +296,114 @@ class StorageIO(wiring.Component):
         m.d.comb += [tr_data.eq(entry << tr_shift),
                      tr_strb.eq(Const((1 << TRACE_BYTES) - 1, TRACE_BYTES) << (tr_shift >> 3))]
         widx = Signal(range(trace_beats + 1), name="io_widx")
+        # the 64-bit sums from BASE registered (BASE, SEQ and TRACE_INDEX are held from a
+        # job's start pulse): a job's first address, loaded the cycle after the pulse, and
+        # the snapshot's next part's (the image after the busy header, then the header)
+        start = Signal(64, name="io_start_addr")
+        m.d.sync += start.eq(Mux(self.trace, tr_addr & ~(nb - 1),
+                                 Mux(self.snapshot, slot, base + region_base(cfg, "load"))))
+        part = Signal(64, name="io_part_addr")
+        m.d.sync += part.eq(Mux(beats.job[0], slot, slot + HEADER_BYTES))
 
         m.d.comb += self.bready.eq(1)
-        return _Writes(slot=slot, snap0=snap0, snap1=snap1, tr_addr=tr_addr, tr_data=tr_data,
-                       tr_strb=tr_strb, widx=widx)
+        return _Writes(tr_data=tr_data, tr_strb=tr_strb, widx=widx, start=start, part=part)
 
     def _starts(self, m):
-        """The job starts registered: ``(go_load, go_snap, go_trace)``."""
+        """The job starts registered: ``(go_load, go_snap, go_trace, go_any, go_write)``
+        (any start, a snapshot's or a trace entry's: ORs registered beside them, one level of
+        logic less before IDLE's muxes)."""
         # the starts registered: the job's first addresses (64-bit sums) load from stable
         # registers, not from the core's sequencer through them (one cycle per job)
         go_load, go_snap, go_trace = (Signal(name=f"io_go_{n}")
                                       for n in ("load", "snapshot", "trace"))
+        go_any, go_write = Signal(name="io_go_any"), Signal(name="io_go_write")
         m.d.sync += [go_load.eq(self.load), go_snap.eq(self.snapshot),
-                     go_trace.eq(self.trace)]
-        return go_load, go_snap, go_trace
+                     go_trace.eq(self.trace),
+                     go_any.eq(self.load | self.snapshot | self.trace),
+                     go_write.eq(self.snapshot | self.trace)]
+        return go_load, go_snap, go_trace, go_any, go_write
 
-    def _idle_state(self, m, go, walk, bursts, beats, wr):
+    def _idle_state(self, m, fsm, go, walk, bursts, beats, wr):
         """State IDLE: a job's start (``go``: LOAD, snapshot, trace), its first burst's
         address and length, its words."""
         cfg = self._config
-        base = self.base
         nb = cfg.storage_width // 8
         total_words = weight_bytes(cfg) // nb
         hdr_beats = HEADER_BYTES // nb
         trace_beats = max(1, TRACE_BYTES // nb)
         addr, left, nxt_len = bursts.addr, bursts.left, bursts.nxt_len
-        snap0, snap1 = wr.snap0, wr.snap1
-        go_load, go_snap, go_trace = go
-        with m.State("IDLE"):
+        go_load, go_snap, go_trace, go_any, go_write = go
+        load = region_base(cfg, "load")
+        with fsm.state("IDLE"):
             with m.If(go_load):
-                load = region_base(cfg, "load")
-                m.d.sync += [self.reading.eq(1), addr.eq(base + load), left.eq(total_words),
-                             *walk.reset, nxt_len.eq(_first_len(cfg, load, total_words))]
-                m.next = "L_AR"
+                m.d.sync += [self.reading.eq(1), *walk.reset]
             with m.If(go_snap):
-                m.d.sync += [addr.eq(wr.slot), left.eq(hdr_beats), beats.job.eq(0),
-                             *walk.reset,
-                             nxt_len.eq(Mux(self.seq[0], _first_len(cfg, snap1, hdr_beats),
-                                            _first_len(cfg, snap0, hdr_beats)))]
-                m.next = "W_AW"
+                m.d.sync += [beats.job.eq(0), *walk.reset]
             with m.If(go_trace):
-                # an entry never crosses 4 KiB: one burst of all its beats
-                m.d.sync += [addr.eq(wr.tr_addr & ~(nb - 1)), left.eq(trace_beats),
-                             beats.job.eq(3), wr.widx.eq(0), nxt_len.eq(trace_beats)]
-                m.next = "W_AW"
+                m.d.sync += [beats.job.eq(3), wr.widx.eq(0)]
+            # the first burst of the last start (LOAD, snapshot, trace): one mux behind the
+            # flags, not a chain of three (an entry never crosses 4 KiB: one burst of all
+            # its beats)
+            with m.If(go_any):
+                m.d.sync += [
+                    addr.eq(wr.start),
+                    left.eq(Mux(go_trace, trace_beats, Mux(go_snap, hdr_beats, total_words))),
+                    nxt_len.eq(Mux(go_trace, trace_beats,
+                                   Mux(go_snap, _slot_first_len(cfg, self.seq[0], 0, hdr_beats),
+                                       _first_len(cfg, load, total_words))))]
+            # the last start wins (one-hot transitions must exclude each other)
+            with m.If(go_write):
+                fsm.next("W_AW")
+            with m.Elif(go_load):
+                fsm.next("L_AR")
 
-    def _load_states(self, m, hp, walk, bursts, beats):
+    def _load_states(self, m, fsm, hp, walk, bursts, beats):
         """LOAD's states: read bursts (L_AR, L_R), then two host writes per real lane of
         each beat (L_LANE)."""
         cfg = self._config
         nb = cfg.storage_width // 8
         LB = 8 * lane_bytes(cfg)
-        NL = cfg.storage_width // LB
         w = cfg.learner.numerics.width
         addr, left, bcnt, nxt_len = bursts.addr, bursts.left, bursts.bcnt, bursts.nxt_len
-        beat, phase, k, real = beats.beat, beats.phase, walk.k, walk.real
-        with m.State("L_AR"):
+        beat, phase, real = beats.beat, beats.phase, walk.real
+        with fsm.state("L_AR"):
             m.d.comb += [self.arvalid.eq(1), self.araddr.eq(addr),
                          self.arlen.eq(nxt_len - 1)]
             with m.If(self.arready):
                 m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
-                             left.eq(left - nxt_len), bcnt.eq(nxt_len)]
-                m.next = "L_R"
-        with m.State("L_R"):
+                             left.eq(left - nxt_len), bcnt.eq(nxt_len),
+                             bursts.last_beat.eq(nxt_len == 1)]
+                fsm.next("L_R")
+        with fsm.state("L_R"):
             m.d.comb += self.rready.eq(1)
             with m.If(self.rvalid):
-                m.d.sync += [beat.eq(self.rdata), bcnt.eq(bcnt - 1), phase.eq(0)]
-                m.next = "L_LANE"
-        with m.State("L_LANE"):
-            v = beat.word_select(k, LB)[:w]
+                m.d.sync += [beat.eq(self.rdata), bcnt.eq(bcnt - 1),
+                             bursts.last_beat.eq(bcnt == 2), phase.eq(0)]
+                fsm.next("L_LANE")
+        with fsm.state("L_LANE"):
+            v = beat[:w]
             o = Mux(phase, walk.to, walk.wo)
             with m.If(real):
                 m.d.comb += [hp["addr"].eq(Mux(phase, walk.ta, walk.wa)),
                              hp["we"].eq(((1 << (w // 8)) - 1) << (o >> 3)),
                              hp["wdata"].eq(v << o)]
-            last_lane = k == NL - 1
             with m.If(real & ~phase):
                 m.d.sync += phase.eq(1)
             with m.Else():
-                m.d.sync += phase.eq(0)
+                # the beat moves down a lane: the lane's value is its first bits, no
+                # multiplexer by the lane (the beat is written before a snapshot reads it)
+                m.d.sync += [phase.eq(0), beat.eq(beat >> LB)]
                 walk.advance()
-                with m.If(last_lane):
-                    with m.If(bcnt != 0):
-                        m.next = "L_R"
-                    with m.Elif(left != 0):
-                        m.next = "L_AR"
+                with m.If(walk.last_lane):
+                    with m.If(bursts.bcnt_nz):
+                        fsm.next("L_R")
+                    with m.Elif(bursts.left_nz):
+                        fsm.next("L_AR")
                     with m.Else():
                         m.d.sync += self.reading.eq(0)
-                        m.next = "DONE"
+                        fsm.next("DONE")
 
-    def _write_states(self, m, hp, walk, bursts, beats, wr):
+    def _write_states(self, m, fsm, hp, walk, bursts, beats, wr):
         """The writes' states: AW (W_AW), a snapshot beat's lanes read from ``w<l>``
         (W_FETCH), the beats (W_BEAT)."""
         cfg = self._config
@@ -346,27 +415,29 @@ class StorageIO(wiring.Component):
         addr, left, bcnt, nxt_len = bursts.addr, bursts.left, bursts.bcnt, bursts.nxt_len
         beat, job, issued, arrived = beats.beat, beats.job, beats.issued, beats.arrived
         widx = wr.widx
-        with m.State("W_AW"):
+        with fsm.state("W_AW"):
             m.d.comb += [self.awvalid.eq(1), self.awaddr.eq(addr), self.awlen.eq(nxt_len - 1)]
             with m.If(self.awready):
                 m.d.sync += [addr.eq(addr + (nxt_len << _log2(nb))),
                              left.eq(left - nxt_len), bcnt.eq(nxt_len),
+                             bursts.last_beat.eq(nxt_len == 1),
                              issued.eq(0), arrived.eq(0), beat.eq(0)]
                 with m.If(job == 1):
-                    m.next = "W_FETCH"
+                    fsm.next("W_FETCH")
                 with m.Else():
-                    m.next = "W_BEAT"
-        with m.State("W_FETCH"):
+                    fsm.next("W_BEAT")
+        with fsm.state("W_FETCH"):
             # NL host reads of the beat's lanes (padding lanes read nothing)
-            with m.If(issued < NL):
+            # ISSUED < NL (ISSUED is at most NL, a power of two): its top bit, not a compare
+            with m.If(~issued[-1]):
                 m.d.comb += [hp["addr"].eq(walk.wa), hp["re"].eq(walk.real)]
                 m.d.sync += [beats.tags[0].eq(1), beats.rtags[0].eq(walk.real),
                              beats.otags[0].eq(walk.k), beats.offs[0].eq(walk.wo),
                              issued.eq(issued + 1)]
                 walk.advance()
             with m.If(arrived == NL):
-                m.next = "W_BEAT"
-        with m.State("W_BEAT"):
+                fsm.next("W_BEAT")
+        with fsm.state("W_BEAT"):
             first = bcnt == hdr_beats
             with m.Switch(job):
                 with m.Case(0):
@@ -378,21 +449,22 @@ class StorageIO(wiring.Component):
                 with m.Case(3):
                     m.d.comb += self.wdata.eq(wr.tr_data.word_select(widx, W)
                                               if trace_beats > 1 else wr.tr_data[:W])
-            m.d.comb += [self.wvalid.eq(1), self.wlast.eq(bcnt == 1),
+            m.d.comb += [self.wvalid.eq(1), self.wlast.eq(bursts.last_beat),
                          self.wstrb.eq((1 << nb) - 1)]
             with m.If(job == 3):
                 m.d.comb += self.wstrb.eq(wr.tr_strb.word_select(widx, nb)
                                           if trace_beats > 1 else wr.tr_strb[:nb])
             with m.If(self.wready):
-                m.d.sync += [bcnt.eq(bcnt - 1), issued.eq(0), arrived.eq(0), beat.eq(0)]
+                m.d.sync += [bcnt.eq(bcnt - 1), bursts.last_beat.eq(bcnt == 2),
+                             issued.eq(0), arrived.eq(0), beat.eq(0)]
                 with m.If(job == 3):
                     m.d.sync += widx.eq(widx + 1)
-                with m.If(bcnt == 1):
-                    m.next = "W_B"
+                with m.If(bursts.last_beat):
+                    fsm.next("W_B")
                 with m.Elif(job == 1):
-                    m.next = "W_FETCH"
+                    fsm.next("W_FETCH")
 
-    def _end_states(self, m, bursts, beats, wr):
+    def _end_states(self, m, fsm, bursts, beats, wr):
         """A write burst's end (W_B): B, then the next burst or the snapshot's next part
         (the image, then the header); a job's end (DONE)."""
         cfg = self._config
@@ -400,40 +472,44 @@ class StorageIO(wiring.Component):
         total_words = weight_bytes(cfg) // nb
         hdr_beats = HEADER_BYTES // nb
         addr, left, nxt_len, job = bursts.addr, bursts.left, bursts.nxt_len, beats.job
-        slot, snap0, snap1 = wr.slot, wr.snap0, wr.snap1
-        with m.State("W_B"):
+        with fsm.state("W_B"):
             with m.If(self.bvalid):
-                with m.If(left != 0):
-                    m.next = "W_AW"
-                with m.Elif(job == 0):
-                    m.d.sync += [job.eq(1), left.eq(total_words), addr.eq(slot + HEADER_BYTES),
-                                 nxt_len.eq(Mux(self.seq[0],
-                                                _first_len(cfg, snap1 + HEADER_BYTES,
-                                                           total_words),
-                                                _first_len(cfg, snap0 + HEADER_BYTES,
-                                                           total_words)))]
-                    m.next = "W_AW"
-                with m.Elif(job == 1):
-                    m.d.sync += [job.eq(2), left.eq(hdr_beats), addr.eq(slot),
-                                 nxt_len.eq(Mux(self.seq[0], _first_len(cfg, snap1, hdr_beats),
-                                                _first_len(cfg, snap0, hdr_beats)))]
-                    m.next = "W_AW"
+                with m.If(bursts.left_nz):
+                    fsm.next("W_AW")
+                with m.Elif(~job[1]):
+                    # job 0 (busy header) then the image, job 1 (the image) then the header
+                    image = ~job[0]
+                    m.d.sync += [job.eq(job + 1),
+                                 left.eq(Mux(image, total_words, hdr_beats)),
+                                 addr.eq(wr.part),
+                                 nxt_len.eq(Mux(image,
+                                                _slot_first_len(cfg, self.seq[0], HEADER_BYTES,
+                                                                total_words),
+                                                _slot_first_len(cfg, self.seq[0], 0,
+                                                                hdr_beats)))]
+                    fsm.next("W_AW")
                 with m.Else():
-                    m.next = "DONE"
-        with m.State("DONE"):
+                    fsm.next("DONE")
+        with fsm.state("DONE"):
             m.d.comb += self.done.eq(1)
-            m.next = "IDLE"
+            fsm.next("IDLE")
 
     def _gather(self, m, beats):
         """The fetched lanes into the snapshot's beat (padding lanes stay 0)."""
         LB = 8 * lane_bytes(self._config)
         w = self._config.learner.numerics.width
-        tl, rl, ol, fl = beats.tags[-1], beats.rtags[-1], beats.otags[-1], beats.offs[-1]
+        NL = self._config.storage_width // LB
+        tl, fl = beats.tags[-1], beats.offs[-1]
+        # the lanes' write enables decoded one stage ahead (the read's tags one cycle before
+        # its data): a flip-flop per lane, not a decoder, before the beat's multiplexers
+        lane_we = Signal(NL, name="io_lane_we")
+        m.d.sync += lane_we.eq(Mux(beats.tags[-2] & beats.rtags[-2], 1 << beats.otags[-2], 0))
         with m.If(tl):
             m.d.sync += beats.arrived.eq(beats.arrived + 1)
-            with m.If(rl):
-                val = self.host.rdata.bit_select(fl, w).as_signed()
-                m.d.sync += beats.beat.word_select(ol, LB).eq(val)
+        val = self.host.rdata.bit_select(fl, w).as_signed()
+        for i in range(NL):
+            with m.If(lane_we[i]):
+                m.d.sync += beats.beat.word_select(i, LB).eq(val)
 
 
 def _first_len(cfg, offset, words):
@@ -442,13 +518,21 @@ def _first_len(cfg, offset, words):
     return burst_split(offset, words, cfg)[0]
 
 
+def _slot_first_len(cfg, seq0, offset, words):
+    """:func:`_first_len` at ``offset`` bytes into the snapshot slot ``seq0``."""
+    return Mux(seq0, _first_len(cfg, region_base(cfg, "snap1") + offset, words),
+               _first_len(cfg, region_base(cfg, "snap0") + offset, words))
+
+
 @dataclass(frozen=True)
 class _Walk:
-    """The weight walker: the lane of the beat (``k``), whether it holds a weight
+    """The weight walker: the lane of the beat (``k``), whether it is the beat's last
+    (``last_lane``, a register), whether it holds a weight
     (``real``), the statements that restart it, ``advance()`` (the next lane's statements,
     added where it is called), the host word address and bit offset of the lane's element of
     ``w<l>`` (``wa``, ``wo``) and ``tw<l>`` (``ta``, ``to``)."""
     k: Signal
+    last_lane: Signal
     real: Signal
     reset: list
     advance: object
@@ -461,11 +545,15 @@ class _Walk:
 @dataclass(frozen=True)
 class _Bursts:
     """The next burst's byte address, the job's words left, the burst's beats left, the next
-    burst's length (a register)."""
+    burst's length (a register), and the flags ``bcnt == 1`` (exact), ``bcnt != 0`` and
+    ``left != 0`` (one cycle late)."""
     addr: Signal
     left: Signal
     bcnt: Signal
     nxt_len: Signal
+    last_beat: Signal
+    bcnt_nz: Signal
+    left_nz: Signal
 
 
 @dataclass(frozen=True)
@@ -487,12 +575,49 @@ class _Beats:
 
 @dataclass(frozen=True)
 class _Writes:
-    """The snapshot slot's byte address (and the two slots' offsets), the trace entry's
-    address, its data and byte strobes shifted to the entry's place, its beat index."""
-    slot: Signal
-    snap0: int
-    snap1: int
-    tr_addr: Signal
+    """The trace entry's data and byte strobes shifted to the entry's place, its beat index,
+    the first byte address of a starting job and of the snapshot's next part (registers)."""
     tr_data: Signal
     tr_strb: Signal
     widx: Signal
+    start: Signal
+    part: Signal
+
+
+class _OneHot:
+    """A state machine whose states are one-hot flip-flops (the first state's set at reset):
+    ``state(name)`` opens a state's statements, ``next(name)`` moves to a state (the
+    ``next`` of a state must exclude each other), ``finish()`` adds the flags' logic: a flag
+    is set by a transition into its state and cleared by one out of it, two levels of logic
+    from flip-flops where a chain of ``m.next`` would make a priority chain."""
+
+    def __init__(self, m, name, states):
+        self._m = m
+        self._name = name
+        self._flags = {s: Signal(name=f"{name}_{s.lower()}", init=i == 0)
+                       for i, s in enumerate(states)}
+        self._moves = []            # (from, to, taken)
+        self._in = None
+
+    def __getitem__(self, state):
+        return self._flags[state]
+
+    @contextmanager
+    def state(self, state):
+        with self._m.If(self._flags[state]):
+            self._in = state
+            yield
+            self._in = None
+
+    def next(self, state):
+        assert state in self._flags and self._in is not None
+        taken = Signal(name=f"{self._name}_{self._in.lower()}_to_{state.lower()}")
+        self._m.d.comb += taken.eq(1)
+        self._moves.append((self._in, state, taken))
+
+    def finish(self):
+        for s, f in self._flags.items():
+            enter = [t for a, b, t in self._moves if b == s and a != s]
+            leave = [t for a, b, t in self._moves if a == s and b != s]
+            self._m.d.sync += f.eq(Cat(*enter, Const(0, 1)).any()
+                                   | (f & ~Cat(*leave, Const(0, 1)).any()))
