@@ -93,9 +93,10 @@ class _Pipeline:
                 tag = self.reg(tag, shape, f"tag{k}")
             m.d.comb += component.o.payload.tag.eq(tag)
 
-    def reg(self, value, shape, name):
-        """A data register loaded with ``value`` while ``en``."""
-        r = Signal(shape, name=name, reset_less=True)
+    def reg(self, value, shape, name, reset_less=True):
+        """A data register loaded with ``value`` while ``en`` (``reset_less=False``: one that
+        synthesis cannot merge into a shift register, SRL16E/SRL32E having no reset)."""
+        r = Signal(shape, name=name, reset_less=reset_less)
         with self.m.If(self.en):
             self.m.d.sync += r.eq(value)
         return r
@@ -439,7 +440,10 @@ class LogScaleUnit(wiring.Component):
         prod_shape = signed(lw + self._p_width + 1)
 
         # 1: the operands (the DSP48E2's A and B registers); whether this is log2 0.
-        log1, p1 = reg(log, signed(lw), "log1"), reg(p, self._p_width, "p1")
+        # p1 with a reset: p comes down the log2 unit's tag pipeline, and without one
+        # synthesis merges p1 into that shift register, whose output is slow into the DSP
+        log1 = reg(log, signed(lw), "log1")
+        p1 = reg(p, self._p_width, "p1", reset_less=False)
         zero1 = reg(log == cfg.log_min, 1, "zero1")
 
         # 2: the product (its M register); whether p > 0 (from p's register: p may come

@@ -102,6 +102,15 @@ class _States:
                 self.bits[b.value].eq(~cond)]
 
 
+def _greater(value, bound):
+    """``value > bound`` for a constant ``bound``; for a power of two, from the bits (LUTs
+    that the mapper merges with what follows, not a carry chain)."""
+    if bound > 0 and bound & (bound - 1) == 0:
+        b = bound.bit_length() - 1
+        return value[b + 1:].any() | (value[b] & value[:b].any())
+    return value > bound
+
+
 class TrainerReplay(wiring.Component):
     """The trainer's replay side: one command at a time on the sum tree, TD errors beside.
 
@@ -419,6 +428,7 @@ class TrainerReplay(wiring.Component):
         cap, W, D = tc.capacity, cfg.append_window, cfg.delay
         pw = tc.priority_width
         ahead = Signal(COUNT_BITS, name="ahead")
+        ahead_m1 = Signal(COUNT_BITS, name="ahead_m1")     # ahead - 1
         k = Signal(range(W + 1), name="k")
         k_last = Signal(range(W + 1), name="k_last")        # k - 1 (k > 0 where read)
         k_zero = Signal(name="k_zero")
@@ -463,7 +473,12 @@ class TrainerReplay(wiring.Component):
                          sat.eq(Mux(prio_rd.data[pw:].any(), (1 << pw) - 1,
                                     prio_rd.data[:pw]))]
         inside = Mux(wrap, ge_lo | lt_hi, ge_lo & lt_hi)
-        k_next = Mux(ahead > W, W, ahead)
+        over = _greater(ahead, W)                       # more than W records ahead
+        k_next = Mux(over, W, ahead)
+        # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare with W, not
+        # after it; k_next - 1 from PRODUCER - CONSUMED - 1, computed beside ``ahead``
+        one = (ahead != 0) if W == 1 else (ahead == 1)
+        k_less = Mux(over, W - 1, ahead_m1[:len(k_last)])
         mx = tree.max_priority
         ins_val = Mux(mx > wb_max, mx, wb_max)
         end = Signal(COUNT_BITS + 1, name="consumed_next")
@@ -479,20 +494,16 @@ class TrainerReplay(wiring.Component):
             h = r.cmod + W
             m.d.sync += [
                 *state.go(_S.B_START, _S.B_WAIT), ahead.eq(r.word - self.consumed),
+                ahead_m1.eq(r.word - self.consumed - 1),
                 lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
                 ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
                 wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
                 j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
             ]
         with m.If(state[_S.B_WAIT]):
-            # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare
-            # with W, not after it
-            one = (ahead != 0) if W == 1 else (ahead == 1)
-            # k_next - 1 beside the compare, not after the min
-            k_less = Mux(ahead > W, W - 1, ahead - 1)
             m.d.sync += [k.eq(k_next), k_last.eq(k_less), k_zero.eq(ahead == 0),
-                         k_one.eq(one), left.eq(k_less), i_last.eq(one)]
-            with m.If(ahead > W):
+                         k_one.eq(one)]
+            with m.If(over):
                 m.d.sync += self.overrun.eq(1)
             with m.If(pop & r.td_active & (r.td_slot == r.head)):
                 pass                            # the batch's priorities are on their way
@@ -514,16 +525,25 @@ class TrainerReplay(wiring.Component):
         self._load(r, _S.B_INS, SumTreeOp.UPDATE, index=ins, priority=ins_val)
         with m.If(state[_S.B_INS]):
             with m.If(r.tc_free):
-                m.d.sync += [ins.eq(inc(ins)), left.eq(left - 1), i_last.eq(left == 1)]
+                m.d.sync += ins.eq(inc(ins))
                 with m.If(i_last):
-                    m.d.sync += [*state.go(_S.B_INS, _S.B_EVICT), left.eq(k_last),
-                                 i_last.eq(k_one)]
+                    m.d.sync += state.go(_S.B_INS, _S.B_EVICT)
         self._load(r, _S.B_EVICT, SumTreeOp.UPDATE, index=ev, priority=0)
         with m.If(state[_S.B_EVICT]):
             with m.If(r.tc_free):
-                m.d.sync += [ev.eq(inc(ev)), left.eq(left - 1), i_last.eq(left == 1)]
+                m.d.sync += ev.eq(inc(ev))
                 with m.If(i_last):
                     m.d.sync += state.go(_S.B_EVICT, _S.B_SETTLE)
+        # the count of inserts, then evictions: one register update with its enable from
+        # tc_free, the data from the states' bits (not a priority chain through tc_free)
+        adv = Signal(name="ins_advance")
+        turn = state[_S.B_INS] & i_last                    # the last insert: evictions next
+        m.d.comb += adv.eq(r.tc_free & (state[_S.B_INS] | state[_S.B_EVICT]))
+        with m.If(state[_S.B_WAIT]):
+            m.d.sync += [left.eq(k_less), i_last.eq(one)]
+        with m.Elif(adv):
+            m.d.sync += [left.eq(Mux(turn, k_last, left - 1)),
+                         i_last.eq(Mux(turn, k_one, left == 1))]
         with m.If(state[_S.B_SETTLE]):
             m.d.sync += [wait.eq(wait - 1), wait_end.eq(wait == 1)]
             with m.If(wait_end):
