@@ -248,6 +248,9 @@ class LearnerAdapter(wiring.Component):
         have = Signal()                          # a row is being written
         wrow = Signal(range(maxb + 1))           # records received
         rec_open = Signal()                      # records still to receive
+        got = Signal()                           # a record is taken
+        rec_in = Signal()                        # row != wrow, registered: row's record is in
+        row1 = Signal(range(maxb + S + 2))       # row + 1
         cur = Signal(2 * n_in * lb)
         row_cycles = adapter_row_cycles(cfg)
         j = Signal(range(row_cycles))
@@ -258,8 +261,9 @@ class LearnerAdapter(wiring.Component):
         more = Signal()                          # row < the padded rows
         wt_open = Signal()                       # weights still to take
         m.d.comb += last_j.eq(j == row_cycles - 1)
-        return _Pack(row=row, have=have, wrow=wrow, rec_open=rec_open, cur=cur, j=j, wn=wn,
-                     last_j=last_j, load=load, real=real, more=more, wt_open=wt_open)
+        return _Pack(row=row, have=have, wrow=wrow, rec_open=rec_open, got=got, rec_in=rec_in,
+                     row1=row1, cur=cur, j=j, wn=wn, last_j=last_j, load=load, real=real,
+                     more=more, wt_open=wt_open)
 
     def _samples_registers(self):
         """The samples words' registers: the word being assembled, its group and lane or
@@ -318,8 +322,9 @@ class LearnerAdapter(wiring.Component):
                 b1 = p.batch - 1            # rows up to B rounded up to S: (B-1) | (S-1)
                 m.d.sync += [cmd.B.eq(p.batch), cmd.lr.eq(p.lr), cmd.gamma.eq(p.gamma),
                              cmd.sync.eq(p.sync), pk.row.eq(0), pk.have.eq(0), pk.j.eq(0),
-                             pk.wn.eq(0), pk.wrow.eq(0), pk.rec_open.eq(1),
-                             g.eq(0), i.eq(0), rb.ib.eq(0), rb.ik.eq(0), rb.rn.eq(0),
+                             pk.wn.eq(0), pk.wrow.eq(0), pk.rec_open.eq(1), pk.rec_in.eq(0),
+                             pk.row1.eq(1), g.eq(0), i.eq(0), rb.ib.eq(0), rb.ik.eq(0),
+                             rb.rn.eq(0),
                              rb.rn_end.eq(0), rb.td_n.eq(0), rb.avail.eq(0), rb.rn1.eq(1),
                              rb.out_v.eq(0), pk.real.eq(1), pk.more.eq(1),
                              pk.wt_open.eq(1), cmd.last_g.eq(b1 >> _log2(S)),
@@ -497,8 +502,8 @@ class LearnerAdapter(wiring.Component):
         last_b = cmd.last_b
         rec_wr, wt_wr = mem.rec_wr, mem.wt_wr
         # records: taken whenever they come, into the per-sample memories at wrow
-        got = self.rec.valid & rec_open
-        m.d.comb += self.rec.ready.eq(rec_open)
+        got = pk.got
+        m.d.comb += [self.rec.ready.eq(rec_open), got.eq(self.rec.valid & rec_open)]
         with m.If(got):
             m.d.sync += [wrow.eq(wrow + 1), rec_open.eq(wrow != last_b)]
         code = self.rec.payload.word_select(2 * n_in + 1, lb)
@@ -523,20 +528,27 @@ class LearnerAdapter(wiring.Component):
         n_in, w = lc.sizes[0], lc.numerics.width
         lb = 8 * lane_bytes(self._config)
         row, have, cur, j, last_j = pk.row, pk.have, pk.cur, pk.j, pk.last_j
-        load, real, more, wrow = pk.load, pk.real, pk.more, pk.wrow
+        load, real, more, wrow, rec_in, row1 = (pk.load, pk.real, pk.more, pk.wrow, pk.rec_in,
+                                                pk.row1)
         last_b, last_row, obs_rd = cmd.last_b, cmd.last_row, mem.obs_rd
         # rows: a new one when none is being written or this is its last cycle, a record
-        # row once its record is in (row < wrow)
+        # row once its record is in (row < wrow: rec_in)
         free = ~have | last_j
-        m.d.comb += [obs_rd.addr.eq(row),
-                     load.eq(free & more & (~real | (row != wrow)))]
+        m.d.comb += [obs_rd.addr.eq(row), load.eq(free & more & (~real | rec_in))]
         with m.If(have):
             m.d.sync += j.eq(Mux(last_j, 0, j + 1))
         with m.If(load):
-            m.d.sync += [have.eq(1), row.eq(row + 1), real.eq(real & (row != last_b)),
+            m.d.sync += [have.eq(1), row.eq(row + 1), row1.eq(row1 + 1),
+                         real.eq(real & (row != last_b)),
                          more.eq(row != last_row), cur.eq(Mux(real, obs_rd.data, 0))]
         with m.Elif(last_j):
             m.d.sync += have.eq(0)
+        # row != wrow kept in a register (a record row loads only after its record, so row
+        # never passes wrow while real): the load's enable is not a compare of two counters
+        with m.If(pk.got & ~load):
+            m.d.sync += rec_in.eq(1)
+        with m.Elif(load & ~pk.got):
+            m.d.sync += rec_in.eq(row1 != wrow)
         # the row's host words: row - 1 is the row in cur; write t < c: obs chunk t, then
         # next_obs chunk t - c (E elements from column E·k); cycles 2c .. P - 1 idle
         rb = Signal.like(row)
@@ -607,6 +619,9 @@ class _Pack:
     have: Signal
     wrow: Signal
     rec_open: Signal
+    got: Signal
+    rec_in: Signal
+    row1: Signal
     cur: Signal
     j: Signal
     wn: Signal
