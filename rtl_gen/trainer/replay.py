@@ -307,6 +307,8 @@ class TrainerReplay(wiring.Component):
         m.submodules.q_slots = r.q_slots = Memory(shape=tc.index_width, depth=depth, init=[])
         m.submodules.q_prios = r.q_prios = Memory(shape=tc.input_width, depth=depth, init=[])
         r.word = Signal(COUNT_BITS, name="word")
+        # CONSUMED + 1 (mod 2**32), kept beside it: BOUNDARY compares PRODUCER with both
+        r.consumed_p1 = Signal(COUNT_BITS, name="consumed_p1", init=1)
         r.td_active = Signal()
         r.td_slot = Signal(r.slot_shape, name="td_slot")
         r.td_start = Signal()
@@ -410,6 +412,7 @@ class TrainerReplay(wiring.Component):
         with m.If(r.state[_S.CLR_WAIT]):
             with m.If(~r.td_active):
                 m.d.sync += [*r.state.go(_S.CLR_WAIT, _S.CLR_RESET), self.consumed.eq(0),
+                             r.consumed_p1.eq(1),
                              r.cmod.eq(0), r.head.eq(0), r.count.eq(0), r.last_n.eq(0),
                              r.last_slot.eq(0)]
         self._load(r, _S.CLR_RESET, SumTreeOp.RESET)
@@ -429,6 +432,8 @@ class TrainerReplay(wiring.Component):
         pw = tc.priority_width
         ahead = Signal(COUNT_BITS, name="ahead")
         ahead_m1 = Signal(COUNT_BITS, name="ahead_m1")     # ahead - 1
+        a_zero = Signal(name="ahead_zero")                 # ahead == 0, registered with it
+        a_one = Signal(name="ahead_one")                   # ahead == 1
         k = Signal(range(W + 1), name="k")
         k_last = Signal(range(W + 1), name="k_last")        # k - 1 (k > 0 where read)
         k_zero = Signal(name="k_zero")
@@ -475,9 +480,9 @@ class TrainerReplay(wiring.Component):
         inside = Mux(wrap, ge_lo | lt_hi, ge_lo & lt_hi)
         over = _greater(ahead, W)                       # more than W records ahead
         k_next = Mux(over, W, ahead)
-        # k_next == 0 and == 1 tested on ``ahead`` (W >= 1), beside the compare with W, not
-        # after it; k_next - 1 from PRODUCER - CONSUMED - 1, computed beside ``ahead``
-        one = (ahead != 0) if W == 1 else (ahead == 1)
+        # k_next == 0 and == 1 (W >= 1) from PRODUCER == CONSUMED and == CONSUMED + 1,
+        # registered with ``ahead``; k_next - 1 from PRODUCER - CONSUMED - 1, also beside it
+        one = ~a_zero if W == 1 else a_one
         k_less = Mux(over, W - 1, ahead_m1[:len(k_last)])
         mx = tree.max_priority
         ins_val = Mux(mx > wb_max, mx, wb_max)
@@ -495,13 +500,14 @@ class TrainerReplay(wiring.Component):
             m.d.sync += [
                 *state.go(_S.B_START, _S.B_WAIT), ahead.eq(r.word - self.consumed),
                 ahead_m1.eq(r.word - self.consumed - 1),
+                a_zero.eq(r.word == self.consumed), a_one.eq(r.word == r.consumed_p1),
                 lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
                 ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
                 wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
                 j_end.eq(r.nb[r.head] == 0), wb_last.eq(r.nb[r.head] - 1),
             ]
         with m.If(state[_S.B_WAIT]):
-            m.d.sync += [k.eq(k_next), k_last.eq(k_less), k_zero.eq(ahead == 0),
+            m.d.sync += [k.eq(k_next), k_last.eq(k_less), k_zero.eq(a_zero),
                          k_one.eq(one)]
             with m.If(over):
                 m.d.sync += self.overrun.eq(1)
@@ -510,7 +516,7 @@ class TrainerReplay(wiring.Component):
             with m.Elif(pop):
                 m.d.sync += state.go(_S.B_WAIT, _S.B_WB)
             with m.Else():                      # k_next == 0: no inserts
-                m.d.sync += state.go_either(_S.B_WAIT, ahead == 0, _S.B_SETTLE, _S.B_INS)
+                m.d.sync += state.go_either(_S.B_WAIT, a_zero, _S.B_SETTLE, _S.B_INS)
         self._load(r, _S.B_WB, SumTreeOp.UPDATE, when=rv2 & ~inside, index=slot, priority=prio)
         with m.If(state[_S.B_WB]):
             with m.If(r.tc_free):
@@ -547,7 +553,8 @@ class TrainerReplay(wiring.Component):
         with m.If(state[_S.B_SETTLE]):
             m.d.sync += [wait.eq(wait - 1), wait_end.eq(wait == 1)]
             with m.If(wait_end):
-                m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next)]
+                m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next),
+                             r.consumed_p1.eq(end[:COUNT_BITS] + 1)]
                 self._finish(m, r, _S.B_SETTLE)
 
     def _sample(self, m, r):
