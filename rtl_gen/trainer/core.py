@@ -319,8 +319,10 @@ class TrainerCore(wiring.Component):
         # before the states that read them (sync_count at LEARN, steps_done and since_snap
         # at TD_WAIT, SNAP_WAIT and IDLE), so the registers are exact where they are read
         sync_due = Signal()
-        m.d.sync += sync_due.eq((L["sync_period"] != 0)
-                                & (c.sync_count + 1 >= L["sync_period"]))
+        # SYNC_PERIOD - 1 registered: no adder before the compare
+        sync_last = Signal.like(L["sync_period"], name="sync_last")
+        m.d.sync += [sync_last.eq(L["sync_period"] - 1),
+                     sync_due.eq((L["sync_period"] != 0) & (c.sync_count >= sync_last))]
         steps_reached = Signal()
         m.d.sync += steps_reached.eq((L["steps"] != 0) & (c.steps_done >= L["steps"]))
         # in two stages (read three or more cycles after steps_done or since_snap changed)
