@@ -30,8 +30,8 @@ from amaranth.lib.wiring import In, Out
 
 from sw.config import check_int
 from sw.fixed import FixedFormat
-from sw.powers import (EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY,
-                               PowerConfig)
+from sw.powers import (EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY, PowerConfig,
+                       table_stages)
 
 from .fixed import saturate_fast
 
@@ -119,15 +119,18 @@ def _leading_zeros(bits):
     return Cat(Mux(hi_zero, _leading_zeros(lo), _leading_zeros(hi)), hi_zero)
 
 
-def _rom(m, name, table, a_offset=0, a_drop=0):
+def _rom(m, name, table, a_offset=0, a_drop=0, tables="auto"):
     """A ROM of ``2**T`` words ``(a, d)``: ``a = table[i] + a_offset - a_drop`` (low field) and
-    ``d = table[i+1] - table[i]``. Returns ``(memory, a_width, d_width)``."""
+    ``d = table[i+1] - table[i]``. Returns ``(memory, a_width, d_width)``. ``tables="block"``
+    asks synthesis for block RAM (``rom_style``, which Yosys and Vivado honour): a hard read
+    instead of a LUT tree whose depth the mapper chooses."""
     n = len(table) - 1
     a = [int(table[i]) + a_offset - a_drop for i in range(n)]
     d = [int(table[i + 1] - table[i]) for i in range(n)]
     assert min(a) >= 0 and min(d) >= 0
     aw, dw = max(max(a).bit_length(), 1), max(max(d).bit_length(), 1)
-    mem = Memory(shape=unsigned(aw + dw), depth=n, init=[x | (y << aw) for x, y in zip(a, d)])
+    mem = Memory(shape=unsigned(aw + dw), depth=n, init=[x | (y << aw) for x, y in zip(a, d)],
+                 attrs={"rom_style": "block"} if tables == "block" else None)
     m.submodules[name] = mem
     return mem, aw, dw
 
@@ -149,6 +152,9 @@ class Log2Unit(wiring.Component):
         representable (``config.input_width_ok(in_width, in_frac)``).
     tag_shape : shape
         What travels with each element (``0``: nothing, and no ``tag`` field).
+    tables : ``"auto"`` or ``"block"``
+        Where the table goes: synthesis chooses (LUTs at ``table_bits`` = 8), or block RAM
+        followed by one more register stage (latency + 1, :func:`sw.powers.table_stages`).
 
     Members
     -------
@@ -176,13 +182,15 @@ class Log2Unit(wiring.Component):
     shifted to ``log_frac`` bits (``log_min`` for a zero input: one multiplexer after it).
     """
 
-    def __init__(self, config, *, in_width, in_frac, tag_shape=0):
+    def __init__(self, config, *, in_width, in_frac, tag_shape=0, tables="auto"):
         def checks():
             _check_config(config)
             check_int("in_width", in_width, 1, MAX_WIDTH)
             check_int("in_frac", in_frac, 0, (1 << config.log_int) - 2)
             _check_tag(tag_shape)
+            table_stages(tables)
         checks()
+        self._tables = tables
         # Every logarithm is representable (and none of x > 0 is log_min): no clamp needed.
         assert config.input_width_ok(in_width, in_frac)
         self._config, self._in_width, self._in_frac = config, in_width, in_frac
@@ -196,14 +204,15 @@ class Log2Unit(wiring.Component):
     in_width = property(lambda self: self._in_width)
     in_frac = property(lambda self: self._in_frac)
     tag_shape = property(lambda self: self._tag_shape)
-    latency = property(lambda self: LOG2_LATENCY)
+    tables = property(lambda self: self._tables)
+    latency = property(lambda self: LOG2_LATENCY + table_stages(self._tables))
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
         W, T, M = self._in_width, cfg.table_bits, cfg.mant_bits
         Ft, F, R = cfg.table_frac, cfg.log_frac, cfg.mant_bits - cfg.table_bits
-        pipe = _Pipeline(m, self, LOG2_LATENCY, _tag(self.i.payload))
+        pipe = _Pipeline(m, self, self.latency, _tag(self.i.payload))
         reg = pipe.reg
 
         # 0: the input registered (it may come from a memory or a multiplexer).
@@ -225,12 +234,15 @@ class Log2Unit(wiring.Component):
 
         # 3: table read (a + the half of the final rounding, b - a).
         half = 1 << (Ft - F - 1) if Ft > F else 0
-        rom, aw, dw = _rom(m, "log_table", cfg.log_table, a_offset=half)
+        rom, aw, dw = _rom(m, "log_table", cfg.log_table, a_offset=half, tables=self._tables)
         rd = rom.read_port()
         m.d.comb += [rd.addr.eq(f2[R:]), rd.en.eq(pipe.en)]
         a3, d3 = rd.data[:aw], rd.data[aw:]
         r3, e3 = reg(f2[:R], R, "r3"), reg(e2, e_shape, "e3")
         zero3 = reg(zero2, 1, "zero3")
+        if self._tables == "block":     # 3b: the block RAM's word registered
+            a3, d3 = reg(a3, aw, "a3b"), reg(d3, dw, "d3b")
+            r3, e3, zero3 = reg(r3, R, "r3b"), reg(e3, e_shape, "e3b"), reg(zero3, 1, "zero3b")
 
         # 4: interpolation multiply; beside it, the exponent and the table entry.
         base_shape = signed(e_shape.width + Ft + 1)
@@ -261,6 +273,9 @@ class Exp2Unit(wiring.Component):
         Bits of the result, 1..62; larger results saturate to ``2**out_width - 1``.
     tag_shape : shape
         What travels with each element (``0``: nothing, and no ``tag`` field).
+    tables : ``"auto"`` or ``"block"``
+        Where the table goes: synthesis chooses (LUTs at ``table_bits`` = 8), or block RAM
+        followed by one more register stage (latency + 1, :func:`sw.powers.table_stages`).
 
     Members
     -------
@@ -290,13 +305,15 @@ class Exp2Unit(wiring.Component):
     saturation.
     """
 
-    def __init__(self, config, *, out_frac, out_width, tag_shape=0):
+    def __init__(self, config, *, out_frac, out_width, tag_shape=0, tables="auto"):
         def checks():
             _check_config(config)
             check_int("out_frac", out_frac, 0, MAX_WIDTH)
             check_int("out_width", out_width, 1, MAX_WIDTH)
             _check_tag(tag_shape)
+            table_stages(tables)
         checks()
+        self._tables = tables
         self._config, self._out_frac, self._out_width = config, out_frac, out_width
         self._tag_shape = tag_shape
         super().__init__({
@@ -309,19 +326,20 @@ class Exp2Unit(wiring.Component):
     out_frac = property(lambda self: self._out_frac)
     out_width = property(lambda self: self._out_width)
     tag_shape = property(lambda self: self._tag_shape)
-    latency = property(lambda self: EXP2_LATENCY)
+    tables = property(lambda self: self._tables)
+    latency = property(lambda self: EXP2_LATENCY + table_stages(self._tables))
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
         T, F, Ft = cfg.table_bits, cfg.log_frac, cfg.table_frac
         R, ow, of = cfg.log_frac - cfg.table_bits, self._out_width, self._out_frac
-        pipe = _Pipeline(m, self, EXP2_LATENCY, _tag(self.i.payload))
+        pipe = _Pipeline(m, self, self.latency, _tag(self.i.payload))
         reg = pipe.reg
         y = self.i.payload.y
 
         # 1: table read; the shift and flags of the integer part n.
-        rom, aw, dw = _rom(m, "exp_table", cfg.exp_table, a_drop=1 << Ft)
+        rom, aw, dw = _rom(m, "exp_table", cfg.exp_table, a_drop=1 << Ft, tables=self._tables)
         assert aw <= Ft
         rd = rom.read_port()
         m.d.comb += [rd.addr.eq(y[F - T:F]), rd.en.eq(pipe.en)]
@@ -338,6 +356,11 @@ class Exp2Unit(wiring.Component):
         zero1 = reg(low | is_min, 1, "zero1")                   # below half an ulp, or log_min
         min1 = reg(is_min, 1, "min1")
         r1 = reg(y[:R], R, "r1") if R else None
+        if self._tables == "block":     # 1b: the block RAM's word registered
+            a1, d1 = reg(a1, aw, "a1b"), reg(d1, dw, "d1b")
+            shift1, big1 = reg(shift1, shift_range, "shift1b"), reg(big1, 1, "big1b")
+            zero1, min1 = reg(zero1, 1, "zero1b"), reg(min1, 1, "min1b")
+            r1 = reg(r1, R, "r1b") if R else None
 
         # 2: interpolation multiply.
         a2 = reg(a1, aw, "a2")
@@ -483,6 +506,8 @@ class PowerUnit(wiring.Component):
         The unsigned result, saturating (see :class:`Exp2Unit`).
     tag_shape : shape
         What travels with each element (``0``: nothing, and no ``tag`` field).
+    tables : ``"auto"`` or ``"block"``
+        Where the two tables go (see :class:`Log2Unit`; ``"block"``: latency + 2).
 
     Members
     -------
@@ -501,12 +526,13 @@ class PowerUnit(wiring.Component):
     Notes
     -----
     Latency :data:`POWER_LATENCY` = 15 cycles (6 + 4 + 5), throughput one result per cycle.
-    Two tables (block RAM or LUTs), three multipliers (one DSP48E2 each at the defaults).
+    Two tables (LUTs, or block RAM with ``tables="block"``), three multipliers (one DSP48E2
+    each at the defaults).
     ``p`` may change from one element to the next.
     """
 
     def __init__(self, config, *, in_width, in_frac, p_width, p_frac, out_frac, out_width,
-                 tag_shape=0):
+                 tag_shape=0, tables="auto"):
         def checks():
             _check_config(config)
             check_int("out_width", out_width, 1, MAX_WIDTH)
@@ -515,12 +541,13 @@ class PowerUnit(wiring.Component):
         checks()
         # LogScaleUnit's clamp changes no result: exp2(log_max) already saturates.
         assert out_width - out_frac <= MAX_WIDTH < (1 << config.log_int) - 1
+        table_stages(tables)
         self.log2 = Log2Unit(config, in_width=in_width, in_frac=in_frac,
-                             tag_shape=scale_tag_layout(p_width, tag_shape))
+                             tag_shape=scale_tag_layout(p_width, tag_shape), tables=tables)
         self.scale = LogScaleUnit(config, p_width=p_width, p_frac=p_frac,
                                   tag_shape=tag_shape)
         self.exp2 = Exp2Unit(config, out_frac=out_frac, out_width=out_width,
-                             tag_shape=tag_shape)
+                             tag_shape=tag_shape, tables=tables)
         self._config, self._tag_shape = config, tag_shape
         super().__init__({
             "i": In(stream.Signature(_layout({"x": unsigned(in_width),
@@ -536,7 +563,8 @@ class PowerUnit(wiring.Component):
     out_frac = property(lambda self: self.exp2.out_frac)
     out_width = property(lambda self: self.exp2.out_width)
     tag_shape = property(lambda self: self._tag_shape)
-    latency = property(lambda self: POWER_LATENCY)
+    tables = property(lambda self: self.log2.tables)
+    latency = property(lambda self: POWER_LATENCY + 2 * table_stages(self.log2.tables))
 
     def elaborate(self, platform):
         m = Module()

@@ -37,7 +37,8 @@ import numpy as np
 
 from sw.config import Config, check_int
 
-__all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "PowerConfig",
+__all__ = ["LOG2_LATENCY", "EXP2_LATENCY", "SCALE_LATENCY", "POWER_LATENCY", "TABLES",
+           "table_stages", "PowerConfig",
            "log2_raw", "exp2_raw", "power_raw", "priorities_raw", "is_weights_raw",
            "round_shift"]
 
@@ -48,6 +49,20 @@ LOG2_LATENCY = 6
 EXP2_LATENCY = 5
 SCALE_LATENCY = 4
 POWER_LATENCY = LOG2_LATENCY + SCALE_LATENCY + EXP2_LATENCY
+
+#: Where the gateware keeps the log2 and exp2 tables: ``"auto"`` (synthesis chooses: LUTs at
+#: ``table_bits`` = 8) or ``"block"`` (block RAM, then one more register before the
+#: interpolation multiply: the latencies above plus :func:`table_stages`).
+TABLES = ("auto", "block")
+
+
+def table_stages(tables: str) -> int:
+    """Cycles a unit's table placement adds to its latency: 0 for ``"auto"``, 1 for
+    ``"block"`` (the block RAM's read, then a register in front of the DSP48E2)."""
+    if tables not in TABLES:
+        raise ValueError(f"tables must be one of {', '.join(map(repr, TABLES))}, "
+                         f"not {tables!r}")
+    return int(tables == "block")
 
 
 def round_shift(v, s: int):

@@ -185,6 +185,32 @@ def test_power_unit_matches_golden(cfg, fmt, p_values, n):
     assert dut.latency == POWER_LATENCY == 15
 
 
+@pytest.mark.parametrize("stall,idle", [(0.0, 0.0), (0.4, 0.3)])
+def test_block_tables(stall, idle):
+    """``tables="block"``: both tables marked for block RAM (``rom_style``), one more register
+    after each (latency 15 + 2), the same results, also under back-pressure."""
+    fmt = dict(in_width=16, in_frac=6, p_width=8, p_frac=3, out_frac=4, out_width=12)
+    dut = PowerUnit(SMALL, tag_shape=10, tables="block", **fmt)
+    assert to_verilog(dut, "power_block").count('(* rom_style = "block" *)') == 2
+    assert "rom_style" not in to_verilog(PowerUnit(SMALL, tag_shape=10, **fmt), "power_auto")
+    dut = PowerUnit(SMALL, tag_shape=10, tables="block", **fmt)
+    assert (dut.latency, dut.log2.latency, dut.exp2.latency) == (
+        POWER_LATENCY + 2, LOG2_LATENCY + 1, EXP2_LATENCY + 1)
+    rng = np.random.default_rng(SEED + 7)
+    x, ps = power_case(SMALL, rng, 600, 16, 6, 8, 3)
+    tag = np.arange(len(x)) & 0x3FF
+    out, cin, cout = simulate(dut, {"x": x, "p": ps, "tag": tag}, stall=stall, idle=idle,
+                              seed=int(rng.integers(1 << 31)))
+    v, over = power_golden(SMALL, x, ps, 6, 3, 4, 12)
+    assert np.array_equal(out["tag"], tag)
+    assert np.array_equal(out["value"], v)
+    assert np.array_equal(out["overflow"], over.astype(np.int64))
+    if stall == idle == 0:
+        check_timing(dut, cin, cout)
+    else:
+        assert np.all(cout >= cin + dut.latency)
+
+
 @pytest.mark.parametrize("stall,idle", [(0.3, 0.0), (0.0, 0.4), (0.5, 0.3)])
 def test_power_unit_under_backpressure(stall, idle):
     """Random idle inputs and stalled outputs: every result, in order, bit for bit."""
@@ -232,6 +258,12 @@ def test_power_unit_under_backpressure(stall, idle):
                        out_width=63), ValueError, r"out_width must be an integer in 1\.\.62"),
     (lambda: PowerUnit(DEFAULT, in_width=8, in_frac=0, p_width=8, p_frac=3, out_frac=0,
                        out_width=8, tag_shape=1.5), TypeError, "tag_shape must be a shape"),
+    (lambda: Log2Unit(DEFAULT, in_width=8, in_frac=0, tables="bram"), ValueError,
+     r"tables must be one of 'auto', 'block', not 'bram'"),
+    (lambda: Exp2Unit(DEFAULT, out_frac=0, out_width=8, tables=None), ValueError,
+     "tables must be one of"),
+    (lambda: PowerUnit(DEFAULT, in_width=8, in_frac=0, p_width=8, p_frac=3, out_frac=0,
+                       out_width=8, tables="lut"), ValueError, "tables must be one of"),
 ])
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 @pytest.mark.usefixtures("collect_components")

@@ -12,7 +12,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from sw.powers import POWER_LATENCY
+from sw.trainer.schedule import POWER_TABLES
 from sw.trainer.schedule import (SETTLE, boundary_cycles, clear_cycles, read_cycles,
                                  sample_cycles, td_cycles)
 from sw.trainer.spec import COUNT_BITS, TrainerConfig
@@ -205,17 +205,17 @@ class TrainerReplay(wiring.Component):
     BOUNDARY   ``w + [w > 0] + 2k + 10``: w entries written back (0 if none is due) and
                k records (:func:`boundary_cycles`); ``SETTLE`` = 7 of the 10 let the root
                take the last write
-    SAMPLE     ``2B + d + L + 22`` (:func:`sample_cycles`): B fractions one per cycle, the
-               tree's latency, the IS weights' 16-cycle tail, B weights; ``B + d + 7`` on an
+    SAMPLE     ``2B + d + L + 26`` (:func:`sample_cycles`): B fractions one per cycle, the
+               tree's latency, the IS weights' 20-cycle tail, B weights; ``B + d + 7`` on an
                empty tree; 2 for a B out of range
-    TD         2 to ``done`` (the handoff, when the engine is idle); ``B + 17`` to
-               ``td_done`` (:func:`td_cycles`: ``B + POWER_LATENCY + 3``) with the TD errors
+    TD         2 to ``done`` (the handoff, when the engine is idle); ``B + 21`` to
+               ``td_done`` (:func:`td_cycles`: ``B + TD_POWER_LATENCY + 4``) with the TD errors
                offered from the transfer on, taken in cycles 2 .. B + 1
     READ       ``n + L + 2`` for n leaves (:func:`read_cycles`), 2 for none
     =========  ===========================================================================
 
-    A step of the trainer thus costs its replay side ``w + [w > 0] + 2k + 2B + d + L + 32``
-    cycles for BOUNDARY and SAMPLE, one after the other; the TD batch's ``B + 17`` overlap
+    A step of the trainer thus costs its replay side ``w + [w > 0] + 2k + 2B + d + L + 36``
+    cycles for BOUNDARY and SAMPLE, one after the other; the TD batch's ``B + 21`` overlap
     the next step's BOUNDARY and SAMPLE when D >= 1.
 
     Raises
@@ -239,7 +239,8 @@ class TrainerReplay(wiring.Component):
         self.weights = ISWeightUnit(config)
         self.power = PowerUnit(config.power, in_width=self._u_width, in_frac=config.eps_frac,
                                p_width=config.coef_frac + 1, p_frac=config.coef_frac,
-                               out_frac=tc.priority_frac, out_width=tc.input_width)
+                               out_frac=tc.priority_frac, out_width=tc.input_width,
+                               tables=POWER_TABLES)
         lw = num.loss_weight_format
         super().__init__({
             "cmd": In(stream.Signature(replay_command_layout(config))),

@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from sw.powers import EXP2_LATENCY, LOG2_LATENCY, SCALE_LATENCY
-from sw.trainer.schedule import WEIGHTS_TAIL
+from sw.trainer.schedule import POWER_TABLES, WEIGHTS_TAIL
 from sw.trainer.spec import TrainerConfig
 
 from ..powers import Exp2Unit, Log2Unit, LogScaleUnit
@@ -49,7 +49,7 @@ class ISWeightUnit(wiring.Component):
     through a :class:`~rtl_gen.powers.LogScaleUnit` with β and an
     :class:`~rtl_gen.powers.Exp2Unit`. Without back-pressure, priorities taken one per
     cycle with the last in cycle t give weight j in cycle ``t + WEIGHTS_TAIL + j``
-    (:data:`WEIGHTS_TAIL` = 18); a stalled ``o`` holds the read and both pipelines.
+    (:data:`WEIGHTS_TAIL` = 20); a stalled ``o`` holds the read and both pipelines.
     """
 
     def __init__(self, config):
@@ -59,10 +59,11 @@ class ISWeightUnit(wiring.Component):
         tc, lw = config.tree, config.learner.numerics.loss_weight_format
         cw = config.coef_frac + 1
         self.log2 = Log2Unit(config.power, in_width=tc.priority_width,
-                             in_frac=tc.priority_frac, tag_shape=1)
+                             in_frac=tc.priority_frac, tag_shape=1, tables=POWER_TABLES)
         self.scale = LogScaleUnit(config.power, p_width=cw, p_frac=config.coef_frac,
                                   tag_shape=1)
-        self.exp2 = Exp2Unit(config.power, out_frac=lw.frac, out_width=lw.width, tag_shape=1)
+        self.exp2 = Exp2Unit(config.power, out_frac=lw.frac, out_width=lw.width, tag_shape=1,
+                             tables=POWER_TABLES)
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({
                 "priority": unsigned(tc.priority_width), "last": 1}))),

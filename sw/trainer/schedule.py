@@ -30,10 +30,10 @@ from functools import lru_cache
 from sw.learner.schedule import step_cycles as learner_step_cycles
 
 from .layout import record_bytes, weight_bytes
-from sw.powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY
+from sw.powers import EXP2_LATENCY, LOG2_LATENCY, POWER_LATENCY, SCALE_LATENCY, table_stages
 from .spec import TrainerConfig
 
-__all__ = ["HANDOFF", "POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATENCY",
+__all__ = ["HANDOFF", "POWER_TABLES", "TD_POWER_LATENCY", "READ_LATENCY", "SETTLE", "FRACTION_LATENCY",
            "WEIGHTS_TAIL", "clear_cycles", "boundary_cycles", "sample_cycles", "td_cycles",
            "read_cycles", "gather_cycles", "replay_cycles", "learner_cycles",
            "step_cycles", "snapshot_cycles", "launch_cycles", "adapter_pack_cycles",
@@ -55,6 +55,13 @@ def _beats(nbytes, config):
     return -(-nbytes // (config.storage_width // 8))
 
 
+#: Where the trainer's power units (the IS weights' log2 and exp2, the TD engine's
+#: :class:`~rtl_gen.powers.PowerUnit`) keep their tables: block RAM, each followed by a
+#: register (:func:`sw.powers.table_stages`), so no LUT table sets the clock.
+POWER_TABLES = "block"
+#: Cycles of the TD engine's power unit, from a ``u`` to its priority.
+TD_POWER_LATENCY = POWER_LATENCY + 2 * table_stages(POWER_TABLES)
+
 #: Cycles a BOUNDARY waits after its last tree write, so that the tree's ``total`` holds it:
 #: the tree's input buffer, command register, the three old-value stages and the root stage.
 SETTLE = 7
@@ -65,7 +72,8 @@ FRACTION_LATENCY = 4
 #: Cycles from a batch's last priority to its first IS weight: the logarithm, the memory
 #: write, the read, the difference to the minimum, the scaling and exp2
 #: (:class:`rtl_gen.trainer.weights.ISWeightUnit`).
-WEIGHTS_TAIL = LOG2_LATENCY + 3 + SCALE_LATENCY + EXP2_LATENCY
+WEIGHTS_TAIL = (LOG2_LATENCY + 3 + SCALE_LATENCY + EXP2_LATENCY
+                + 2 * table_stages(POWER_TABLES))
 
 
 # -- the replay side's commands (rtl_gen.trainer.replay.TrainerReplay), no back-pressure ----
@@ -95,8 +103,8 @@ def sample_cycles(config: TrainerConfig, batch: int, divide: bool = True,
 
 def td_cycles(config: TrainerConfig, batch: int) -> int:
     """Cycles from a TD command to its ``td_done``, the TD errors offered from the command on:
-    ``B + POWER_LATENCY + 4`` (|td| and u registered before the power unit)."""
-    return batch + POWER_LATENCY + 4
+    ``B + TD_POWER_LATENCY + 4`` (|td| and u registered before the power unit)."""
+    return batch + TD_POWER_LATENCY + 4
 
 
 def read_cycles(config: TrainerConfig, count: int) -> int:
@@ -332,7 +340,7 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     the samples words, the learner's ``step_cycles + 1`` (``ADAPTER_START``), the read-back
     (:func:`adapter_readback_cycles`), then 1 and a trace entry (or 1) and a snapshot
     (or 1); with ``delay`` 0 the next BOUNDARY's write-back waits for this step's last new
-    priority, ``POWER_LATENCY + 1`` cycles after the read-back minus those."""
+    priority, ``TD_POWER_LATENCY + 1`` cycles after the read-back minus those."""
     from sw.learner.layout import region, sub_words
     lc = config.learner
     S = lc.array
@@ -347,8 +355,8 @@ def sequential_step_cycles(config: TrainerConfig, batch: int, writeback: int = 0
     after = (1 + (sequential_trace_cycles(config, write_latency) if trace else 1)
              + (sequential_snapshot_cycles(config, write_latency) if snapshot else 1))
     # delay 0: the next BOUNDARY writes this step's batch back, after its last priority
-    # (POWER_LATENCY + 3 cycles after the last TD error), so it waits for what is left
-    wait = max(0, POWER_LATENCY + 1 - after) if config.delay == 0 else 0
+    # (TD_POWER_LATENCY + 3 cycles after the last TD error), so it waits for what is left
+    wait = max(0, TD_POWER_LATENCY + 1 - after) if config.delay == 0 else 0
     return (boundary_cycles(config, writeback, inserts) + 2 + pack + 1 + g * (S + sub)
             + HOST_OUT_STAGES
             + learner_step_cycles(lc, batch) + ADAPTER_START
