@@ -250,7 +250,7 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .awready(m_axi_gmem_awready),
     .base_hi(base_hi),
     .base_lo(base_lo),
-    .\batch_size$218 (batch_size),
+    .\batch_size$233 (batch_size),
     .beta(beta),
     .\busy$151 (busy),
     .bvalid(m_axi_gmem_bvalid),
@@ -258,14 +258,14 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .cmd(cmd),
     .consumed(consumed),
     .\cycles$153 (cycles),
-    .\done$190 (ap_done),
+    .\done$167 (ap_done),
     .eps(eps),
     .\error$155 (status_error),
     .g_rid(m_axi_gmem_rid),
     .g_rlast(m_axi_gmem_rlast),
     .g_rresp(m_axi_gmem_rresp),
-    .\gamma$220 (gamma),
-    .\lr$219 (lr),
+    .\gamma$235 (gamma),
+    .\lr$234 (lr),
     .m_axi_gmem_araddr(m_axi_gmem_araddr),
     .m_axi_gmem_arburst(m_axi_gmem_arburst),
     .m_axi_gmem_arid(m_axi_gmem_arid),
@@ -282,14 +282,14 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .m_axi_gmem_wvalid(m_axi_gmem_wvalid),
     .producer(producer),
     .rdata(m_axi_gmem_rdata),
-    .\ready$165 (ap_ready),
+    .\ready$163 (ap_ready),
     .rst(rst),
     .rvalid(m_axi_gmem_rvalid),
     .sampled(sampled),
     .seed(seed),
     .snapshot_period(snapshot_period),
     .snapshot_seq(snapshot_seq),
-    .\start$164 (start),
+    .\start$162 (start),
     .status_learner_overflow(status_learner_overflow),
     .status_overrun(status_overrun),
     .status_priority_saturated(status_priority_saturated),
@@ -300,7 +300,7 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
     .steps_total(steps_total),
     .stop(stop),
     .stop_clear(\stop_clear$171 ),
-    .\sync_period$224 (sync_period),
+    .\sync_period$239 (sync_period),
     .trace_count(trace_count),
     .trace_period(trace_period),
     .wready(m_axi_gmem_wready)
@@ -466,8 +466,8 @@ module dqn_trainer_u250(ap_rst_n, s_axi_control_awaddr, s_axi_control_awvalid, s
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, awready, wready, bvalid, rst, m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arvalid, m_axi_gmem_arid, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_rready, \start$164 , cmd, steps, \batch_size$218 
-, \lr$219 , \gamma$220 , alpha, beta, eps, \sync_period$224 , snapshot_period, trace_period, seed, base_lo, base_hi, producer, stop, \ready$165 , stop_clear, \done$190 , \cycles$153 , status_learner_overflow, \busy$151 , \error$155 , status_stopped
+module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, awready, wready, bvalid, rst, m_axi_gmem_araddr, m_axi_gmem_arlen, m_axi_gmem_arvalid, m_axi_gmem_arid, m_axi_gmem_arsize, m_axi_gmem_arburst, m_axi_gmem_rready, \start$162 , cmd, steps, \batch_size$233 
+, \lr$234 , \gamma$235 , alpha, beta, eps, \sync_period$239 , snapshot_period, trace_period, seed, base_lo, base_hi, producer, stop, \ready$163 , \done$167 , stop_clear, \cycles$153 , status_learner_overflow, \busy$151 , \error$155 , status_stopped
 , steps_done, steps_total, sampled, snapshot_seq, trace_count, status_weight_underflow, status_overrun, consumed, status_priority_saturated, m_axi_gmem_awvalid, m_axi_gmem_awaddr, m_axi_gmem_awlen, m_axi_gmem_wdata, m_axi_gmem_wvalid, m_axi_gmem_wlast, m_axi_gmem_wstrb, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$2  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -476,23 +476,33 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
 `endif
 `endif
   wire \$1 ;
-  wire \$10 ;
-  reg [31:0] \$100 ;
-  reg [31:0] \$101 ;
-  reg [31:0] \$102 ;
-  reg [31:0] \$103 ;
-  reg [31:0] \$104 ;
-  reg [15:0] \$105 ;
+  wire [17:0] \$10 ;
+  reg [15:0] \$100 ;
+  reg \$101 ;
+  reg \$102 ;
+  reg \$103 ;
+  reg \$104 ;
+  reg \$105 ;
   reg \$106 ;
   reg \$107 ;
   reg \$108 ;
+  reg \$109 ;
   wire \$11 ;
-  wire \$12 ;
-  wire \$13 ;
+  reg \$110 ;
+  reg \$111 ;
+  reg \$112 ;
+  reg \$113 ;
+  reg \$114 ;
+  reg \$115 ;
+  reg \$116 ;
+  reg \$117 ;
+  reg \$118 ;
+  wire [31:0] \$12 ;
+  wire [32:0] \$13 ;
   wire \$14 ;
-  wire \$15 ;
-  wire \$16 ;
-  wire \$17 ;
+  wire [16:0] \$15 ;
+  wire [16:0] \$16 ;
+  wire [16:0] \$17 ;
   wire \$18 ;
   wire \$19 ;
   wire \$2 ;
@@ -501,87 +511,87 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
-  wire [32:0] \$25 ;
+  wire \$25 ;
   wire \$26 ;
   wire \$27 ;
   wire \$28 ;
-  wire [17:0] \$29 ;
+  wire \$29 ;
   wire [32:0] \$3 ;
-  wire [17:0] \$30 ;
+  wire \$30 ;
   wire \$31 ;
-  wire [31:0] \$32 ;
-  wire [32:0] \$33 ;
-  wire [16:0] \$34 ;
-  wire [16:0] \$35 ;
+  wire \$32 ;
+  wire \$33 ;
+  wire \$34 ;
+  wire \$35 ;
   wire \$36 ;
-  wire [16:0] \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  wire [1:0] \$37 ;
+  wire [1:0] \$38 ;
+  wire [32:0] \$39 ;
   wire [32:0] \$4 ;
   wire \$40 ;
-  wire \$41 ;
-  wire \$42 ;
-  wire \$43 ;
-  wire \$44 ;
-  wire \$45 ;
-  wire \$46 ;
-  wire \$47 ;
+  wire [16:0] \$41 ;
+  wire [16:0] \$42 ;
+  wire [16:0] \$43 ;
+  wire [32:0] \$44 ;
+  wire [32:0] \$45 ;
+  wire [32:0] \$46 ;
+  wire [32:0] \$47 ;
   wire \$48 ;
   wire \$49 ;
   wire [32:0] \$5 ;
   wire \$50 ;
   wire \$51 ;
-  wire [32:0] \$52 ;
+  wire \$52 ;
   wire \$53 ;
-  wire [16:0] \$54 ;
-  wire [16:0] \$55 ;
-  wire [16:0] \$56 ;
-  wire [32:0] \$57 ;
-  wire [32:0] \$58 ;
-  wire [32:0] \$59 ;
+  wire [32:0] \$54 ;
+  wire [32:0] \$55 ;
+  reg [31:0] \$56 ;
+  reg \$57 ;
+  reg [16:0] \$58 ;
+  reg \$59 ;
   wire \$6 ;
-  wire [32:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
-  wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire [32:0] \$67 ;
-  wire [32:0] \$68 ;
-  reg [31:0] \$69 ;
+  reg [31:0] \$60 ;
+  reg [31:0] \$61 ;
+  reg \$62 ;
+  reg [31:0] \$63 ;
+  reg [31:0] \$64 ;
+  reg [15:0] \$65 ;
+  reg \$66 ;
+  reg \$67 ;
+  reg \$68 ;
+  reg \$69 ;
   wire \$7 ;
   reg \$70 ;
-  reg [16:0] \$71 ;
-  reg \$72 ;
+  reg \$71 ;
+  reg [2:0] \$72 ;
   reg [31:0] \$73 ;
-  reg [31:0] \$74 ;
-  reg [31:0] \$75 ;
-  reg [31:0] \$76 ;
-  reg \$77 ;
-  reg \$78 ;
-  reg \$79 ;
+  reg [12:0] \$74 ;
+  reg [23:0] \$75 ;
+  reg [23:0] \$76 ;
+  reg [24:0] \$77 ;
+  reg [24:0] \$78 ;
+  reg [23:0] \$79 ;
   wire \$8 ;
-  reg \$80 ;
-  reg [2:0] \$81 ;
-  reg [31:0] \$82 ;
-  reg [12:0] \$83 ;
-  reg [23:0] \$84 ;
-  reg [23:0] \$85 ;
-  reg [24:0] \$86 ;
-  reg [24:0] \$87 ;
-  reg [23:0] \$88 ;
-  reg [15:0] \$89 ;
-  wire \$9 ;
-  reg [15:0] \$90 ;
-  reg [15:0] \$91 ;
-  reg [31:0] \$92 ;
-  reg [63:0] \$93 ;
-  reg \$94 ;
-  reg [1:0] \$95 ;
-  reg \$96 ;
+  reg [15:0] \$80 ;
+  reg [15:0] \$81 ;
+  reg [15:0] \$82 ;
+  reg [31:0] \$83 ;
+  reg [63:0] \$84 ;
+  reg \$85 ;
+  reg [1:0] \$86 ;
+  reg \$87 ;
+  reg [31:0] \$88 ;
+  reg \$89 ;
+  wire [17:0] \$9 ;
+  reg \$90 ;
+  reg \$91 ;
+  reg \$92 ;
+  reg \$93 ;
+  reg [31:0] \$94 ;
+  reg [31:0] \$95 ;
+  reg [31:0] \$96 ;
   reg [31:0] \$97 ;
-  reg [4:0] \$98 ;
+  reg [31:0] \$98 ;
   reg [31:0] \$99 ;
   (* init = 32'd0 *)
   wire [31:0] \$signal ;
@@ -590,8 +600,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   (* init = 32'd0 *)
   wire [31:0] \$signal$138 ;
   reg [31:0] \$signal$159  = 32'd0;
-  reg [31:0] \$signal$214  = 32'd0;
-  wire [31:0] ahead;
+  reg \$signal$227  = 1'h0;
+  reg [31:0] \$signal$229  = 32'd0;
   input [24:0] alpha;
   wire [24:0] alpha;
   wire [63:0] araddr;
@@ -611,6 +621,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   input arready;
   wire arready;
   wire arvalid;
+  reg at_producer = 1'h0;
   wire [63:0] awaddr;
   wire [7:0] awlen;
   input awready;
@@ -627,8 +638,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [31:0] base_lo;
   wire [12:0] batch_size;
   wire [12:0] \batch_size$13 ;
-  input [12:0] \batch_size$218 ;
-  wire [12:0] \batch_size$218 ;
+  input [12:0] \batch_size$233 ;
+  wire [12:0] \batch_size$233 ;
   input [24:0] beta;
   wire [24:0] beta;
   wire bready;
@@ -646,11 +657,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   input [2:0] cmd;
   wire [2:0] cmd;
   reg [96:0] cmd__payload;
-  reg [54:0] \cmd__payload$179 ;
-  wire [12:0] \cmd__payload$179.batch ;
-  wire [16:0] \cmd__payload$179.gamma ;
-  wire [23:0] \cmd__payload$179.lr ;
-  wire \cmd__payload$179.sync ;
+  reg [54:0] \cmd__payload$186 ;
+  wire [12:0] \cmd__payload$186.batch ;
+  wire [16:0] \cmd__payload$186.gamma ;
+  wire [23:0] \cmd__payload$186.lr ;
+  wire \cmd__payload$186.sync ;
   wire [16:0] \cmd__payload.coef ;
   wire [20:0] \cmd__payload.count ;
   wire [23:0] \cmd__payload.eps ;
@@ -663,13 +674,13 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [2:0] \cmd__payload.op ;
   wire [31:0] \cmd__payload.word ;
   wire cmd__ready;
-  wire \cmd__ready$234 ;
+  wire \cmd__ready$252 ;
   reg cmd__valid;
-  reg \cmd__valid$178 ;
+  reg \cmd__valid$185 ;
   output [31:0] consumed;
   wire [31:0] consumed;
   wire [31:0] \consumed$130 ;
-  wire [31:0] \consumed$193 ;
+  wire [31:0] \consumed$204 ;
   wire [31:0] cycles;
   output [31:0] \cycles$153 ;
   reg [31:0] \cycles$153  = 32'd0;
@@ -677,11 +688,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [31:0] \cycles$154 ;
   wire [31:0] \cycles$3 ;
   wire done;
-  output \done$190 ;
-  reg \done$190 ;
-  wire \done$232 ;
-  wire \done$233 ;
-  wire \done$235 ;
+  output \done$167 ;
+  reg \done$167 ;
+  wire \done$248 ;
+  wire \done$250 ;
+  wire \done$255 ;
   wire \done$5 ;
   input [23:0] eps;
   wire [23:0] eps;
@@ -711,8 +722,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire g_rvalid;
   wire [16:0] gamma;
   wire [16:0] \gamma$15 ;
-  input [23:0] \gamma$220 ;
-  wire [23:0] \gamma$220 ;
+  input [23:0] \gamma$235 ;
+  wire [23:0] \gamma$235 ;
   wire [15:0] host_addr;
   wire [15:0] \host_addr$87 ;
   wire [15:0] \host_addr$88 ;
@@ -739,8 +750,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   reg load;
   wire [23:0] lr;
   wire [23:0] \lr$17 ;
-  input [23:0] \lr$219 ;
-  wire [23:0] \lr$219 ;
+  input [23:0] \lr$234 ;
+  wire [23:0] \lr$234 ;
   output [63:0] m_axi_gmem_araddr;
   wire [63:0] m_axi_gmem_araddr;
   output [1:0] m_axi_gmem_arburst;
@@ -792,8 +803,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire [511:0] rdata;
   wire reading;
   wire ready;
-  output \ready$165 ;
-  reg \ready$165 ;
+  output \ready$163 ;
+  reg \ready$163 ;
   wire \ready$9 ;
   wire [255:0] rec__payload;
   wire [255:0] \rec__payload$23 ;
@@ -801,6 +812,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire \rec__ready$25 ;
   wire rec__valid;
   wire \rec__valid$27 ;
+  reg refused = 1'h0;
   wire rready;
   input rst;
   wire rst;
@@ -829,8 +841,8 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   reg [31:0] snapshot_seq = 32'd0;
   wire start;
   wire \start$11 ;
-  input \start$164 ;
-  wire \start$164 ;
+  input \start$162 ;
+  wire \start$162 ;
   wire status_bw_overflow;
   wire status_delta_overflow;
   wire status_fw_overflow;
@@ -856,7 +868,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   output [31:0] steps_total;
   reg [31:0] steps_total = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \steps_total$192 ;
+  wire [31:0] \steps_total$203 ;
   input stop;
   wire stop;
   output stop_clear;
@@ -865,10 +877,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   wire stopped;
   reg [15:0] sync_count = 16'h0000;
   reg sync_due = 1'h0;
+  reg [15:0] sync_last = 16'h0000;
   wire [15:0] sync_period;
   wire [15:0] \sync_period$19 ;
-  input [15:0] \sync_period$224 ;
-  wire [15:0] \sync_period$224 ;
+  input [15:0] \sync_period$239 ;
+  wire [15:0] \sync_period$239 ;
   wire sync_target;
   wire \sync_target$21 ;
   wire [16:0] td__payload;
@@ -892,14 +905,33 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   reg [31:0] trace_last = 32'd0;
   reg [31:0] trace_n = 32'd0;
   (* init = 32'd0 *)
-  wire [31:0] \trace_n$196 ;
+  wire [31:0] \trace_n$207 ;
   input [15:0] trace_period;
   wire [15:0] trace_period;
   (* init = 32'd0 *)
   wire [31:0] trace_sum;
-  reg [4:0] trainer_state = 5'h00;
+  reg trainer_boundary = 1'h0;
+  reg trainer_boundary_wait = 1'h0;
+  reg trainer_clear = 1'h0;
+  reg trainer_clear_wait = 1'h0;
+  reg trainer_decide = 1'h0;
+  reg trainer_end = 1'h0;
+  reg trainer_final = 1'h0;
+  reg trainer_idle = 1'h1;
+  reg trainer_learn = 1'h0;
+  reg trainer_load = 1'h0;
+  reg trainer_load_wait = 1'h0;
+  reg trainer_sample = 1'h0;
+  reg trainer_sample_wait = 1'h0;
+  reg trainer_snap = 1'h0;
+  reg trainer_snap_wait = 1'h0;
+  reg trainer_td = 1'h0;
+  reg trainer_td_wait = 1'h0;
+  reg trainer_trace = 1'h0;
+  reg trainer_trace_wait = 1'h0;
   reg tree_empty = 1'h0;
   wire underflow;
+  reg unsnapped = 1'h0;
   wire [511:0] wdata;
   wire [16:0] weight__payload;
   wire [16:0] \weight__payload$29 ;
@@ -925,159 +957,192 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign \$2  = ~ reading;
   assign g_rvalid = rvalid & \$2 ;
   assign \$3  = \$signal$159  + td_mag;
-  assign \$4  = producer - consumed;
-  assign \$5  = snapshot_seq + 1'h1;
-  assign \$6  = ! trainer_state;
-  assign \$7  = trainer_state == 1'h1;
-  assign \$8  = trainer_state == 2'h2;
-  assign \$9  = trainer_state == 2'h3;
-  assign \$10  = trainer_state == 3'h4;
-  assign \$11  = trainer_state == 3'h5;
-  assign \$12  = trainer_state == 3'h6;
-  assign \$13  = trainer_state == 3'h7;
-  assign \$14  = trainer_state == 4'h8;
-  assign \$15  = trainer_state == 4'h9;
-  assign \$16  = trainer_state == 4'ha;
-  assign \$17  = trainer_state == 4'hb;
-  assign \$18  = trainer_state == 4'hc;
-  assign \$19  = trainer_state == 4'hd;
-  assign \$20  = trainer_state == 4'he;
-  assign \$21  = trainer_state == 4'hf;
-  assign \$22  = trainer_state == 5'h10;
-  assign \$23  = trainer_state == 5'h11;
-  assign \$24  = trainer_state == 5'h12;
-  assign \$25  = \cycles$153  + 1'h1;
-  assign \$26  = | { status_wu_overflow, status_wa_overflow, status_bw_overflow, status_delta_overflow, status_target_overflow, status_target_fw_overflow, status_fw_overflow };
-  assign \$27  = status_learner_overflow | \$26 ;
-  assign \$28  = $signed(td__payload) < $signed(1'h0);
-  assign \$29  = - $signed(td__payload);
-  assign \$30  = \$28  ? \$29  : { td__payload[16], td__payload };
-  assign \$31  = td__valid & td__ready;
-  assign \$32  = tot[32] ? 32'd4294967295 : tot[31:0];
-  assign \$33  = trace_n + 1'h1;
-  assign \$34  = arg_snapshot_period - 1'h1;
-  assign \$35  = arg_trace_period - 1'h1;
-  assign \$36  = | arg_sync_period;
-  assign \$37  = sync_count + 1'h1;
-  assign \$38  = \$37  >= arg_sync_period;
-  assign \$39  = \$36  & \$38 ;
-  assign \$40  = | arg_steps;
-  assign \$41  = steps_done >= arg_steps;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = | steps_done;
-  assign \$44  = | \$signal$214 ;
-  assign \$45  = \$43  & \$44 ;
-  assign \$46  = ! total;
-  assign \$47  = ! \batch_size$218 ;
-  assign \$48  = \batch_size$218  > 9'h100;
-  assign \$49  = \$47  | \$48 ;
-  assign \$50  = | base_lo[11:0];
-  assign \$51  = ! \$4 [31:0];
-  assign \$52  = sampled + arg_batch_size;
-  assign \$53  = sync_count == 16'hffff;
-  assign \$54  = sync_count + 1'h1;
-  assign \$55  = \$53  ? { 1'h0, sync_count } : \$54 ;
-  assign \$56  = sync_due ? 17'h00000 : \$55 ;
-  assign \$57  = steps_total + 1'h1;
-  assign \$58  = steps_done + 1'h1;
-  assign \$59  = \$signal$214  + 1'h1;
-  assign \$60  = since_trace + 1'h1;
-  assign \$61  = | arg_snapshot_period;
-  assign \$62  = \$signal$214  >= snap_last;
-  assign \$63  = \$61  & \$62 ;
-  assign \$64  = | arg_trace_period;
-  assign \$65  = since_trace >= trace_last;
-  assign \$66  = \$64  & \$65 ;
-  assign \$67  = trace_count + 1'h1;
-  assign \$68  = snapshot_seq + 1'h1;
+  assign \$4  = snapshot_seq + 1'h1;
+  assign \$5  = \cycles$153  + 1'h1;
+  assign \$6  = | { status_wu_overflow, status_wa_overflow, status_bw_overflow, status_delta_overflow, status_target_overflow, status_target_fw_overflow, status_fw_overflow };
+  assign \$7  = status_learner_overflow | \$6 ;
+  assign \$8  = $signed(td__payload) < $signed(1'h0);
+  assign \$9  = - $signed(td__payload);
+  assign \$10  = \$8  ? \$9  : { td__payload[16], td__payload };
+  assign \$11  = td__valid & td__ready;
+  assign \$12  = tot[32] ? 32'd4294967295 : tot[31:0];
+  assign \$13  = trace_n + 1'h1;
+  assign \$14  = producer == consumed;
+  assign \$15  = arg_snapshot_period - 1'h1;
+  assign \$16  = arg_trace_period - 1'h1;
+  assign \$17  = arg_sync_period - 1'h1;
+  assign \$18  = | arg_sync_period;
+  assign \$19  = sync_count >= sync_last;
+  assign \$20  = \$18  & \$19 ;
+  assign \$21  = | arg_steps;
+  assign \$22  = steps_done >= arg_steps;
+  assign \$23  = \$21  & \$22 ;
+  assign \$24  = | steps_done;
+  assign \$25  = | \$signal$229 ;
+  assign \$26  = \$signal$227  & unsnapped;
+  assign \$27  = ! total;
+  assign \$28  = ! \batch_size$233 ;
+  assign \$29  = \batch_size$233  > 9'h100;
+  assign \$30  = \$28  | \$29 ;
+  assign \$31  = | base_lo[11:0];
+  assign \$32  = \$30  | \$31 ;
+  assign \$33  = ! \batch_size$233 ;
+  assign \$34  = \batch_size$233  > 9'h100;
+  assign \$35  = \$33  | \$34 ;
+  assign \$36  = | base_lo[11:0];
+  assign \$37  = \$36  ? 2'h3 : 2'h0;
+  assign \$38  = \$35  ? 2'h1 : \$37 ;
+  assign \$39  = sampled + arg_batch_size;
+  assign \$40  = sync_count == 16'hffff;
+  assign \$41  = sync_count + 1'h1;
+  assign \$42  = \$40  ? { 1'h0, sync_count } : \$41 ;
+  assign \$43  = sync_due ? 17'h00000 : \$42 ;
+  assign \$44  = steps_total + 1'h1;
+  assign \$45  = steps_done + 1'h1;
+  assign \$46  = \$signal$229  + 1'h1;
+  assign \$47  = since_trace + 1'h1;
+  assign \$48  = | arg_snapshot_period;
+  assign \$49  = \$signal$229  >= snap_last;
+  assign \$50  = \$48  & \$49 ;
+  assign \$51  = | arg_trace_period;
+  assign \$52  = since_trace >= trace_last;
+  assign \$53  = \$51  & \$52 ;
+  assign \$54  = trace_count + 1'h1;
+  assign \$55  = snapshot_seq + 1'h1;
   always @(posedge clk)
-    \cycles$153  <= \$69 ;
+    \cycles$153  <= \$56 ;
   always @(posedge clk)
-    status_learner_overflow <= \$70 ;
+    status_learner_overflow <= \$57 ;
   always @(posedge clk)
-    td_mag <= \$71 ;
+    td_mag <= \$58 ;
   always @(posedge clk)
-    td_mag_valid <= \$72 ;
+    td_mag_valid <= \$59 ;
   always @(posedge clk)
-    \$signal$159  <= \$73 ;
+    \$signal$159  <= \$60 ;
   always @(posedge clk)
-    trace_n <= \$74 ;
+    trace_n <= \$61 ;
   always @(posedge clk)
-    snap_last <= \$75 ;
+    at_producer <= \$62 ;
   always @(posedge clk)
-    trace_last <= \$76 ;
+    snap_last <= \$63 ;
   always @(posedge clk)
-    sync_due <= \$77 ;
+    trace_last <= \$64 ;
   always @(posedge clk)
-    steps_reached <= \$78 ;
+    sync_last <= \$65 ;
   always @(posedge clk)
-    final_snap <= \$79 ;
+    sync_due <= \$66 ;
   always @(posedge clk)
-    tree_empty <= \$80 ;
+    steps_reached <= \$67 ;
   always @(posedge clk)
-    arg_cmd <= \$81 ;
+    \$signal$227  <= \$68 ;
   always @(posedge clk)
-    arg_steps <= \$82 ;
+    unsnapped <= \$69 ;
   always @(posedge clk)
-    arg_batch_size <= \$83 ;
+    final_snap <= \$70 ;
   always @(posedge clk)
-    arg_lr <= \$84 ;
+    tree_empty <= \$71 ;
   always @(posedge clk)
-    arg_gamma <= \$85 ;
+    arg_cmd <= \$72 ;
   always @(posedge clk)
-    arg_alpha <= \$86 ;
+    arg_steps <= \$73 ;
   always @(posedge clk)
-    arg_beta <= \$87 ;
+    arg_batch_size <= \$74 ;
   always @(posedge clk)
-    arg_eps <= \$88 ;
+    arg_lr <= \$75 ;
   always @(posedge clk)
-    arg_sync_period <= \$89 ;
+    arg_gamma <= \$76 ;
   always @(posedge clk)
-    arg_snapshot_period <= \$90 ;
+    arg_alpha <= \$77 ;
   always @(posedge clk)
-    arg_trace_period <= \$91 ;
+    arg_beta <= \$78 ;
   always @(posedge clk)
-    arg_seed <= \$92 ;
+    arg_eps <= \$79 ;
   always @(posedge clk)
-    base <= \$93 ;
+    arg_sync_period <= \$80 ;
   always @(posedge clk)
-    \busy$151  <= \$94 ;
+    arg_snapshot_period <= \$81 ;
   always @(posedge clk)
-    \error$155  <= \$95 ;
+    arg_trace_period <= \$82 ;
   always @(posedge clk)
-    status_stopped <= \$96 ;
+    arg_seed <= \$83 ;
   always @(posedge clk)
-    steps_done <= \$97 ;
+    base <= \$84 ;
   always @(posedge clk)
-    trainer_state <= \$98 ;
+    \busy$151  <= \$85 ;
   always @(posedge clk)
-    steps_total <= \$99 ;
+    \error$155  <= \$86 ;
   always @(posedge clk)
-    sampled <= \$100 ;
+    status_stopped <= \$87 ;
   always @(posedge clk)
-    snapshot_seq <= \$101 ;
+    steps_done <= \$88 ;
   always @(posedge clk)
-    trace_count <= \$102 ;
+    refused <= \$89 ;
   always @(posedge clk)
-    \$signal$214  <= \$103 ;
+    trainer_idle <= \$90 ;
   always @(posedge clk)
-    since_trace <= \$104 ;
+    trainer_clear <= \$91 ;
   always @(posedge clk)
-    sync_count <= \$105 ;
+    trainer_load <= \$92 ;
   always @(posedge clk)
-    snap_due <= \$106 ;
+    trainer_boundary <= \$93 ;
   always @(posedge clk)
-    trace_due <= \$107 ;
+    steps_total <= \$94 ;
   always @(posedge clk)
-    \final  <= \$108 ;
+    sampled <= \$95 ;
+  always @(posedge clk)
+    snapshot_seq <= \$96 ;
+  always @(posedge clk)
+    trace_count <= \$97 ;
+  always @(posedge clk)
+    \$signal$229  <= \$98 ;
+  always @(posedge clk)
+    since_trace <= \$99 ;
+  always @(posedge clk)
+    sync_count <= \$100 ;
+  always @(posedge clk)
+    trainer_clear_wait <= \$101 ;
+  always @(posedge clk)
+    trainer_load_wait <= \$102 ;
+  always @(posedge clk)
+    trainer_boundary_wait <= \$103 ;
+  always @(posedge clk)
+    trainer_decide <= \$104 ;
+  always @(posedge clk)
+    trainer_end <= \$105 ;
+  always @(posedge clk)
+    trainer_final <= \$106 ;
+  always @(posedge clk)
+    trainer_sample <= \$107 ;
+  always @(posedge clk)
+    trainer_learn <= \$108 ;
+  always @(posedge clk)
+    trainer_sample_wait <= \$109 ;
+  always @(posedge clk)
+    trainer_td <= \$110 ;
+  always @(posedge clk)
+    trainer_td_wait <= \$111 ;
+  always @(posedge clk)
+    snap_due <= \$112 ;
+  always @(posedge clk)
+    trace_due <= \$113 ;
+  always @(posedge clk)
+    trainer_trace <= \$114 ;
+  always @(posedge clk)
+    trainer_trace_wait <= \$115 ;
+  always @(posedge clk)
+    trainer_snap <= \$116 ;
+  always @(posedge clk)
+    \final  <= \$117 ;
+  always @(posedge clk)
+    trainer_snap_wait <= \$118 ;
   \dqn_trainer_u250.core.adapter  adapter (
     .B(batch_size),
     .clk(clk),
-    .cmd__payload(\cmd__payload$179 ),
-    .cmd__ready(\cmd__ready$234 ),
-    .cmd__valid(\cmd__valid$178 ),
+    .cmd__payload(\cmd__payload$186 ),
+    .cmd__ready(\cmd__ready$252 ),
+    .cmd__valid(\cmd__valid$185 ),
     .done(done),
-    .\done$138 (\done$235 ),
+    .\done$145 (\done$255 ),
     .error(error),
     .gamma(gamma),
     .host_addr(\host_addr$87 ),
@@ -1089,16 +1154,16 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .out_d(td__payload),
     .out_v(td__valid),
     .rec__payload(rec__payload),
-    .rec__ready(rec__ready),
     .rec__valid(rec__valid),
+    .rec_open(rec__ready),
     .rst(rst),
     .start(start),
     .sync(sync_target),
     .sync_period_zero(sync_period),
     .td__ready(td__ready),
-    .weight__payload(weight__payload),
-    .weight__ready(weight__ready),
-    .weight__valid(weight__valid)
+    .weight__valid(weight__valid),
+    .wt_open(weight__ready),
+    .wt_wr__data(weight__payload)
   );
   \dqn_trainer_u250.core.gather  gather (
     .ar_valid(g_arvalid),
@@ -1149,11 +1214,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   \dqn_trainer_u250.core.replay  replay (
     .clear(clear_flags),
     .clk(clk),
-    .\cmd__payload$87 (cmd__payload),
+    .\cmd__payload$95 (cmd__payload),
     .\cmd__ready$19 (cmd__ready),
-    .\cmd__valid$86 (cmd__valid),
+    .\cmd__valid$94 (cmd__valid),
     .consumed(consumed),
-    .done(\done$232 ),
+    .done(\done$248 ),
     .o__ready(weight__ready),
     .overrun(status_overrun),
     .rst(rst),
@@ -1192,7 +1257,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .bvalid(bvalid),
     .clk(clk),
     .consumed(consumed),
-    .done(\done$233 ),
+    .done(\done$250 ),
     .host_addr(\host_addr$88 ),
     .host_rdata(host_rdata),
     .host_re(\host_re$91 ),
@@ -1204,7 +1269,7 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
     .rready(rready),
     .rst(rst),
     .rvalid(rvalid),
-    .seq(\$5 [31:0]),
+    .seq(\$4 [31:0]),
     .snapshot(snapshot),
     .steps_total(steps_total),
     .trace(trace),
@@ -1226,1357 +1291,1261 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \ready$165  = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \ready$165  = 1'h1;
-          end
-    endcase
+    \ready$163  = 1'h0;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \ready$163  = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     clear_flags = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            clear_flags = 1'h1;
-          end
-    endcase
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        clear_flags = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \done$167  = 1'h0;
+    if (trainer_clear) begin
+      if (refused) begin
+        \done$167  = 1'h1;
+      end
+    end
+    if (trainer_load) begin
+      if (refused) begin
+        \done$167  = 1'h1;
+      end
+    end
+    if (trainer_boundary) begin
+      if (refused) begin
+        \done$167  = 1'h1;
+      end
+    end
+    if (trainer_end) begin
+      \done$167  = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     cmd__valid = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          cmd__valid = 1'h1;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          cmd__valid = 1'h1;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          cmd__valid = 1'h1;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          cmd__valid = 1'h1;
-    endcase
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        cmd__valid = 1'h1;
+      end
+    end
+    if (trainer_boundary) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        cmd__valid = 1'h1;
+      end
+    end
+    if (trainer_sample) begin
+      cmd__valid = 1'h1;
+    end
+    if (trainer_td) begin
+      cmd__valid = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     cmd__payload = 97'h0000000000000000000000000;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-        begin
-          cmd__payload[2:0] = 3'h0;
-          cmd__payload[34:3] = arg_seed;
-        end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-        begin
-          cmd__payload[2:0] = 3'h1;
-          cmd__payload[34:3] = producer;
-        end
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-        begin
-          cmd__payload[2:0] = 3'h2;
-          cmd__payload[55:35] = { 8'h00, arg_batch_size };
-          cmd__payload[72:56] = arg_beta[16:0];
-        end
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-        begin
-          cmd__payload[2:0] = 3'h3;
-          cmd__payload[72:56] = arg_alpha[16:0];
-          cmd__payload[96:73] = arg_eps;
-        end
-    endcase
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        cmd__payload[2:0] = 3'h0;
+        cmd__payload[34:3] = arg_seed;
+      end
+    end
+    if (trainer_boundary) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        cmd__payload[2:0] = 3'h1;
+        cmd__payload[34:3] = producer;
+      end
+    end
+    if (trainer_sample) begin
+      cmd__payload[2:0] = 3'h2;
+      cmd__payload[55:35] = { 8'h00, arg_batch_size };
+      cmd__payload[72:56] = arg_beta[16:0];
+    end
+    if (trainer_td) begin
+      cmd__payload[2:0] = 3'h3;
+      cmd__payload[72:56] = arg_alpha[16:0];
+      cmd__payload[96:73] = arg_eps;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     load = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          load = 1'h1;
-    endcase
+    if (trainer_load) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        load = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     stop_clear = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          if (arg_cmd[2]) begin
-          end else if (stop) begin
-            stop_clear = 1'h1;
-          end
-    endcase
+    if (trainer_decide) begin
+      if (arg_cmd[2]) begin
+      end else if (stop) begin
+        stop_clear = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \cmd__valid$178  = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          \cmd__valid$178  = 1'h1;
-    endcase
+    \cmd__valid$185  = 1'h0;
+    if (trainer_learn) begin
+      \cmd__valid$185  = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \cmd__payload$179  = 55'h00000000000000;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-        begin
-          \cmd__payload$179 [12:0] = arg_batch_size;
-          \cmd__payload$179 [36:13] = arg_lr;
-          \cmd__payload$179 [53:37] = arg_gamma[16:0];
-          \cmd__payload$179 [54] = sync_due;
-        end
-    endcase
+    \cmd__payload$186  = 55'h00000000000000;
+    if (trainer_learn) begin
+      \cmd__payload$186 [12:0] = arg_batch_size;
+      \cmd__payload$186 [36:13] = arg_lr;
+      \cmd__payload$186 [53:37] = arg_gamma[16:0];
+      \cmd__payload$186 [54] = sync_due;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     trace = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          if (trace_due) begin
-            trace = 1'h1;
-          end
-    endcase
+    if (trainer_trace) begin
+      if (trace_due) begin
+        trace = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
     snapshot = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          if (snap_due) begin
-            snapshot = 1'h1;
-          end
-      5'h09:
-          if (final_snap) begin
-            snapshot = 1'h1;
-          end
-    endcase
+    if (trainer_snap) begin
+      if (snap_due) begin
+        snapshot = 1'h1;
+      end
+    end
+    if (trainer_final) begin
+      if (final_snap) begin
+        snapshot = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \done$190  = 1'h0;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          /* empty */;
-      5'h09:
-          /* empty */;
-      5'h12:
-          /* empty */;
-      5'h01:
-          \done$190  = 1'h1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$69  = \cycles$153 ;
+    \$56  = \cycles$153 ;
     if (\busy$151 ) begin
-      \$69  = \$25 [31:0];
+      \$56  = \$5 [31:0];
     end
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$69  = 32'd0;
-          end
-    endcase
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$56  = 32'd0;
+      end
+    end
     if (rst) begin
-      \$69  = 32'd0;
+      \$56  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$70  = status_learner_overflow;
+    \$57  = status_learner_overflow;
     if (done) begin
-      \$70  = \$27 ;
+      \$57  = \$7 ;
     end
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$70  = 1'h0;
-          end
-    endcase
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$57  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$57  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$58  = \$10 [16:0];
+    if (rst) begin
+      \$58  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$59  = \$11 ;
+    if (rst) begin
+      \$59  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$60  = \$signal$159 ;
+    if (td_mag_valid) begin
+      \$60  = \$12 ;
+    end
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$60  = 32'd0;
+        end
+      end
+    end
+    if (trainer_trace_wait) begin
+      if (\done$250 ) begin
+        \$60  = 32'd0;
+      end
+    end
+    if (rst) begin
+      \$60  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$61  = trace_n;
+    if (td_mag_valid) begin
+      \$61  = \$13 [31:0];
+    end
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$61  = 32'd0;
+        end
+      end
+    end
+    if (trainer_trace_wait) begin
+      if (\done$250 ) begin
+        \$61  = 32'd0;
+      end
+    end
+    if (rst) begin
+      \$61  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$62  = \$14 ;
+    if (rst) begin
+      \$62  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$63  = { \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15 [16], \$15  };
+    if (rst) begin
+      \$63  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$64  = { \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16 [16], \$16  };
+    if (rst) begin
+      \$64  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$65  = \$17 [15:0];
+    if (rst) begin
+      \$65  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$66  = \$20 ;
+    if (rst) begin
+      \$66  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$67  = \$23 ;
+    if (rst) begin
+      \$67  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$68  = \$24 ;
+    if (rst) begin
+      \$68  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$69  = \$25 ;
+    if (rst) begin
+      \$69  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$70  = \$26 ;
     if (rst) begin
       \$70  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$71  = \$30 [16:0];
+    \$71  = \$27 ;
     if (rst) begin
-      \$71  = 17'h00000;
+      \$71  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$72  = \$31 ;
+    \$72  = arg_cmd;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$72  = cmd;
+      end
+    end
     if (rst) begin
-      \$72  = 1'h0;
+      \$72  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$73  = \$signal$159 ;
-    if (td_mag_valid) begin
-      \$73  = \$32 ;
+    \$73  = arg_steps;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$73  = steps;
+      end
     end
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$73  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          if (\done$233 ) begin
-            \$73  = 32'd0;
-          end
-    endcase
     if (rst) begin
       \$73  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$74  = trace_n;
-    if (td_mag_valid) begin
-      \$74  = \$33 [31:0];
+    \$74  = arg_batch_size;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$74  = \batch_size$233 ;
+      end
     end
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$74  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          if (\done$233 ) begin
-            \$74  = 32'd0;
-          end
-    endcase
     if (rst) begin
-      \$74  = 32'd0;
+      \$74  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$75  = { \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34 [16], \$34  };
+    \$75  = arg_lr;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$75  = \lr$234 ;
+      end
+    end
     if (rst) begin
-      \$75  = 32'd0;
+      \$75  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$76  = { \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35 [16], \$35  };
+    \$76  = arg_gamma;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$76  = \gamma$235 ;
+      end
+    end
     if (rst) begin
-      \$76  = 32'd0;
+      \$76  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$77  = \$39 ;
+    \$77  = arg_alpha;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$77  = alpha;
+      end
+    end
     if (rst) begin
-      \$77  = 1'h0;
+      \$77  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$78  = \$42 ;
+    \$78  = arg_beta;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$78  = beta;
+      end
+    end
     if (rst) begin
-      \$78  = 1'h0;
+      \$78  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$79  = \$45 ;
+    \$79  = arg_eps;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$79  = eps;
+      end
+    end
     if (rst) begin
-      \$79  = 1'h0;
+      \$79  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$80  = \$46 ;
+    \$80  = arg_sync_period;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$80  = \sync_period$239 ;
+      end
+    end
     if (rst) begin
-      \$80  = 1'h0;
+      \$80  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$81  = arg_cmd;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$81  = cmd;
-          end
-    endcase
+    \$81  = arg_snapshot_period;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$81  = snapshot_period;
+      end
+    end
     if (rst) begin
-      \$81  = 3'h0;
+      \$81  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$82  = arg_steps;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$82  = steps;
-          end
-    endcase
+    \$82  = arg_trace_period;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$82  = trace_period;
+      end
+    end
     if (rst) begin
-      \$82  = 32'd0;
+      \$82  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$83  = arg_batch_size;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$83  = \batch_size$218 ;
-          end
-    endcase
+    \$83  = arg_seed;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$83  = seed;
+      end
+    end
     if (rst) begin
-      \$83  = 13'h0000;
+      \$83  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$84  = arg_lr;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$84  = \lr$219 ;
-          end
-    endcase
+    \$84  = base;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$84  = { base_hi, base_lo };
+      end
+    end
     if (rst) begin
-      \$84  = 24'h000000;
+      \$84  = 64'h0000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$85  = arg_gamma;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$85  = \gamma$220 ;
-          end
-    endcase
+    \$85  = \busy$151 ;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$85  = 1'h1;
+      end
+    end
+    if (trainer_clear) begin
+      if (refused) begin
+        \$85  = 1'h0;
+      end
+    end
+    if (trainer_load) begin
+      if (refused) begin
+        \$85  = 1'h0;
+      end
+    end
+    if (trainer_boundary) begin
+      if (refused) begin
+        \$85  = 1'h0;
+      end
+    end
+    if (trainer_end) begin
+      \$85  = 1'h0;
+    end
     if (rst) begin
-      \$85  = 24'h000000;
+      \$85  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$86  = arg_alpha;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$86  = alpha;
-          end
-    endcase
+    \$86  = \error$155 ;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$86  = \$38 ;
+      end
+    end
+    if (trainer_decide) begin
+      if (arg_cmd[2]) begin
+      end else if (stop) begin
+      end else if (steps_reached) begin
+      end else if (tree_empty) begin
+        \$86  = 2'h2;
+      end
+    end
     if (rst) begin
-      \$86  = 25'h0000000;
+      \$86  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$87  = arg_beta;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$87  = beta;
-          end
-    endcase
+    \$87  = status_stopped;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$87  = 1'h0;
+      end
+    end
+    if (trainer_decide) begin
+      if (arg_cmd[2]) begin
+      end else if (stop) begin
+        \$87  = 1'h1;
+      end
+    end
     if (rst) begin
-      \$87  = 25'h0000000;
+      \$87  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$88  = arg_eps;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$88  = eps;
-          end
-    endcase
+    \$88  = steps_done;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$88  = 32'd0;
+      end
+    end
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$88  = \$45 [31:0];
+      end
+    end
     if (rst) begin
-      \$88  = 24'h000000;
+      \$88  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$89  = arg_sync_period;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$89  = \sync_period$224 ;
-          end
-    endcase
+    \$89  = refused;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        \$89  = \$32 ;
+      end
+    end
     if (rst) begin
-      \$89  = 16'h0000;
+      \$89  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$90  = arg_snapshot_period;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$90  = snapshot_period;
-          end
-    endcase
+    \$90  = trainer_idle;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        (* full_case = 32'd1 *)
+        if (cmd[0]) begin
+          \$90  = 1'h0;
+        end else if (cmd[1]) begin
+          \$90  = 1'h0;
+        end else begin
+          \$90  = 1'h0;
+        end
+      end
+    end
+    if (trainer_clear) begin
+      if (refused) begin
+        \$90  = 1'h1;
+      end
+    end
+    if (trainer_load) begin
+      if (refused) begin
+        \$90  = 1'h1;
+      end
+    end
+    if (trainer_boundary) begin
+      if (refused) begin
+        \$90  = 1'h1;
+      end
+    end
+    if (trainer_end) begin
+      \$90  = 1'h1;
+    end
     if (rst) begin
-      \$90  = 16'h0000;
+      \$90  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$91  = arg_trace_period;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$91  = trace_period;
-          end
-    endcase
+    \$91  = trainer_clear;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        if (cmd[0]) begin
+          \$91  = 1'h1;
+        end
+      end
+    end
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+        \$91  = 1'h0;
+      end else begin
+        if (cmd__ready) begin
+          \$91  = 1'h0;
+        end
+      end
+    end
     if (rst) begin
-      \$91  = 16'h0000;
+      \$91  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$92  = arg_seed;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$92  = seed;
-          end
-    endcase
+    \$92  = trainer_load;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        if (cmd[0]) begin
+        end else if (cmd[1]) begin
+          \$92  = 1'h1;
+        end
+      end
+    end
+    if (trainer_clear_wait) begin
+      if (\done$248 ) begin
+        if (arg_cmd[1]) begin
+          \$92  = 1'h1;
+        end
+      end
+    end
+    if (trainer_load) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+        \$92  = 1'h0;
+      end else begin
+        \$92  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$92  = 32'd0;
+      \$92  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$93  = base;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$93  = { base_hi, base_lo };
-          end
-    endcase
+    \$93  = trainer_boundary;
+    if (trainer_idle) begin
+      if (\start$162 ) begin
+        (* full_case = 32'd1 *)
+        if (cmd[0]) begin
+        end else if (cmd[1]) begin
+        end else begin
+          \$93  = 1'h1;
+        end
+      end
+    end
+    if (trainer_clear_wait) begin
+      if (\done$248 ) begin
+        (* full_case = 32'd1 *)
+        if (arg_cmd[1]) begin
+        end else begin
+          \$93  = 1'h1;
+        end
+      end
+    end
+    if (trainer_load_wait) begin
+      if (\done$250 ) begin
+        \$93  = 1'h1;
+      end
+    end
+    if (trainer_boundary) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+        \$93  = 1'h0;
+      end else begin
+        if (cmd__ready) begin
+          \$93  = 1'h0;
+        end
+      end
+    end
+    if (trainer_decide) begin
+      if (arg_cmd[2]) begin
+        (* full_case = 32'd1 *)
+        if (at_producer) begin
+        end else begin
+          \$93  = 1'h1;
+        end
+      end
+    end
+    if (trainer_snap) begin
+      (* full_case = 32'd1 *)
+      if (snap_due) begin
+      end else begin
+        \$93  = 1'h1;
+      end
+    end
+    if (trainer_snap_wait) begin
+      if (\done$250 ) begin
+        (* full_case = 32'd1 *)
+        if (\final ) begin
+        end else begin
+          \$93  = 1'h1;
+        end
+      end
+    end
     if (rst) begin
-      \$93  = 64'h0000000000000000;
+      \$93  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$94  = \busy$151 ;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$94  = 1'h1;
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          /* empty */;
-      5'h09:
-          /* empty */;
-      5'h12:
-          /* empty */;
-      5'h01:
-          \$94  = 1'h0;
-    endcase
+    \$94  = steps_total;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$94  = 32'd0;
+        end
+      end
+    end
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$94  = \$44 [31:0];
+      end
+    end
     if (rst) begin
-      \$94  = 1'h0;
+      \$94  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$95  = \error$155 ;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$95  = 2'h0;
-            if (\$49 ) begin
-              \$95  = 2'h1;
-            end else if (\$50 ) begin
-              \$95  = 2'h3;
-            end
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          if (arg_cmd[2]) begin
-          end else if (stop) begin
-          end else if (steps_reached) begin
-          end else if (tree_empty) begin
-            \$95  = 2'h2;
-          end
-    endcase
+    \$95  = sampled;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$95  = 32'd0;
+        end
+      end
+    end
+    if (trainer_sample) begin
+      if (cmd__ready) begin
+        \$95  = \$39 [31:0];
+      end
+    end
     if (rst) begin
-      \$95  = 2'h0;
+      \$95  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$96  = status_stopped;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$96  = 1'h0;
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          if (arg_cmd[2]) begin
-          end else if (stop) begin
-            \$96  = 1'h1;
-          end
-    endcase
+    \$96  = snapshot_seq;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$96  = 32'd0;
+        end
+      end
+    end
+    if (trainer_snap_wait) begin
+      if (\done$250 ) begin
+        \$96  = \$55 [31:0];
+      end
+    end
     if (rst) begin
-      \$96  = 1'h0;
+      \$96  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$97  = steps_done;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            \$97  = 32'd0;
-          end
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$235 ) begin
-            \$97  = \$58 [31:0];
-          end
-    endcase
+    \$97  = trace_count;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$97  = 32'd0;
+        end
+      end
+    end
+    if (trainer_trace_wait) begin
+      if (\done$250 ) begin
+        \$97  = \$54 [31:0];
+      end
+    end
     if (rst) begin
       \$97  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$98  = trainer_state;
-    casez (trainer_state)
-      5'h00:
-          if (\start$164 ) begin
-            (* full_case = 32'd1 *)
-            if (\$49 ) begin
-              \$98  = 5'h01;
-            end else if (\$50 ) begin
-              \$98  = 5'h01;
-            end else if (cmd[0]) begin
-              \$98  = 5'h02;
-            end else if (cmd[1]) begin
-              \$98  = 5'h03;
-            end else begin
-              \$98  = 5'h04;
-            end
-          end
-      5'h02:
-          if (cmd__ready) begin
-            \$98  = 5'h05;
-          end
-      5'h05:
-          if (\done$232 ) begin
-            (* full_case = 32'd1 *)
-            if (arg_cmd[1]) begin
-              \$98  = 5'h03;
-            end else begin
-              \$98  = 5'h04;
-            end
-          end
-      5'h03:
-          \$98  = 5'h06;
-      5'h06:
-          if (\done$233 ) begin
-            \$98  = 5'h04;
-          end
-      5'h04:
-          if (cmd__ready) begin
-            \$98  = 5'h07;
-          end
-      5'h07:
-          if (\done$232 ) begin
-            \$98  = 5'h08;
-          end
-      5'h08:
-          (* full_case = 32'd1 *)
-          if (arg_cmd[2]) begin
-            (* full_case = 32'd1 *)
-            if (\$51 ) begin
-              \$98  = 5'h01;
-            end else begin
-              \$98  = 5'h04;
-            end
-          end else if (stop) begin
-            \$98  = 5'h09;
-          end else if (steps_reached) begin
-            \$98  = 5'h09;
-          end else if (tree_empty) begin
-            \$98  = 5'h09;
-          end else begin
-            \$98  = 5'h0a;
-          end
-      5'h0a:
-          if (cmd__ready) begin
-            \$98  = 5'h0b;
-          end
-      5'h0b:
-          if (\cmd__ready$234 ) begin
-            \$98  = 5'h0c;
-          end
-      5'h0c:
-          if (\done$232 ) begin
-            \$98  = 5'h0d;
-          end
-      5'h0d:
-          if (cmd__ready) begin
-            \$98  = 5'h0e;
-          end
-      5'h0e:
-          if (\done$235 ) begin
-            \$98  = 5'h0f;
-          end
-      5'h0f:
-          (* full_case = 32'd1 *)
-          if (trace_due) begin
-            \$98  = 5'h10;
-          end else begin
-            \$98  = 5'h11;
-          end
-      5'h10:
-          if (\done$233 ) begin
-            \$98  = 5'h11;
-          end
-      5'h11:
-          (* full_case = 32'd1 *)
-          if (snap_due) begin
-            \$98  = 5'h12;
-          end else begin
-            \$98  = 5'h04;
-          end
-      5'h09:
-          (* full_case = 32'd1 *)
-          if (final_snap) begin
-            \$98  = 5'h12;
-          end else begin
-            \$98  = 5'h01;
-          end
-      5'h12:
-          if (\done$233 ) begin
-            (* full_case = 32'd1 *)
-            if (\final ) begin
-              \$98  = 5'h01;
-            end else begin
-              \$98  = 5'h04;
-            end
-          end
-      5'h01:
-          \$98  = 5'h00;
-    endcase
+    \$98  = \$signal$229 ;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$98  = 32'd0;
+        end
+      end
+    end
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$98  = \$46 [31:0];
+      end
+    end
+    if (trainer_snap_wait) begin
+      if (\done$250 ) begin
+        \$98  = 32'd0;
+      end
+    end
     if (rst) begin
-      \$98  = 5'h00;
+      \$98  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$99  = steps_total;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$99  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$235 ) begin
-            \$99  = \$57 [31:0];
-          end
-    endcase
+    \$99  = since_trace;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$99  = 32'd0;
+        end
+      end
+    end
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$99  = \$47 [31:0];
+      end
+    end
+    if (trainer_trace_wait) begin
+      if (\done$250 ) begin
+        \$99  = 32'd0;
+      end
+    end
     if (rst) begin
       \$99  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$100  = sampled;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$100  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          if (cmd__ready) begin
-            \$100  = \$52 [31:0];
-          end
-    endcase
+    \$100  = sync_count;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$100  = 16'h0000;
+        end
+      end
+    end
+    if (trainer_learn) begin
+      if (\cmd__ready$252 ) begin
+        \$100  = \$43 [15:0];
+      end
+    end
     if (rst) begin
-      \$100  = 32'd0;
+      \$100  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$101  = snapshot_seq;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$101  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          /* empty */;
-      5'h09:
-          /* empty */;
-      5'h12:
-          if (\done$233 ) begin
-            \$101  = \$68 [31:0];
-          end
-    endcase
+    \$101  = trainer_clear_wait;
+    if (trainer_clear) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$101  = 1'h1;
+        end
+      end
+    end
+    if (trainer_clear_wait) begin
+      if (\done$248 ) begin
+        (* full_case = 32'd1 *)
+        if (arg_cmd[1]) begin
+          \$101  = 1'h0;
+        end else begin
+          \$101  = 1'h0;
+        end
+      end
+    end
     if (rst) begin
-      \$101  = 32'd0;
+      \$101  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$102  = trace_count;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$102  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          if (\done$233 ) begin
-            \$102  = \$67 [31:0];
-          end
-    endcase
+    \$102  = trainer_load_wait;
+    if (trainer_load) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        \$102  = 1'h1;
+      end
+    end
+    if (trainer_load_wait) begin
+      if (\done$250 ) begin
+        \$102  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$102  = 32'd0;
+      \$102  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$103  = \$signal$214 ;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$103  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$235 ) begin
-            \$103  = \$59 [31:0];
-          end
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          /* empty */;
-      5'h09:
-          /* empty */;
-      5'h12:
-          if (\done$233 ) begin
-            \$103  = 32'd0;
-          end
-    endcase
+    \$103  = trainer_boundary_wait;
+    if (trainer_boundary) begin
+      (* full_case = 32'd1 *)
+      if (refused) begin
+      end else begin
+        if (cmd__ready) begin
+          \$103  = 1'h1;
+        end
+      end
+    end
+    if (trainer_boundary_wait) begin
+      if (\done$248 ) begin
+        \$103  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$103  = 32'd0;
+      \$103  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$104  = since_trace;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$104  = 32'd0;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$235 ) begin
-            \$104  = \$60 [31:0];
-          end
-      5'h0f:
-          /* empty */;
-      5'h10:
-          if (\done$233 ) begin
-            \$104  = 32'd0;
-          end
-    endcase
+    \$104  = trainer_decide;
+    if (trainer_boundary_wait) begin
+      if (\done$248 ) begin
+        \$104  = 1'h1;
+      end
+    end
+    if (trainer_decide) begin
+      (* full_case = 32'd1 *)
+      if (arg_cmd[2]) begin
+        (* full_case = 32'd1 *)
+        if (at_producer) begin
+          \$104  = 1'h0;
+        end else begin
+          \$104  = 1'h0;
+        end
+      end else if (stop) begin
+        \$104  = 1'h0;
+      end else if (steps_reached) begin
+        \$104  = 1'h0;
+      end else if (tree_empty) begin
+        \$104  = 1'h0;
+      end else begin
+        \$104  = 1'h0;
+      end
+    end
     if (rst) begin
-      \$104  = 32'd0;
+      \$104  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$105  = sync_count;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          if (cmd__ready) begin
-            \$105  = 16'h0000;
-          end
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          if (\cmd__ready$234 ) begin
-            \$105  = \$56 [15:0];
-          end
-    endcase
+    \$105  = trainer_end;
+    if (trainer_decide) begin
+      if (arg_cmd[2]) begin
+        if (at_producer) begin
+          \$105  = 1'h1;
+        end
+      end
+    end
+    if (trainer_final) begin
+      (* full_case = 32'd1 *)
+      if (final_snap) begin
+      end else begin
+        \$105  = 1'h1;
+      end
+    end
+    if (trainer_snap_wait) begin
+      if (\done$250 ) begin
+        if (\final ) begin
+          \$105  = 1'h1;
+        end
+      end
+    end
+    if (trainer_end) begin
+      \$105  = 1'h0;
+    end
     if (rst) begin
-      \$105  = 16'h0000;
+      \$105  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$106  = snap_due;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$235 ) begin
-            \$106  = \$63 ;
-          end
-    endcase
+    \$106  = trainer_final;
+    if (trainer_decide) begin
+      if (arg_cmd[2]) begin
+      end else if (stop) begin
+        \$106  = 1'h1;
+      end else if (steps_reached) begin
+        \$106  = 1'h1;
+      end else if (tree_empty) begin
+        \$106  = 1'h1;
+      end
+    end
+    if (trainer_final) begin
+      (* full_case = 32'd1 *)
+      if (final_snap) begin
+        \$106  = 1'h0;
+      end else begin
+        \$106  = 1'h0;
+      end
+    end
     if (rst) begin
       \$106  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$107  = trace_due;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          if (\done$235 ) begin
-            \$107  = \$66 ;
-          end
-    endcase
+    \$107  = trainer_sample;
+    if (trainer_decide) begin
+      (* full_case = 32'd1 *)
+      if (arg_cmd[2]) begin
+      end else if (stop) begin
+      end else if (steps_reached) begin
+      end else if (tree_empty) begin
+      end else begin
+        \$107  = 1'h1;
+      end
+    end
+    if (trainer_sample) begin
+      if (cmd__ready) begin
+        \$107  = 1'h0;
+      end
+    end
     if (rst) begin
       \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
-    \$108  = \final ;
-    casez (trainer_state)
-      5'h00:
-          /* empty */;
-      5'h02:
-          /* empty */;
-      5'h05:
-          /* empty */;
-      5'h03:
-          /* empty */;
-      5'h06:
-          /* empty */;
-      5'h04:
-          /* empty */;
-      5'h07:
-          /* empty */;
-      5'h08:
-          /* empty */;
-      5'h0a:
-          /* empty */;
-      5'h0b:
-          /* empty */;
-      5'h0c:
-          /* empty */;
-      5'h0d:
-          /* empty */;
-      5'h0e:
-          /* empty */;
-      5'h0f:
-          /* empty */;
-      5'h10:
-          /* empty */;
-      5'h11:
-          if (snap_due) begin
-            \$108  = 1'h0;
-          end
-      5'h09:
-          if (final_snap) begin
-            \$108  = 1'h1;
-          end
-    endcase
+    \$108  = trainer_learn;
+    if (trainer_sample) begin
+      if (cmd__ready) begin
+        \$108  = 1'h1;
+      end
+    end
+    if (trainer_learn) begin
+      if (\cmd__ready$252 ) begin
+        \$108  = 1'h0;
+      end
+    end
     if (rst) begin
       \$108  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$109  = trainer_sample_wait;
+    if (trainer_learn) begin
+      if (\cmd__ready$252 ) begin
+        \$109  = 1'h1;
+      end
+    end
+    if (trainer_sample_wait) begin
+      if (\done$248 ) begin
+        \$109  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$109  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$110  = trainer_td;
+    if (trainer_sample_wait) begin
+      if (\done$248 ) begin
+        \$110  = 1'h1;
+      end
+    end
+    if (trainer_td) begin
+      if (cmd__ready) begin
+        \$110  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$110  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$111  = trainer_td_wait;
+    if (trainer_td) begin
+      if (cmd__ready) begin
+        \$111  = 1'h1;
+      end
+    end
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$111  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$111  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$112  = snap_due;
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$112  = \$50 ;
+      end
+    end
+    if (rst) begin
+      \$112  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$113  = trace_due;
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$113  = \$53 ;
+      end
+    end
+    if (rst) begin
+      \$113  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$114  = trainer_trace;
+    if (trainer_td_wait) begin
+      if (\done$255 ) begin
+        \$114  = 1'h1;
+      end
+    end
+    if (trainer_trace) begin
+      (* full_case = 32'd1 *)
+      if (trace_due) begin
+        \$114  = 1'h0;
+      end else begin
+        \$114  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$114  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$115  = trainer_trace_wait;
+    if (trainer_trace) begin
+      if (trace_due) begin
+        \$115  = 1'h1;
+      end
+    end
+    if (trainer_trace_wait) begin
+      if (\done$250 ) begin
+        \$115  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$115  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$116  = trainer_snap;
+    if (trainer_trace) begin
+      (* full_case = 32'd1 *)
+      if (trace_due) begin
+      end else begin
+        \$116  = 1'h1;
+      end
+    end
+    if (trainer_trace_wait) begin
+      if (\done$250 ) begin
+        \$116  = 1'h1;
+      end
+    end
+    if (trainer_snap) begin
+      (* full_case = 32'd1 *)
+      if (snap_due) begin
+        \$116  = 1'h0;
+      end else begin
+        \$116  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$116  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$117  = \final ;
+    if (trainer_snap) begin
+      if (snap_due) begin
+        \$117  = 1'h0;
+      end
+    end
+    if (trainer_final) begin
+      if (final_snap) begin
+        \$117  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$117  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$2 ) begin end
+    \$118  = trainer_snap_wait;
+    if (trainer_snap) begin
+      if (snap_due) begin
+        \$118  = 1'h1;
+      end
+    end
+    if (trainer_final) begin
+      if (final_snap) begin
+        \$118  = 1'h1;
+      end
+    end
+    if (trainer_snap_wait) begin
+      if (\done$250 ) begin
+        (* full_case = 32'd1 *)
+        if (\final ) begin
+          \$118  = 1'h0;
+        end else begin
+          \$118  = 1'h0;
+        end
+      end
+    end
+    if (rst) begin
+      \$118  = 1'h0;
     end
   end
   assign \busy$1  = busy;
@@ -2649,12 +2618,11 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign \busy$152  = \busy$151 ;
   assign \cycles$154  = \cycles$153 ;
   assign err = \error$155 ;
-  assign ahead = \$4 [31:0];
-  assign seq = \$5 [31:0];
-  assign \steps_total$192  = steps_total;
-  assign \consumed$193  = consumed;
+  assign seq = \$4 [31:0];
+  assign \steps_total$203  = steps_total;
+  assign \consumed$204  = consumed;
   assign trace_sum = \$signal$159 ;
-  assign \trace_n$196  = trace_n;
+  assign \trace_n$207  = trace_n;
   assign trace_index = trace_count;
   assign \sample__payload.slot  = sample__payload[19:0];
   assign \sample__payload.priority  = sample__payload[51:20];
@@ -2663,18 +2631,18 @@ module \dqn_trainer_u250.core (arready, g_rid, rdata, g_rresp, g_rlast, rvalid, 
   assign \cmd__payload.count  = cmd__payload[55:35];
   assign \cmd__payload.coef  = cmd__payload[72:56];
   assign \cmd__payload.eps  = cmd__payload[96:73];
-  assign \cmd__payload$179.batch  = \cmd__payload$179 [12:0];
-  assign \cmd__payload$179.lr  = \cmd__payload$179 [36:13];
-  assign \cmd__payload$179.gamma  = \cmd__payload$179 [53:37];
-  assign \cmd__payload$179.sync  = \cmd__payload$179 [54];
+  assign \cmd__payload$186.batch  = \cmd__payload$186 [12:0];
+  assign \cmd__payload$186.lr  = \cmd__payload$186 [36:13];
+  assign \cmd__payload$186.gamma  = \cmd__payload$186 [53:37];
+  assign \cmd__payload$186.sync  = \cmd__payload$186 [54];
   assign m_axi_gmem_arid = 1'h0;
   assign m_axi_gmem_arsize = 3'h6;
   assign m_axi_gmem_arburst = 2'h1;
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload, weight__payload, weight__valid, rec__payload, rec__valid, host_addr, host_re, host_we, host_wdata, sync_period_zero, B, lr, gamma, sync, out_v, out_d, cmd__ready, rec__ready
-, weight__ready, start, \done$138 , done, error, host_rdata, clk);
+module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload, wt_wr__data, weight__valid, rec__payload, rec__valid, host_addr, host_re, host_we, host_wdata, sync_period_zero, B, lr, gamma, sync, rec_open, out_v, wt_open, out_d
+, cmd__ready, start, \done$145 , done, error, host_rdata, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$3  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -2682,258 +2650,264 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
 `endif
   wire [13:0] \$1 ;
-  wire [1:0] \$10 ;
-  wire [15:0] \$100 ;
-  wire [15:0] \$101 ;
-  wire [18:0] \$102 ;
-  wire [19:0] \$103 ;
+  wire \$10 ;
+  wire [20:0] \$100 ;
+  wire [10:0] \$101 ;
+  wire [6:0] \$102 ;
+  wire [134:0] \$103 ;
   wire [10:0] \$104 ;
-  wire [10:0] \$105 ;
-  wire [20:0] \$106 ;
-  wire [10:0] \$107 ;
-  wire [6:0] \$108 ;
-  wire [134:0] \$109 ;
-  wire [9:0] \$11 ;
-  wire [10:0] \$110 ;
-  wire [190:0] \$111 ;
-  wire [11:0] \$112 ;
-  wire [11:0] \$113 ;
-  wire \$114 ;
-  wire [34:0] \$115 ;
-  wire \$116 ;
-  wire [4:0] \$117 ;
-  wire [11:0] \$118 ;
-  wire [13:0] \$119 ;
-  wire \$12 ;
-  wire [14:0] \$120 ;
-  wire [127:0] \$121 ;
-  wire \$122 ;
-  wire [8:0] \$123 ;
+  wire [190:0] \$105 ;
+  wire [8:0] \$106 ;
+  wire [9:0] \$107 ;
+  wire [15:0] \$108 ;
+  wire [15:0] \$109 ;
+  wire \$11 ;
+  wire [18:0] \$110 ;
+  wire [19:0] \$111 ;
+  wire [10:0] \$112 ;
+  wire [10:0] \$113 ;
+  wire [20:0] \$114 ;
+  wire [10:0] \$115 ;
+  wire [6:0] \$116 ;
+  wire [134:0] \$117 ;
+  wire [10:0] \$118 ;
+  wire [190:0] \$119 ;
+  wire [4:0] \$12 ;
+  wire \$120 ;
+  wire [8:0] \$121 ;
+  wire [9:0] \$122 ;
+  wire \$123 ;
   wire [9:0] \$124 ;
-  wire \$125 ;
-  wire [9:0] \$126 ;
-  wire [12:0] \$127 ;
-  wire [14:0] \$128 ;
-  wire [8:0] \$129 ;
+  wire [12:0] \$125 ;
+  wire [14:0] \$126 ;
+  wire [8:0] \$127 ;
+  wire [8:0] \$128 ;
+  wire [15:0] \$129 ;
   wire \$13 ;
   wire [8:0] \$130 ;
-  wire [15:0] \$131 ;
-  wire [8:0] \$132 ;
-  wire [9:0] \$133 ;
-  wire [4:0] \$134 ;
-  wire [3:0] \$135 ;
-  wire [9:0] \$136 ;
-  wire [12:0] \$137 ;
-  wire [15:0] \$138 ;
-  wire [4:0] \$139 ;
-  wire \$14 ;
-  wire [10:0] \$140 ;
-  wire [10:0] \$141 ;
-  wire [16:0] \$142 ;
-  wire [16:0] \$143 ;
+  wire [9:0] \$131 ;
+  wire [4:0] \$132 ;
+  wire [3:0] \$133 ;
+  wire [9:0] \$134 ;
+  wire [12:0] \$135 ;
+  wire [15:0] \$136 ;
+  wire [4:0] \$137 ;
+  wire [10:0] \$138 ;
+  wire [10:0] \$139 ;
+  wire [9:0] \$14 ;
+  wire [16:0] \$140 ;
+  wire [16:0] \$141 ;
+  wire \$142 ;
+  wire \$143 ;
   wire \$144 ;
   wire \$145 ;
-  wire [15:0] \$146 ;
-  wire [15:0] \$147 ;
-  wire \$148 ;
-  wire \$149 ;
-  wire [127:0] \$15 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire [15:0] \$148 ;
+  wire [15:0] \$149 ;
+  wire \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
   wire \$153 ;
   wire \$154 ;
-  reg [15:0] \$155 ;
-  reg \$156 ;
+  wire \$155 ;
+  wire \$156 ;
   reg [15:0] \$157 ;
-  reg [127:0] \$158 ;
+  reg \$158 ;
   reg [15:0] \$159 ;
-  wire \$16 ;
-  reg [16:0] \$160 ;
-  reg [12:0] \$161 ;
-  reg [23:0] \$162 ;
-  reg [16:0] \$163 ;
-  reg \$164 ;
-  reg [8:0] \$165 ;
+  wire [4:0] \$16 ;
+  reg [127:0] \$160 ;
+  reg [15:0] \$161 ;
+  reg [16:0] \$162 ;
+  reg [12:0] \$163 ;
+  reg [23:0] \$164 ;
+  reg [16:0] \$165 ;
   reg \$166 ;
-  reg \$167 ;
-  reg [8:0] \$168 ;
-  reg [8:0] \$169 ;
-  wire [9:0] \$17 ;
-  reg \$170 ;
+  reg [8:0] \$167 ;
+  reg \$168 ;
+  reg \$169 ;
+  wire \$17 ;
+  reg [8:0] \$170 ;
   reg [8:0] \$171 ;
-  reg [3:0] \$172 ;
-  reg [8:0] \$173 ;
-  reg \$174 ;
-  reg [7:0] \$175 ;
-  reg \$176 ;
+  reg \$172 ;
+  reg \$173 ;
+  reg [8:0] \$174 ;
+  reg [8:0] \$175 ;
+  reg [3:0] \$176 ;
   reg [8:0] \$177 ;
   reg \$178 ;
-  reg \$179 ;
+  reg [7:0] \$179 ;
   wire \$18 ;
   reg \$180 ;
-  reg \$181 ;
+  reg [8:0] \$181 ;
   reg \$182 ;
-  reg [7:0] \$183 ;
-  reg [7:0] \$184 ;
-  reg [8:0] \$185 ;
-  reg [1:0] \$186 ;
-  reg [2:0] \$187 ;
-  reg [127:0] \$188 ;
-  reg [279:0] \$189 ;
-  wire \$19 ;
-  reg \$190 ;
-  reg [16:0] \$191 ;
-  reg \$192 ;
-  reg [16:0] \$193 ;
-  reg [16:0] \$194 ;
-  reg [16:0] \$195 ;
-  reg [16:0] \$196 ;
+  reg [8:0] \$183 ;
+  reg \$184 ;
+  reg \$185 ;
+  reg \$186 ;
+  reg \$187 ;
+  reg [7:0] \$188 ;
+  reg [7:0] \$189 ;
+  wire [9:0] \$19 ;
+  reg [8:0] \$190 ;
+  reg [1:0] \$191 ;
+  reg [2:0] \$192 ;
+  reg [279:0] \$193 ;
+  reg \$194 ;
+  reg \$195 ;
+  reg [127:0] \$196 ;
   reg [16:0] \$197 ;
-  reg [15:0] \$198 ;
-  reg [127:0] \$199 ;
+  reg \$198 ;
+  reg [16:0] \$199 ;
   wire [13:0] \$2 ;
   wire \$20 ;
-  reg [15:0] \$200 ;
+  reg [16:0] \$200 ;
   reg [16:0] \$201 ;
-  reg [15:0] \$202 ;
-  reg [15:0] \$203 ;
-  reg \$204 ;
-  reg [7:0] \$205 ;
+  reg [16:0] \$202 ;
+  reg [16:0] \$203 ;
+  reg [15:0] \$204 ;
+  reg [127:0] \$205 ;
   reg [15:0] \$206 ;
-  reg [15:0] \$207 ;
-  reg \$208 ;
-  reg \$209 ;
+  reg [16:0] \$207 ;
+  reg [15:0] \$208 ;
+  reg [15:0] \$209 ;
   wire \$21 ;
   reg \$210 ;
-  reg \$211 ;
-  reg [7:0] \$212 ;
-  reg [7:0] \$213 ;
-  reg [7:0] \$214 ;
-  reg [7:0] \$215 ;
-  reg [15:0] \$216 ;
-  reg [15:0] \$217 ;
-  reg [15:0] \$218 ;
-  reg [15:0] \$219 ;
-  wire \$22 ;
-  reg [15:0] \$220 ;
-  reg [15:0] \$221 ;
+  reg [7:0] \$211 ;
+  reg [15:0] \$212 ;
+  reg [15:0] \$213 ;
+  reg \$214 ;
+  reg \$215 ;
+  reg \$216 ;
+  reg \$217 ;
+  reg [7:0] \$218 ;
+  reg [7:0] \$219 ;
+  wire [9:0] \$22 ;
+  reg [7:0] \$220 ;
+  reg [7:0] \$221 ;
   reg [15:0] \$222 ;
-  reg [33:0] \$223 ;
-  reg [18:0] \$224 ;
-  reg [19:0] \$225 ;
-  reg \$226 ;
-  reg \$227 ;
+  reg [15:0] \$223 ;
+  reg [15:0] \$224 ;
+  reg [15:0] \$225 ;
+  reg [15:0] \$226 ;
+  reg [15:0] \$227 ;
   reg [15:0] \$228 ;
+  reg [33:0] \$229 ;
   wire \$23 ;
-  wire \$24 ;
-  wire [4:0] \$25 ;
-  wire \$26 ;
+  reg [18:0] \$230 ;
+  reg [19:0] \$231 ;
+  reg \$232 ;
+  reg \$233 ;
+  reg [15:0] \$234 ;
+  wire [1:0] \$24 ;
+  wire [1:0] \$25 ;
+  wire [9:0] \$26 ;
   wire [9:0] \$27 ;
   wire \$28 ;
-  wire [4:0] \$29 ;
+  wire \$29 ;
   wire [13:0] \$3 ;
   wire \$30 ;
-  wire [8:0] \$31 ;
-  wire [4:0] \$32 ;
-  wire [10:0] \$33 ;
-  wire [6:0] \$34 ;
+  wire [127:0] \$31 ;
+  wire \$32 ;
+  wire [9:0] \$321 ;
+  wire \$33 ;
+  wire \$34 ;
   wire \$35 ;
-  wire [9:0] \$351 ;
-  wire [9:0] \$36 ;
+  wire \$36 ;
   wire \$37 ;
-  wire [1:0] \$38 ;
-  wire \$39 ;
+  wire [8:0] \$38 ;
+  wire [4:0] \$39 ;
   wire [13:0] \$4 ;
-  wire \$40 ;
-  wire \$41 ;
+  wire [10:0] \$40 ;
+  wire [6:0] \$41 ;
   wire \$42 ;
-  wire \$43 ;
+  wire [9:0] \$43 ;
   wire \$44 ;
-  wire \$45 ;
+  wire [1:0] \$45 ;
   wire \$46 ;
-  wire [8:0] \$47 ;
-  wire \$48 ;
-  wire \$49 ;
+  wire \$47 ;
+  wire [8:0] \$48 ;
+  wire [9:0] \$49 ;
   wire [13:0] \$5 ;
   wire \$50 ;
-  wire [15:0] \$51 ;
+  wire \$51 ;
   wire \$52 ;
-  wire [15:0] \$53 ;
+  wire \$53 ;
   wire \$54 ;
   wire \$55 ;
-  wire \$56 ;
-  wire [15:0] \$57 ;
-  wire \$58 ;
+  wire [15:0] \$56 ;
+  wire \$57 ;
+  wire [15:0] \$58 ;
   wire \$59 ;
   wire \$6 ;
-  wire [15:0] \$60 ;
-  wire [32:0] \$61 ;
-  wire [34:0] \$62 ;
-  wire [19:0] \$63 ;
+  wire \$60 ;
+  wire \$61 ;
+  wire [15:0] \$62 ;
+  wire \$63 ;
   wire \$64 ;
-  wire \$65 ;
-  wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
+  wire [15:0] \$65 ;
+  wire [32:0] \$66 ;
+  wire [34:0] \$67 ;
+  wire [19:0] \$68 ;
   wire \$69 ;
-  wire [9:0] \$7 ;
-  wire [9:0] \$70 ;
+  wire \$7 ;
+  wire \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
-  wire \$76 ;
-  wire \$77 ;
+  wire [9:0] \$75 ;
+  wire [11:0] \$76 ;
+  wire [11:0] \$77 ;
   wire \$78 ;
-  wire \$79 ;
+  wire [34:0] \$79 ;
   wire \$8 ;
   wire \$80 ;
-  wire \$81 ;
-  wire \$82 ;
-  wire [9:0] \$83 ;
-  wire [8:0] \$84 ;
-  wire [9:0] \$85 ;
-  wire [15:0] \$86 ;
-  wire [15:0] \$87 ;
-  wire [18:0] \$88 ;
-  wire [19:0] \$89 ;
-  wire [1:0] \$9 ;
-  wire [10:0] \$90 ;
-  wire [10:0] \$91 ;
-  wire [20:0] \$92 ;
-  wire [10:0] \$93 ;
-  wire [6:0] \$94 ;
-  wire [134:0] \$95 ;
-  wire [10:0] \$96 ;
-  wire [190:0] \$97 ;
-  wire [8:0] \$98 ;
-  wire [9:0] \$99 ;
+  wire [4:0] \$81 ;
+  wire [11:0] \$82 ;
+  wire [13:0] \$83 ;
+  wire [14:0] \$84 ;
+  wire [127:0] \$85 ;
+  wire \$86 ;
+  wire \$87 ;
+  wire \$88 ;
+  wire \$89 ;
+  wire \$9 ;
+  wire \$90 ;
+  wire [9:0] \$91 ;
+  wire [8:0] \$92 ;
+  wire [9:0] \$93 ;
+  wire [15:0] \$94 ;
+  wire [15:0] \$95 ;
+  wire [18:0] \$96 ;
+  wire [19:0] \$97 ;
+  wire [10:0] \$98 ;
+  wire [10:0] \$99 ;
   reg [7:0] \$signature__addr ;
-  reg [7:0] \$signature__addr$109 ;
-  reg [7:0] \$signature__addr$110 ;
-  reg [7:0] \$signature__addr$111 ;
-  reg [7:0] \$signature__addr$128 ;
-  reg [7:0] \$signature__addr$129 ;
-  reg [7:0] \$signature__addr$130 ;
-  reg [7:0] \$signature__addr$131 ;
-  wire [7:0] \$signature__addr$139 ;
-  wire [7:0] \$signature__addr$140 ;
+  reg [7:0] \$signature__addr$115 ;
+  reg [7:0] \$signature__addr$116 ;
+  reg [7:0] \$signature__addr$117 ;
+  wire [7:0] \$signature__addr$125 ;
+  wire [7:0] \$signature__addr$126 ;
+  wire [7:0] \$signature__addr$127 ;
+  wire [7:0] \$signature__addr$128 ;
+  wire [7:0] \$signature__addr$146 ;
+  wire [7:0] \$signature__addr$147 ;
   wire \$signature__data ;
-  reg \$signature__data$116 ;
-  reg [15:0] \$signature__data$118 ;
-  reg \$signature__data$119 ;
-  reg [127:0] \$signature__data$120 ;
-  wire [15:0] \$signature__data$132 ;
+  wire [15:0] \$signature__data$118 ;
+  wire \$signature__data$119 ;
+  wire [16:0] \$signature__data$120 ;
   wire \$signature__data$133 ;
-  wire [16:0] \$signature__data$134 ;
-  wire [15:0] \$signature__data$76 ;
-  wire \$signature__data$92 ;
-  reg \$signature__en ;
-  reg \$signature__en$113 ;
-  reg \$signature__en$114 ;
-  reg \$signature__en$115 ;
+  wire [15:0] \$signature__data$135 ;
+  wire \$signature__data$136 ;
+  wire [127:0] \$signature__data$137 ;
+  wire [15:0] \$signature__data$82 ;
+  wire \$signature__data$98 ;
+  wire \$signature__en ;
+  wire \$signature__en$130 ;
+  wire \$signature__en$131 ;
+  wire \$signature__en$132 ;
   output [12:0] B;
   reg [12:0] B = 13'h0000;
   reg act_cur = 1'h0;
@@ -2957,15 +2931,16 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   reg [127:0] cur = 128'h00000000000000000000000000000000;
   input done;
   wire done;
-  output \done$138 ;
-  reg \done$138 ;
+  output \done$145 ;
+  reg \done$145 ;
   input [1:0] error;
   wire [1:0] error;
   reg [8:0] g = 9'h000;
   output [16:0] gamma;
   reg [16:0] gamma = 17'h00000;
   (* init = 17'h00000 *)
-  wire [16:0] \gamma$101 ;
+  wire [16:0] \gamma$107 ;
+  wire got;
   reg have = 1'h0;
   output [15:0] host_addr;
   reg [15:0] host_addr = 16'h0000;
@@ -2991,11 +2966,11 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   wire last_j;
   reg [8:0] last_row = 9'h000;
   reg [1:0] learner_error = 2'h0;
-  reg load;
+  wire load;
   output [23:0] lr;
   reg [23:0] lr = 24'h000000;
   (* init = 24'h000000 *)
-  wire [23:0] \lr$100 ;
+  wire [23:0] \lr$106 ;
   reg [15:0] max0_0 = 16'h0000;
   reg [16:0] max0_tag = 17'h00000;
   wire [7:0] \max0_tag.b ;
@@ -3004,22 +2979,24 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   wire \max0_tag.v ;
   reg [15:0] max0_val = 16'h0000;
   reg more = 1'h0;
-  reg [7:0] obs_rd__addr;
+  wire [7:0] obs_rd__addr;
   wire [127:0] obs_rd__data;
   output [16:0] out_d;
   reg [16:0] out_d = 17'h00000;
   reg out_last = 1'h0;
   output out_v;
   reg out_v = 1'h0;
-  reg [8:0] rb;
+  wire [8:0] rb;
   reg rd_open = 1'h0;
   reg \real  = 1'h0;
   input [255:0] rec__payload;
   wire [255:0] rec__payload;
-  output rec__ready;
-  reg rec__ready;
+  (* init = 1'h0 *)
+  wire rec__ready;
   input rec__valid;
   wire rec__valid;
+  reg rec_in = 1'h0;
+  output rec_open;
   reg rec_open = 1'h0;
   reg [7:0] res_b0 = 8'h00;
   reg [7:0] res_b1 = 8'h00;
@@ -3041,11 +3018,13 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   reg res_v1 = 1'h0;
   reg res_v2 = 1'h0;
   reg res_v3 = 1'h0;
-  reg res_v4 = 1'h0;
+  (* init = 1'h0 *)
+  wire res_v4;
   reg [19:0] res_ysum = 20'h00000;
   reg [7:0] rn = 8'h00;
   reg rn_end = 1'h0;
   reg [8:0] row = 9'h000;
+  reg [8:0] row1 = 9'h000;
   input rst;
   wire rst;
   reg [8:0] s_b;
@@ -3093,9 +3072,14 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   wire td__ready;
   (* init = 1'h0 *)
   wire td__valid;
+  reg td_avail = 1'h0;
+  wire td_load;
   reg [8:0] td_n = 9'h000;
-  reg [7:0] td_rd__addr;
+  (* init = 8'h00 *)
+  wire [7:0] td_rd__addr;
   wire [16:0] td_rd__data;
+  reg [8:0] td_rn1 = 9'h000;
+  reg td_we = 1'h0;
   (* init = 8'h00 *)
   wire [7:0] td_wr__addr;
   wire [16:0] td_wr__data;
@@ -3108,18 +3092,19 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   wire [6:0] \val_tag.off ;
   wire \val_tag.v ;
   reg [127:0] val_word = 128'h00000000000000000000000000000000;
-  input [16:0] weight__payload;
   wire [16:0] weight__payload;
-  output weight__ready;
-  reg weight__ready;
+  (* init = 1'h0 *)
+  wire weight__ready;
   input weight__valid;
   wire weight__valid;
   reg [8:0] wn = 9'h000;
   reg [8:0] wrow = 9'h000;
+  output wt_open;
   reg wt_open = 1'h0;
-  reg [7:0] wt_wr__addr;
-  reg [16:0] wt_wr__data;
-  reg wt_wr__en;
+  wire [7:0] wt_wr__addr;
+  input [16:0] wt_wr__data;
+  wire [16:0] wt_wr__data;
+  wire wt_wr__en;
   reg y_hi = 1'h0;
   reg y_lo = 1'h0;
   reg [15:0] y_low = 16'h0000;
@@ -3133,10 +3118,10 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en )
-      act_mem[\$signature__addr ] <= \$signature__data$116 ;
+    if (got)
+      act_mem[wrow[7:0]] <= rec__payload[144];
   end
-  assign \$signature__data  = act_mem[\$signature__addr$128 ];
+  assign \$signature__data  = act_mem[\$signature__addr ];
   reg [0:0] done_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -3147,11 +3132,11 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$114 )
-      done_mem[\$signature__addr$110 ] <= \$signature__data$119 ;
+    if (got)
+      done_mem[wrow[7:0]] <= rec__payload[159];
   end
-  assign \$signature__data$92  = done_mem[max0_tag[9:2]];
-  assign \$signature__data$133  = done_mem[\$signature__addr$130 ];
+  assign \$signature__data$98  = done_mem[max0_tag[9:2]];
+  assign \$signature__data$119  = done_mem[\$signature__addr$116 ];
   reg [127:0] obs_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -3162,10 +3147,10 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$115 )
-      obs_mem[\$signature__addr$111 ] <= \$signature__data$120 ;
+    if (got)
+      obs_mem[wrow[7:0]] <= rec__payload[127:0];
   end
-  assign obs_rd__data = obs_mem[obs_rd__addr];
+  assign obs_rd__data = obs_mem[row[7:0]];
   reg [15:0] rew_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -3176,11 +3161,11 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
 `endif
   always @(posedge clk) begin
-    if (\$signature__en$113 )
-      rew_mem[\$signature__addr$109 ] <= \$signature__data$118 ;
+    if (got)
+      rew_mem[wrow[7:0]] <= rec__payload[143:128];
   end
-  assign \$signature__data$76  = rew_mem[max0_tag[9:2]];
-  assign \$signature__data$132  = rew_mem[\$signature__addr$129 ];
+  assign \$signature__data$82  = rew_mem[max0_tag[9:2]];
+  assign \$signature__data$118  = rew_mem[\$signature__addr$115 ];
   reg [16:0] td_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -3191,10 +3176,10 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
 `endif
   always @(posedge clk) begin
-    if (res_v4)
+    if (td_we)
       td_mem[res_b4] <= td_wr__data;
   end
-  assign td_rd__data = td_mem[td_rd__addr];
+  assign td_rd__data = td_mem[rn];
   reg [16:0] wt_mem [255:0];
 `ifndef SYNTHESIS // simulation only: memories start at zero, as the FPGA's RAMs do
 `ifndef VERILATOR
@@ -3206,427 +3191,390 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
 `endif
   always @(posedge clk) begin
     if (wt_wr__en)
-      wt_mem[wt_wr__addr] <= wt_wr__data;
+      wt_mem[wn[7:0]] <= wt_wr__data;
   end
-  assign \$signature__data$134  = wt_mem[\$signature__addr$131 ];
+  assign \$signature__data$120  = wt_mem[\$signature__addr$117 ];
   assign \$1  = cmd__payload[12:0] - 1'h1;
   assign \$3  = cmd__payload[12:0] - 1'h1;
   assign \$4  = cmd__payload[12:0] - 1'h1;
-  assign \$6  = rec__valid & rec_open;
-  assign \$7  = wrow + 1'h1;
-  assign \$8  = wrow != last_b;
-  assign \$9  = j + 1'h1;
-  assign \$10  = last_j ? 2'h0 : \$9 ;
-  assign \$11  = row + 1'h1;
-  assign \$12  = row != last_b;
-  assign \$13  = \real  & \$12 ;
-  assign \$14  = row != last_row;
-  assign \$15  = \real  ? obs_rd__data : 128'h00000000000000000000000000000000;
-  assign \$16  = weight__valid & weight__ready;
-  assign \$17  = wn + 1'h1;
-  assign \$18  = wn != last_b;
-  assign \$19  = ~ more;
-  assign \$20  = ~ have;
-  assign \$21  = \$19  & \$20 ;
-  assign \$22  = ~ wt_open;
-  assign \$23  = \$21  & \$22 ;
-  assign \$24  = i < 4'h8;
-  assign \$25  = i + 1'h1;
-  assign \$26  = s_piece == 2'h3;
-  assign \$27  = g + 1'h1;
-  assign \$28  = g == last_g;
-  assign \$29  = i + 1'h1;
-  assign \$31  = { ib[2:0], act_cur } * 5'h10;
-  assign \$32  = ik * 4'h8;
-  assign \$33  = { ib[2:0], \$32 [2:0] } * 5'h10;
-  assign \$34  = \$30  ? \$31 [6:0] : \$33 [6:0];
-  assign \$36  = ib + 1'h1;
-  assign \$37  = ib != last_b;
-  assign \$38  = ik + 1'h1;
-  assign \$39  = ~ out_v;
-  assign \$40  = \$39  | td__ready;
-  assign \$41  = ~ rn_end;
-  assign \$42  = \$40  & \$41 ;
-  assign \$43  = rn != td_n;
-  assign \$44  = \$42  & \$43 ;
-  assign \$45  = out_v & td__ready;
-  assign \$46  = rn == last_b;
-  assign \$47  = rn + 1'h1;
-  assign \$48  = rn == last_b;
-  assign \$49  = out_v & td__ready;
-  assign \$50  = \$49  & out_last;
-  assign \$51  = host_rdata >> tag4[16:10];
-  assign \$52  = $signed(val_word[31:16]) > $signed(val_word[15:0]);
-  assign \$53  = \$52  ? val_word[31:16] : val_word[15:0];
-  assign \$54  = ! max0_tag[1];
-  assign \$55  = max0_tag[1] < 1'h1;
-  assign \$56  = $signed(max0_0) > $signed(best);
-  assign \$57  = \$56  ? max0_0 : best;
-  assign \$59  = max0_tag[0] & \$58 ;
-  assign \$60  = \$signature__data$92  ? 16'h0000 : best;
-  assign \$61  = $signed(res_max) * $signed({ 1'h0, gamma });
-  assign \$62  = $signed(res_prod) + $signed(17'h08000);
-  assign \$63  = $signed(res_r2) + $signed(res_disc);
-  assign \$64  = ~ res_ysum[19];
-  assign \$65  = | res_ysum[18:15];
-  assign \$66  = \$64  & \$65 ;
-  assign \$67  = & res_ysum[18:15];
-  assign \$68  = ~ \$67 ;
-  assign \$69  = res_ysum[19] & \$68 ;
-  assign \$70  = td_n + 1'h1;
+  assign \$6  = ~ more;
+  assign \$7  = ~ have;
+  assign \$8  = \$6  & \$7 ;
+  assign \$9  = ~ wt_open;
+  assign \$10  = \$8  & \$9 ;
+  assign \$11  = i < 4'h8;
+  assign \$12  = i + 1'h1;
+  assign \$13  = s_piece == 2'h3;
+  assign \$14  = g + 1'h1;
+  assign \$15  = g == last_g;
+  assign \$16  = i + 1'h1;
+  assign \$17  = out_v & td__ready;
+  assign \$18  = \$17  & out_last;
+  assign \$19  = wrow + 1'h1;
+  assign \$20  = wrow != last_b;
+  assign \$21  = weight__valid & wt_open;
+  assign \$22  = wn + 1'h1;
+  assign \$23  = wn != last_b;
+  assign \$24  = j + 1'h1;
+  assign \$25  = last_j ? 2'h0 : \$24 ;
+  assign \$26  = row + 1'h1;
+  assign \$27  = row1 + 1'h1;
+  assign \$28  = row != last_b;
+  assign \$29  = \real  & \$28 ;
+  assign \$30  = row != last_row;
+  assign \$31  = \real  ? obs_rd__data : 128'h00000000000000000000000000000000;
+  assign \$32  = ~ load;
+  assign \$33  = got & \$32 ;
+  assign \$34  = ~ got;
+  assign \$35  = load & \$34 ;
+  assign \$36  = row1 != wrow;
+  assign \$38  = { ib[2:0], act_cur } * 5'h10;
+  assign \$39  = ik * 4'h8;
+  assign \$40  = { ib[2:0], \$39 [2:0] } * 5'h10;
+  assign \$41  = \$37  ? \$38 [6:0] : \$40 [6:0];
+  assign \$43  = ib + 1'h1;
+  assign \$44  = ib != last_b;
+  assign \$45  = ik + 1'h1;
+  assign \$46  = out_v & td__ready;
+  assign \$47  = rn == last_b;
+  assign \$48  = rn + 1'h1;
+  assign \$49  = td_rn1 + 1'h1;
+  assign \$50  = rn == last_b;
+  assign \$51  = ~ td_load;
+  assign \$52  = td_we & \$51 ;
+  assign \$53  = ~ td_we;
+  assign \$54  = td_load & \$53 ;
+  assign \$55  = td_rn1 != td_n;
+  assign \$56  = host_rdata >> tag4[16:10];
+  assign \$57  = $signed(val_word[31:16]) > $signed(val_word[15:0]);
+  assign \$58  = \$57  ? val_word[31:16] : val_word[15:0];
+  assign \$59  = ! max0_tag[1];
+  assign \$60  = max0_tag[1] < 1'h1;
+  assign \$61  = $signed(max0_0) > $signed(best);
+  assign \$62  = \$61  ? max0_0 : best;
+  assign \$64  = max0_tag[0] & \$63 ;
+  assign \$65  = \$signature__data$98  ? 16'h0000 : best;
+  assign \$66  = $signed(res_max) * $signed({ 1'h0, gamma });
+  assign \$67  = $signed(res_prod) + $signed(17'h08000);
+  assign \$68  = $signed(res_r2) + $signed(res_disc);
+  assign \$69  = ~ res_ysum[19];
+  assign \$70  = | res_ysum[18:15];
+  assign \$71  = \$69  & \$70 ;
+  assign \$72  = & res_ysum[18:15];
+  assign \$73  = ~ \$72 ;
+  assign \$74  = res_ysum[19] & \$73 ;
+  assign \$75  = td_n + 1'h1;
   assign busy = ~ cmd__ready;
-  assign \$71  = rec__valid & rec_open;
-  assign \$72  = rec__valid & rec_open;
-  assign \$73  = rec__valid & rec_open;
-  assign \$74  = rec__valid & rec_open;
-  assign \$75  = ~ have;
-  assign \$76  = \$75  | last_j;
-  assign \$77  = \$76  & more;
-  assign \$78  = ~ \real ;
-  assign \$79  = row != wrow;
-  assign \$80  = \$78  | \$79 ;
-  assign \$81  = \$77  & \$80 ;
-  assign \$82  = weight__valid & weight__ready;
-  assign \$83  = row - 1'h1;
-  assign \$89  = 1'h0 + \$88 ;
-  assign \$90  = { rb[2:0], 3'h0 } * 5'h10;
-  assign \$92  = \$89  + \$91 ;
-  assign \$93  = { rb[2:0], 3'h0 } * 5'h10;
-  assign \$95  = 8'hff << \$94 ;
-  assign \$96  = { rb[2:0], 3'h0 } * 5'h10;
-  assign \$97  = cur[63:0] << \$96 [6:0];
-  assign \$103  = 12'h800 + \$102 ;
-  assign \$104  = { rb[2:0], 3'h0 } * 5'h10;
-  assign \$106  = \$103  + \$105 ;
-  assign \$107  = { rb[2:0], 3'h0 } * 5'h10;
-  assign \$109  = 8'hff << \$108 ;
-  assign \$110  = { rb[2:0], 3'h0 } * 5'h10;
-  assign \$111  = cur[127:64] << \$110 [6:0];
-  assign \$113  = \$112  | { 9'h000, i[2:0] };
-  assign \$114  = s_b <= last_b;
-  assign \$115  = \$114  ? { \$signature__data$134 , \$signature__data$133 , \$signature__data , \$signature__data$132  } : 35'h000000000;
-  assign \$116  = i < 4'h8;
-  assign \$117  = i - 4'h8;
-  assign \$119  = 13'h1000 + \$118 ;
-  assign \$120  = \$119  + s_piece;
-  assign \$351  = s_piece * 8'h80;
-  assign \$121  = s_word >> \$351 ;
-  assign \$128  = 14'h2800 + \$127 ;
-  assign \$129  = { ib[2:0], act_cur } * 5'h10;
-  assign \$131  = \$128  + \$130 ;
-  assign \$134  = ik * 4'h8;
-  assign \$136  = \$133  | { 6'h00, \$135  };
-  assign \$138  = 15'h4000 + \$137 ;
-  assign \$139  = ik * 4'h8;
-  assign \$140  = { ib[2:0], \$139 [2:0] } * 5'h10;
-  assign \$142  = \$138  + \$141 ;
-  assign \$143  = \$122  ? { 1'h0, \$131  } : \$142 ;
-  assign \$144  = out_v & td__ready;
-  assign \$145  = \$144  & out_last;
-  assign \$146  = y_lo ? 16'h8000 : y_low;
-  assign \$147  = y_hi ? 16'h7fff : \$146 ;
-  assign td_wr__data = $signed(res_q4) - $signed(\$147 );
-  assign \$148  = ! adapter_state;
-  assign \$149  = adapter_state == 1'h1;
-  assign \$150  = adapter_state == 2'h2;
-  assign \$151  = adapter_state == 2'h3;
-  assign \$152  = adapter_state == 3'h4;
-  assign \$153  = adapter_state == 3'h5;
-  assign \$154  = adapter_state == 3'h6;
+  assign \$77  = \$76  | { 9'h000, i[2:0] };
+  assign \$78  = s_b <= last_b;
+  assign \$79  = \$78  ? { \$signature__data$120 , \$signature__data$119 , \$signature__data , \$signature__data$118  } : 35'h000000000;
+  assign \$80  = i < 4'h8;
+  assign \$81  = i - 4'h8;
+  assign \$83  = 13'h1000 + \$82 ;
+  assign \$84  = \$83  + s_piece;
+  assign \$321  = s_piece * 8'h80;
+  assign \$85  = s_word >> \$321 ;
+  assign got = rec__valid & rec_open;
+  assign wt_wr__en = weight__valid & wt_open;
+  assign \$86  = ~ have;
+  assign \$87  = \$86  | last_j;
+  assign \$88  = \$87  & more;
+  assign \$89  = ~ \real ;
+  assign \$90  = \$89  | rec_in;
+  assign load = \$88  & \$90 ;
+  assign \$91  = row - 1'h1;
+  assign \$97  = 1'h0 + \$96 ;
+  assign \$98  = { \$91 [2:0], 3'h0 } * 5'h10;
+  assign \$100  = \$97  + \$99 ;
+  assign \$101  = { \$91 [2:0], 3'h0 } * 5'h10;
+  assign \$103  = 8'hff << \$102 ;
+  assign \$104  = { \$91 [2:0], 3'h0 } * 5'h10;
+  assign \$105  = cur[63:0] << \$104 [6:0];
+  assign \$111  = 12'h800 + \$110 ;
+  assign \$112  = { \$91 [2:0], 3'h0 } * 5'h10;
+  assign \$114  = \$111  + \$113 ;
+  assign \$115  = { \$91 [2:0], 3'h0 } * 5'h10;
+  assign \$117  = 8'hff << \$116 ;
+  assign \$118  = { \$91 [2:0], 3'h0 } * 5'h10;
+  assign \$119  = cur[127:64] << \$118 [6:0];
+  assign \$126  = 14'h2800 + \$125 ;
+  assign \$127  = { ib[2:0], act_cur } * 5'h10;
+  assign \$129  = \$126  + \$128 ;
+  assign \$132  = ik * 4'h8;
+  assign \$134  = \$131  | { 6'h00, \$133  };
+  assign \$136  = 15'h4000 + \$135 ;
+  assign \$137  = ik * 4'h8;
+  assign \$138  = { ib[2:0], \$137 [2:0] } * 5'h10;
+  assign \$140  = \$136  + \$139 ;
+  assign \$141  = \$120  ? { 1'h0, \$129  } : \$140 ;
+  assign \$142  = ~ out_v;
+  assign \$143  = \$142  | td__ready;
+  assign \$144  = ~ rn_end;
+  assign \$145  = \$143  & \$144 ;
+  assign td_load = \$145  & td_avail;
+  assign \$146  = out_v & td__ready;
+  assign \$147  = \$146  & out_last;
+  assign \$148  = y_lo ? 16'h8000 : y_low;
+  assign \$149  = y_hi ? 16'h7fff : \$148 ;
+  assign td_wr__data = $signed(res_q4) - $signed(\$149 );
+  assign \$150  = ! adapter_state;
+  assign \$151  = adapter_state == 1'h1;
+  assign \$152  = adapter_state == 2'h2;
+  assign \$153  = adapter_state == 2'h3;
+  assign \$154  = adapter_state == 3'h4;
+  assign \$155  = adapter_state == 3'h5;
+  assign \$156  = adapter_state == 3'h6;
   always @(posedge clk)
-    host_addr <= \$155 ;
+    host_addr <= \$157 ;
   always @(posedge clk)
-    host_re <= \$156 ;
+    host_re <= \$158 ;
   always @(posedge clk)
-    host_we <= \$157 ;
+    host_we <= \$159 ;
   always @(posedge clk)
-    host_wdata <= \$158 ;
+    host_wdata <= \$160 ;
   always @(posedge clk)
-    sync_period_zero <= \$159 ;
+    sync_period_zero <= \$161 ;
   always @(posedge clk)
-    tag0 <= \$160 ;
+    tag0 <= \$162 ;
   always @(posedge clk)
-    B <= \$161 ;
+    B <= \$163 ;
   always @(posedge clk)
-    lr <= \$162 ;
+    lr <= \$164 ;
   always @(posedge clk)
-    gamma <= \$163 ;
+    gamma <= \$165 ;
   always @(posedge clk)
-    sync <= \$164 ;
+    sync <= \$166 ;
   always @(posedge clk)
-    row <= \$165 ;
+    row <= \$167 ;
   always @(posedge clk)
-    have <= \$166 ;
+    have <= \$168 ;
   always @(posedge clk)
-    j <= \$167 ;
+    j <= \$169 ;
   always @(posedge clk)
-    wn <= \$168 ;
+    wn <= \$170 ;
   always @(posedge clk)
-    wrow <= \$169 ;
+    wrow <= \$171 ;
   always @(posedge clk)
-    rec_open <= \$170 ;
+    rec_open <= \$172 ;
   always @(posedge clk)
-    g <= \$171 ;
+    rec_in <= \$173 ;
   always @(posedge clk)
-    i <= \$172 ;
+    row1 <= \$174 ;
   always @(posedge clk)
-    ib <= \$173 ;
+    g <= \$175 ;
   always @(posedge clk)
-    ik <= \$174 ;
+    i <= \$176 ;
   always @(posedge clk)
-    rn <= \$175 ;
+    ib <= \$177 ;
   always @(posedge clk)
-    rn_end <= \$176 ;
+    ik <= \$178 ;
   always @(posedge clk)
-    td_n <= \$177 ;
+    rn <= \$179 ;
   always @(posedge clk)
-    out_v <= \$178 ;
+    rn_end <= \$180 ;
   always @(posedge clk)
-    \real  <= \$179 ;
+    td_n <= \$181 ;
   always @(posedge clk)
-    more <= \$180 ;
+    td_avail <= \$182 ;
   always @(posedge clk)
-    wt_open <= \$181 ;
+    td_rn1 <= \$183 ;
   always @(posedge clk)
-    rd_open <= \$182 ;
+    out_v <= \$184 ;
   always @(posedge clk)
-    last_g <= \$183 ;
+    \real  <= \$185 ;
   always @(posedge clk)
-    last_b <= \$184 ;
+    more <= \$186 ;
   always @(posedge clk)
-    last_row <= \$185 ;
+    wt_open <= \$187 ;
   always @(posedge clk)
-    learner_error <= \$186 ;
+    last_g <= \$188 ;
   always @(posedge clk)
-    adapter_state <= \$187 ;
+    last_b <= \$189 ;
   always @(posedge clk)
-    cur <= \$188 ;
+    last_row <= \$190 ;
   always @(posedge clk)
-    sword <= \$189 ;
+    learner_error <= \$191 ;
   always @(posedge clk)
-    act_cur <= \$190 ;
+    adapter_state <= \$192 ;
   always @(posedge clk)
-    out_d <= \$191 ;
+    sword <= \$193 ;
   always @(posedge clk)
-    out_last <= \$192 ;
+    rd_open <= \$194 ;
   always @(posedge clk)
-    tag1 <= \$193 ;
+    act_cur <= \$195 ;
   always @(posedge clk)
-    tag2 <= \$194 ;
+    cur <= \$196 ;
   always @(posedge clk)
-    tag3 <= \$195 ;
+    out_d <= \$197 ;
   always @(posedge clk)
-    tag4 <= \$196 ;
+    out_last <= \$198 ;
   always @(posedge clk)
-    val_tag <= \$197 ;
+    tag1 <= \$199 ;
   always @(posedge clk)
-    val <= \$198 ;
+    tag2 <= \$200 ;
   always @(posedge clk)
-    val_word <= \$199 ;
+    tag3 <= \$201 ;
   always @(posedge clk)
-    max0_0 <= \$200 ;
+    tag4 <= \$202 ;
   always @(posedge clk)
-    max0_tag <= \$201 ;
+    val_tag <= \$203 ;
   always @(posedge clk)
-    max0_val <= \$202 ;
+    val <= \$204 ;
   always @(posedge clk)
-    best <= \$203 ;
+    val_word <= \$205 ;
   always @(posedge clk)
-    res_v0 <= \$204 ;
+    max0_0 <= \$206 ;
   always @(posedge clk)
-    res_b0 <= \$205 ;
+    max0_tag <= \$207 ;
   always @(posedge clk)
-    res_q0 <= \$206 ;
+    max0_val <= \$208 ;
   always @(posedge clk)
-    res_r0 <= \$207 ;
+    best <= \$209 ;
   always @(posedge clk)
-    res_v1 <= \$208 ;
+    res_v0 <= \$210 ;
   always @(posedge clk)
-    res_v2 <= \$209 ;
+    res_b0 <= \$211 ;
   always @(posedge clk)
-    res_v3 <= \$210 ;
+    res_q0 <= \$212 ;
   always @(posedge clk)
-    res_v4 <= \$211 ;
+    res_r0 <= \$213 ;
   always @(posedge clk)
-    res_b1 <= \$212 ;
+    res_v1 <= \$214 ;
   always @(posedge clk)
-    res_b2 <= \$213 ;
+    res_v2 <= \$215 ;
   always @(posedge clk)
-    res_b3 <= \$214 ;
+    res_v3 <= \$216 ;
   always @(posedge clk)
-    res_b4 <= \$215 ;
+    td_we <= \$217 ;
   always @(posedge clk)
-    res_q1 <= \$216 ;
+    res_b1 <= \$218 ;
   always @(posedge clk)
-    res_q2 <= \$217 ;
+    res_b2 <= \$219 ;
   always @(posedge clk)
-    res_q3 <= \$218 ;
+    res_b3 <= \$220 ;
   always @(posedge clk)
-    res_q4 <= \$219 ;
+    res_b4 <= \$221 ;
   always @(posedge clk)
-    res_r1 <= \$220 ;
+    res_q1 <= \$222 ;
   always @(posedge clk)
-    res_r2 <= \$221 ;
+    res_q2 <= \$223 ;
   always @(posedge clk)
-    res_max <= \$222 ;
+    res_q3 <= \$224 ;
   always @(posedge clk)
-    res_prod <= \$223 ;
+    res_q4 <= \$225 ;
   always @(posedge clk)
-    res_disc <= \$224 ;
+    res_r1 <= \$226 ;
   always @(posedge clk)
-    res_ysum <= \$225 ;
+    res_r2 <= \$227 ;
   always @(posedge clk)
-    y_hi <= \$226 ;
+    res_max <= \$228 ;
   always @(posedge clk)
-    y_lo <= \$227 ;
+    res_prod <= \$229 ;
   always @(posedge clk)
-    y_low <= \$228 ;
+    res_disc <= \$230 ;
+  always @(posedge clk)
+    res_ysum <= \$231 ;
+  always @(posedge clk)
+    y_hi <= \$232 ;
+  always @(posedge clk)
+    y_lo <= \$233 ;
+  always @(posedge clk)
+    y_low <= \$234 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$155  = hp_addr;
-    if (rst) begin
-      \$155  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$156  = hp_re;
-    if (rst) begin
-      \$156  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$157  = hp_we;
+    \$157  = hp_addr;
     if (rst) begin
       \$157  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$158  = hp_wdata;
+    \$158  = hp_re;
     if (rst) begin
-      \$158  = 128'h00000000000000000000000000000000;
+      \$158  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$159  = 16'h0000;
+    \$159  = hp_we;
     if (rst) begin
       \$159  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$160 [16:1] = tag0[16:1];
-    \$160 [0] = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (rd_open) begin
-            \$160 [0] = 1'h1;
-            \$160 [1] = ik;
-            \$160 [9:2] = ib[7:0];
-            \$160 [16:10] = \$34 ;
-          end
-    endcase
+    \$160  = hp_wdata;
     if (rst) begin
-      \$160  = 17'h00000;
+      \$160  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$161  = B;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$161  = cmd__payload[12:0];
-          end
-    endcase
+    \$161  = 16'h0000;
     if (rst) begin
-      \$161  = 13'h0000;
+      \$161  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$162  = lr;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$162  = cmd__payload[36:13];
-          end
-    endcase
+    \$162 [16:1] = tag0[16:1];
+    \$162 [0] = 1'h0;
+    if (rd_open) begin
+      \$162 [0] = 1'h1;
+      \$162 [1] = ik;
+      \$162 [9:2] = ib[7:0];
+      \$162 [16:10] = \$41 ;
+    end
     if (rst) begin
-      \$162  = 24'h000000;
+      \$162  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$163  = gamma;
+    \$163  = B;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$163  = cmd__payload[53:37];
+            \$163  = cmd__payload[12:0];
           end
     endcase
     if (rst) begin
-      \$163  = 17'h00000;
+      \$163  = 13'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$164  = sync;
+    \$164  = lr;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$164  = cmd__payload[54];
+            \$164  = cmd__payload[36:13];
           end
     endcase
     if (rst) begin
-      \$164  = 1'h0;
+      \$164  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$165  = row;
+    \$165  = gamma;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$165  = 9'h000;
-          end
-      3'h1:
-          if (load) begin
-            \$165  = \$11 [8:0];
+            \$165  = cmd__payload[53:37];
           end
     endcase
     if (rst) begin
-      \$165  = 9'h000;
+      \$165  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$166  = have;
+    \$166  = sync;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$166  = 1'h0;
-          end
-      3'h1:
-          if (load) begin
-            \$166  = 1'h1;
-          end else if (last_j) begin
-            \$166  = 1'h0;
+            \$166  = cmd__payload[54];
           end
     endcase
     if (rst) begin
@@ -3635,248 +3583,199 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$167  = j;
+    \$167  = row;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$167  = 1'h0;
-          end
-      3'h1:
-          if (have) begin
-            \$167  = \$10 [0];
+            \$167  = 9'h000;
           end
     endcase
+    if (load) begin
+      \$167  = \$26 [8:0];
+    end
     if (rst) begin
-      \$167  = 1'h0;
+      \$167  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$168  = wn;
+    \$168  = have;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$168  = 9'h000;
-          end
-      3'h1:
-          if (\$16 ) begin
-            \$168  = \$17 [8:0];
+            \$168  = 1'h0;
           end
     endcase
+    if (load) begin
+      \$168  = 1'h1;
+    end else if (last_j) begin
+      \$168  = 1'h0;
+    end
     if (rst) begin
-      \$168  = 9'h000;
+      \$168  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$169  = wrow;
+    \$169  = j;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$169  = 9'h000;
-          end
-      3'h1:
-          if (\$6 ) begin
-            \$169  = \$7 [8:0];
+            \$169  = 1'h0;
           end
     endcase
+    if (have) begin
+      \$169  = \$25 [0];
+    end
     if (rst) begin
-      \$169  = 9'h000;
+      \$169  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$170  = rec_open;
+    \$170  = wn;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$170  = 1'h1;
-          end
-      3'h1:
-          if (\$6 ) begin
-            \$170  = \$8 ;
+            \$170  = 9'h000;
           end
     endcase
+    if (\$21 ) begin
+      \$170  = \$22 [8:0];
+    end
     if (rst) begin
-      \$170  = 1'h0;
+      \$170  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$171  = g;
+    \$171  = wrow;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
             \$171  = 9'h000;
           end
-      3'h1:
-          /* empty */;
-      3'h2:
-          (* full_case = 32'd1 *)
-          if (\$24 ) begin
-          end else begin
-            if (\$26 ) begin
-              \$171  = \$27 [8:0];
-            end
-          end
     endcase
+    if (got) begin
+      \$171  = \$19 [8:0];
+    end
     if (rst) begin
       \$171  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$172  = i;
+    \$172  = rec_open;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$172  = 4'h0;
+            \$172  = 1'h1;
+          end
+    endcase
+    if (got) begin
+      \$172  = \$20 ;
+    end
+    if (rst) begin
+      \$172  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$173  = rec_in;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$173  = 1'h0;
+          end
+    endcase
+    if (\$33 ) begin
+      \$173  = 1'h1;
+    end else if (\$35 ) begin
+      \$173  = \$36 ;
+    end
+    if (rst) begin
+      \$173  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$174  = row1;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$174  = 9'h001;
+          end
+    endcase
+    if (load) begin
+      \$174  = \$27 [8:0];
+    end
+    if (rst) begin
+      \$174  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$175  = g;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$175  = 9'h000;
           end
       3'h1:
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$24 ) begin
-            \$172  = \$25 [3:0];
+          if (\$11 ) begin
+          end else begin
+            if (\$13 ) begin
+              \$175  = \$14 [8:0];
+            end
+          end
+    endcase
+    if (rst) begin
+      \$175  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$176  = i;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$176  = 4'h0;
+          end
+      3'h1:
+          /* empty */;
+      3'h2:
+          (* full_case = 32'd1 *)
+          if (\$11 ) begin
+            \$176  = \$12 [3:0];
           end else begin
             (* full_case = 32'd1 *)
-            if (\$26 ) begin
-              \$172  = 4'h0;
+            if (\$13 ) begin
+              \$176  = 4'h0;
             end else begin
-              \$172  = \$29 [3:0];
+              \$176  = \$16 [3:0];
             end
           end
     endcase
     if (rst) begin
-      \$172  = 4'h0;
+      \$176  = 4'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$173  = ib;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$173  = 9'h000;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (rd_open) begin
-            if (\$35 ) begin
-              \$173  = \$36 [8:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$173  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$174  = ik;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$174  = 1'h0;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (rd_open) begin
-            (* full_case = 32'd1 *)
-            if (\$35 ) begin
-              \$174  = 1'h0;
-            end else begin
-              \$174  = \$38 [0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$174  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$175  = rn;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$175  = 8'h00;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$44 ) begin
-            \$175  = \$47 [7:0];
-          end
-    endcase
-    if (rst) begin
-      \$175  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$176  = rn_end;
-    casez (adapter_state)
-      3'h0:
-          if (cmd__valid) begin
-            \$176  = 1'h0;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$44 ) begin
-            \$176  = \$48 ;
-          end
-    endcase
-    if (rst) begin
-      \$176  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$177  = td_n;
+    \$177  = ib;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
             \$177  = 9'h000;
           end
     endcase
-    if (res_v4) begin
-      \$177  = \$70 [8:0];
+    if (rd_open) begin
+      if (\$42 ) begin
+        \$177  = \$43 [8:0];
+      end
     end
     if (rst) begin
       \$177  = 9'h000;
@@ -3884,159 +3783,219 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$178  = out_v;
+    \$178  = ik;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
             \$178  = 1'h0;
           end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$44 ) begin
-            \$178  = 1'h1;
-          end else if (\$45 ) begin
-            \$178  = 1'h0;
-          end
     endcase
+    if (rd_open) begin
+      (* full_case = 32'd1 *)
+      if (\$42 ) begin
+        \$178  = 1'h0;
+      end else begin
+        \$178  = \$45 [0];
+      end
+    end
     if (rst) begin
       \$178  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$179  = \real ;
+    \$179  = rn;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$179  = 1'h1;
-          end
-      3'h1:
-          if (load) begin
-            \$179  = \$13 ;
+            \$179  = 8'h00;
           end
     endcase
+    if (td_load) begin
+      \$179  = \$48 [7:0];
+    end
     if (rst) begin
-      \$179  = 1'h0;
+      \$179  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$180  = more;
+    \$180  = rn_end;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$180  = 1'h1;
-          end
-      3'h1:
-          if (load) begin
-            \$180  = \$14 ;
+            \$180  = 1'h0;
           end
     endcase
+    if (td_load) begin
+      \$180  = \$50 ;
+    end
     if (rst) begin
       \$180  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$181  = wt_open;
+    \$181  = td_n;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$181  = 1'h1;
-          end
-      3'h1:
-          if (\$16 ) begin
-            \$181  = \$18 ;
+            \$181  = 9'h000;
           end
     endcase
+    if (td_we) begin
+      \$181  = \$75 [8:0];
+    end
     if (rst) begin
-      \$181  = 1'h0;
+      \$181  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$182  = rd_open;
+    \$182  = td_avail;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$182  = 1'h1;
-          end
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (rd_open) begin
-            if (\$35 ) begin
-              \$182  = \$37 ;
-            end
+            \$182  = 1'h0;
           end
     endcase
+    if (\$52 ) begin
+      \$182  = 1'h1;
+    end else if (\$54 ) begin
+      \$182  = \$55 ;
+    end
     if (rst) begin
       \$182  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$183  = last_g;
+    \$183  = td_rn1;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$183  = \$2 [7:0];
+            \$183  = 9'h001;
           end
     endcase
+    if (td_load) begin
+      \$183  = \$49 [8:0];
+    end
     if (rst) begin
-      \$183  = 8'h00;
+      \$183  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$184  = last_b;
+    \$184  = out_v;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$184  = \$3 [7:0];
+            \$184  = 1'h0;
           end
     endcase
+    if (td_load) begin
+      \$184  = 1'h1;
+    end else if (\$46 ) begin
+      \$184  = 1'h0;
+    end
     if (rst) begin
-      \$184  = 8'h00;
+      \$184  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$185  = last_row;
+    \$185  = \real ;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$185  = \$5 [8:0];
+            \$185  = 1'h1;
           end
     endcase
+    if (load) begin
+      \$185  = \$29 ;
+    end
     if (rst) begin
-      \$185  = 9'h000;
+      \$185  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$186  = learner_error;
+    \$186  = more;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$186  = 2'h0;
+            \$186  = 1'h1;
+          end
+    endcase
+    if (load) begin
+      \$186  = \$30 ;
+    end
+    if (rst) begin
+      \$186  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$187  = wt_open;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$187  = 1'h1;
+          end
+    endcase
+    if (\$21 ) begin
+      \$187  = \$23 ;
+    end
+    if (rst) begin
+      \$187  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$188  = last_g;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$188  = \$2 [7:0];
+          end
+    endcase
+    if (rst) begin
+      \$188  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$189  = last_b;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$189  = \$3 [7:0];
+          end
+    endcase
+    if (rst) begin
+      \$189  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$190  = last_row;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$190  = \$5 [8:0];
+          end
+    endcase
+    if (rst) begin
+      \$190  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$191  = learner_error;
+    casez (adapter_state)
+      3'h0:
+          if (cmd__valid) begin
+            \$191  = 2'h0;
           end
       3'h1:
           /* empty */;
@@ -4048,87 +4007,100 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
           /* empty */;
       3'h5:
           if (done) begin
-            \$186  = error;
+            \$191  = error;
           end
     endcase
     if (rst) begin
-      \$186  = 2'h0;
+      \$191  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$187  = adapter_state;
+    \$192  = adapter_state;
     casez (adapter_state)
       3'h0:
           if (cmd__valid) begin
-            \$187  = 3'h1;
+            \$192  = 3'h1;
           end
       3'h1:
-          if (\$23 ) begin
-            \$187  = 3'h2;
+          if (\$10 ) begin
+            \$192  = 3'h2;
           end
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$24 ) begin
+          if (\$11 ) begin
           end else begin
-            if (\$26 ) begin
-              if (\$28 ) begin
-                \$187  = 3'h3;
+            if (\$13 ) begin
+              if (\$15 ) begin
+                \$192  = 3'h3;
               end
             end
           end
       3'h3:
-          \$187  = 3'h4;
+          \$192  = 3'h4;
       3'h4:
-          \$187  = 3'h5;
+          \$192  = 3'h5;
       3'h5:
           if (done) begin
-            \$187  = 3'h6;
+            \$192  = 3'h6;
           end
       3'h6:
-          if (\$50 ) begin
-            \$187  = 3'h0;
+          if (\$18 ) begin
+            \$192  = 3'h0;
           end
     endcase
     if (rst) begin
-      \$187  = 3'h0;
+      \$192  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$188  = cur;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (load) begin
-            \$188  = \$15 ;
-          end
-    endcase
-    if (rst) begin
-      \$188  = 128'h00000000000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$189  = sword;
+    \$193  = sword;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          if (\$24 ) begin
-            \$189  = { lane, sword[279:35] };
+          if (\$11 ) begin
+            \$193  = { lane, sword[279:35] };
           end
     endcase
     if (rst) begin
-      \$189  = 280'h0000000000000000000000000000000000000000000000000000000000000000000000;
+      \$193  = 280'h0000000000000000000000000000000000000000000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$190  = act_cur;
+    \$194  = rd_open;
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          /* empty */;
+      3'h3:
+          /* empty */;
+      3'h4:
+          /* empty */;
+      3'h5:
+          if (done) begin
+            \$194  = 1'h1;
+          end
+    endcase
+    if (rd_open) begin
+      if (\$42 ) begin
+        \$194  = \$44 ;
+      end
+    end
+    if (rst) begin
+      \$194  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$195  = act_cur;
     casez (adapter_state)
       3'h0:
           /* empty */;
@@ -4143,319 +4115,299 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h5:
           /* empty */;
       3'h6:
-          \$190  = \$signature__data ;
+          \$195  = \$signature__data ;
     endcase
     if (rst) begin
-      \$190  = 1'h0;
+      \$195  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$191  = out_d;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$44 ) begin
-            \$191  = td_rd__data;
-          end
-    endcase
+    \$196  = cur;
+    if (load) begin
+      \$196  = \$31 ;
+    end
     if (rst) begin
-      \$191  = 17'h00000;
+      \$196  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$192  = out_last;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$44 ) begin
-            \$192  = \$46 ;
-          end
-    endcase
-    if (rst) begin
-      \$192  = 1'h0;
+    \$197  = out_d;
+    if (td_load) begin
+      \$197  = td_rd__data;
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$193  = tag0;
-    if (rst) begin
-      \$193  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$194  = tag1;
-    if (rst) begin
-      \$194  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$195  = tag2;
-    if (rst) begin
-      \$195  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$196  = tag3;
-    if (rst) begin
-      \$196  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$197  = tag4;
     if (rst) begin
       \$197  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$198  = \$51 ;
+    \$198  = out_last;
+    if (td_load) begin
+      \$198  = \$47 ;
+    end
     if (rst) begin
-      \$198  = 16'h0000;
+      \$198  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$199  = host_rdata;
+    \$199  = tag0;
     if (rst) begin
-      \$199  = 128'h00000000000000000000000000000000;
+      \$199  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$200  = \$53 ;
+    \$200  = tag1;
     if (rst) begin
-      \$200  = 16'h0000;
+      \$200  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$201  = val_tag;
+    \$201  = tag2;
     if (rst) begin
       \$201  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$202  = val;
+    \$202  = tag3;
     if (rst) begin
-      \$202  = 16'h0000;
+      \$202  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$203  = best;
-    if (max0_tag[0]) begin
-      if (\$54 ) begin
-        \$203  = max0_0;
-      end else if (\$55 ) begin
-        \$203  = \$57 ;
-      end
-    end
+    \$203  = tag4;
     if (rst) begin
-      \$203  = 16'h0000;
+      \$203  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$204  = \$59 ;
+    \$204  = \$56 ;
     if (rst) begin
-      \$204  = 1'h0;
+      \$204  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$205  = max0_tag[9:2];
+    \$205  = host_rdata;
     if (rst) begin
-      \$205  = 8'h00;
+      \$205  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$206  = max0_val;
+    \$206  = \$58 ;
     if (rst) begin
       \$206  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$207  = \$signature__data$76 ;
+    \$207  = val_tag;
     if (rst) begin
-      \$207  = 16'h0000;
+      \$207  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$208  = res_v0;
+    \$208  = val;
     if (rst) begin
-      \$208  = 1'h0;
+      \$208  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$209  = res_v1;
+    \$209  = best;
+    if (max0_tag[0]) begin
+      if (\$59 ) begin
+        \$209  = max0_0;
+      end else if (\$60 ) begin
+        \$209  = \$62 ;
+      end
+    end
     if (rst) begin
-      \$209  = 1'h0;
+      \$209  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$210  = res_v2;
+    \$210  = \$64 ;
     if (rst) begin
       \$210  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$211  = res_v3;
+    \$211  = max0_tag[9:2];
     if (rst) begin
-      \$211  = 1'h0;
+      \$211  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$212  = res_b0;
+    \$212  = max0_val;
     if (rst) begin
-      \$212  = 8'h00;
+      \$212  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$213  = res_b1;
+    \$213  = \$signature__data$82 ;
     if (rst) begin
-      \$213  = 8'h00;
+      \$213  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$214  = res_b2;
+    \$214  = res_v0;
     if (rst) begin
-      \$214  = 8'h00;
+      \$214  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$215  = res_b3;
+    \$215  = res_v1;
     if (rst) begin
-      \$215  = 8'h00;
+      \$215  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$216  = res_q0;
+    \$216  = res_v2;
     if (rst) begin
-      \$216  = 16'h0000;
+      \$216  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$217  = res_q1;
+    \$217  = res_v3;
     if (rst) begin
-      \$217  = 16'h0000;
+      \$217  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$218  = res_q2;
+    \$218  = res_b0;
     if (rst) begin
-      \$218  = 16'h0000;
+      \$218  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$219  = res_q3;
+    \$219  = res_b1;
     if (rst) begin
-      \$219  = 16'h0000;
+      \$219  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$220  = res_r0;
+    \$220  = res_b2;
     if (rst) begin
-      \$220  = 16'h0000;
+      \$220  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$221  = res_r1;
+    \$221  = res_b3;
     if (rst) begin
-      \$221  = 16'h0000;
+      \$221  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$222  = \$60 ;
+    \$222  = res_q0;
     if (rst) begin
       \$222  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$223  = { \$61 [32], \$61  };
+    \$223  = res_q1;
     if (rst) begin
-      \$223  = 34'h000000000;
+      \$223  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$224  = \$62 [34:16];
+    \$224  = res_q2;
     if (rst) begin
-      \$224  = 19'h00000;
+      \$224  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$225  = \$63 ;
+    \$225  = res_q3;
     if (rst) begin
-      \$225  = 20'h00000;
+      \$225  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$226  = \$66 ;
+    \$226  = res_r0;
     if (rst) begin
-      \$226  = 1'h0;
+      \$226  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$227  = \$69 ;
+    \$227  = res_r1;
     if (rst) begin
-      \$227  = 1'h0;
+      \$227  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$228  = res_ysum[15:0];
+    \$228  = \$65 ;
     if (rst) begin
       \$228  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$229  = { \$66 [32], \$66  };
+    if (rst) begin
+      \$229  = 34'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$230  = \$67 [34:16];
+    if (rst) begin
+      \$230  = 19'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$231  = \$68 ;
+    if (rst) begin
+      \$231  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$232  = \$71 ;
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$233  = \$74 ;
+    if (rst) begin
+      \$233  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    \$234  = res_ysum[15:0];
+    if (rst) begin
+      \$234  = 16'h0000;
     end
   end
   always @* begin
@@ -4468,12 +4420,14 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    rec__ready = 1'h0;
+    s_b = 9'h000;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
-          rec__ready = rec_open;
+          /* empty */;
+      3'h2:
+          s_b = \$77 [8:0];
     endcase
   end
   always @* begin
@@ -4483,211 +4437,9 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h0:
           /* empty */;
       3'h1:
-          \$signature__addr  = wrow[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$109  = 8'h00;
-    casez (adapter_state)
-      3'h0:
           /* empty */;
-      3'h1:
-          \$signature__addr$109  = wrow[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$110  = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__addr$110  = wrow[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$111  = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__addr$111  = wrow[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__en  = \$71 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$113  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__en$113  = \$72 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$114  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__en$114  = \$73 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__en$115  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__en$115  = \$74 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$116  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__data$116  = rec__payload[144];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$118  = 16'h0000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__data$118  = rec__payload[143:128];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$119  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__data$119  = rec__payload[159];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__data$120  = 128'h00000000000000000000000000000000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          \$signature__data$120  = rec__payload[127:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    obs_rd__addr = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          obs_rd__addr = row[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    load = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          load = \$81 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    weight__ready = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          weight__ready = wt_open;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    wt_wr__addr = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          wt_wr__addr = wn[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    wt_wr__data = 17'h00000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          wt_wr__data = weight__payload;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    wt_wr__en = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          wt_wr__en = \$82 ;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    rb = 9'h000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          rb = \$83 [8:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    hp_addr = 16'h0000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (have) begin
-            (* full_case = 32'd1 *)
-            casez (j)
-              1'h0:
-                  hp_addr = \$92 [15:0];
-              1'h1:
-                  hp_addr = \$106 [15:0];
-            endcase
-          end
       3'h2:
-          (* full_case = 32'd1 *)
-          if (\$116 ) begin
-          end else begin
-            hp_addr = { 1'h0, \$120  };
-          end
+          \$signature__addr  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
@@ -4695,81 +4447,19 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h5:
           /* empty */;
       3'h6:
-          if (rd_open) begin
-            hp_addr = \$143 [15:0];
-          end
+          \$signature__addr  = ib[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    hp_we = 16'h0000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (have) begin
-            (* full_case = 32'd1 *)
-            casez (j)
-              1'h0:
-                  hp_we = \$95 [15:0];
-              1'h1:
-                  hp_we = \$109 [15:0];
-            endcase
-          end
-      3'h2:
-          (* full_case = 32'd1 *)
-          if (\$116 ) begin
-          end else begin
-            hp_we = 16'hffff;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    hp_wdata = 128'h00000000000000000000000000000000;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          if (have) begin
-            (* full_case = 32'd1 *)
-            casez (j)
-              1'h0:
-                  hp_wdata = \$97 [127:0];
-              1'h1:
-                  hp_wdata = \$111 [127:0];
-            endcase
-          end
-      3'h2:
-          (* full_case = 32'd1 *)
-          if (\$116 ) begin
-          end else begin
-            hp_wdata = \$121 ;
-          end
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    s_b = 9'h000;
+    \$signature__addr$115  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          s_b = \$113 [8:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$128  = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$signature__addr$128  = s_b[7:0];
+          \$signature__addr$115  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
@@ -4777,19 +4467,19 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$128  = ib[7:0];
+          \$signature__addr$115  = ib[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$129  = 8'h00;
+    \$signature__addr$116  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$signature__addr$129  = s_b[7:0];
+          \$signature__addr$116  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
@@ -4797,19 +4487,19 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$129  = ib[7:0];
+          \$signature__addr$116  = ib[7:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$130  = 8'h00;
+    \$signature__addr$117  = 8'h00;
     casez (adapter_state)
       3'h0:
           /* empty */;
       3'h1:
           /* empty */;
       3'h2:
-          \$signature__addr$130  = s_b[7:0];
+          \$signature__addr$117  = s_b[7:0];
       3'h3:
           /* empty */;
       3'h4:
@@ -4817,27 +4507,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h5:
           /* empty */;
       3'h6:
-          \$signature__addr$130  = ib[7:0];
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \$signature__addr$131  = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          \$signature__addr$131  = s_b[7:0];
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          \$signature__addr$131  = ib[7:0];
+          \$signature__addr$117  = ib[7:0];
     endcase
   end
   always @* begin
@@ -4849,7 +4519,7 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
       3'h1:
           /* empty */;
       3'h2:
-          lane = \$115 ;
+          lane = \$79 ;
     endcase
   end
   always @* begin
@@ -4862,9 +4532,9 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$116 ) begin
+          if (\$80 ) begin
           end else begin
-            s_piece = \$117 [1:0];
+            s_piece = \$81 [1:0];
           end
     endcase
   end
@@ -4878,11 +4548,89 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
           /* empty */;
       3'h2:
           (* full_case = 32'd1 *)
-          if (\$116 ) begin
+          if (\$80 ) begin
           end else begin
             s_word = { 232'h0000000000000000000000000000000000000000000000000000000000, sword };
           end
     endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    hp_addr = 16'h0000;
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          (* full_case = 32'd1 *)
+          if (\$80 ) begin
+          end else begin
+            hp_addr = { 1'h0, \$84  };
+          end
+    endcase
+    if (have) begin
+      (* full_case = 32'd1 *)
+      casez (j)
+        1'h0:
+            hp_addr = \$100 [15:0];
+        1'h1:
+            hp_addr = \$114 [15:0];
+      endcase
+    end
+    if (rd_open) begin
+      hp_addr = \$141 [15:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    hp_we = 16'h0000;
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          (* full_case = 32'd1 *)
+          if (\$80 ) begin
+          end else begin
+            hp_we = 16'hffff;
+          end
+    endcase
+    if (have) begin
+      (* full_case = 32'd1 *)
+      casez (j)
+        1'h0:
+            hp_we = \$103 [15:0];
+        1'h1:
+            hp_we = \$117 [15:0];
+      endcase
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
+    hp_wdata = 128'h00000000000000000000000000000000;
+    casez (adapter_state)
+      3'h0:
+          /* empty */;
+      3'h1:
+          /* empty */;
+      3'h2:
+          (* full_case = 32'd1 *)
+          if (\$80 ) begin
+          end else begin
+            hp_wdata = \$85 ;
+          end
+    endcase
+    if (have) begin
+      (* full_case = 32'd1 *)
+      casez (j)
+        1'h0:
+            hp_wdata = \$105 [127:0];
+        1'h1:
+            hp_wdata = \$119 [127:0];
+      endcase
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
@@ -4903,77 +4651,47 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
     hp_re = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (rd_open) begin
-            hp_re = 1'h1;
-          end
-    endcase
+    if (rd_open) begin
+      hp_re = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    td_rd__addr = 8'h00;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          td_rd__addr = rn;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$3 ) begin end
-    \done$138  = 1'h0;
-    casez (adapter_state)
-      3'h0:
-          /* empty */;
-      3'h1:
-          /* empty */;
-      3'h2:
-          /* empty */;
-      3'h3:
-          /* empty */;
-      3'h4:
-          /* empty */;
-      3'h5:
-          /* empty */;
-      3'h6:
-          if (\$145 ) begin
-            \done$138  = 1'h1;
-          end
-    endcase
+    \done$145  = 1'h0;
+    if (\$147 ) begin
+      \done$145  = 1'h1;
+    end
   end
   assign td__valid = out_v;
+  assign weight__ready = wt_open;
+  assign res_v4 = td_we;
   assign batch_size = B;
-  assign \lr$100  = lr;
-  assign \gamma$101  = gamma;
+  assign \lr$106  = lr;
+  assign \gamma$107  = gamma;
   assign sync_target = sync;
   assign sync_period = sync_period_zero;
   assign td__payload = out_d;
-  assign \$signature__addr$139  = max0_tag[9:2];
-  assign \$signature__addr$140  = max0_tag[9:2];
-  assign td_wr__en = res_v4;
+  assign rec__ready = rec_open;
+  assign \$signature__addr$125  = wrow[7:0];
+  assign \$signature__addr$126  = wrow[7:0];
+  assign \$signature__addr$127  = wrow[7:0];
+  assign \$signature__addr$128  = wrow[7:0];
+  assign \$signature__en  = got;
+  assign \$signature__en$130  = got;
+  assign \$signature__en$131  = got;
+  assign \$signature__en$132  = got;
+  assign \$signature__data$133  = rec__payload[144];
+  assign \$signature__data$135  = rec__payload[143:128];
+  assign \$signature__data$136  = rec__payload[159];
+  assign \$signature__data$137  = rec__payload[127:0];
+  assign wt_wr__addr = wn[7:0];
+  assign weight__payload = wt_wr__data;
+  assign obs_rd__addr = row[7:0];
+  assign rb = \$91 [8:0];
+  assign td_rd__addr = rn;
+  assign \$signature__addr$146  = max0_tag[9:2];
+  assign \$signature__addr$147  = max0_tag[9:2];
+  assign td_wr__en = td_we;
   assign td_wr__addr = res_b4;
   assign \tag0.v  = tag0[0];
   assign \tag0.k  = tag0[1];
@@ -5011,37 +4729,37 @@ module \dqn_trainer_u250.core.adapter (rst, td__ready, cmd__valid, cmd__payload,
   assign \$5 [13:3] = \$4 [13:3];
   assign \$5 [2:0] = 3'h7;
   assign last_j = j;
-  assign \$30  = ik;
-  assign \$35  = ik;
-  assign \$58  = max0_tag[1];
-  assign \$84  = { 3'h0, rb[8:3] };
-  assign \$85  = { 1'h0, \$84  };
-  assign \$86  = 16'h0000;
-  assign \$88  = { \$87 , 3'h0 };
-  assign \$91  = { 7'h00, \$90 [10:7] };
-  assign \$94  = { 3'h0, \$93 [6:3] };
-  assign \$98  = { 3'h0, rb[8:3] };
-  assign \$99  = { 1'h0, \$98  };
-  assign \$100  = 16'h0000;
-  assign \$102  = { \$101 , 3'h0 };
-  assign \$105  = { 7'h00, \$104 [10:7] };
-  assign \$108  = { 3'h0, \$107 [6:3] };
-  assign \$112  = { g, 3'h0 };
-  assign \$118  = { 1'h0, g, 2'h0 };
-  assign \$122  = ik;
-  assign \$123  = { 3'h0, ib[8:3] };
-  assign \$124  = { 1'h0, \$123  };
-  assign \$125  = 1'h0;
-  assign \$127  = { \$126 , 3'h0 };
-  assign \$130  = { 7'h00, \$129 [8:7] };
-  assign \$132  = { 3'h0, ib[8:3] };
-  assign \$133  = { 1'h0, \$132  };
-  assign \$135  = { 3'h0, \$134 [3] };
-  assign \$137  = { \$136 , 3'h0 };
-  assign \$141  = { 7'h00, \$140 [10:7] };
-  assign \$87  = { 10'h000, rb[8:3] };
-  assign \$101  = { 10'h000, rb[8:3] };
-  assign \$126  = { 4'h0, ib[8:3] };
+  assign \$37  = ik;
+  assign \$42  = ik;
+  assign \$63  = max0_tag[1];
+  assign \$76  = { g, 3'h0 };
+  assign \$82  = { 1'h0, g, 2'h0 };
+  assign \$92  = { 3'h0, \$91 [8:3] };
+  assign \$93  = { 1'h0, \$92  };
+  assign \$94  = 16'h0000;
+  assign \$96  = { \$95 , 3'h0 };
+  assign \$99  = { 7'h00, \$98 [10:7] };
+  assign \$102  = { 3'h0, \$101 [6:3] };
+  assign \$106  = { 3'h0, \$91 [8:3] };
+  assign \$107  = { 1'h0, \$106  };
+  assign \$108  = 16'h0000;
+  assign \$110  = { \$109 , 3'h0 };
+  assign \$113  = { 7'h00, \$112 [10:7] };
+  assign \$116  = { 3'h0, \$115 [6:3] };
+  assign \$120  = ik;
+  assign \$121  = { 3'h0, ib[8:3] };
+  assign \$122  = { 1'h0, \$121  };
+  assign \$123  = 1'h0;
+  assign \$125  = { \$124 , 3'h0 };
+  assign \$128  = { 7'h00, \$127 [8:7] };
+  assign \$130  = { 3'h0, ib[8:3] };
+  assign \$131  = { 1'h0, \$130  };
+  assign \$133  = { 3'h0, \$132 [3] };
+  assign \$135  = { \$134 , 3'h0 };
+  assign \$139  = { 7'h00, \$138 [10:7] };
+  assign \$95  = { 10'h000, \$91 [8:3] };
+  assign \$109  = { 10'h000, \$91 [8:3] };
+  assign \$124  = { 4'h0, ib[8:3] };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -48484,7 +48202,7 @@ module \dqn_trainer_u250.core.learner (rst, host_addr, host_re, host_we, host_wd
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__ready, clear, \cmd__valid$86 , \cmd__payload$87 , sample__payload, sample__valid, done, underflow, overrun, consumed, total, saturated, weight__payload, weight__valid, td__valid, td__payload, o__ready, clk
+module \dqn_trainer_u250.core.replay (rst, td__ready, sample__ready, clear, \cmd__valid$94 , \cmd__payload$95 , sample__payload, sample__valid, done, underflow, overrun, \cmd__ready$19 , consumed, total, saturated, weight__payload, weight__valid, td__valid, o__ready, td__payload, clk
 );
   reg \$auto$verilog_backend.cc:2355:dump_module$6  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
@@ -48494,213 +48212,266 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire \$100 ;
-  wire \$101 ;
-  wire \$102 ;
-  wire [20:0] \$103 ;
+  wire [1:0] \$100 ;
+  wire [1:0] \$101 ;
+  wire [2:0] \$102 ;
+  wire \$103 ;
   wire [20:0] \$104 ;
-  wire [9:0] \$105 ;
-  wire [9:0] \$106 ;
-  wire \$107 ;
-  wire [3:0] \$108 ;
+  wire [20:0] \$105 ;
+  wire \$106 ;
+  wire [20:0] \$107 ;
+  wire [20:0] \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
-  wire [2:0] \$113 ;
+  wire [8:0] \$113 ;
   wire \$114 ;
-  wire [2:0] \$115 ;
-  wire [3:0] \$116 ;
-  wire [2:0] \$117 ;
-  wire [3:0] \$118 ;
-  wire [2:0] \$119 ;
+  wire [9:0] \$115 ;
+  wire [9:0] \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
   wire \$12 ;
-  wire \$120 ;
-  wire [2:0] \$121 ;
-  wire [3:0] \$122 ;
-  wire [2:0] \$123 ;
-  wire [3:0] \$124 ;
+  wire [3:0] \$120 ;
+  wire \$121 ;
+  wire [32:0] \$122 ;
+  wire \$123 ;
+  wire \$124 ;
   wire \$125 ;
-  wire \$126 ;
+  wire [2:0] \$126 ;
   wire \$127 ;
-  wire \$128 ;
-  wire [9:0] \$129 ;
+  wire [2:0] \$128 ;
+  wire [3:0] \$129 ;
   wire \$13 ;
-  wire [9:0] \$130 ;
-  wire \$131 ;
-  wire \$132 ;
+  wire [2:0] \$130 ;
+  wire [3:0] \$131 ;
+  wire [2:0] \$132 ;
   wire \$133 ;
-  wire \$134 ;
-  wire \$135 ;
-  wire \$136 ;
-  wire \$137 ;
+  wire [2:0] \$134 ;
+  wire [3:0] \$135 ;
+  wire [2:0] \$136 ;
+  wire [3:0] \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire \$140 ;
-  wire [20:0] \$141 ;
-  wire [20:0] \$142 ;
-  wire [21:0] \$143 ;
+  wire [9:0] \$140 ;
+  wire [9:0] \$141 ;
+  wire \$142 ;
+  wire \$143 ;
   wire \$144 ;
-  wire [21:0] \$145 ;
+  wire \$145 ;
   wire \$146 ;
   wire \$147 ;
-  wire [21:0] \$148 ;
+  wire \$148 ;
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
   wire \$151 ;
   wire \$152 ;
-  wire \$153 ;
-  wire [9:0] \$154 ;
-  wire \$155 ;
-  wire [2:0] \$156 ;
+  wire [20:0] \$153 ;
+  wire [20:0] \$154 ;
+  wire [21:0] \$155 ;
+  wire \$156 ;
   wire \$157 ;
-  wire \$158 ;
-  wire [9:0] \$159 ;
+  wire [21:0] \$158 ;
+  wire \$159 ;
   wire \$16 ;
   wire \$160 ;
   wire \$161 ;
-  wire [17:0] \$162 ;
-  wire [17:0] \$163 ;
-  wire \$164 ;
-  wire [23:0] \$165 ;
-  wire [24:0] \$166 ;
-  wire [9:0] \$167 ;
+  wire \$162 ;
+  wire \$163 ;
+  wire [9:0] \$164 ;
+  wire \$165 ;
+  wire [2:0] \$166 ;
+  wire \$167 ;
   wire \$168 ;
-  reg \$169 ;
+  wire [9:0] \$169 ;
   wire \$17 ;
-  reg \$170 ;
-  reg \$171 ;
-  reg \$172 ;
-  reg \$173 ;
-  reg [3:0] \$174 ;
-  reg [31:0] \$175 ;
-  reg [8:0] \$176 ;
-  reg [16:0] \$177 ;
-  reg [8:0] \$178 ;
-  reg \$179 ;
+  wire \$170 ;
+  wire \$171 ;
+  wire [17:0] \$172 ;
+  wire [17:0] \$173 ;
+  wire \$174 ;
+  wire [23:0] \$175 ;
+  wire [24:0] \$176 ;
+  wire [9:0] \$177 ;
+  wire \$178 ;
+  wire \$179 ;
   wire \$18 ;
-  reg \$180 ;
-  reg [16:0] \$181 ;
-  reg [23:0] \$182 ;
-  reg [20:0] \$183 ;
-  reg [31:0] \$184 ;
-  reg [19:0] \$185 ;
-  reg \$186 ;
-  reg [1:0] \$187 ;
-  reg [8:0] \$188 ;
-  reg \$189 ;
-  wire [21:0] \$19 ;
-  reg [97:0] \$190 ;
-  reg [19:0] \$191 ;
-  reg [39:0] \$192 ;
-  reg \$193 ;
-  reg \$194 ;
-  reg \$195 ;
-  reg [2:0] \$196 ;
-  reg [31:0] \$197 ;
-  reg [19:0] \$198 ;
-  reg \$199 ;
+  wire \$180 ;
+  wire \$181 ;
+  wire \$182 ;
+  wire \$183 ;
+  wire \$184 ;
+  wire \$185 ;
+  wire [2:0] \$186 ;
+  wire [2:0] \$187 ;
+  wire [2:0] \$188 ;
+  wire [2:0] \$189 ;
+  wire \$19 ;
+  wire [2:0] \$190 ;
+  wire [2:0] \$191 ;
+  wire \$192 ;
+  wire [19:0] \$193 ;
+  wire [19:0] \$194 ;
+  wire [19:0] \$195 ;
+  wire [19:0] \$196 ;
+  wire [19:0] \$197 ;
+  wire \$198 ;
+  wire [31:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg [20:0] \$200 ;
-  reg [19:0] \$201 ;
-  reg [19:0] \$202 ;
-  reg \$203 ;
-  reg [8:0] \$204 ;
-  reg [31:0] \$205 ;
-  reg [8:0] \$206 ;
-  reg \$207 ;
-  reg [8:0] \$208 ;
-  reg \$209 ;
+  wire \$200 ;
+  wire [39:0] \$201 ;
+  wire [39:0] \$202 ;
+  wire [39:0] \$203 ;
+  wire [39:0] \$204 ;
+  wire [39:0] \$205 ;
+  wire \$206 ;
+  wire \$207 ;
+  wire \$208 ;
+  wire \$209 ;
   wire \$21 ;
-  reg [7:0] \$210 ;
-  reg [8:0] \$211 ;
-  reg [8:0] \$212 ;
+  wire [31:0] \$210 ;
+  wire [31:0] \$211 ;
+  reg \$212 ;
   reg \$213 ;
   reg \$214 ;
   reg \$215 ;
-  reg [8:0] \$216 ;
-  reg \$217 ;
-  reg [19:0] \$218 ;
-  reg [20:0] \$219 ;
+  reg [14:0] \$216 ;
+  reg [31:0] \$217 ;
+  reg [8:0] \$218 ;
+  reg [16:0] \$219 ;
   wire \$22 ;
-  reg [20:0] \$220 ;
+  reg [8:0] \$220 ;
   reg \$221 ;
-  reg [8:0] \$222 ;
-  reg [7:0] \$223 ;
-  reg \$224 ;
-  reg [16:0] \$225 ;
-  reg [23:0] \$226 ;
-  reg [8:0] \$227 ;
-  reg [8:0] \$228 ;
-  reg [8:0] \$229 ;
+  reg \$222 ;
+  reg [16:0] \$223 ;
+  reg [23:0] \$224 ;
+  reg [31:0] \$225 ;
+  reg [31:0] \$226 ;
+  reg [19:0] \$227 ;
+  reg \$228 ;
+  reg [1:0] \$229 ;
   wire \$23 ;
   reg [8:0] \$230 ;
   reg \$231 ;
-  reg [16:0] \$232 ;
-  reg \$233 ;
-  reg [24:0] \$234 ;
+  reg [19:0] \$232 ;
+  reg [39:0] \$233 ;
+  reg \$234 ;
   reg \$235 ;
+  reg \$236 ;
+  reg [31:0] \$237 ;
+  reg [2:0] \$238 ;
+  reg \$239 ;
   wire \$24 ;
+  reg [31:0] \$240 ;
+  reg [31:0] \$241 ;
+  reg \$242 ;
+  reg \$243 ;
+  reg [19:0] \$244 ;
+  reg \$245 ;
+  reg [20:0] \$246 ;
+  reg [19:0] \$247 ;
+  reg [19:0] \$248 ;
+  reg \$249 ;
   wire \$25 ;
+  reg [8:0] \$250 ;
+  reg [31:0] \$251 ;
+  reg [8:0] \$252 ;
+  reg \$253 ;
+  reg \$254 ;
+  reg [7:0] \$255 ;
+  reg [8:0] \$256 ;
+  reg [8:0] \$257 ;
+  reg \$258 ;
+  reg \$259 ;
   wire \$26 ;
-  wire \$27 ;
+  reg [8:0] \$260 ;
+  reg \$261 ;
+  reg \$262 ;
+  reg [8:0] \$263 ;
+  reg [8:0] \$264 ;
+  reg \$265 ;
+  reg [19:0] \$266 ;
+  reg [20:0] \$267 ;
+  reg [20:0] \$268 ;
+  reg \$269 ;
+  wire [21:0] \$27 ;
+  reg \$270 ;
+  reg \$271 ;
+  reg \$272 ;
+  reg [8:0] \$273 ;
+  reg [7:0] \$274 ;
+  reg \$275 ;
+  reg [16:0] \$276 ;
+  reg [23:0] \$277 ;
+  reg [8:0] \$278 ;
+  reg [8:0] \$279 ;
   wire \$28 ;
+  reg [8:0] \$280 ;
+  reg [8:0] \$281 ;
+  reg \$282 ;
+  reg [16:0] \$283 ;
+  reg \$284 ;
+  reg [24:0] \$285 ;
+  reg \$286 ;
+  reg \$287 ;
+  reg [97:0] \$288 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
-  wire [32:0] \$31 ;
-  wire [20:0] \$32 ;
+  wire \$31 ;
+  wire \$32 ;
   wire \$33 ;
-  wire [20:0] \$34 ;
+  wire \$34 ;
   wire \$35 ;
-  wire [20:0] \$36 ;
-  wire [21:0] \$37 ;
-  wire [20:0] \$38 ;
-  wire [21:0] \$39 ;
+  wire \$36 ;
+  wire \$37 ;
+  wire \$38 ;
+  wire [31:0] \$39 ;
   wire \$4 ;
-  wire [20:0] \$40 ;
-  wire \$41 ;
-  wire [20:0] \$42 ;
-  wire [21:0] \$43 ;
-  wire [20:0] \$44 ;
-  wire [21:0] \$45 ;
-  wire \$46 ;
-  reg [8:0] \$47 ;
-  reg [8:0] \$48 ;
+  wire \$40 ;
+  wire [32:0] \$41 ;
+  wire [32:0] \$42 ;
+  wire [33:0] \$43 ;
+  wire \$44 ;
+  wire \$45 ;
+  wire [20:0] \$46 ;
+  wire \$47 ;
+  wire [20:0] \$48 ;
   wire \$49 ;
   wire \$5 ;
-  reg [8:0] \$50 ;
-  wire [9:0] \$51 ;
-  wire \$52 ;
-  wire [31:0] \$53 ;
-  wire \$54 ;
-  wire [31:0] \$55 ;
-  wire [32:0] \$56 ;
-  wire \$57 ;
-  wire [31:0] \$58 ;
-  wire \$59 ;
+  wire [20:0] \$50 ;
+  wire [21:0] \$51 ;
+  wire [20:0] \$52 ;
+  wire [21:0] \$53 ;
+  wire [20:0] \$54 ;
+  wire \$55 ;
+  wire [20:0] \$56 ;
+  wire [21:0] \$57 ;
+  wire [20:0] \$58 ;
+  wire [21:0] \$59 ;
   wire \$6 ;
   wire \$60 ;
-  wire [31:0] \$61 ;
-  wire \$62 ;
+  reg [8:0] \$61 ;
+  reg [8:0] \$62 ;
   wire \$63 ;
-  wire \$64 ;
-  wire \$65 ;
+  reg [8:0] \$64 ;
+  wire [9:0] \$65 ;
   wire \$66 ;
   wire \$67 ;
-  wire [31:0] \$68 ;
+  wire \$68 ;
   wire \$69 ;
   wire \$7 ;
-  wire [3:0] \$70 ;
+  wire [31:0] \$70 ;
   wire \$71 ;
   wire \$72 ;
-  wire [9:0] \$73 ;
+  wire \$73 ;
   wire \$74 ;
-  wire \$75 ;
+  wire [8:0] \$75 ;
   wire \$76 ;
   wire \$77 ;
   wire \$78 ;
@@ -48708,36 +48479,39 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire \$8 ;
   wire \$80 ;
   wire \$81 ;
-  wire [31:0] \$82 ;
+  wire \$82 ;
   wire \$83 ;
   wire \$84 ;
-  wire [31:0] \$85 ;
-  wire \$86 ;
+  wire \$85 ;
+  wire [9:0] \$86 ;
   wire \$87 ;
-  wire [3:0] \$88 ;
+  wire \$88 ;
   wire \$89 ;
   wire \$9 ;
-  wire [1:0] \$90 ;
-  wire [1:0] \$91 ;
-  wire [2:0] \$92 ;
+  wire \$90 ;
+  wire \$91 ;
+  wire \$92 ;
   wire \$93 ;
-  wire [31:0] \$94 ;
+  wire \$94 ;
   wire \$95 ;
-  wire [20:0] \$96 ;
-  wire [20:0] \$97 ;
-  wire [9:0] \$98 ;
-  wire [9:0] \$99 ;
+  wire \$96 ;
+  wire \$97 ;
+  wire \$98 ;
+  wire \$99 ;
   wire [8:0] \$signature__addr ;
   wire [19:0] \$signature__data ;
   wire \$signature__en ;
   reg [31:0] ahead = 32'd0;
+  reg [31:0] ahead_m1 = 32'd0;
+  reg ahead_one = 1'h0;
+  reg ahead_zero = 1'h0;
   reg [16:0] alpha = 17'h00000;
   reg [8:0] batch = 9'h000;
   reg [16:0] beta = 17'h00000;
   (* init = 17'h00000 *)
-  wire [16:0] \beta$38 ;
+  wire [16:0] \beta$39 ;
   wire busy;
-  wire \busy$124 ;
+  wire \busy$133 ;
   wire \busy$24 ;
   input clear;
   wire clear;
@@ -48745,19 +48519,19 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   input clk;
   wire clk;
   reg [97:0] cmd__payload = 98'h0000000000000000000000000;
-  input [96:0] \cmd__payload$87 ;
-  wire [96:0] \cmd__payload$87 ;
-  wire [16:0] \cmd__payload$87.coef ;
-  wire [20:0] \cmd__payload$87.count ;
-  wire [23:0] \cmd__payload$87.eps ;
+  input [96:0] \cmd__payload$95 ;
+  wire [96:0] \cmd__payload$95 ;
+  wire [16:0] \cmd__payload$95.coef ;
+  wire [20:0] \cmd__payload$95.count ;
+  wire [23:0] \cmd__payload$95.eps ;
   (* enum_base_type = "ReplayCmd" *)
   (* enum_value_000 = "CLEAR" *)
   (* enum_value_001 = "BOUNDARY" *)
   (* enum_value_010 = "SAMPLE" *)
   (* enum_value_011 = "TD" *)
   (* enum_value_100 = "READ" *)
-  wire [2:0] \cmd__payload$87.op ;
-  wire [31:0] \cmd__payload$87.word ;
+  wire [2:0] \cmd__payload$95.op ;
+  wire [31:0] \cmd__payload$95.word ;
   wire [19:0] \cmd__payload.index ;
   wire [2:0] \cmd__payload.level ;
   (* enum_base_type = "SumTreeOp" *)
@@ -48776,53 +48550,56 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   output \cmd__ready$19 ;
   wire \cmd__ready$19 ;
   reg cmd__valid = 1'h0;
-  input \cmd__valid$86 ;
-  wire \cmd__valid$86 ;
+  input \cmd__valid$94 ;
+  wire \cmd__valid$94 ;
   output [31:0] consumed;
   reg [31:0] consumed = 32'd0;
   reg [19:0] consumed_mod = 20'h00000;
   wire [32:0] consumed_next;
+  reg [31:0] consumed_p1 = 32'd1;
   output done;
   reg done = 1'h0;
   reg [23:0] eps = 24'h000000;
   reg [19:0] ev_slot = 20'h00000;
-  reg [8:0] i = 9'h000;
   wire [32:0] i__payload;
-  wire [41:0] \i__payload$69 ;
-  wire [16:0] \i__payload$69.p ;
-  wire [24:0] \i__payload$69.x ;
+  wire [41:0] \i__payload$70 ;
+  wire [16:0] \i__payload$70.p ;
+  wire [24:0] \i__payload$70.x ;
   wire \i__payload.last ;
   wire [31:0] \i__payload.priority ;
   wire i__ready;
-  wire \i__ready$65 ;
+  wire \i__ready$66 ;
   reg i__valid;
   (* init = 1'h0 *)
-  wire \i__valid$68 ;
+  wire \i__valid$69 ;
   reg i_last = 1'h0;
+  wire ins_advance;
+  reg [8:0] ins_left = 9'h000;
   reg [19:0] ins_slot = 20'h00000;
   reg [8:0] k = 9'h000;
   reg [8:0] k_last = 9'h000;
+  reg k_one = 1'h0;
   reg k_zero = 1'h0;
   reg [8:0] last_n = 9'h000;
   reg last_slot = 1'h0;
   wire [31:0] max_priority;
   wire [31:0] \max_priority$15 ;
   wire [17:0] o__payload;
-  wire [32:0] \o__payload$123 ;
-  wire [31:0] \o__payload$123.fraction ;
-  wire \o__payload$123.last ;
-  wire [40:0] \o__payload$77 ;
-  wire \o__payload$77.overflow ;
-  wire [39:0] \o__payload$77.value ;
+  wire [32:0] \o__payload$147 ;
+  wire [31:0] \o__payload$147.fraction ;
+  wire \o__payload$147.last ;
+  wire [40:0] \o__payload$78 ;
+  wire \o__payload$78.overflow ;
+  wire [39:0] \o__payload$78.value ;
   wire \o__payload.last ;
   wire [16:0] \o__payload.weight ;
   input o__ready;
   wire o__ready;
-  reg \o__ready$59 ;
-  wire \o__ready$72 ;
+  reg \o__ready$60 ;
+  wire \o__ready$73 ;
   wire o__valid;
-  wire \o__valid$122 ;
-  wire \o__valid$79 ;
+  wire \o__valid$80 ;
+  wire \o__valid$86 ;
   output overrun;
   reg overrun = 1'h0;
   reg pop = 1'h0;
@@ -48838,10 +48615,12 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   reg [8:0] q_n0 = 9'h000;
   reg [8:0] q_n1 = 9'h000;
   reg [1:0] queued = 2'h0;
-  reg [20:0] read_got = 21'h000000;
-  reg [20:0] read_issued = 21'h000000;
-  reg [20:0] read_n = 21'h000000;
+  reg read_get_one = 1'h0;
+  reg read_issuing = 1'h0;
+  reg read_none = 1'h0;
   reg [19:0] read_slot = 20'h00000;
+  reg [20:0] read_to_get = 21'h000000;
+  reg [20:0] read_to_issue = 21'h000000;
   wire [76:0] rsp__payload;
   wire \rsp__payload.empty ;
   wire [19:0] \rsp__payload.index ;
@@ -48861,6 +48640,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire rsp__valid;
   reg [8:0] rsp_j = 9'h000;
   reg rsp_j_last = 1'h0;
+  reg [8:0] rsp_j_left = 9'h000;
   input rst;
   wire rst;
   output [51:0] sample__payload;
@@ -48883,27 +48663,12 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   reg [31:0] seed = 32'd0;
   reg seed_load;
   reg [2:0] settle = 3'h0;
+  reg settle_end = 1'h0;
   wire [8:0] sl_wr__addr;
   wire [19:0] sl_wr__data;
   wire sl_wr__en;
   reg start;
-  (* enum_base_type = "_S" *)
-  (* enum_value_0000 = "BOOT" *)
-  (* enum_value_0001 = "IDLE" *)
-  (* enum_value_0010 = "CLR_WAIT" *)
-  (* enum_value_0011 = "CLR_RESET" *)
-  (* enum_value_0100 = "CLR_SWEEP" *)
-  (* enum_value_0101 = "B_START" *)
-  (* enum_value_0110 = "B_WAIT" *)
-  (* enum_value_0111 = "B_WB" *)
-  (* enum_value_1000 = "B_INS" *)
-  (* enum_value_1001 = "B_EVICT" *)
-  (* enum_value_1010 = "B_SETTLE" *)
-  (* enum_value_1011 = "S_START" *)
-  (* enum_value_1100 = "S_RUN" *)
-  (* enum_value_1101 = "R_RUN" *)
-  (* enum_value_1110 = "T_WAIT" *)
-  reg [3:0] state = 4'h0;
+  reg [14:0] state = 15'h0001;
   (* init = 98'h0000000000000000000000000 *)
   wire [97:0] tc;
   wire [19:0] \tc.index ;
@@ -48921,6 +48686,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   wire [39:0] \tc.priority ;
   wire [31:0] \tc.target ;
   wire tc_free;
+  wire tc_load;
   (* init = 1'h0 *)
   wire tc_valid;
   input [16:0] td__payload;
@@ -48960,6 +48726,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   reg [31:0] wb_max = 32'd0;
   reg [8:0] wb_n = 9'h000;
   reg [39:0] wb_prio = 40'h0000000000;
+  reg [31:0] wb_sat = 32'd0;
   reg [19:0] wb_slot = 20'h00000;
   reg wb_valid = 1'h0;
   reg wb_valid2 = 1'h0;
@@ -48984,7 +48751,7 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
 `endif
   always @(posedge clk) begin
     if (pr_wr__en)
-      q_prios[{ td_slot, td_out[7:0] }] <= \o__payload$77 [39:0];
+      q_prios[{ td_slot, td_out[7:0] }] <= \o__payload$78 [39:0];
   end
   reg [39:0] _0_;
   always @(posedge clk) begin
@@ -49015,328 +48782,383 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   assign \$signature__data  = _1_;
   assign \$1  = ~ cmd__valid;
   assign tc_free = \$1  | cmd__ready;
-  assign \cmd__ready$19  = state == 1'h1;
-  assign busy = state != 1'h1;
+  assign busy = ~ state[1];
   assign \$2  = ~ cmd__valid;
   assign \$3  = ~ \busy$24 ;
   assign \$4  = \$2  & \$3 ;
   assign consumed_next = consumed + k;
-  assign \$5  = state == 4'hc;
+  assign \$5  = state[8] | state[9];
+  assign ins_advance = tc_free & \$5 ;
   assign \$6  = rsp__valid & rsp__ready;
-  assign sl_wr__en = \$5  & \$6 ;
-  assign \$7  = state == 4'hc;
-  assign \$8  = rsp__valid & i__ready;
-  assign \$9  = rsp__valid & sample__ready;
-  assign \$10  = sample__ready & i__ready;
-  assign \$11  = state == 4'hd;
-  assign \$12  = state == 4'he;
-  assign \$13  = ~ td_busy;
-  assign \$14  = ~ td_u_valid;
-  assign td_en = \$14  | \i__ready$65 ;
-  assign \$15  = td_busy & td_open;
-  assign td__ready = \$15  & td_en;
-  assign \$16  = ! state;
-  assign \$17  = ~ \busy$24 ;
-  assign \$18  = \cmd__valid$86  & \cmd__ready$19 ;
-  assign \$19  = \cmd__payload$87 [55:35] - 1'h1;
-  assign \$20  = ! \cmd__payload$87 [55:35];
-  assign \$21  = \cmd__payload$87 [55:35] > 9'h100;
-  assign \$22  = \$20  | \$21 ;
-  assign \$23  = ! total;
-  assign \$24  = ~ td_busy;
-  assign \$25  = ~ cmd__valid;
-  assign \$26  = ~ \busy$24 ;
-  assign \$27  = \$25  & \$26 ;
-  assign \$28  = \$signature__data  >= win_lo;
-  assign \$29  = \$signature__data  < win_hi;
-  assign \$30  = state != 4'ha;
-  assign \$31  = seed - consumed;
-  assign \$32  = consumed_mod + 9'h100;
-  assign \$33  = \$32  > 21'h100000;
-  assign \$34  = consumed_mod + 9'h100;
-  assign \$35  = \$34  > 21'h100000;
-  assign \$36  = consumed_mod + 9'h100;
-  assign \$37  = \$36  - 21'h100000;
-  assign \$38  = consumed_mod + 9'h100;
-  assign \$39  = \$35  ? \$37  : { 1'h0, \$38  };
-  assign \$40  = consumed_mod + 9'h100;
-  assign \$41  = \$40  >= 21'h100000;
-  assign \$42  = consumed_mod + 9'h100;
-  assign \$43  = \$42  - 21'h100000;
-  assign \$44  = consumed_mod + 9'h100;
-  assign \$45  = \$41  ? \$43  : { 1'h0, \$44  };
-  assign \$46  = queued > 1'h1;
-  assign \$49  = ! \$48 ;
-  assign \$51  = \$50  - 1'h1;
-  assign \$52  = ahead > 9'h100;
-  assign \$53  = \$52  ? 32'd256 : ahead;
-  assign \$54  = ahead > 9'h100;
-  assign \$55  = \$54  ? 32'd256 : ahead;
-  assign \$56  = \$55  - 1'h1;
-  assign \$57  = ahead > 9'h100;
-  assign \$58  = \$57  ? 32'd256 : ahead;
-  assign \$59  = ! \$58 ;
-  assign \$60  = ahead > 9'h100;
-  assign \$61  = \$60  ? 32'd256 : ahead;
-  assign \$62  = \$61  == 1'h1;
-  assign \$63  = ahead > 9'h100;
-  assign \$64  = pop & td_busy;
-  assign \$65  = td_slot == q_head;
-  assign \$66  = \$64  & \$65 ;
-  assign \$67  = ahead > 9'h100;
-  assign \$68  = \$67  ? 32'd256 : ahead;
-  assign \$69  = ! \$68 ;
-  assign \$70  = \$69  ? 4'ha : 4'h8;
-  assign \$71  = ~ wb_j_end;
-  assign \$72  = ~ wb_j_end;
-  assign \$73  = wb_j + \$72 ;
-  assign \$74  = wb_j == wb_last;
-  assign \$75  = wb_j_end | \$74 ;
-  assign \$76  = wb_ge_lo | wb_lt_hi;
-  assign \$77  = wb_ge_lo & wb_lt_hi;
-  assign \$78  = win_wrap ? \$76  : \$77 ;
-  assign \$79  = ~ \$78 ;
-  assign \$80  = wb_valid2 & \$79 ;
-  assign \$81  = | wb_prio[39:32];
-  assign \$82  = \$81  ? 32'd4294967295 : wb_prio[31:0];
-  assign \$83  = \$82  > wb_max;
-  assign \$84  = | wb_prio[39:32];
-  assign \$85  = \$84  ? 32'd4294967295 : wb_prio[31:0];
-  assign \$86  = ~ wb_valid;
-  assign \$87  = wb_j_end & \$86 ;
-  assign \$88  = k_zero ? 4'ha : 4'h8;
-  assign \$90  = q_head + 1'h1;
-  assign \$91  = \$89  ? 2'h0 : \$90 ;
-  assign \$92  = queued - 1'h1;
-  assign \$93  = max_priority > wb_max;
-  assign \$94  = \$93  ? max_priority : wb_max;
-  assign \$95  = ins_slot == 20'hfffff;
-  assign \$96  = ins_slot + 1'h1;
-  assign \$97  = \$95  ? 21'h000000 : \$96 ;
-  assign \$98  = i + 1'h1;
-  assign \$99  = i + 1'h1;
-  assign \$100  = \$99  == k_last;
-  assign \$101  = ! k_last;
-  assign \$102  = ev_slot == 20'hfffff;
-  assign \$103  = ev_slot + 1'h1;
-  assign \$104  = \$102  ? 21'h000000 : \$103 ;
-  assign \$105  = i + 1'h1;
-  assign \$106  = i + 1'h1;
-  assign \$107  = \$106  == k_last;
-  assign \$108  = settle - 1'h1;
-  assign \$109  = ! settle;
-  assign \$110  = weight__valid & o__ready;
-  assign \$111  = ! o__payload[16:0];
-  assign \$112  = \$110  & \$111 ;
-  assign \$113  = q_head + queued;
-  assign \$114  = \$113  > 1'h1;
-  assign \$115  = q_head + queued;
-  assign \$116  = \$115  - 2'h2;
-  assign \$117  = q_head + queued;
-  assign \$118  = \$114  ? \$116  : { 1'h0, \$117  };
-  assign \$119  = q_head + queued;
-  assign \$120  = \$119  > 1'h1;
-  assign \$121  = q_head + queued;
-  assign \$122  = \$121  - 2'h2;
-  assign \$123  = q_head + queued;
-  assign \$124  = \$120  ? \$122  : { 1'h0, \$123  };
-  assign \$125  = ! sample_n_last;
-  assign \$126  = \o__valid$122  & tc_free;
-  assign \$127  = ~ sample_empty;
-  assign \$128  = rsp__valid & rsp__ready;
-  assign \$129  = rsp_j + 1'h1;
-  assign \$130  = rsp_j + 1'h1;
-  assign \$131  = \$130  == sample_n_last;
-  assign \$132  = ~ \busy$124 ;
-  assign \$133  = sample_empty & \$132 ;
-  assign \$134  = weight__valid & o__ready;
-  assign \$135  = \$134  & o__payload[17];
-  assign \$136  = state != 4'hd;
-  assign \$137  = state == 4'hd;
-  assign \$138  = read_issued != read_n;
-  assign \$139  = tc_free & \$138 ;
-  assign \$140  = read_slot == 20'hfffff;
-  assign \$141  = read_slot + 1'h1;
-  assign \$142  = \$140  ? 21'h000000 : \$141 ;
-  assign \$143  = read_issued + 1'h1;
-  assign \$144  = rsp__valid & rsp__ready;
-  assign \$145  = read_got + 1'h1;
-  assign \$146  = ! read_n;
-  assign \$147  = rsp__valid & rsp__ready;
-  assign \$148  = read_n - 1'h1;
-  assign \$149  = read_got == \$148 ;
-  assign \$150  = \$147  & \$149 ;
-  assign \$151  = \$146  | \$150 ;
-  assign \$152  = state == 4'he;
-  assign \$153  = ~ td_busy;
-  assign \$154  = last_n - 1'h1;
-  assign \$155  = | last_n;
-  assign \$156  = queued + 1'h1;
-  assign \$157  = ! last_n;
-  assign \$158  = td__valid & td__ready;
-  assign \$159  = td_in + 1'h1;
-  assign \$160  = td_in != td_last;
-  assign \$161  = $signed(td__payload) < $signed(1'h0);
-  assign \$162  = - $signed(td__payload);
-  assign \$163  = \$161  ? \$162  : { td__payload[16], td__payload };
-  assign \$164  = td__valid & td__ready;
-  assign \$166  = \$165  + td_eps;
-  assign \$167  = td_out + 1'h1;
-  assign \$168  = td_out == td_last;
+  assign sl_wr__en = state[12] & \$6 ;
+  assign \$7  = rsp__valid & i__ready;
+  assign \$8  = rsp__valid & sample__ready;
+  assign \$9  = sample__ready & i__ready;
+  assign \$10  = ~ td_busy;
+  assign \$11  = ~ td_u_valid;
+  assign td_en = \$11  | \i__ready$66 ;
+  assign \$12  = td_busy & td_open;
+  assign td__ready = \$12  & td_en;
+  assign \$14  = wb_ge_lo | wb_lt_hi;
+  assign \$15  = wb_ge_lo & wb_lt_hi;
+  assign \$16  = win_wrap ? \$14  : \$15 ;
+  assign \$17  = ~ \$16 ;
+  assign \$18  = wb_valid2 & \$17 ;
+  assign \$19  = state[7] & \$18 ;
+  assign \$22  = state[12] & \o__valid$86 ;
+  assign \$23  = state[13] & read_issuing;
+  assign \$24  = | { \$23 , \$22 , \$21 , \$20 , \$19 , \$13  };
+  assign tc_load = tc_free & \$24 ;
+  assign \$25  = ~ \busy$24 ;
+  assign \$26  = \cmd__valid$94  & state[1];
+  assign \$27  = \cmd__payload$95 [55:35] - 1'h1;
+  assign \$28  = ! \cmd__payload$95 [55:35];
+  assign \$29  = \cmd__payload$95 [55:35] > 9'h100;
+  assign \$30  = \$28  | \$29 ;
+  assign \$31  = ! total;
+  assign \$32  = ~ td_busy;
+  assign \$33  = ~ cmd__valid;
+  assign \$34  = ~ \busy$24 ;
+  assign \$35  = \$33  & \$34 ;
+  assign \$36  = \$signature__data  >= win_lo;
+  assign \$37  = \$signature__data  < win_hi;
+  assign \$38  = | prio_rd__data[39:32];
+  assign \$39  = \$38  ? 32'd4294967295 : prio_rd__data[31:0];
+  assign \$40  = ~ state[10];
+  assign \$41  = seed - consumed;
+  assign \$42  = seed - consumed;
+  assign \$43  = $signed(\$42 ) - $signed(2'h1);
+  assign \$44  = seed == consumed;
+  assign \$45  = seed == consumed_p1;
+  assign \$46  = consumed_mod + 9'h100;
+  assign \$47  = \$46  > 21'h100000;
+  assign \$48  = consumed_mod + 9'h100;
+  assign \$49  = \$48  > 21'h100000;
+  assign \$50  = consumed_mod + 9'h100;
+  assign \$51  = \$50  - 21'h100000;
+  assign \$52  = consumed_mod + 9'h100;
+  assign \$53  = \$49  ? \$51  : { 1'h0, \$52  };
+  assign \$54  = consumed_mod + 9'h100;
+  assign \$55  = \$54  >= 21'h100000;
+  assign \$56  = consumed_mod + 9'h100;
+  assign \$57  = \$56  - 21'h100000;
+  assign \$58  = consumed_mod + 9'h100;
+  assign \$59  = \$55  ? \$57  : { 1'h0, \$58  };
+  assign \$60  = queued > 1'h1;
+  assign \$63  = ! \$62 ;
+  assign \$65  = \$64  - 1'h1;
+  assign \$66  = | ahead[31:9];
+  assign \$67  = | ahead[7:0];
+  assign \$68  = ahead[8] & \$67 ;
+  assign \$69  = \$66  | \$68 ;
+  assign \$70  = \$69  ? 32'd256 : ahead;
+  assign \$71  = | ahead[31:9];
+  assign \$72  = | ahead[7:0];
+  assign \$73  = ahead[8] & \$72 ;
+  assign \$74  = \$71  | \$73 ;
+  assign \$75  = \$74  ? 9'h0ff : ahead_m1[8:0];
+  assign \$76  = | ahead[31:9];
+  assign \$77  = | ahead[7:0];
+  assign \$78  = ahead[8] & \$77 ;
+  assign \$79  = \$76  | \$78 ;
+  assign \$80  = pop & td_busy;
+  assign \$81  = td_slot == q_head;
+  assign \$82  = \$80  & \$81 ;
+  assign \$83  = ~ ahead_zero;
+  assign \$84  = ~ wb_j_end;
+  assign \$85  = ~ wb_j_end;
+  assign \$86  = wb_j + \$85 ;
+  assign \$87  = wb_j == wb_last;
+  assign \$88  = wb_j_end | \$87 ;
+  assign \$89  = wb_ge_lo | wb_lt_hi;
+  assign \$90  = wb_ge_lo & wb_lt_hi;
+  assign \$91  = win_wrap ? \$89  : \$90 ;
+  assign \$92  = ~ \$91 ;
+  assign \$93  = wb_valid2 & \$92 ;
+  assign \$94  = wb_sat > wb_max;
+  assign \$95  = \$93  & \$94 ;
+  assign \$96  = ~ wb_valid;
+  assign \$97  = wb_j_end & \$96 ;
+  assign \$98  = ~ k_zero;
+  assign \$100  = q_head + 1'h1;
+  assign \$101  = \$99  ? 2'h0 : \$100 ;
+  assign \$102  = queued - 1'h1;
+  assign \$103  = ins_slot == 20'hfffff;
+  assign \$104  = ins_slot + 1'h1;
+  assign \$105  = \$103  ? 21'h000000 : \$104 ;
+  assign \$106  = ev_slot == 20'hfffff;
+  assign \$107  = ev_slot + 1'h1;
+  assign \$108  = \$106  ? 21'h000000 : \$107 ;
+  assign \$109  = | ahead[31:9];
+  assign \$110  = | ahead[7:0];
+  assign \$111  = ahead[8] & \$110 ;
+  assign \$112  = \$109  | \$111 ;
+  assign \$113  = \$112  ? 9'h0ff : ahead_m1[8:0];
+  assign \$114  = state[8] & i_last;
+  assign \$115  = ins_left - 1'h1;
+  assign \$116  = \$114  ? { 1'h0, k_last } : \$115 ;
+  assign \$117  = state[8] & i_last;
+  assign \$118  = ins_left == 1'h1;
+  assign \$119  = \$117  ? k_one : \$118 ;
+  assign \$120  = settle - 1'h1;
+  assign \$121  = settle == 1'h1;
+  assign \$122  = consumed_next[31:0] + 1'h1;
+  assign \$123  = weight__valid & o__ready;
+  assign \$124  = ! o__payload[16:0];
+  assign \$125  = \$123  & \$124 ;
+  assign \$126  = q_head + queued;
+  assign \$127  = \$126  > 1'h1;
+  assign \$128  = q_head + queued;
+  assign \$129  = \$128  - 2'h2;
+  assign \$130  = q_head + queued;
+  assign \$131  = \$127  ? \$129  : { 1'h0, \$130  };
+  assign \$132  = q_head + queued;
+  assign \$133  = \$132  > 1'h1;
+  assign \$134  = q_head + queued;
+  assign \$135  = \$134  - 2'h2;
+  assign \$136  = q_head + queued;
+  assign \$137  = \$133  ? \$135  : { 1'h0, \$136  };
+  assign \$138  = ! sample_n_last;
+  assign \$139  = rsp__valid & rsp__ready;
+  assign \$140  = rsp_j + 1'h1;
+  assign \$141  = rsp_j_left - 1'h1;
+  assign \$142  = rsp_j_left == 1'h1;
+  assign \$143  = ~ \busy$133 ;
+  assign \$144  = sample_empty & \$143 ;
+  assign \$145  = weight__valid & o__ready;
+  assign \$146  = \$145  & o__payload[17];
+  assign \$147  = ~ state[13];
+  assign \$148  = | \cmd__payload$95 [55:35];
+  assign \$149  = \cmd__payload$95 [55:35] == 1'h1;
+  assign \$150  = ! \cmd__payload$95 [55:35];
+  assign \$151  = tc_free & read_issuing;
+  assign \$152  = read_slot == 20'hfffff;
+  assign \$153  = read_slot + 1'h1;
+  assign \$154  = \$152  ? 21'h000000 : \$153 ;
+  assign \$155  = read_to_issue - 1'h1;
+  assign \$156  = read_to_issue != 1'h1;
+  assign \$157  = rsp__valid & rsp__ready;
+  assign \$158  = read_to_get - 1'h1;
+  assign \$159  = read_to_get == 2'h2;
+  assign \$160  = rsp__valid & rsp__ready;
+  assign \$161  = \$160  & read_get_one;
+  assign \$162  = read_none | \$161 ;
+  assign \$163  = ~ td_busy;
+  assign \$164  = last_n - 1'h1;
+  assign \$165  = | last_n;
+  assign \$166  = queued + 1'h1;
+  assign \$167  = ! last_n;
+  assign \$168  = td__valid & td__ready;
+  assign \$169  = td_in + 1'h1;
+  assign \$170  = td_in != td_last;
+  assign \$171  = $signed(td__payload) < $signed(1'h0);
+  assign \$172  = - $signed(td__payload);
+  assign \$173  = \$171  ? \$172  : { td__payload[16], td__payload };
+  assign \$174  = td__valid & td__ready;
+  assign \$176  = \$175  + td_eps;
+  assign \$177  = td_out + 1'h1;
+  assign \$178  = td_out == td_last;
+  assign \$179  = ~ sample_empty;
+  assign \$180  = state[3] ? 1'h1 : 1'h0;
+  assign \$181  = state[7] ? 1'h1 : \$180 ;
+  assign \$182  = state[8] ? 1'h1 : \$181 ;
+  assign \$183  = state[9] ? 1'h1 : \$182 ;
+  assign \$184  = state[12] ? \$179  : \$183 ;
+  assign \$185  = state[13] ? 1'h1 : \$184 ;
+  assign \$186  = state[3] ? 3'h7 : 3'h0;
+  assign \$187  = state[7] ? 3'h2 : \$186 ;
+  assign \$188  = state[8] ? 3'h2 : \$187 ;
+  assign \$189  = state[9] ? 3'h2 : \$188 ;
+  assign \$190  = state[12] ? 3'h0 : \$189 ;
+  assign \$191  = state[13] ? 3'h5 : \$190 ;
+  assign \$193  = state[7] ? wb_slot : 20'h00000;
+  assign \$194  = state[8] ? ins_slot : \$193 ;
+  assign \$195  = state[9] ? ev_slot : \$194 ;
+  assign \$196  = state[12] ? 20'h00000 : \$195 ;
+  assign \$197  = state[13] ? read_slot : \$196 ;
+  assign \$198  = max_priority > wb_max;
+  assign \$199  = \$198  ? max_priority : wb_max;
+  assign \$201  = state[7] ? wb_prio : 40'h0000000000;
+  assign \$202  = state[8] ? { 8'h00, \$199  } : \$201 ;
+  assign \$203  = state[9] ? 40'h0000000000 : \$202 ;
+  assign \$204  = state[12] ? 40'h0000000000 : \$203 ;
+  assign \$205  = state[13] ? 40'h0000000000 : \$204 ;
+  assign \$210  = state[12] ? \o__payload$147 [31:0] : 32'd0;
+  assign \$211  = state[13] ? 32'd0 : \$210 ;
   always @(posedge clk)
-    done <= \$169 ;
+    done <= \$212 ;
   always @(posedge clk)
-    td_done <= \$170 ;
+    td_done <= \$213 ;
   always @(posedge clk)
-    cmd__valid <= \$171 ;
+    underflow <= \$214 ;
   always @(posedge clk)
-    underflow <= \$172 ;
+    overrun <= \$215 ;
   always @(posedge clk)
-    overrun <= \$173 ;
+    state <= \$216 ;
   always @(posedge clk)
-    state <= \$174 ;
+    seed <= \$217 ;
   always @(posedge clk)
-    seed <= \$175 ;
+    batch <= \$218 ;
   always @(posedge clk)
-    batch <= \$176 ;
+    beta <= \$219 ;
   always @(posedge clk)
-    beta <= \$177 ;
+    sample_n_last <= \$220 ;
   always @(posedge clk)
-    sample_n_last <= \$178 ;
+    sample_bad <= \$221 ;
   always @(posedge clk)
-    sample_bad <= \$179 ;
+    sample_empty <= \$222 ;
   always @(posedge clk)
-    sample_empty <= \$180 ;
+    alpha <= \$223 ;
   always @(posedge clk)
-    alpha <= \$181 ;
+    eps <= \$224 ;
   always @(posedge clk)
-    eps <= \$182 ;
+    consumed <= \$225 ;
   always @(posedge clk)
-    read_n <= \$183 ;
+    consumed_p1 <= \$226 ;
   always @(posedge clk)
-    consumed <= \$184 ;
+    consumed_mod <= \$227 ;
   always @(posedge clk)
-    consumed_mod <= \$185 ;
+    q_head <= \$228 ;
   always @(posedge clk)
-    q_head <= \$186 ;
+    queued <= \$229 ;
   always @(posedge clk)
-    queued <= \$187 ;
+    last_n <= \$230 ;
   always @(posedge clk)
-    last_n <= \$188 ;
+    last_slot <= \$231 ;
   always @(posedge clk)
-    last_slot <= \$189 ;
+    wb_slot <= \$232 ;
   always @(posedge clk)
-    cmd__payload <= \$190 ;
+    wb_prio <= \$233 ;
   always @(posedge clk)
-    wb_slot <= \$191 ;
+    wb_valid2 <= \$234 ;
   always @(posedge clk)
-    wb_prio <= \$192 ;
+    wb_ge_lo <= \$235 ;
   always @(posedge clk)
-    wb_valid2 <= \$193 ;
+    wb_lt_hi <= \$236 ;
   always @(posedge clk)
-    wb_ge_lo <= \$194 ;
+    wb_sat <= \$237 ;
   always @(posedge clk)
-    wb_lt_hi <= \$195 ;
+    settle <= \$238 ;
   always @(posedge clk)
-    settle <= \$196 ;
+    settle_end <= \$239 ;
   always @(posedge clk)
-    ahead <= \$197 ;
+    ahead <= \$240 ;
   always @(posedge clk)
-    win_lo <= \$198 ;
+    ahead_m1 <= \$241 ;
   always @(posedge clk)
-    win_wrap <= \$199 ;
+    ahead_zero <= \$242 ;
   always @(posedge clk)
-    win_hi <= \$200 ;
+    ahead_one <= \$243 ;
   always @(posedge clk)
-    ins_slot <= \$201 ;
+    win_lo <= \$244 ;
   always @(posedge clk)
-    ev_slot <= \$202 ;
+    win_wrap <= \$245 ;
   always @(posedge clk)
-    pop <= \$203 ;
+    win_hi <= \$246 ;
   always @(posedge clk)
-    wb_n <= \$204 ;
+    ins_slot <= \$247 ;
   always @(posedge clk)
-    wb_max <= \$205 ;
+    ev_slot <= \$248 ;
   always @(posedge clk)
-    wb_j <= \$206 ;
+    pop <= \$249 ;
   always @(posedge clk)
-    wb_valid <= \$207 ;
+    wb_n <= \$250 ;
   always @(posedge clk)
-    i <= \$208 ;
+    wb_max <= \$251 ;
   always @(posedge clk)
-    wb_j_end <= \$209 ;
+    wb_j <= \$252 ;
   always @(posedge clk)
-    wb_last <= \$210 ;
+    wb_valid <= \$253 ;
   always @(posedge clk)
-    k <= \$211 ;
+    wb_j_end <= \$254 ;
   always @(posedge clk)
-    k_last <= \$212 ;
+    wb_last <= \$255 ;
   always @(posedge clk)
-    k_zero <= \$213 ;
+    k <= \$256 ;
   always @(posedge clk)
-    i_last <= \$214 ;
+    k_last <= \$257 ;
   always @(posedge clk)
-    sample_slot <= \$215 ;
+    k_zero <= \$258 ;
   always @(posedge clk)
-    rsp_j <= \$216 ;
+    k_one <= \$259 ;
   always @(posedge clk)
-    rsp_j_last <= \$217 ;
+    ins_left <= \$260 ;
   always @(posedge clk)
-    read_slot <= \$218 ;
+    i_last <= \$261 ;
   always @(posedge clk)
-    read_issued <= \$219 ;
+    sample_slot <= \$262 ;
   always @(posedge clk)
-    read_got <= \$220 ;
+    rsp_j <= \$263 ;
   always @(posedge clk)
-    td_slot <= \$221 ;
+    rsp_j_left <= \$264 ;
   always @(posedge clk)
-    td_n <= \$222 ;
+    rsp_j_last <= \$265 ;
   always @(posedge clk)
-    td_last <= \$223 ;
+    read_slot <= \$266 ;
   always @(posedge clk)
-    td_open <= \$224 ;
+    read_to_issue <= \$267 ;
   always @(posedge clk)
-    td_alpha <= \$225 ;
+    read_to_get <= \$268 ;
   always @(posedge clk)
-    td_eps <= \$226 ;
+    read_issuing <= \$269 ;
   always @(posedge clk)
-    td_in <= \$227 ;
+    read_get_one <= \$270 ;
   always @(posedge clk)
-    td_out <= \$228 ;
+    read_none <= \$271 ;
   always @(posedge clk)
-    q_n0 <= \$229 ;
+    td_slot <= \$272 ;
   always @(posedge clk)
-    q_n1 <= \$230 ;
+    td_n <= \$273 ;
   always @(posedge clk)
-    td_busy <= \$231 ;
+    td_last <= \$274 ;
   always @(posedge clk)
-    td_mag <= \$232 ;
+    td_open <= \$275 ;
   always @(posedge clk)
-    td_mag_valid <= \$233 ;
+    td_alpha <= \$276 ;
   always @(posedge clk)
-    td_u <= \$234 ;
+    td_eps <= \$277 ;
   always @(posedge clk)
-    td_u_valid <= \$235 ;
+    td_in <= \$278 ;
+  always @(posedge clk)
+    td_out <= \$279 ;
+  always @(posedge clk)
+    q_n0 <= \$280 ;
+  always @(posedge clk)
+    q_n1 <= \$281 ;
+  always @(posedge clk)
+    td_busy <= \$282 ;
+  always @(posedge clk)
+    td_mag <= \$283 ;
+  always @(posedge clk)
+    td_mag_valid <= \$284 ;
+  always @(posedge clk)
+    td_u <= \$285 ;
+  always @(posedge clk)
+    td_u_valid <= \$286 ;
+  always @(posedge clk)
+    cmd__valid <= \$287 ;
+  always @(posedge clk)
+    cmd__payload <= \$288 ;
   \dqn_trainer_u250.core.replay.power  power (
     .clk(clk),
-    .\i__payload$3 (\i__payload$69 ),
-    .i__ready(\i__ready$65 ),
+    .\i__payload$3 (\i__payload$70 ),
+    .i__ready(\i__ready$66 ),
     .i__valid(td_u_valid),
-    .\o__payload$18 (\o__payload$77 ),
+    .\o__payload$18 (\o__payload$78 ),
     .\o__valid$22 (pr_wr__en),
     .rst(rst)
   );
   \dqn_trainer_u250.core.replay.strata  strata (
     .batch(batch),
-    .busy(\busy$124 ),
+    .busy(\busy$133 ),
     .clk(clk),
     .load(seed_load),
-    .o__payload(\o__payload$123 ),
-    .o__ready(\o__ready$59 ),
+    .o__payload(\o__payload$147 ),
+    .o__ready(\o__ready$60 ),
     .rst(rst),
     .seed(seed),
     .start(start),
-    .v4(\o__valid$122 )
+    .v4(\o__valid$86 )
   );
   \dqn_trainer_u250.core.replay.tree  tree (
     .busy(\busy$24 ),
@@ -49369,9 +49191,9 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
     (* full_case = 32'd1 *)
     casez (q_head)
       1'h0:
-          \$47  = q_n0;
+          \$61  = q_n0;
       1'h1:
-          \$47  = q_n1;
+          \$61  = q_n1;
     endcase
   end
   always @* begin
@@ -49379,9 +49201,9 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
     (* full_case = 32'd1 *)
     casez (q_head)
       1'h0:
-          \$48  = q_n0;
+          \$62  = q_n0;
       1'h1:
-          \$48  = q_n1;
+          \$62  = q_n1;
     endcase
   end
   always @* begin
@@ -49389,86 +49211,80 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
     (* full_case = 32'd1 *)
     casez (q_head)
       1'h0:
-          \$50  = q_n0;
+          \$64  = q_n0;
       1'h1:
-          \$50  = q_n1;
+          \$64  = q_n1;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     rsp__ready = 1'h1;
-    if (\$7 ) begin
-      rsp__ready = \$10 ;
+    if (state[12]) begin
+      rsp__ready = \$9 ;
     end
-    if (\$11 ) begin
+    if (state[13]) begin
       rsp__ready = sample__ready;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     seed_load = 1'h0;
-    casez (state)
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (\$4 ) begin
-            seed_load = 1'h1;
-          end
-    endcase
+    if (state[4]) begin
+      if (\$4 ) begin
+        seed_load = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     sample__valid = 1'h0;
-    if (\$7 ) begin
-      sample__valid = \$8 ;
+    if (state[12]) begin
+      sample__valid = \$7 ;
     end
-    if (\$11 ) begin
+    if (state[13]) begin
       sample__valid = rsp__valid;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     i__valid = 1'h0;
-    if (\$7 ) begin
-      i__valid = \$9 ;
+    if (state[12]) begin
+      i__valid = \$8 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \o__ready$59  = 1'h0;
-    if (\$7 ) begin
-      \o__ready$59  = tc_free;
+    \o__ready$60  = 1'h0;
+    if (state[12]) begin
+      \o__ready$60  = tc_free;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     start = 1'h0;
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            start = 1'h1;
-          end
-    endcase
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        start = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
     td_start = 1'h0;
-    if (\$12 ) begin
-      if (\$13 ) begin
+    if (state[14]) begin
+      if (\$10 ) begin
         td_start = 1'h1;
       end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$169  = 1'h0;
-    if (\$18 ) begin
+    \$212  = 1'h0;
+    if (\$26 ) begin
       (* full_case = 32'd1 *)
-      casez (\cmd__payload$87 [2:0])
+      casez (\cmd__payload$95 [2:0])
         3'h0:
             /* empty */;
         3'h1:
@@ -49480,1105 +49296,303 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
         3'h4:
             /* empty */;
         default:
-            \$169  = 1'h1;
+            \$212  = 1'h1;
       endcase
     end
-    casez (state)
-      4'h2:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (\$27 ) begin
-            \$169  = 1'h1;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          if (\$109 ) begin
-            \$169  = 1'h1;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          if (sample_bad) begin
-            \$169  = 1'h1;
-          end
-      4'hc:
-        begin
-          if (\$133 ) begin
-            \$169  = 1'h1;
-          end
-          if (\$135 ) begin
-            \$169  = 1'h1;
-          end
-        end
-    endcase
-    if (\$137 ) begin
-      if (\$151 ) begin
-        \$169  = 1'h1;
+    if (state[4]) begin
+      if (\$35 ) begin
+        \$212  = 1'h1;
       end
     end
-    if (\$152 ) begin
-      if (\$153 ) begin
-        \$169  = 1'h1;
+    if (state[10]) begin
+      if (settle_end) begin
+        \$212  = 1'h1;
+      end
+    end
+    if (state[11]) begin
+      if (sample_bad) begin
+        \$212  = 1'h1;
+      end
+    end
+    if (state[12]) begin
+      if (\$144 ) begin
+        \$212  = 1'h1;
+      end
+      if (\$146 ) begin
+        \$212  = 1'h1;
+      end
+    end
+    if (state[13]) begin
+      if (\$162 ) begin
+        \$212  = 1'h1;
+      end
+    end
+    if (state[14]) begin
+      if (\$163 ) begin
+        \$212  = 1'h1;
       end
     end
     if (rst) begin
-      \$169  = 1'h0;
+      \$212  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$170  = 1'h0;
+    \$213  = 1'h0;
     if (td_start) begin
-      if (\$157 ) begin
-        \$170  = 1'h1;
+      if (\$167 ) begin
+        \$213  = 1'h1;
       end
     end
     if (pr_wr__en) begin
-      if (\$168 ) begin
-        \$170  = 1'h1;
+      if (\$178 ) begin
+        \$213  = 1'h1;
       end
     end
-    if (rst) begin
-      \$170  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$171  = cmd__valid;
-    if (tc_free) begin
-      \$171  = 1'h0;
-    end
-    casez (state)
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (tc_free) begin
-            \$171  = 1'h1;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$80 ) begin
-              \$171  = 1'h1;
-            end
-          end
-      4'h8:
-          if (tc_free) begin
-            \$171  = 1'h1;
-          end
-      4'h9:
-          if (tc_free) begin
-            \$171  = 1'h1;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          /* empty */;
-      4'hc:
-          if (\$126 ) begin
-            \$171  = \$127 ;
-          end
-    endcase
-    if (\$137 ) begin
-      if (\$139 ) begin
-        \$171  = 1'h1;
-      end
-    end
-    if (rst) begin
-      \$171  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$172  = underflow;
-    if (clear) begin
-      \$172  = 1'h0;
-    end
-    if (\$112 ) begin
-      \$172  = 1'h1;
-    end
-    if (rst) begin
-      \$172  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$173  = overrun;
-    if (clear) begin
-      \$173  = 1'h0;
-    end
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          if (\$63 ) begin
-            \$173  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$173  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$174  = state;
-    if (\$16 ) begin
-      if (\$17 ) begin
-        \$174  = 4'h1;
-      end
-    end
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            \$174  = 4'h2;
-        3'h1:
-            \$174  = 4'h5;
-        3'h2:
-            \$174  = 4'hb;
-        3'h3:
-            \$174  = 4'he;
-        3'h4:
-            \$174  = 4'hd;
-      endcase
-    end
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$174  = 4'h3;
-          end
-      4'h3:
-          if (tc_free) begin
-            \$174  = 4'h4;
-          end
-      4'h4:
-          if (\$27 ) begin
-            \$174  = 4'h1;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          \$174  = 4'h6;
-      4'h6:
-          (* full_case = 32'd1 *)
-          if (\$66 ) begin
-          end else if (pop) begin
-            \$174  = 4'h7;
-          end else begin
-            \$174  = \$70 ;
-          end
-      4'h7:
-          if (tc_free) begin
-            if (\$87 ) begin
-              \$174  = \$88 ;
-            end
-          end
-      4'h8:
-          if (tc_free) begin
-            if (i_last) begin
-              \$174  = 4'h9;
-            end
-          end
-      4'h9:
-          if (tc_free) begin
-            if (i_last) begin
-              \$174  = 4'ha;
-            end
-          end
-      4'ha:
-          if (\$109 ) begin
-            \$174  = 4'h1;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-            \$174  = 4'h1;
-          end else begin
-            \$174  = 4'hc;
-          end
-      4'hc:
-        begin
-          if (\$133 ) begin
-            \$174  = 4'h1;
-          end
-          if (\$135 ) begin
-            \$174  = 4'h1;
-          end
-        end
-    endcase
-    if (\$137 ) begin
-      if (\$151 ) begin
-        \$174  = 4'h1;
-      end
-    end
-    if (\$152 ) begin
-      if (\$153 ) begin
-        \$174  = 4'h1;
-      end
-    end
-    if (rst) begin
-      \$174  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$175  = seed;
-    if (\$18 ) begin
-      \$175  = \cmd__payload$87 [34:3];
-    end
-    if (rst) begin
-      \$175  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$176  = batch;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$176  = \cmd__payload$87 [43:35];
-      endcase
-    end
-    if (rst) begin
-      \$176  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$177  = beta;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$177  = \cmd__payload$87 [72:56];
-      endcase
-    end
-    if (rst) begin
-      \$177  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$178  = sample_n_last;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$178  = \$19 [8:0];
-      endcase
-    end
-    if (rst) begin
-      \$178  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$179  = sample_bad;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$179  = \$22 ;
-      endcase
-    end
-    if (rst) begin
-      \$179  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$180  = sample_empty;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$180  = \$23 ;
-      endcase
-    end
-    if (rst) begin
-      \$180  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$181  = alpha;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            \$181  = \cmd__payload$87 [72:56];
-      endcase
-    end
-    if (rst) begin
-      \$181  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$182  = eps;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            \$182  = \cmd__payload$87 [96:73];
-      endcase
-    end
-    if (rst) begin
-      \$182  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$183  = read_n;
-    if (\$18 ) begin
-      casez (\cmd__payload$87 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            /* empty */;
-        3'h4:
-            \$183  = \cmd__payload$87 [55:35];
-      endcase
-    end
-    if (rst) begin
-      \$183  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$184  = consumed;
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$184  = 32'd0;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          if (\$109 ) begin
-            \$184  = consumed_next[31:0];
-          end
-    endcase
-    if (rst) begin
-      \$184  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$185  = consumed_mod;
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$185  = 20'h00000;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          if (\$109 ) begin
-            \$185  = ins_slot;
-          end
-    endcase
-    if (rst) begin
-      \$185  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$186  = q_head;
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$186  = 1'h0;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$87 ) begin
-              \$186  = \$91 [0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$186  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$187  = queued;
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$187  = 2'h0;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$87 ) begin
-              \$187  = \$92 [1:0];
-            end
-          end
-    endcase
-    if (td_start) begin
-      \$187  = \$156 [1:0];
-    end
-    if (rst) begin
-      \$187  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$188  = last_n;
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$188  = 9'h000;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$188  = batch;
-          end
-    endcase
-    if (rst) begin
-      \$188  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$189  = last_slot;
-    casez (state)
-      4'h2:
-          if (\$24 ) begin
-            \$189  = 1'h0;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$189  = \$124 [0];
-          end
-    endcase
-    if (rst) begin
-      \$189  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$190  = cmd__payload;
-    casez (state)
-      4'h2:
-          /* empty */;
-      4'h3:
-          if (tc_free) begin
-            \$190 [2:0] = 3'h7;
-            \$190 [25:6] = 20'h00000;
-            \$190 [65:26] = 40'h0000000000;
-            \$190 [97:66] = 32'd0;
-            \$190 [5:3] = 3'h0;
-          end
-    endcase
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$80 ) begin
-              \$190 [2:0] = 3'h2;
-              \$190 [25:6] = wb_slot;
-              \$190 [65:26] = wb_prio;
-              \$190 [97:66] = 32'd0;
-              \$190 [5:3] = 3'h0;
-            end
-          end
-      4'h8:
-          if (tc_free) begin
-            \$190 [2:0] = 3'h2;
-            \$190 [25:6] = ins_slot;
-            \$190 [65:26] = { 8'h00, \$94  };
-            \$190 [97:66] = 32'd0;
-            \$190 [5:3] = 3'h0;
-          end
-      4'h9:
-          if (tc_free) begin
-            \$190 [2:0] = 3'h2;
-            \$190 [25:6] = ev_slot;
-            \$190 [65:26] = 40'h0000000000;
-            \$190 [97:66] = 32'd0;
-            \$190 [5:3] = 3'h0;
-          end
-    endcase
-    casez (state)
-      4'hb:
-          /* empty */;
-      4'hc:
-          if (\$126 ) begin
-            \$190 [2:0] = 3'h0;
-            \$190 [25:6] = 20'h00000;
-            \$190 [65:26] = 40'h0000000000;
-            \$190 [97:66] = \o__payload$123 [31:0];
-            \$190 [5:3] = 3'h0;
-          end
-    endcase
-    if (\$137 ) begin
-      if (\$139 ) begin
-        \$190 [2:0] = 3'h5;
-        \$190 [25:6] = read_slot;
-        \$190 [65:26] = 40'h0000000000;
-        \$190 [97:66] = 32'd0;
-        \$190 [5:3] = 3'h0;
-      end
-    end
-    if (rst) begin
-      \$190  = 98'h0000000000000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$191  = wb_slot;
-    if (tc_free) begin
-      \$191  = \$signature__data ;
-    end
-    if (rst) begin
-      \$191  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$192  = wb_prio;
-    if (tc_free) begin
-      \$192  = prio_rd__data;
-    end
-    if (rst) begin
-      \$192  = 40'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$193  = wb_valid2;
-    if (tc_free) begin
-      \$193  = wb_valid;
-    end
-    casez (state)
-      4'h5:
-          \$193  = 1'h0;
-    endcase
-    if (rst) begin
-      \$193  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$194  = wb_ge_lo;
-    if (tc_free) begin
-      \$194  = \$28 ;
-    end
-    if (rst) begin
-      \$194  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$195  = wb_lt_hi;
-    if (tc_free) begin
-      \$195  = \$29 ;
-    end
-    if (rst) begin
-      \$195  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$196  = settle;
-    if (\$30 ) begin
-      \$196  = 3'h6;
-    end
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          /* empty */;
-      4'ha:
-          \$196  = \$108 [2:0];
-    endcase
-    if (rst) begin
-      \$196  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$197  = ahead;
-    casez (state)
-      4'h5:
-          \$197  = \$31 [31:0];
-    endcase
-    if (rst) begin
-      \$197  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$198  = win_lo;
-    casez (state)
-      4'h5:
-          \$198  = consumed_mod;
-    endcase
-    if (rst) begin
-      \$198  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$199  = win_wrap;
-    casez (state)
-      4'h5:
-          \$199  = \$33 ;
-    endcase
-    if (rst) begin
-      \$199  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$200  = win_hi;
-    casez (state)
-      4'h5:
-          \$200  = \$39 [20:0];
-    endcase
-    if (rst) begin
-      \$200  = 21'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$201  = ins_slot;
-    casez (state)
-      4'h5:
-          \$201  = consumed_mod;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (tc_free) begin
-            \$201  = \$97 [19:0];
-          end
-    endcase
-    if (rst) begin
-      \$201  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$202  = ev_slot;
-    casez (state)
-      4'h5:
-          \$202  = \$45 [19:0];
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h9:
-          if (tc_free) begin
-            \$202  = \$104 [19:0];
-          end
-    endcase
-    if (rst) begin
-      \$202  = 20'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$203  = pop;
-    casez (state)
-      4'h5:
-          \$203  = \$46 ;
-    endcase
-    if (rst) begin
-      \$203  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$204  = wb_n;
-    casez (state)
-      4'h5:
-          \$204  = \$47 ;
-    endcase
-    if (rst) begin
-      \$204  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$205  = wb_max;
-    casez (state)
-      4'h5:
-          \$205  = 32'd0;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            if (\$80 ) begin
-              if (\$83 ) begin
-                \$205  = \$85 ;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$205  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$206  = wb_j;
-    casez (state)
-      4'h5:
-          \$206  = 9'h000;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            \$206  = \$73 [8:0];
-          end
-    endcase
-    if (rst) begin
-      \$206  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$207  = wb_valid;
-    casez (state)
-      4'h5:
-          \$207  = 1'h0;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            \$207  = \$71 ;
-          end
-    endcase
-    if (rst) begin
-      \$207  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$208  = i;
-    casez (state)
-      4'h5:
-          \$208  = 9'h000;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (tc_free) begin
-            \$208  = \$98 [8:0];
-            if (i_last) begin
-              \$208  = 9'h000;
-            end
-          end
-      4'h9:
-          if (tc_free) begin
-            \$208  = \$105 [8:0];
-          end
-    endcase
-    if (rst) begin
-      \$208  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$209  = wb_j_end;
-    casez (state)
-      4'h5:
-          \$209  = \$49 ;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (tc_free) begin
-            \$209  = \$75 ;
-          end
-    endcase
-    if (rst) begin
-      \$209  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$210  = wb_last;
-    casez (state)
-      4'h5:
-          \$210  = \$51 [7:0];
-    endcase
-    if (rst) begin
-      \$210  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$211  = k;
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$211  = \$53 [8:0];
-    endcase
-    if (rst) begin
-      \$211  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$212  = k_last;
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$212  = \$56 [8:0];
-    endcase
-    if (rst) begin
-      \$212  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$213  = k_zero;
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$213  = \$59 ;
-    endcase
     if (rst) begin
       \$213  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$214  = i_last;
-    casez (state)
-      4'h5:
-          /* empty */;
-      4'h6:
-          \$214  = \$62 ;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (tc_free) begin
-            \$214  = \$100 ;
-            if (i_last) begin
-              \$214  = \$101 ;
-            end
-          end
-      4'h9:
-          if (tc_free) begin
-            \$214  = \$107 ;
-          end
-    endcase
+    \$214  = underflow;
+    if (clear) begin
+      \$214  = 1'h0;
+    end
+    if (\$125 ) begin
+      \$214  = 1'h1;
+    end
     if (rst) begin
       \$214  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$215  = sample_slot;
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$215  = \$118 [0];
-          end
-    endcase
+    \$215  = overrun;
+    if (clear) begin
+      \$215  = 1'h0;
+    end
+    if (state[6]) begin
+      if (\$79 ) begin
+        \$215  = 1'h1;
+      end
+    end
     if (rst) begin
       \$215  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$216  = rsp_j;
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$216  = 9'h000;
-          end
-      4'hc:
-          if (\$128 ) begin
-            \$216  = \$129 [8:0];
-          end
-    endcase
-    if (rst) begin
-      \$216  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$217  = rsp_j_last;
-    casez (state)
-      4'hb:
-          (* full_case = 32'd1 *)
-          if (sample_bad) begin
-          end else begin
-            \$217  = \$125 ;
-          end
-      4'hc:
-          if (\$128 ) begin
-            \$217  = \$131 ;
-          end
-    endcase
-    if (rst) begin
-      \$217  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$218  = read_slot;
-    if (\$136 ) begin
-      \$218  = \cmd__payload$87 [22:3];
-    end
-    if (\$137 ) begin
-      if (\$139 ) begin
-        \$218  = \$142 [19:0];
+    \$216  = state;
+    if (state[0]) begin
+      if (\$25 ) begin
+        \$216 [0] = 1'h0;
+        \$216 [1] = 1'h1;
       end
     end
-    if (rst) begin
-      \$218  = 20'h00000;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+          begin
+            \$216 [1] = 1'h0;
+            \$216 [2] = 1'h1;
+          end
+        3'h1:
+          begin
+            \$216 [1] = 1'h0;
+            \$216 [5] = 1'h1;
+          end
+        3'h2:
+          begin
+            \$216 [1] = 1'h0;
+            \$216 [11] = 1'h1;
+          end
+        3'h3:
+          begin
+            \$216 [1] = 1'h0;
+            \$216 [14] = 1'h1;
+          end
+        3'h4:
+          begin
+            \$216 [1] = 1'h0;
+            \$216 [13] = 1'h1;
+          end
+      endcase
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$219  = read_issued;
-    if (\$136 ) begin
-      \$219  = 21'h000000;
-    end
-    if (\$137 ) begin
-      if (\$139 ) begin
-        \$219  = \$143 [20:0];
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$216 [2] = 1'h0;
+        \$216 [3] = 1'h1;
       end
     end
-    if (rst) begin
-      \$219  = 21'h000000;
+    if (state[3]) begin
+      if (tc_free) begin
+        \$216 [3] = 1'h0;
+        \$216 [4] = 1'h1;
+      end
     end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$220  = read_got;
-    if (\$136 ) begin
-      \$220  = 21'h000000;
+    if (state[4]) begin
+      if (\$35 ) begin
+        \$216 [4] = 1'h0;
+        \$216 [1] = 1'h1;
+      end
     end
-    if (\$137 ) begin
+    if (state[5]) begin
+      \$216 [5] = 1'h0;
+      \$216 [6] = 1'h1;
+    end
+    if (state[6]) begin
+      (* full_case = 32'd1 *)
+      if (\$82 ) begin
+      end else if (pop) begin
+        \$216 [6] = 1'h0;
+        \$216 [7] = 1'h1;
+      end else begin
+        \$216 [6] = 1'h0;
+        \$216 [10] = ahead_zero;
+        \$216 [8] = \$83 ;
+      end
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        if (\$97 ) begin
+          \$216 [7] = 1'h0;
+          \$216 [10] = k_zero;
+          \$216 [8] = \$98 ;
+        end
+      end
+    end
+    if (state[8]) begin
+      if (tc_free) begin
+        if (i_last) begin
+          \$216 [8] = 1'h0;
+          \$216 [9] = 1'h1;
+        end
+      end
+    end
+    if (state[9]) begin
+      if (tc_free) begin
+        if (i_last) begin
+          \$216 [9] = 1'h0;
+          \$216 [10] = 1'h1;
+        end
+      end
+    end
+    if (state[10]) begin
+      if (settle_end) begin
+        \$216 [10] = 1'h0;
+        \$216 [1] = 1'h1;
+      end
+    end
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+        \$216 [11] = 1'h0;
+        \$216 [1] = 1'h1;
+      end else begin
+        \$216 [11] = 1'h0;
+        \$216 [12] = 1'h1;
+      end
+    end
+    if (state[12]) begin
       if (\$144 ) begin
-        \$220  = \$145 [20:0];
+        \$216 [12] = 1'h0;
+        \$216 [1] = 1'h1;
+      end
+      if (\$146 ) begin
+        \$216 [12] = 1'h0;
+        \$216 [1] = 1'h1;
+      end
+    end
+    if (state[13]) begin
+      if (\$162 ) begin
+        \$216 [13] = 1'h0;
+        \$216 [1] = 1'h1;
+      end
+    end
+    if (state[14]) begin
+      if (\$163 ) begin
+        \$216 [14] = 1'h0;
+        \$216 [1] = 1'h1;
       end
     end
     if (rst) begin
-      \$220  = 21'h000000;
+      \$216  = 15'h0001;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$221  = td_slot;
-    if (td_start) begin
-      \$221  = last_slot;
+    \$217  = seed;
+    if (\$26 ) begin
+      \$217  = \cmd__payload$95 [34:3];
+    end
+    if (rst) begin
+      \$217  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$218  = batch;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$218  = \cmd__payload$95 [43:35];
+      endcase
+    end
+    if (rst) begin
+      \$218  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$219  = beta;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$219  = \cmd__payload$95 [72:56];
+      endcase
+    end
+    if (rst) begin
+      \$219  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$220  = sample_n_last;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$220  = \$27 [8:0];
+      endcase
+    end
+    if (rst) begin
+      \$220  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$221  = sample_bad;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$221  = \$30 ;
+      endcase
     end
     if (rst) begin
       \$221  = 1'h0;
@@ -50586,107 +49600,165 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$222  = td_n;
-    if (td_start) begin
-      \$222  = last_n;
-    end
-    if (rst) begin
-      \$222  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$223  = td_last;
-    if (td_start) begin
-      \$223  = \$154 [7:0];
-    end
-    if (rst) begin
-      \$223  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$224  = td_open;
-    if (td_start) begin
-      \$224  = \$155 ;
-    end
-    if (\$158 ) begin
-      \$224  = \$160 ;
-    end
-    if (rst) begin
-      \$224  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$225  = td_alpha;
-    if (td_start) begin
-      \$225  = alpha;
-    end
-    if (rst) begin
-      \$225  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$226  = td_eps;
-    if (td_start) begin
-      \$226  = eps;
-    end
-    if (rst) begin
-      \$226  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$227  = td_in;
-    if (td_start) begin
-      \$227  = 9'h000;
-    end
-    if (\$158 ) begin
-      \$227  = \$159 [8:0];
-    end
-    if (rst) begin
-      \$227  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$228  = td_out;
-    if (td_start) begin
-      \$228  = 9'h000;
-    end
-    if (pr_wr__en) begin
-      \$228  = \$167 [8:0];
-    end
-    if (rst) begin
-      \$228  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$229  = q_n0;
-    if (td_start) begin
-      casez (last_slot)
-        1'h0:
-            \$229  = last_n;
-      endcase
-    end
-    if (rst) begin
-      \$229  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$230  = q_n1;
-    if (td_start) begin
-      (* full_case = 32'd1 *)
-      casez (last_slot)
-        1'h0:
+    \$222  = sample_empty;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
             /* empty */;
-        1'h1:
-            \$230  = last_n;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$222  = \$31 ;
       endcase
+    end
+    if (rst) begin
+      \$222  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$223  = alpha;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            \$223  = \cmd__payload$95 [72:56];
+      endcase
+    end
+    if (rst) begin
+      \$223  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$224  = eps;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            \$224  = \cmd__payload$95 [96:73];
+      endcase
+    end
+    if (rst) begin
+      \$224  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$225  = consumed;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$225  = 32'd0;
+      end
+    end
+    if (state[10]) begin
+      if (settle_end) begin
+        \$225  = consumed_next[31:0];
+      end
+    end
+    if (rst) begin
+      \$225  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$226  = consumed_p1;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$226  = 32'd1;
+      end
+    end
+    if (state[10]) begin
+      if (settle_end) begin
+        \$226  = \$122 [31:0];
+      end
+    end
+    if (rst) begin
+      \$226  = 32'd1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$227  = consumed_mod;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$227  = 20'h00000;
+      end
+    end
+    if (state[10]) begin
+      if (settle_end) begin
+        \$227  = ins_slot;
+      end
+    end
+    if (rst) begin
+      \$227  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$228  = q_head;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$228  = 1'h0;
+      end
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        if (\$97 ) begin
+          \$228  = \$101 [0];
+        end
+      end
+    end
+    if (rst) begin
+      \$228  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$229  = queued;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$229  = 2'h0;
+      end
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        if (\$97 ) begin
+          \$229  = \$102 [1:0];
+        end
+      end
+    end
+    if (td_start) begin
+      \$229  = \$166 [1:0];
+    end
+    if (rst) begin
+      \$229  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$230  = last_n;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$230  = 9'h000;
+      end
+    end
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$230  = batch;
+      end
     end
     if (rst) begin
       \$230  = 9'h000;
@@ -50694,17 +49766,17 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$231  = td_busy;
-    if (td_start) begin
-      (* full_case = 32'd1 *)
-      if (\$157 ) begin
-      end else begin
-        \$231  = 1'h1;
+    \$231  = last_slot;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$231  = 1'h0;
       end
     end
-    if (pr_wr__en) begin
-      if (\$168 ) begin
-        \$231  = 1'h0;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$231  = \$137 [0];
       end
     end
     if (rst) begin
@@ -50713,42 +49785,707 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$232  = td_mag;
-    if (td_en) begin
-      \$232  = \$163 [16:0];
+    \$232  = wb_slot;
+    if (tc_free) begin
+      \$232  = \$signature__data ;
     end
     if (rst) begin
-      \$232  = 17'h00000;
+      \$232  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$233  = td_mag_valid;
-    if (td_en) begin
-      \$233  = \$164 ;
+    \$233  = wb_prio;
+    if (tc_free) begin
+      \$233  = prio_rd__data;
     end
     if (rst) begin
-      \$233  = 1'h0;
+      \$233  = 40'h0000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$234  = td_u;
-    if (td_en) begin
-      \$234  = \$166 ;
+    \$234  = wb_valid2;
+    if (tc_free) begin
+      \$234  = wb_valid;
+    end
+    if (state[5]) begin
+      \$234  = 1'h0;
     end
     if (rst) begin
-      \$234  = 25'h0000000;
+      \$234  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$235  = td_u_valid;
-    if (td_en) begin
-      \$235  = td_mag_valid;
+    \$235  = wb_ge_lo;
+    if (tc_free) begin
+      \$235  = \$36 ;
     end
     if (rst) begin
       \$235  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$236  = wb_lt_hi;
+    if (tc_free) begin
+      \$236  = \$37 ;
+    end
+    if (rst) begin
+      \$236  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$237  = wb_sat;
+    if (tc_free) begin
+      \$237  = \$39 ;
+    end
+    if (rst) begin
+      \$237  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$238  = settle;
+    if (\$40 ) begin
+      \$238  = 3'h6;
+    end
+    if (state[10]) begin
+      \$238  = \$120 [2:0];
+    end
+    if (rst) begin
+      \$238  = 3'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$239  = settle_end;
+    if (\$40 ) begin
+      \$239  = 1'h0;
+    end
+    if (state[10]) begin
+      \$239  = \$121 ;
+    end
+    if (rst) begin
+      \$239  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$240  = ahead;
+    if (state[5]) begin
+      \$240  = \$41 [31:0];
+    end
+    if (rst) begin
+      \$240  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$241  = ahead_m1;
+    if (state[5]) begin
+      \$241  = \$43 [31:0];
+    end
+    if (rst) begin
+      \$241  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$242  = ahead_zero;
+    if (state[5]) begin
+      \$242  = \$44 ;
+    end
+    if (rst) begin
+      \$242  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$243  = ahead_one;
+    if (state[5]) begin
+      \$243  = \$45 ;
+    end
+    if (rst) begin
+      \$243  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$244  = win_lo;
+    if (state[5]) begin
+      \$244  = consumed_mod;
+    end
+    if (rst) begin
+      \$244  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$245  = win_wrap;
+    if (state[5]) begin
+      \$245  = \$47 ;
+    end
+    if (rst) begin
+      \$245  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$246  = win_hi;
+    if (state[5]) begin
+      \$246  = \$53 [20:0];
+    end
+    if (rst) begin
+      \$246  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$247  = ins_slot;
+    if (state[5]) begin
+      \$247  = consumed_mod;
+    end
+    if (state[8]) begin
+      if (tc_free) begin
+        \$247  = \$105 [19:0];
+      end
+    end
+    if (rst) begin
+      \$247  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$248  = ev_slot;
+    if (state[5]) begin
+      \$248  = \$59 [19:0];
+    end
+    if (state[9]) begin
+      if (tc_free) begin
+        \$248  = \$108 [19:0];
+      end
+    end
+    if (rst) begin
+      \$248  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$249  = pop;
+    if (state[5]) begin
+      \$249  = \$60 ;
+    end
+    if (rst) begin
+      \$249  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$250  = wb_n;
+    if (state[5]) begin
+      \$250  = \$61 ;
+    end
+    if (rst) begin
+      \$250  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$251  = wb_max;
+    if (state[5]) begin
+      \$251  = 32'd0;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        if (\$95 ) begin
+          \$251  = wb_sat;
+        end
+      end
+    end
+    if (rst) begin
+      \$251  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$252  = wb_j;
+    if (state[5]) begin
+      \$252  = 9'h000;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$252  = \$86 [8:0];
+      end
+    end
+    if (rst) begin
+      \$252  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$253  = wb_valid;
+    if (state[5]) begin
+      \$253  = 1'h0;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$253  = \$84 ;
+      end
+    end
+    if (rst) begin
+      \$253  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$254  = wb_j_end;
+    if (state[5]) begin
+      \$254  = \$63 ;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$254  = \$88 ;
+      end
+    end
+    if (rst) begin
+      \$254  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$255  = wb_last;
+    if (state[5]) begin
+      \$255  = \$65 [7:0];
+    end
+    if (rst) begin
+      \$255  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$256  = k;
+    if (state[6]) begin
+      \$256  = \$70 [8:0];
+    end
+    if (rst) begin
+      \$256  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$257  = k_last;
+    if (state[6]) begin
+      \$257  = \$75 ;
+    end
+    if (rst) begin
+      \$257  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$258  = k_zero;
+    if (state[6]) begin
+      \$258  = ahead_zero;
+    end
+    if (rst) begin
+      \$258  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$259  = k_one;
+    if (state[6]) begin
+      \$259  = ahead_one;
+    end
+    if (rst) begin
+      \$259  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$260  = ins_left;
+    if (state[6]) begin
+      \$260  = \$113 ;
+    end else if (ins_advance) begin
+      \$260  = \$116 [8:0];
+    end
+    if (rst) begin
+      \$260  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$261  = i_last;
+    if (state[6]) begin
+      \$261  = ahead_one;
+    end else if (ins_advance) begin
+      \$261  = \$119 ;
+    end
+    if (rst) begin
+      \$261  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$262  = sample_slot;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$262  = \$131 [0];
+      end
+    end
+    if (rst) begin
+      \$262  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$263  = rsp_j;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$263  = 9'h000;
+      end
+    end
+    if (state[12]) begin
+      if (\$139 ) begin
+        \$263  = \$140 [8:0];
+      end
+    end
+    if (rst) begin
+      \$263  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$264  = rsp_j_left;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$264  = sample_n_last;
+      end
+    end
+    if (state[12]) begin
+      if (\$139 ) begin
+        \$264  = \$141 [8:0];
+      end
+    end
+    if (rst) begin
+      \$264  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$265  = rsp_j_last;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$265  = \$138 ;
+      end
+    end
+    if (state[12]) begin
+      if (\$139 ) begin
+        \$265  = \$142 ;
+      end
+    end
+    if (rst) begin
+      \$265  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$266  = read_slot;
+    if (\$147 ) begin
+      \$266  = \cmd__payload$95 [22:3];
+    end
+    if (state[13]) begin
+      if (\$151 ) begin
+        \$266  = \$154 [19:0];
+      end
+    end
+    if (rst) begin
+      \$266  = 20'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$267  = read_to_issue;
+    if (\$147 ) begin
+      \$267  = \cmd__payload$95 [55:35];
+    end
+    if (state[13]) begin
+      if (\$151 ) begin
+        \$267  = \$155 [20:0];
+      end
+    end
+    if (rst) begin
+      \$267  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$268  = read_to_get;
+    if (\$147 ) begin
+      \$268  = \cmd__payload$95 [55:35];
+    end
+    if (state[13]) begin
+      if (\$157 ) begin
+        \$268  = \$158 [20:0];
+      end
+    end
+    if (rst) begin
+      \$268  = 21'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$269  = read_issuing;
+    if (\$147 ) begin
+      \$269  = \$148 ;
+    end
+    if (state[13]) begin
+      if (\$151 ) begin
+        \$269  = \$156 ;
+      end
+    end
+    if (rst) begin
+      \$269  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$270  = read_get_one;
+    if (\$147 ) begin
+      \$270  = \$149 ;
+    end
+    if (state[13]) begin
+      if (\$157 ) begin
+        \$270  = \$159 ;
+      end
+    end
+    if (rst) begin
+      \$270  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$271  = read_none;
+    if (\$147 ) begin
+      \$271  = \$150 ;
+    end
+    if (rst) begin
+      \$271  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$272  = td_slot;
+    if (td_start) begin
+      \$272  = last_slot;
+    end
+    if (rst) begin
+      \$272  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$273  = td_n;
+    if (td_start) begin
+      \$273  = last_n;
+    end
+    if (rst) begin
+      \$273  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$274  = td_last;
+    if (td_start) begin
+      \$274  = \$164 [7:0];
+    end
+    if (rst) begin
+      \$274  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$275  = td_open;
+    if (td_start) begin
+      \$275  = \$165 ;
+    end
+    if (\$168 ) begin
+      \$275  = \$170 ;
+    end
+    if (rst) begin
+      \$275  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$276  = td_alpha;
+    if (td_start) begin
+      \$276  = alpha;
+    end
+    if (rst) begin
+      \$276  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$277  = td_eps;
+    if (td_start) begin
+      \$277  = eps;
+    end
+    if (rst) begin
+      \$277  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$278  = td_in;
+    if (td_start) begin
+      \$278  = 9'h000;
+    end
+    if (\$168 ) begin
+      \$278  = \$169 [8:0];
+    end
+    if (rst) begin
+      \$278  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$279  = td_out;
+    if (td_start) begin
+      \$279  = 9'h000;
+    end
+    if (pr_wr__en) begin
+      \$279  = \$177 [8:0];
+    end
+    if (rst) begin
+      \$279  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$280  = q_n0;
+    if (td_start) begin
+      casez (last_slot)
+        1'h0:
+            \$280  = last_n;
+      endcase
+    end
+    if (rst) begin
+      \$280  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$281  = q_n1;
+    if (td_start) begin
+      (* full_case = 32'd1 *)
+      casez (last_slot)
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$281  = last_n;
+      endcase
+    end
+    if (rst) begin
+      \$281  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$282  = td_busy;
+    if (td_start) begin
+      (* full_case = 32'd1 *)
+      if (\$167 ) begin
+      end else begin
+        \$282  = 1'h1;
+      end
+    end
+    if (pr_wr__en) begin
+      if (\$178 ) begin
+        \$282  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$282  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$283  = td_mag;
+    if (td_en) begin
+      \$283  = \$173 [16:0];
+    end
+    if (rst) begin
+      \$283  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$284  = td_mag_valid;
+    if (td_en) begin
+      \$284  = \$174 ;
+    end
+    if (rst) begin
+      \$284  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$285  = td_u;
+    if (td_en) begin
+      \$285  = \$176 ;
+    end
+    if (rst) begin
+      \$285  = 25'h0000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$286  = td_u_valid;
+    if (td_en) begin
+      \$286  = td_mag_valid;
+    end
+    if (rst) begin
+      \$286  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$287  = cmd__valid;
+    if (tc_free) begin
+      \$287  = 1'h0;
+    end
+    if (tc_load) begin
+      \$287  = \$185 ;
+    end
+    if (rst) begin
+      \$287  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$288  = cmd__payload;
+    if (tc_load) begin
+      \$288 [2:0] = \$191 ;
+      \$288 [25:6] = \$197 ;
+      \$288 [65:26] = \$205 ;
+      \$288 [97:66] = \$211 ;
+      \$288 [5:3] = 3'h0;
+    end
+    if (rst) begin
+      \$288  = 98'h0000000000000000000000000;
     end
   end
   assign q_count = queued;
@@ -50765,16 +50502,17 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   assign \$signature__en  = tc_free;
   assign prio_rd__en = tc_free;
   assign sample_n = batch;
-  assign \beta$38  = beta;
+  assign \beta$39  = beta;
   assign o__valid = weight__valid;
   assign weight__ready = o__ready;
   assign sl_wr__addr = { sample_slot, rsp_j[7:0] };
   assign sl_wr__data = rsp__payload[22:3];
-  assign \i__valid$68  = td_u_valid;
-  assign \o__ready$72  = 1'h1;
+  assign \i__valid$69  = td_u_valid;
+  assign \o__ready$73  = 1'h1;
   assign pr_wr__addr = { td_slot, td_out[7:0] };
-  assign pr_wr__data = \o__payload$77 [39:0];
-  assign \o__valid$79  = pr_wr__en;
+  assign pr_wr__data = \o__payload$78 [39:0];
+  assign \o__valid$80  = pr_wr__en;
+  assign \cmd__ready$19  = state[1];
   assign weight__payload = o__payload[16:0];
   assign \cmd__payload.op  = cmd__payload[2:0];
   assign \cmd__payload.level  = cmd__payload[5:3];
@@ -50797,25 +50535,34 @@ module \dqn_trainer_u250.core.replay (rst, \cmd__ready$19 , td__ready, sample__r
   assign \sample__payload.priority  = sample__payload[51:20];
   assign \o__payload.weight  = o__payload[16:0];
   assign \o__payload.last  = o__payload[17];
-  assign \i__payload$69.x  = \i__payload$69 [24:0];
-  assign \i__payload$69.p  = \i__payload$69 [41:25];
-  assign \o__payload$77.value  = \o__payload$77 [39:0];
-  assign \o__payload$77.overflow  = \o__payload$77 [40];
-  assign \cmd__payload$87.op  = \cmd__payload$87 [2:0];
-  assign \cmd__payload$87.word  = \cmd__payload$87 [34:3];
-  assign \cmd__payload$87.count  = \cmd__payload$87 [55:35];
-  assign \cmd__payload$87.coef  = \cmd__payload$87 [72:56];
-  assign \cmd__payload$87.eps  = \cmd__payload$87 [96:73];
-  assign \o__payload$123.fraction  = \o__payload$123 [31:0];
-  assign \o__payload$123.last  = \o__payload$123 [32];
-  assign \i__payload$69 [41:25] = td_alpha;
-  assign \i__payload$69 [24:0] = td_u;
+  assign \i__payload$70.x  = \i__payload$70 [24:0];
+  assign \i__payload$70.p  = \i__payload$70 [41:25];
+  assign \o__payload$78.value  = \o__payload$78 [39:0];
+  assign \o__payload$78.overflow  = \o__payload$78 [40];
+  assign \cmd__payload$95.op  = \cmd__payload$95 [2:0];
+  assign \cmd__payload$95.word  = \cmd__payload$95 [34:3];
+  assign \cmd__payload$95.count  = \cmd__payload$95 [55:35];
+  assign \cmd__payload$95.coef  = \cmd__payload$95 [72:56];
+  assign \cmd__payload$95.eps  = \cmd__payload$95 [96:73];
+  assign \o__payload$147.fraction  = \o__payload$147 [31:0];
+  assign \o__payload$147.last  = \o__payload$147 [32];
+  assign \i__payload$70 [41:25] = td_alpha;
+  assign \i__payload$70 [24:0] = td_u;
   assign sample__payload[51:20] = rsp__payload[54:23];
   assign sample__payload[19:0] = rsp__payload[22:3];
   assign i__payload[32] = rsp_j_last;
   assign i__payload[31:0] = rsp__payload[54:23];
-  assign \$89  = q_head;
-  assign \$165  = { 1'h0, td_mag, 6'h00 };
+  assign \$13  = state[3];
+  assign \$20  = state[8];
+  assign \$21  = state[9];
+  assign \$99  = q_head;
+  assign \$175  = { 1'h0, td_mag, 6'h00 };
+  assign \$192  = 1'h0;
+  assign \$200  = 1'h0;
+  assign \$206  = 1'h0;
+  assign \$207  = \$206 ;
+  assign \$208  = \$207 ;
+  assign \$209  = \$208 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -50877,7 +50624,7 @@ module \dqn_trainer_u250.core.replay.power (rst, i__ready, \i__payload$3 , i__va
     .i__valid(\i__valid$16 ),
     .o__payload(\o__payload$18 ),
     .rst(rst),
-    .valid5(\o__valid$22 )
+    .valid6(\o__valid$22 )
   );
   \dqn_trainer_u250.core.replay.power.log2  log2 (
     .clk(clk),
@@ -50887,7 +50634,7 @@ module \dqn_trainer_u250.core.replay.power (rst, i__ready, \i__payload$3 , i__va
     .o__payload(\i__payload$6 ),
     .o__ready(o__ready),
     .rst(rst),
-    .valid6(\i__valid$10 )
+    .valid7(\i__valid$10 )
   );
   \dqn_trainer_u250.core.replay.power.scale  scale (
     .clk(clk),
@@ -50933,7 +50680,7 @@ module \dqn_trainer_u250.core.replay.power (rst, i__ready, \i__payload$3 , i__va
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, o__payload, valid5, clk);
+module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, o__payload, valid6, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$7  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -51037,31 +50784,39 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   reg \$184 ;
   reg \$185 ;
   reg \$186 ;
-  reg [5:0] \$187 ;
-  reg \$188 ;
+  reg \$187 ;
+  reg [5:0] \$188 ;
   reg \$189 ;
   wire \$19 ;
   reg \$190 ;
-  reg [7:0] \$191 ;
-  reg [21:0] \$192 ;
-  reg [22:0] \$193 ;
-  reg [5:0] \$194 ;
-  reg \$195 ;
+  reg \$191 ;
+  reg [7:0] \$192 ;
+  reg [21:0] \$193 ;
+  reg [14:0] \$194 ;
+  reg [5:0] \$195 ;
   reg \$196 ;
   reg \$197 ;
-  reg [22:0] \$198 ;
-  reg [5:0] \$199 ;
+  reg \$198 ;
+  reg [7:0] \$199 ;
   wire \$2 ;
   wire \$20 ;
-  reg \$200 ;
-  reg \$201 ;
-  reg \$202 ;
-  reg [40:0] \$203 ;
+  reg [21:0] \$200 ;
+  reg [22:0] \$201 ;
+  reg [5:0] \$202 ;
+  reg \$203 ;
   reg \$204 ;
   reg \$205 ;
-  reg [39:0] \$206 ;
-  reg \$207 ;
+  reg [22:0] \$206 ;
+  reg [5:0] \$207 ;
+  reg \$208 ;
+  reg \$209 ;
   wire [41:0] \$21 ;
+  reg \$210 ;
+  reg [40:0] \$211 ;
+  reg \$212 ;
+  reg \$213 ;
+  reg [39:0] \$214 ;
+  reg \$215 ;
   wire \$22 ;
   wire \$23 ;
   wire \$24 ;
@@ -51147,13 +50902,16 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   wire [41:0] \$97 ;
   wire \$98 ;
   wire \$99 ;
+  reg [21:0] a1b = 22'h000000;
   reg [21:0] a2 = 22'h000000;
   reg big1 = 1'h0;
+  reg big1b = 1'h0;
   reg big2 = 1'h0;
   reg big3 = 1'h0;
   reg big4 = 1'h0;
   input clk;
   wire clk;
+  reg [14:0] d1b = 15'h0000;
   output en;
   wire en;
   input [23:0] i__payload;
@@ -51164,6 +50922,7 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   wire i__valid;
   reg [22:0] m3 = 23'h000000;
   reg min1 = 1'h0;
+  reg min1b = 1'h0;
   reg min2 = 1'h0;
   reg min3 = 1'h0;
   reg min4 = 1'h0;
@@ -51177,25 +50936,30 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   reg over5 = 1'h0;
   reg [22:0] p2 = 23'h000000;
   reg [7:0] r1 = 8'h00;
+  reg [7:0] r1b = 8'h00;
   wire [7:0] rd__addr;
   wire [36:0] rd__data;
   wire rd__en;
   input rst;
   wire rst;
   reg [5:0] shift1 = 6'h00;
+  reg [5:0] shift1b = 6'h00;
   reg [5:0] shift2 = 6'h00;
   reg [5:0] shift3 = 6'h00;
   reg valid1 = 1'h0;
   reg valid2 = 1'h0;
   reg valid3 = 1'h0;
   reg valid4 = 1'h0;
-  output valid5;
   reg valid5 = 1'h0;
+  output valid6;
+  reg valid6 = 1'h0;
   reg [39:0] value5 = 40'h0000000000;
   reg [40:0] w4 = 41'h00000000000;
   reg zero1 = 1'h0;
+  reg zero1b = 1'h0;
   reg zero2 = 1'h0;
   reg zero3 = 1'h0;
+  (* rom_style = "block" *)
   reg [36:0] exp_table [255:0];
   initial begin
     exp_table[0] = 37'h0b1b000000;
@@ -51460,7 +51224,7 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
     _0_ <= exp_table[i__payload[15:8]];
   end
   assign rd__data = _0_;
-  assign \$1  = ~ valid5;
+  assign \$1  = ~ valid6;
   assign \$2  = $signed(i__payload[23:16]) < $signed(6'h2e);
   assign \$3  = $signed(i__payload[23:16]) > $signed(6'h17);
   assign \$4  = $signed(i__payload[23:16]) + $signed(6'h12);
@@ -51471,7 +51235,7 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   assign \$9  = i__payload == 24'h800000;
   assign \$10  = \$8  | \$9 ;
   assign \$11  = i__payload == 24'h800000;
-  assign \$12  = rd__data[36:22] * r1;
+  assign \$12  = d1b * r1b;
   assign \$13  = a2 + p2[22:8];
   assign \$14  = m3 << shift3;
   assign \$15  = zero3 ? 41'h00000000000 : \$14 [63:23];
@@ -51652,47 +51416,63 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   always @(posedge clk)
     valid5 <= \$186 ;
   always @(posedge clk)
-    shift1 <= \$187 ;
+    valid6 <= \$187 ;
   always @(posedge clk)
-    big1 <= \$188 ;
+    shift1 <= \$188 ;
   always @(posedge clk)
-    zero1 <= \$189 ;
+    big1 <= \$189 ;
   always @(posedge clk)
-    min1 <= \$190 ;
+    zero1 <= \$190 ;
   always @(posedge clk)
-    r1 <= \$191 ;
+    min1 <= \$191 ;
   always @(posedge clk)
-    a2 <= \$192 ;
+    r1 <= \$192 ;
   always @(posedge clk)
-    p2 <= \$193 ;
+    a1b <= \$193 ;
   always @(posedge clk)
-    shift2 <= \$194 ;
+    d1b <= \$194 ;
   always @(posedge clk)
-    big2 <= \$195 ;
+    shift1b <= \$195 ;
   always @(posedge clk)
-    zero2 <= \$196 ;
+    big1b <= \$196 ;
   always @(posedge clk)
-    min2 <= \$197 ;
+    zero1b <= \$197 ;
   always @(posedge clk)
-    m3 <= \$198 ;
+    min1b <= \$198 ;
   always @(posedge clk)
-    shift3 <= \$199 ;
+    r1b <= \$199 ;
   always @(posedge clk)
-    big3 <= \$200 ;
+    a2 <= \$200 ;
   always @(posedge clk)
-    zero3 <= \$201 ;
+    p2 <= \$201 ;
   always @(posedge clk)
-    min3 <= \$202 ;
+    shift2 <= \$202 ;
   always @(posedge clk)
-    w4 <= \$203 ;
+    big2 <= \$203 ;
   always @(posedge clk)
-    big4 <= \$204 ;
+    zero2 <= \$204 ;
   always @(posedge clk)
-    min4 <= \$205 ;
+    min2 <= \$205 ;
   always @(posedge clk)
-    value5 <= \$206 ;
+    m3 <= \$206 ;
   always @(posedge clk)
-    over5 <= \$207 ;
+    shift3 <= \$207 ;
+  always @(posedge clk)
+    big3 <= \$208 ;
+  always @(posedge clk)
+    zero3 <= \$209 ;
+  always @(posedge clk)
+    min3 <= \$210 ;
+  always @(posedge clk)
+    w4 <= \$211 ;
+  always @(posedge clk)
+    big4 <= \$212 ;
+  always @(posedge clk)
+    min4 <= \$213 ;
+  always @(posedge clk)
+    value5 <= \$214 ;
+  always @(posedge clk)
+    over5 <= \$215 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$182  = valid1;
@@ -51745,154 +51525,213 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$187  = shift1;
+    \$187  = valid6;
     if (en) begin
-      \$187  = \$6 ;
+      \$187  = valid5;
+    end
+    if (rst) begin
+      \$187  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$188  = big1;
+    \$188  = shift1;
     if (en) begin
-      \$188  = \$7 ;
+      \$188  = \$6 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$189  = zero1;
+    \$189  = big1;
     if (en) begin
-      \$189  = \$10 ;
+      \$189  = \$7 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$190  = min1;
+    \$190  = zero1;
     if (en) begin
-      \$190  = \$11 ;
+      \$190  = \$10 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$191  = r1;
+    \$191  = min1;
     if (en) begin
-      \$191  = i__payload[7:0];
+      \$191  = \$11 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$192  = a2;
+    \$192  = r1;
     if (en) begin
-      \$192  = rd__data[21:0];
+      \$192  = i__payload[7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$193  = p2;
+    \$193  = a1b;
     if (en) begin
-      \$193  = \$12 ;
+      \$193  = rd__data[21:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$194  = shift2;
+    \$194  = d1b;
     if (en) begin
-      \$194  = shift1;
+      \$194  = rd__data[36:22];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$195  = big2;
+    \$195  = shift1b;
     if (en) begin
-      \$195  = big1;
+      \$195  = shift1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$196  = zero2;
+    \$196  = big1b;
     if (en) begin
-      \$196  = zero1;
+      \$196  = big1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$197  = min2;
+    \$197  = zero1b;
     if (en) begin
-      \$197  = min1;
+      \$197  = zero1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$198  = m3;
+    \$198  = min1b;
     if (en) begin
-      \$198  = { 1'h1, \$13 [21:0] };
+      \$198  = min1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$199  = shift3;
+    \$199  = r1b;
     if (en) begin
-      \$199  = shift2;
+      \$199  = r1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$200  = big3;
+    \$200  = a2;
     if (en) begin
-      \$200  = big2;
+      \$200  = a1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$201  = zero3;
+    \$201  = p2;
     if (en) begin
-      \$201  = zero2;
+      \$201  = \$12 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$202  = min3;
+    \$202  = shift2;
     if (en) begin
-      \$202  = min2;
+      \$202  = shift1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$203  = w4;
+    \$203  = big2;
     if (en) begin
-      \$203  = \$15 ;
+      \$203  = big1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$204  = big4;
+    \$204  = zero2;
     if (en) begin
-      \$204  = big3;
+      \$204  = zero1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$205  = min4;
+    \$205  = min2;
     if (en) begin
-      \$205  = min3;
+      \$205  = min1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$206  = value5;
+    \$206  = m3;
     if (en) begin
-      \$206  = \$177 ;
+      \$206  = { 1'h1, \$13 [21:0] };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
-    \$207  = over5;
+    \$207  = shift3;
     if (en) begin
-      \$207  = \$181 ;
+      \$207  = shift2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$208  = big3;
+    if (en) begin
+      \$208  = big2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$209  = zero3;
+    if (en) begin
+      \$209  = zero2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$210  = min3;
+    if (en) begin
+      \$210  = min2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$211  = w4;
+    if (en) begin
+      \$211  = \$15 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$212  = big4;
+    if (en) begin
+      \$212  = big3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$213  = min4;
+    if (en) begin
+      \$213  = min3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$214  = value5;
+    if (en) begin
+      \$214  = \$177 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
+    \$215  = over5;
+    if (en) begin
+      \$215  = \$181 ;
     end
   end
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign o__valid = valid5;
+  assign o__valid = valid6;
   assign rd__addr = i__payload[15:8];
   assign rd__en = en;
   assign \i__payload.y  = i__payload;
@@ -51904,7 +51743,7 @@ module \dqn_trainer_u250.core.replay.power.exp2 (rst, en, i__valid, i__payload, 
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i__payload, o__payload, valid6, clk);
+module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i__payload, o__payload, valid7, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$8  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -51920,29 +51759,36 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   reg \$104 ;
   reg \$105 ;
   reg \$106 ;
-  reg [16:0] \$107 ;
+  reg \$107 ;
   reg [16:0] \$108 ;
   reg [16:0] \$109 ;
   wire \$11 ;
   reg [16:0] \$110 ;
   reg [16:0] \$111 ;
   reg [16:0] \$112 ;
-  reg [24:0] \$113 ;
-  reg [24:0] \$114 ;
-  reg [4:0] \$115 ;
-  reg \$116 ;
-  reg [19:0] \$117 ;
-  reg [5:0] \$118 ;
-  reg \$119 ;
+  reg [16:0] \$113 ;
+  reg [16:0] \$114 ;
+  reg [24:0] \$115 ;
+  reg [24:0] \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [19:0] \$119 ;
   wire \$12 ;
-  reg [11:0] \$120 ;
-  reg [5:0] \$121 ;
-  reg \$122 ;
-  reg [26:0] \$123 ;
-  reg [28:0] \$124 ;
-  reg \$125 ;
-  reg [23:0] \$126 ;
+  reg [5:0] \$120 ;
+  reg \$121 ;
+  reg [11:0] \$122 ;
+  reg [5:0] \$123 ;
+  reg \$124 ;
+  reg [21:0] \$125 ;
+  reg [14:0] \$126 ;
+  reg [11:0] \$127 ;
+  reg [5:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [26:0] \$130 ;
+  reg [28:0] \$131 ;
+  reg \$132 ;
+  reg [23:0] \$133 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -52037,11 +51883,14 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   wire [36:0] \$97 ;
   wire [37:0] \$98 ;
   wire [29:0] \$99 ;
+  reg [21:0] a3b = 22'h000000;
   reg [28:0] base4 = 29'h00000000;
   input clk;
   wire clk;
+  reg [14:0] d3b = 15'h0000;
   reg [5:0] e2 = 6'h00;
   reg [5:0] e3 = 6'h00;
+  reg [5:0] e3b = 6'h00;
   output en;
   wire en;
   reg [19:0] f2 = 20'h00000;
@@ -52066,6 +51915,7 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   wire o__valid;
   reg [26:0] p4 = 27'h0000000;
   reg [11:0] r3 = 12'h000;
+  reg [11:0] r3b = 12'h000;
   wire [7:0] rd__addr;
   wire [36:0] rd__data;
   wire rd__en;
@@ -52083,19 +51933,24 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   wire [16:0] \tag5.p ;
   reg [16:0] tag6 = 17'h00000;
   wire [16:0] \tag6.p ;
+  reg [16:0] tag7 = 17'h00000;
+  wire [16:0] \tag7.p ;
   reg valid1 = 1'h0;
   reg valid2 = 1'h0;
   reg valid3 = 1'h0;
   reg valid4 = 1'h0;
   reg valid5 = 1'h0;
-  output valid6;
   reg valid6 = 1'h0;
+  output valid7;
+  reg valid7 = 1'h0;
   reg [24:0] x0 = 25'h0000000;
   reg [24:0] x1 = 25'h0000000;
   reg zero1 = 1'h0;
   reg zero2 = 1'h0;
   reg zero3 = 1'h0;
+  reg zero3b = 1'h0;
   reg zero4 = 1'h0;
+  (* rom_style = "block" *)
   reg [36:0] log_table [255:0];
   initial begin
     log_table[0] = 37'h1709c00020;
@@ -52362,7 +52217,7 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
     end
   end
   assign rd__data = _0_;
-  assign \$1  = ~ valid6;
+  assign \$1  = ~ valid7;
   assign en = \$1  | o__ready;
   assign \$2  = | x0[24:9];
   assign \$3  = ~ \$2 ;
@@ -52440,8 +52295,8 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   assign \$93  = ! x0;
   assign \$94  = x1 << lz1;
   assign \$95  = 4'h8 - lz1;
-  assign \$96  = rd__data[36:22] * r3;
-  assign \$98  = $signed(\$97 ) + $signed({ 1'h0, rd__data[21:0] });
+  assign \$96  = d3b * r3b;
+  assign \$98  = $signed(\$97 ) + $signed({ 1'h0, a3b });
   assign \$99  = $signed(base4) + $signed({ 1'h0, p4[26:12] });
   assign \$100  = zero4 ? 24'h800000 : \$99 [29:6];
   always @(posedge clk)
@@ -52457,45 +52312,59 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   always @(posedge clk)
     valid6 <= \$106 ;
   always @(posedge clk)
-    tag1 <= \$107 ;
+    valid7 <= \$107 ;
   always @(posedge clk)
-    tag2 <= \$108 ;
+    tag1 <= \$108 ;
   always @(posedge clk)
-    tag3 <= \$109 ;
+    tag2 <= \$109 ;
   always @(posedge clk)
-    tag4 <= \$110 ;
+    tag3 <= \$110 ;
   always @(posedge clk)
-    tag5 <= \$111 ;
+    tag4 <= \$111 ;
   always @(posedge clk)
-    tag6 <= \$112 ;
+    tag5 <= \$112 ;
   always @(posedge clk)
-    x0 <= \$113 ;
+    tag6 <= \$113 ;
   always @(posedge clk)
-    x1 <= \$114 ;
+    tag7 <= \$114 ;
   always @(posedge clk)
-    lz1 <= \$115 ;
+    x0 <= \$115 ;
   always @(posedge clk)
-    zero1 <= \$116 ;
+    x1 <= \$116 ;
   always @(posedge clk)
-    f2 <= \$117 ;
+    lz1 <= \$117 ;
   always @(posedge clk)
-    e2 <= \$118 ;
+    zero1 <= \$118 ;
   always @(posedge clk)
-    zero2 <= \$119 ;
+    f2 <= \$119 ;
   always @(posedge clk)
-    r3 <= \$120 ;
+    e2 <= \$120 ;
   always @(posedge clk)
-    e3 <= \$121 ;
+    zero2 <= \$121 ;
   always @(posedge clk)
-    zero3 <= \$122 ;
+    r3 <= \$122 ;
   always @(posedge clk)
-    p4 <= \$123 ;
+    e3 <= \$123 ;
   always @(posedge clk)
-    base4 <= \$124 ;
+    zero3 <= \$124 ;
   always @(posedge clk)
-    zero4 <= \$125 ;
+    a3b <= \$125 ;
   always @(posedge clk)
-    log5 <= \$126 ;
+    d3b <= \$126 ;
+  always @(posedge clk)
+    r3b <= \$127 ;
+  always @(posedge clk)
+    e3b <= \$128 ;
+  always @(posedge clk)
+    zero3b <= \$129 ;
+  always @(posedge clk)
+    p4 <= \$130 ;
+  always @(posedge clk)
+    base4 <= \$131 ;
+  always @(posedge clk)
+    zero4 <= \$132 ;
+  always @(posedge clk)
+    log5 <= \$133 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$101  = valid1;
@@ -52558,152 +52427,204 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$107  = tag1;
+    \$107  = valid7;
     if (en) begin
-      \$107  = i__payload[41:25];
+      \$107  = valid6;
+    end
+    if (rst) begin
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$108  = tag2;
+    \$108  = tag1;
     if (en) begin
-      \$108  = tag1;
+      \$108  = i__payload[41:25];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$109  = tag3;
+    \$109  = tag2;
     if (en) begin
-      \$109  = tag2;
+      \$109  = tag1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$110  = tag4;
+    \$110  = tag3;
     if (en) begin
-      \$110  = tag3;
+      \$110  = tag2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$111  = tag5;
+    \$111  = tag4;
     if (en) begin
-      \$111  = tag4;
+      \$111  = tag3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$112  = tag6;
+    \$112  = tag5;
     if (en) begin
-      \$112  = tag5;
+      \$112  = tag4;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$113  = x0;
+    \$113  = tag6;
     if (en) begin
-      \$113  = i__payload[24:0];
+      \$113  = tag5;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$114  = x1;
+    \$114  = tag7;
     if (en) begin
-      \$114  = x0;
+      \$114  = tag6;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$115  = lz1;
+    \$115  = x0;
     if (en) begin
-      \$115  = { \$92 , \$90  };
+      \$115  = i__payload[24:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$116  = zero1;
+    \$116  = x1;
     if (en) begin
-      \$116  = \$93 ;
+      \$116  = x0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$117  = f2;
+    \$117  = lz1;
     if (en) begin
-      \$117  = \$94 [23:4];
+      \$117  = { \$92 , \$90  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$118  = e2;
+    \$118  = zero1;
     if (en) begin
-      \$118  = \$95 ;
+      \$118  = \$93 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$119  = zero2;
+    \$119  = f2;
     if (en) begin
-      \$119  = zero1;
+      \$119  = \$94 [23:4];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$120  = r3;
+    \$120  = e2;
     if (en) begin
-      \$120  = f2[11:0];
+      \$120  = \$95 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$121  = e3;
+    \$121  = zero2;
     if (en) begin
-      \$121  = e2;
+      \$121  = zero1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$122  = zero3;
+    \$122  = r3;
     if (en) begin
-      \$122  = zero2;
+      \$122  = f2[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$123  = p4;
+    \$123  = e3;
     if (en) begin
-      \$123  = \$96 ;
+      \$123  = e2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$124  = base4;
+    \$124  = zero3;
     if (en) begin
-      \$124  = \$98 [28:0];
+      \$124  = zero2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$125  = zero4;
+    \$125  = a3b;
     if (en) begin
-      \$125  = zero3;
+      \$125  = rd__data[21:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
-    \$126  = log5;
+    \$126  = d3b;
     if (en) begin
-      \$126  = \$100 ;
+      \$126  = rd__data[36:22];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$127  = r3b;
+    if (en) begin
+      \$127  = r3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$128  = e3b;
+    if (en) begin
+      \$128  = e3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$129  = zero3b;
+    if (en) begin
+      \$129  = zero3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$130  = p4;
+    if (en) begin
+      \$130  = \$96 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$131  = base4;
+    if (en) begin
+      \$131  = \$98 [28:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$132  = zero4;
+    if (en) begin
+      \$132  = zero3b;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
+    \$133  = log5;
+    if (en) begin
+      \$133  = \$100 ;
     end
   end
   assign i__ready = en;
-  assign o__valid = valid6;
+  assign o__valid = valid7;
   assign rd__addr = f2[19:12];
   assign rd__en = en;
   assign \o__payload.log  = o__payload[23:0];
   assign \o__payload.tag  = o__payload[40:24];
   assign \o__payload.tag.p  = o__payload[40:24];
-  assign \tag6.p  = tag6;
+  assign \tag7.p  = tag7;
   assign \tag1.p  = tag1;
   assign \i__payload.x  = i__payload[24:0];
   assign \i__payload.tag  = i__payload[41:25];
@@ -52712,8 +52633,9 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   assign \tag3.p  = tag3;
   assign \tag4.p  = tag4;
   assign \tag5.p  = tag5;
+  assign \tag6.p  = tag6;
   assign o__payload[23:0] = log5;
-  assign o__payload[40:24] = tag6;
+  assign o__payload[40:24] = tag7;
   assign \$6  = 1'h1;
   assign \$7  = 1'h0;
   assign \$8  = 1'h1;
@@ -52732,7 +52654,7 @@ module \dqn_trainer_u250.core.replay.power.log2 (rst, en, o__ready, i__valid, i_
   assign \$22  = { \$21 , \$19  };
   assign \$23  = 1'h1;
   assign \$24  = 1'h0;
-  assign \$97  = { e3[5], e3[5], e3[5], e3[5], e3[5], e3[5], e3[5], e3[5], e3[5], e3, 22'h000000 };
+  assign \$97  = { e3b[5], e3b[5], e3b[5], e3b[5], e3b[5], e3b[5], e3b[5], e3b[5], e3b[5], e3b, 22'h000000 };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -52910,6 +52832,9 @@ module \dqn_trainer_u250.core.replay.power.scale (rst, en, o__ready, i__payload,
     if (en) begin
       \$19  = i__payload[40:24];
     end
+    if (rst) begin
+      \$19  = 17'h00000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$9 ) begin end
@@ -52995,66 +52920,65 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   wire [6:0] \$15 ;
   wire \$16 ;
   wire \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire [42:0] \$18 ;
+  wire [23:0] \$19 ;
   wire \$2 ;
-  wire [42:0] \$20 ;
-  wire [23:0] \$21 ;
-  wire [40:0] \$22 ;
-  wire [21:0] \$23 ;
-  wire [43:0] \$24 ;
-  wire [44:0] \$25 ;
-  wire [54:0] \$26 ;
-  wire [55:0] \$27 ;
-  wire [71:0] \$28 ;
-  wire [72:0] \$29 ;
+  wire [40:0] \$20 ;
+  wire [21:0] \$21 ;
+  wire [43:0] \$22 ;
+  wire [44:0] \$23 ;
+  wire [54:0] \$24 ;
+  wire [55:0] \$25 ;
+  wire [71:0] \$26 ;
+  wire [72:0] \$27 ;
+  wire [84:0] \$28 ;
+  wire [85:0] \$29 ;
   wire \$3 ;
-  wire [84:0] \$30 ;
-  wire [85:0] \$31 ;
-  wire [33:0] \$32 ;
+  wire [33:0] \$30 ;
+  wire \$31 ;
+  wire [9:0] \$32 ;
   wire \$33 ;
   wire \$34 ;
-  wire [9:0] \$35 ;
-  wire [33:0] \$36 ;
+  wire [33:0] \$35 ;
+  wire \$36 ;
   wire \$37 ;
-  wire \$38 ;
-  wire \$39 ;
+  reg [8:0] \$38 ;
+  reg [8:0] \$39 ;
   wire \$4 ;
-  reg [8:0] \$40 ;
-  reg [7:0] \$41 ;
-  reg [8:0] \$42 ;
-  reg [32:0] \$43 ;
+  reg \$40 ;
+  reg \$41 ;
+  reg [32:0] \$42 ;
+  reg \$43 ;
   reg \$44 ;
-  reg \$45 ;
-  reg [5:0] \$46 ;
-  reg [32:0] \$47 ;
-  reg [9:0] \$48 ;
-  reg [8:0] \$49 ;
+  reg [5:0] \$45 ;
+  reg [32:0] \$46 ;
+  reg [9:0] \$47 ;
+  reg [8:0] \$48 ;
+  reg \$49 ;
   wire \$5 ;
   reg \$50 ;
-  reg \$51 ;
-  reg [31:0] \$52 ;
-  reg [32:0] \$53 ;
-  reg [42:0] \$54 ;
-  reg [23:0] \$55 ;
-  reg [40:0] \$56 ;
-  reg [21:0] \$57 ;
-  reg [32:0] \$58 ;
-  reg [64:0] \$59 ;
+  reg [31:0] \$51 ;
+  reg [32:0] \$52 ;
+  reg [42:0] \$53 ;
+  reg [23:0] \$54 ;
+  reg [40:0] \$55 ;
+  reg [21:0] \$56 ;
+  reg [32:0] \$57 ;
+  reg [64:0] \$58 ;
+  reg [32:0] \$59 ;
   wire \$6 ;
-  reg [32:0] \$60 ;
-  reg [31:0] \$61 ;
+  reg [31:0] \$60 ;
+  reg \$61 ;
   reg \$62 ;
   reg \$63 ;
   reg \$64 ;
   reg \$65 ;
   reg \$66 ;
-  reg \$67 ;
   wire \$7 ;
-  wire [9:0] \$8 ;
+  wire \$8 ;
   wire \$9 ;
   reg \$signal  = 1'h0;
-  reg [8:0] b = 9'h000;
+  reg at_last = 1'h0;
   reg [32:0] base = 33'h000000000;
   reg [32:0] base1 = 33'h000000000;
   reg [32:0] base2 = 33'h000000000;
@@ -53078,8 +53002,8 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   reg last4 = 1'h0;
   input load;
   wire load;
+  reg more = 1'h0;
   reg [8:0] n = 9'h000;
-  reg [7:0] n_last = 8'h00;
   output [32:0] o__payload;
   wire [32:0] o__payload;
   wire [31:0] \o__payload.fraction ;
@@ -53103,6 +53027,7 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   input start;
   wire start;
   wire step;
+  reg [8:0] togo = 9'h000;
   reg v1 = 1'h0;
   reg v2 = 1'h0;
   reg v3 = 1'h0;
@@ -53110,84 +53035,84 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   reg v4 = 1'h0;
   wire [31:0] word;
   reg [31:0] x1 = 32'd0;
-  assign \$29  = \$27  + \$28 ;
-  assign \$31  = \$29  + \$30 ;
-  assign \$32  = base3 + prod3[64:32];
-  assign \$33  = b != n;
-  assign \$34  = emitting & \$33 ;
-  assign \$35  = b + 1'h1;
-  assign \$36  = base + f;
-  assign \$37  = b == n_last;
-  assign \$38  = b == n;
-  assign \$39  = emitting & \$38 ;
+  assign \$30  = base3 + prod3[64:32];
+  assign \$31  = emitting & more;
+  assign \$32  = togo - 1'h1;
+  assign \$33  = ~ at_last;
+  assign \$34  = togo == 2'h2;
+  assign \$35  = base + f;
+  assign \$36  = ~ more;
+  assign \$37  = emitting & \$36 ;
   always @(posedge clk)
-    n <= \$40 ;
+    n <= \$38 ;
   always @(posedge clk)
-    n_last <= \$41 ;
+    togo <= \$39 ;
   always @(posedge clk)
-    b <= \$42 ;
+    more <= \$40 ;
   always @(posedge clk)
-    base <= \$43 ;
+    at_last <= \$41 ;
   always @(posedge clk)
-    emitting <= \$44 ;
+    base <= \$42 ;
   always @(posedge clk)
-    \$signal  <= \$45 ;
+    emitting <= \$43 ;
   always @(posedge clk)
-    div_cnt <= \$46 ;
+    \$signal  <= \$44 ;
   always @(posedge clk)
-    f <= \$47 ;
+    div_cnt <= \$45 ;
   always @(posedge clk)
-    rem <= \$48 ;
+    f <= \$46 ;
   always @(posedge clk)
-    cached_b <= \$49 ;
+    rem <= \$47 ;
   always @(posedge clk)
-    v1 <= \$50 ;
+    cached_b <= \$48 ;
   always @(posedge clk)
-    last1 <= \$51 ;
+    v1 <= \$49 ;
   always @(posedge clk)
-    x1 <= \$52 ;
+    last1 <= \$50 ;
   always @(posedge clk)
-    base1 <= \$53 ;
+    x1 <= \$51 ;
   always @(posedge clk)
-    pp_0_0 <= \$54 ;
+    base1 <= \$52 ;
   always @(posedge clk)
-    pp_0_26 <= \$55 ;
+    pp_0_0 <= \$53 ;
   always @(posedge clk)
-    pp_17_0 <= \$56 ;
+    pp_0_26 <= \$54 ;
   always @(posedge clk)
-    pp_17_26 <= \$57 ;
+    pp_17_0 <= \$55 ;
   always @(posedge clk)
-    base2 <= \$58 ;
+    pp_17_26 <= \$56 ;
   always @(posedge clk)
-    prod3 <= \$59 ;
+    base2 <= \$57 ;
   always @(posedge clk)
-    base3 <= \$60 ;
+    prod3 <= \$58 ;
   always @(posedge clk)
-    frac4 <= \$61 ;
+    base3 <= \$59 ;
   always @(posedge clk)
-    v2 <= \$62 ;
+    frac4 <= \$60 ;
   always @(posedge clk)
-    v3 <= \$63 ;
+    v2 <= \$61 ;
   always @(posedge clk)
-    v4 <= \$64 ;
+    v3 <= \$62 ;
   always @(posedge clk)
-    last2 <= \$65 ;
+    v4 <= \$63 ;
   always @(posedge clk)
-    last3 <= \$66 ;
+    last2 <= \$64 ;
   always @(posedge clk)
-    last4 <= \$67 ;
+    last3 <= \$65 ;
+  always @(posedge clk)
+    last4 <= \$66 ;
   assign div_diff = { rem[8:0], 1'h0 } - n;
   assign \$1  = ~ v4;
   assign en = \$1  | o__ready;
-  assign \$2  = b != n;
-  assign \$3  = emitting & \$2 ;
-  assign step = en & \$3 ;
-  assign \$4  = \$signal  | emitting;
-  assign \$5  = | { v4, v3, v2, v1 };
-  assign busy = \$4  | \$5 ;
-  assign \$6  = ~ busy;
-  assign \$7  = start & \$6 ;
-  assign \$8  = batch - 1'h1;
+  assign \$2  = emitting & more;
+  assign step = en & \$2 ;
+  assign \$3  = \$signal  | emitting;
+  assign \$4  = | { v4, v3, v2, v1 };
+  assign busy = \$3  | \$4 ;
+  assign \$5  = ~ busy;
+  assign \$6  = start & \$5 ;
+  assign \$7  = | batch;
+  assign \$8  = batch == 1'h1;
   assign \$9  = batch == cached_b;
   assign \$10  = batch == 1'h1;
   assign \$11  = batch != 1'h1;
@@ -53196,15 +53121,15 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   assign \$14  = ~ div_diff[10];
   assign \$15  = div_cnt - 1'h1;
   assign \$16  = div_cnt == 1'h1;
-  assign \$17  = b != n;
-  assign \$18  = emitting & \$17 ;
-  assign \$19  = b == n_last;
-  assign \$20  = x1[16:0] * f[25:0];
-  assign \$21  = x1[16:0] * f[32:26];
-  assign \$22  = x1[31:17] * f[25:0];
-  assign \$23  = x1[31:17] * f[32:26];
-  assign \$25  = 1'h0 + \$24 ;
+  assign \$17  = emitting & more;
+  assign \$18  = x1[16:0] * f[25:0];
+  assign \$19  = x1[16:0] * f[32:26];
+  assign \$20  = x1[31:17] * f[25:0];
+  assign \$21  = x1[31:17] * f[32:26];
+  assign \$23  = 1'h0 + \$22 ;
+  assign \$25  = \$23  + \$24 ;
   assign \$27  = \$25  + \$26 ;
+  assign \$29  = \$27  + \$28 ;
   \dqn_trainer_u250.core.replay.strata.prng  prng (
     .ahead(word),
     .clk(clk),
@@ -53215,168 +53140,198 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$40  = n;
-    if (\$7 ) begin
-      \$40  = batch;
+    \$38  = n;
+    if (\$6 ) begin
+      \$38  = batch;
     end
     if (rst) begin
-      \$40  = 9'h000;
+      \$38  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$41  = n_last;
-    if (\$7 ) begin
-      \$41  = \$8 [7:0];
-    end
-    if (rst) begin
-      \$41  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$42  = b;
-    if (\$7 ) begin
-      \$42  = 9'h000;
+    \$39  = togo;
+    if (\$6 ) begin
+      \$39  = batch;
     end
     if (en) begin
-      if (\$34 ) begin
-        \$42  = \$35 [8:0];
+      if (\$31 ) begin
+        \$39  = \$32 [8:0];
       end
     end
     if (rst) begin
-      \$42  = 9'h000;
+      \$39  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$43  = base;
-    if (\$7 ) begin
-      \$43  = 33'h000000000;
+    \$40  = more;
+    if (\$6 ) begin
+      \$40  = \$7 ;
     end
     if (en) begin
-      if (\$34 ) begin
-        \$43  = \$36 [32:0];
+      if (\$31 ) begin
+        \$40  = \$33 ;
       end
     end
     if (rst) begin
-      \$43  = 33'h000000000;
+      \$40  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$44  = emitting;
-    if (\$7 ) begin
+    \$41  = at_last;
+    if (\$6 ) begin
+      \$41  = \$8 ;
+    end
+    if (en) begin
+      if (\$31 ) begin
+        \$41  = \$34 ;
+      end
+    end
+    if (rst) begin
+      \$41  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$42  = base;
+    if (\$6 ) begin
+      \$42  = 33'h000000000;
+    end
+    if (en) begin
+      if (\$31 ) begin
+        \$42  = \$35 [32:0];
+      end
+    end
+    if (rst) begin
+      \$42  = 33'h000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$43  = emitting;
+    if (\$6 ) begin
       if (\$9 ) begin
-        \$44  = 1'h1;
+        \$43  = 1'h1;
       end
     end
     if (\$signal ) begin
       if (\$16 ) begin
-        \$44  = 1'h1;
+        \$43  = 1'h1;
       end
     end
     if (en) begin
-      if (\$34 ) begin
-        if (\$37 ) begin
-          \$44  = 1'h0;
+      if (\$31 ) begin
+        if (at_last) begin
+          \$43  = 1'h0;
         end
       end
     end
-    if (\$39 ) begin
-      \$44  = 1'h0;
+    if (\$37 ) begin
+      \$43  = 1'h0;
     end
     if (rst) begin
-      \$44  = 1'h0;
+      \$43  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$45  = \$signal ;
-    if (\$7 ) begin
+    \$44  = \$signal ;
+    if (\$6 ) begin
       (* full_case = 32'd1 *)
       if (\$9 ) begin
       end else begin
-        \$45  = 1'h1;
+        \$44  = 1'h1;
       end
     end
     if (\$signal ) begin
       if (\$16 ) begin
-        \$45  = 1'h0;
+        \$44  = 1'h0;
       end
     end
     if (rst) begin
-      \$45  = 1'h0;
+      \$44  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$46  = div_cnt;
-    if (\$7 ) begin
+    \$45  = div_cnt;
+    if (\$6 ) begin
       (* full_case = 32'd1 *)
       if (\$9 ) begin
       end else begin
-        \$46  = 6'h20;
+        \$45  = 6'h20;
       end
     end
     if (\$signal ) begin
-      \$46  = \$15 [5:0];
+      \$45  = \$15 [5:0];
     end
     if (rst) begin
-      \$46  = 6'h00;
+      \$45  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$47  = f;
-    if (\$7 ) begin
+    \$46  = f;
+    if (\$6 ) begin
       (* full_case = 32'd1 *)
       if (\$9 ) begin
       end else begin
-        \$47  = { 32'h00000000, \$10  };
+        \$46  = { 32'h00000000, \$10  };
       end
     end
     if (\$signal ) begin
-      \$47  = { f[31:0], \$14  };
+      \$46  = { f[31:0], \$14  };
     end
     if (rst) begin
-      \$47  = 33'h000000000;
+      \$46  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$48  = rem;
-    if (\$7 ) begin
+    \$47  = rem;
+    if (\$6 ) begin
       (* full_case = 32'd1 *)
       if (\$9 ) begin
       end else begin
-        \$48  = { 9'h000, \$11  };
+        \$47  = { 9'h000, \$11  };
       end
     end
     if (\$signal ) begin
-      \$48  = \$13 ;
+      \$47  = \$13 ;
     end
     if (rst) begin
-      \$48  = 10'h000;
+      \$47  = 10'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$49  = cached_b;
+    \$48  = cached_b;
     if (\$signal ) begin
       if (\$16 ) begin
-        \$49  = n;
+        \$48  = n;
       end
     end
     if (rst) begin
-      \$49  = 9'h000;
+      \$48  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$50  = v1;
+    \$49  = v1;
     if (en) begin
-      \$50  = \$18 ;
+      \$49  = \$17 ;
+    end
+    if (rst) begin
+      \$49  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
+    \$50  = last1;
+    if (en) begin
+      \$50  = at_last;
     end
     if (rst) begin
       \$50  = 1'h0;
@@ -53384,119 +53339,119 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$51  = last1;
+    \$51  = x1;
     if (en) begin
-      \$51  = \$19 ;
+      \$51  = word;
     end
     if (rst) begin
-      \$51  = 1'h0;
+      \$51  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$52  = x1;
+    \$52  = base1;
     if (en) begin
-      \$52  = word;
+      \$52  = base;
     end
     if (rst) begin
-      \$52  = 32'd0;
+      \$52  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$53  = base1;
+    \$53  = pp_0_0;
     if (en) begin
-      \$53  = base;
+      \$53  = \$18 ;
     end
     if (rst) begin
-      \$53  = 33'h000000000;
+      \$53  = 43'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$54  = pp_0_0;
+    \$54  = pp_0_26;
     if (en) begin
-      \$54  = \$20 ;
+      \$54  = \$19 ;
     end
     if (rst) begin
-      \$54  = 43'h00000000000;
+      \$54  = 24'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$55  = pp_0_26;
+    \$55  = pp_17_0;
     if (en) begin
-      \$55  = \$21 ;
+      \$55  = \$20 ;
     end
     if (rst) begin
-      \$55  = 24'h000000;
+      \$55  = 41'h00000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$56  = pp_17_0;
+    \$56  = pp_17_26;
     if (en) begin
-      \$56  = \$22 ;
+      \$56  = \$21 ;
     end
     if (rst) begin
-      \$56  = 41'h00000000000;
+      \$56  = 22'h000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$57  = pp_17_26;
+    \$57  = base2;
     if (en) begin
-      \$57  = \$23 ;
+      \$57  = base1;
     end
     if (rst) begin
-      \$57  = 22'h000000;
+      \$57  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$58  = base2;
+    \$58  = prod3;
     if (en) begin
-      \$58  = base1;
+      \$58  = \$29 [64:0];
     end
     if (rst) begin
-      \$58  = 33'h000000000;
+      \$58  = 65'h00000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$59  = prod3;
+    \$59  = base3;
     if (en) begin
-      \$59  = \$31 [64:0];
+      \$59  = base2;
     end
     if (rst) begin
-      \$59  = 65'h00000000000000000;
+      \$59  = 33'h000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$60  = base3;
+    \$60  = frac4;
     if (en) begin
-      \$60  = base2;
+      \$60  = \$30 [31:0];
     end
     if (rst) begin
-      \$60  = 33'h000000000;
+      \$60  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$61  = frac4;
+    \$61  = v2;
     if (en) begin
-      \$61  = \$32 [31:0];
+      \$61  = v1;
     end
     if (rst) begin
-      \$61  = 32'd0;
+      \$61  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$62  = v2;
+    \$62  = v3;
     if (en) begin
-      \$62  = v1;
+      \$62  = v2;
     end
     if (rst) begin
       \$62  = 1'h0;
@@ -53504,9 +53459,9 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$63  = v3;
+    \$63  = v4;
     if (en) begin
-      \$63  = v2;
+      \$63  = v3;
     end
     if (rst) begin
       \$63  = 1'h0;
@@ -53514,9 +53469,9 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$64  = v4;
+    \$64  = last2;
     if (en) begin
-      \$64  = v3;
+      \$64  = last1;
     end
     if (rst) begin
       \$64  = 1'h0;
@@ -53524,9 +53479,9 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$65  = last2;
+    \$65  = last3;
     if (en) begin
-      \$65  = last1;
+      \$65  = last2;
     end
     if (rst) begin
       \$65  = 1'h0;
@@ -53534,22 +53489,12 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$66  = last3;
+    \$66  = last4;
     if (en) begin
-      \$66  = last2;
+      \$66  = last3;
     end
     if (rst) begin
       \$66  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$10 ) begin end
-    \$67  = last4;
-    if (en) begin
-      \$67  = last3;
-    end
-    if (rst) begin
-      \$67  = 1'h0;
     end
   end
   assign \seed$1  = seed;
@@ -53559,10 +53504,10 @@ module \dqn_trainer_u250.core.replay.strata (rst, busy, load, o__ready, start, s
   assign \o__payload.last  = o__payload[32];
   assign o__payload[32] = last4;
   assign o__payload[31:0] = frac4;
-  assign \$24  = { 1'h0, pp_0_0 };
-  assign \$26  = { 5'h00, pp_0_26, 26'h0000000 };
-  assign \$28  = { 14'h0000, pp_17_0, 17'h00000 };
-  assign \$30  = { 20'h00000, pp_17_26, 43'h00000000000 };
+  assign \$22  = { 1'h0, pp_0_0 };
+  assign \$24  = { 5'h00, pp_0_26, 26'h0000000 };
+  assign \$26  = { 14'h0000, pp_17_0, 17'h00000 };
+  assign \$28  = { 20'h00000, pp_17_26, 43'h00000000000 };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -56188,19 +56133,19 @@ module \dqn_trainer_u250.core.replay.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$531  = a[2:0] == 3'h6;
   assign \$532  = a_valid & \$531 ;
   assign \$533  = ! a[5:3];
-  assign \$534  = a[25:6] >= 1'h1;
+  assign \$534  = | a[25:6];
   assign \$535  = \$533  & \$534 ;
   assign \$536  = a[5:3] == 1'h1;
-  assign \$537  = a[25:6] >= 5'h10;
+  assign \$537  = | a[25:10];
   assign \$538  = \$536  & \$537 ;
   assign \$539  = a[5:3] == 2'h2;
-  assign \$540  = a[25:6] >= 9'h100;
+  assign \$540  = | a[25:14];
   assign \$541  = \$539  & \$540 ;
   assign \$542  = a[5:3] == 2'h3;
-  assign \$543  = a[25:6] >= 13'h1000;
+  assign \$543  = | a[25:18];
   assign \$544  = \$542  & \$543 ;
   assign \$545  = a[5:3] == 3'h4;
-  assign \$546  = a[25:6] >= 17'h10000;
+  assign \$546  = | a[25:22];
   assign \$547  = \$545  & \$546 ;
   assign \$548  = a[5:3] > 3'h5;
   assign \$549  = | { \$548 , \$547 , \$544 , \$541 , \$538 , \$535  };
@@ -56435,19 +56380,19 @@ module \dqn_trainer_u250.core.replay.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$105  = a[2:0] == 3'h6;
   assign \$106  = a_valid & \$105 ;
   assign \$107  = ! a[5:3];
-  assign \$108  = a[25:6] >= 1'h1;
+  assign \$108  = | a[25:6];
   assign \$109  = \$107  & \$108 ;
   assign \$110  = a[5:3] == 1'h1;
-  assign \$111  = a[25:6] >= 5'h10;
+  assign \$111  = | a[25:10];
   assign \$112  = \$110  & \$111 ;
   assign \$113  = a[5:3] == 2'h2;
-  assign \$114  = a[25:6] >= 9'h100;
+  assign \$114  = | a[25:14];
   assign \$115  = \$113  & \$114 ;
   assign \$116  = a[5:3] == 2'h3;
-  assign \$117  = a[25:6] >= 13'h1000;
+  assign \$117  = | a[25:18];
   assign \$118  = \$116  & \$117 ;
   assign \$119  = a[5:3] == 3'h4;
-  assign \$120  = a[25:6] >= 17'h10000;
+  assign \$120  = | a[25:22];
   assign \$121  = \$119  & \$120 ;
   assign \$122  = a[5:3] > 3'h5;
   assign \$123  = | { \$122 , \$121 , \$118 , \$115 , \$112 , \$109  };
@@ -56469,19 +56414,19 @@ module \dqn_trainer_u250.core.replay.tree (rst, cmd__ready, busy, rsp__payload, 
   assign \$140  = a[2:0] == 3'h6;
   assign \$141  = a_valid & \$140 ;
   assign \$142  = ! a[5:3];
-  assign \$143  = a[25:6] >= 1'h1;
+  assign \$143  = | a[25:6];
   assign \$144  = \$142  & \$143 ;
   assign \$145  = a[5:3] == 1'h1;
-  assign \$146  = a[25:6] >= 5'h10;
+  assign \$146  = | a[25:10];
   assign \$147  = \$145  & \$146 ;
   assign \$148  = a[5:3] == 2'h2;
-  assign \$149  = a[25:6] >= 9'h100;
+  assign \$149  = | a[25:14];
   assign \$150  = \$148  & \$149 ;
   assign \$151  = a[5:3] == 2'h3;
-  assign \$152  = a[25:6] >= 13'h1000;
+  assign \$152  = | a[25:18];
   assign \$153  = \$151  & \$152 ;
   assign \$154  = a[5:3] == 3'h4;
-  assign \$155  = a[25:6] >= 17'h10000;
+  assign \$155  = | a[25:22];
   assign \$156  = \$154  & \$155 ;
   assign \$157  = a[5:3] > 3'h5;
   assign \$158  = | { \$157 , \$156 , \$153 , \$150 , \$147 , \$144  };
@@ -70388,36 +70333,35 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
 `endif
 `endif
   wire \$1 ;
-  wire \$10 ;
-  wire [9:0] \$11 ;
-  wire \$12 ;
-  wire [24:0] \$13 ;
+  wire [24:0] \$10 ;
+  wire \$11 ;
+  wire [9:0] \$12 ;
+  wire [9:0] \$13 ;
   wire \$14 ;
   wire \$15 ;
-  wire [9:0] \$16 ;
-  wire [9:0] \$17 ;
-  wire \$18 ;
-  wire \$19 ;
+  wire \$16 ;
+  wire \$17 ;
+  reg \$18 ;
+  reg \$19 ;
   wire \$2 ;
-  wire \$20 ;
-  reg \$21 ;
+  reg [8:0] \$20 ;
+  reg [23:0] \$21 ;
   reg \$22 ;
   reg [8:0] \$23 ;
-  reg [23:0] \$24 ;
-  reg [8:0] \$25 ;
+  reg [8:0] \$24 ;
+  reg \$25 ;
   reg \$26 ;
-  reg [8:0] \$27 ;
+  reg \$27 ;
   reg \$28 ;
   reg \$29 ;
   wire [9:0] \$3 ;
   reg \$30 ;
-  reg \$31 ;
-  reg [24:0] \$32 ;
+  reg [24:0] \$31 ;
   wire \$4 ;
   wire \$5 ;
   wire \$6 ;
   wire [23:0] \$7 ;
-  wire [9:0] \$8 ;
+  wire \$8 ;
   wire \$9 ;
   wire [7:0] \$signature__addr ;
   wire [23:0] \$signature__data ;
@@ -70462,7 +70406,6 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   wire \i__valid$4 ;
   reg [24:0] log_diff = 25'h0000000;
   reg [23:0] log_min = 24'h000000;
-  reg [8:0] n = 9'h000;
   reg [8:0] n_read = 9'h000;
   reg [8:0] n_written = 9'h000;
   wire [24:0] o__payload;
@@ -70492,7 +70435,10 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   wire [7:0] rd__addr;
   wire [23:0] rd__data;
   wire rd__en;
+  reg read_at_last = 1'h0;
   reg read_last = 1'h0;
+  reg [8:0] read_left = 9'h000;
+  reg read_more = 1'h0;
   reg read_valid = 1'h0;
   input rst;
   wire rst;
@@ -70526,43 +70472,44 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   assign \$5  = $signed(o__payload[23:0]) < $signed(log_min);
   assign \$6  = \$4  | \$5 ;
   assign \$7  = \$6  ? o__payload[23:0] : log_min;
-  assign \$8  = n_written + 1'h1;
-  assign \$9  = n_read != n;
-  assign \$10  = computing & \$9 ;
-  assign \$11  = n - 1'h1;
-  assign \$12  = n_read == \$11 ;
-  assign \$13  = $signed(log_min) - $signed(rd__data);
-  assign \$14  = n_read != n;
-  assign \$15  = computing & \$14 ;
-  assign \$16  = n_read + 1'h1;
-  assign \$17  = n - 1'h1;
-  assign \$18  = n_read == \$17 ;
-  assign \$19  = \o__valid$31  & \o__ready$35 ;
-  assign \$20  = \$19  & \o__payload$33 [17];
+  assign \$8  = ! n_written;
+  assign \$9  = computing & read_more;
+  assign \$10  = $signed(log_min) - $signed(rd__data);
+  assign \$11  = computing & read_more;
+  assign \$12  = n_read + 1'h1;
+  assign \$13  = read_left - 1'h1;
+  assign \$14  = read_left == 1'h1;
+  assign \$15  = ~ read_at_last;
+  assign \$16  = \o__valid$31  & \o__ready$35 ;
+  assign \$17  = \$16  & \o__payload$33 [17];
   always @(posedge clk)
-    busy <= \$21 ;
+    busy <= \$18 ;
   always @(posedge clk)
-    accepting <= \$22 ;
+    accepting <= \$19 ;
   always @(posedge clk)
-    n_written <= \$23 ;
+    n_written <= \$20 ;
   always @(posedge clk)
-    log_min <= \$24 ;
+    log_min <= \$21 ;
   always @(posedge clk)
-    n <= \$25 ;
+    computing <= \$22 ;
   always @(posedge clk)
-    computing <= \$26 ;
+    n_read <= \$23 ;
   always @(posedge clk)
-    n_read <= \$27 ;
+    read_left <= \$24 ;
   always @(posedge clk)
-    read_valid <= \$28 ;
+    read_more <= \$25 ;
   always @(posedge clk)
-    read_last <= \$29 ;
+    read_at_last <= \$26 ;
   always @(posedge clk)
-    diff_valid <= \$30 ;
+    read_valid <= \$27 ;
   always @(posedge clk)
-    diff_last <= \$31 ;
+    read_last <= \$28 ;
   always @(posedge clk)
-    log_diff <= \$32 ;
+    diff_valid <= \$29 ;
+  always @(posedge clk)
+    diff_last <= \$30 ;
+  always @(posedge clk)
+    log_diff <= \$31 ;
   \dqn_trainer_u250.core.replay.weights.exp2  exp2 (
     .clk(clk),
     .en(\o__ready$27 ),
@@ -70571,7 +70518,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     .o__payload(\o__payload$34 ),
     .o__ready(\o__ready$35 ),
     .rst(rst),
-    .valid5(\o__valid$31 )
+    .valid6(\o__valid$31 )
   );
   \dqn_trainer_u250.core.replay.weights.log2  log2 (
     .clk(clk),
@@ -70580,7 +70527,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
     .i__valid(i__valid),
     .o__payload(o__payload),
     .rst(rst),
-    .valid6(\$signature__en )
+    .valid7(\$signature__en )
   );
   \dqn_trainer_u250.core.replay.weights.scale  scale (
     .clk(clk),
@@ -70594,39 +70541,85 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   );
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$21  = busy;
+    \$18  = busy;
     if (\$2 ) begin
-      \$21  = 1'h1;
+      \$18  = 1'h1;
     end
-    if (\$20 ) begin
-      \$21  = 1'h0;
+    if (\$17 ) begin
+      \$18  = 1'h0;
     end
     if (rst) begin
-      \$21  = 1'h0;
+      \$18  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$22  = accepting;
+    \$19  = accepting;
     if (\$2 ) begin
       if (\i__payload$6 [32]) begin
-        \$22  = 1'h0;
+        \$19  = 1'h0;
       end
     end
-    if (\$20 ) begin
-      \$22  = 1'h1;
+    if (\$17 ) begin
+      \$19  = 1'h1;
     end
     if (rst) begin
-      \$22  = 1'h1;
+      \$19  = 1'h1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$23  = n_written;
+    \$20  = n_written;
     if (\$signature__en ) begin
-      \$23  = \$3 [8:0];
+      \$20  = \$3 [8:0];
+      if (o__payload[24]) begin
+        \$20  = 9'h000;
+      end
+    end
+    if (rst) begin
+      \$20  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$21  = log_min;
+    if (\$signature__en ) begin
+      \$21  = \$7 ;
+    end
+    if (rst) begin
+      \$21  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$22  = computing;
+    if (\$signature__en ) begin
+      if (o__payload[24]) begin
+        \$22  = 1'h1;
+      end
+    end
+    if (en) begin
+      if (\$11 ) begin
+        if (read_at_last) begin
+          \$22  = 1'h0;
+        end
+      end
+    end
+    if (rst) begin
+      \$22  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$23  = n_read;
+    if (\$signature__en ) begin
       if (o__payload[24]) begin
         \$23  = 9'h000;
+      end
+    end
+    if (en) begin
+      if (\$11 ) begin
+        \$23  = \$12 [8:0];
       end
     end
     if (rst) begin
@@ -70635,39 +70628,49 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$24  = log_min;
-    if (\$signature__en ) begin
-      \$24  = \$7 ;
-    end
-    if (rst) begin
-      \$24  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$25  = n;
+    \$24  = read_left;
     if (\$signature__en ) begin
       if (o__payload[24]) begin
-        \$25  = \$8 [8:0];
-      end
-    end
-    if (rst) begin
-      \$25  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$26  = computing;
-    if (\$signature__en ) begin
-      if (o__payload[24]) begin
-        \$26  = 1'h1;
+        \$24  = n_written;
       end
     end
     if (en) begin
-      if (\$15 ) begin
-        if (\$18 ) begin
-          \$26  = 1'h0;
-        end
+      if (\$11 ) begin
+        \$24  = \$13 [8:0];
+      end
+    end
+    if (rst) begin
+      \$24  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$25  = read_more;
+    if (\$signature__en ) begin
+      if (o__payload[24]) begin
+        \$25  = 1'h1;
+      end
+    end
+    if (en) begin
+      if (\$11 ) begin
+        \$25  = \$15 ;
+      end
+    end
+    if (rst) begin
+      \$25  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
+    \$26  = read_at_last;
+    if (\$signature__en ) begin
+      if (o__payload[24]) begin
+        \$26  = \$8 ;
+      end
+    end
+    if (en) begin
+      if (\$11 ) begin
+        \$26  = \$14 ;
       end
     end
     if (rst) begin
@@ -70676,26 +70679,19 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$27  = n_read;
-    if (\$signature__en ) begin
-      if (o__payload[24]) begin
-        \$27  = 9'h000;
-      end
-    end
+    \$27  = read_valid;
     if (en) begin
-      if (\$15 ) begin
-        \$27  = \$16 [8:0];
-      end
+      \$27  = \$9 ;
     end
     if (rst) begin
-      \$27  = 9'h000;
+      \$27  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$28  = read_valid;
+    \$28  = read_last;
     if (en) begin
-      \$28  = \$10 ;
+      \$28  = read_at_last;
     end
     if (rst) begin
       \$28  = 1'h0;
@@ -70703,9 +70699,9 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$29  = read_last;
+    \$29  = diff_valid;
     if (en) begin
-      \$29  = \$12 ;
+      \$29  = read_valid;
     end
     if (rst) begin
       \$29  = 1'h0;
@@ -70713,9 +70709,9 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$30  = diff_valid;
+    \$30  = diff_last;
     if (en) begin
-      \$30  = read_valid;
+      \$30  = read_last;
     end
     if (rst) begin
       \$30  = 1'h0;
@@ -70723,22 +70719,12 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$31  = diff_last;
+    \$31  = log_diff;
     if (en) begin
-      \$31  = read_last;
+      \$31  = \$10 ;
     end
     if (rst) begin
-      \$31  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
-    \$32  = log_diff;
-    if (en) begin
-      \$32  = \$13 ;
-    end
-    if (rst) begin
-      \$32  = 25'h0000000;
+      \$31  = 25'h0000000;
     end
   end
   assign o__ready = 1'h1;
@@ -70783,7 +70769,7 @@ module \dqn_trainer_u250.core.replay.weights (rst, i__ready, \i__payload$6 , \i_
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid, o__payload, valid5, o__ready, clk);
+module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid, o__payload, valid6, o__ready, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$20  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -70792,29 +70778,38 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
 `endif
   wire \$1 ;
   wire \$10 ;
-  reg [4:0] \$100 ;
+  reg \$100 ;
   reg \$101 ;
-  reg \$102 ;
+  reg [4:0] \$102 ;
   reg \$103 ;
-  reg [7:0] \$104 ;
-  reg [21:0] \$105 ;
-  reg [22:0] \$106 ;
-  reg [4:0] \$107 ;
-  reg \$108 ;
-  reg \$109 ;
+  reg \$104 ;
+  reg \$105 ;
+  reg [7:0] \$106 ;
+  reg [21:0] \$107 ;
+  reg [14:0] \$108 ;
+  reg [4:0] \$109 ;
   wire \$11 ;
   reg \$110 ;
-  reg [22:0] \$111 ;
-  reg [4:0] \$112 ;
-  reg \$113 ;
-  reg \$114 ;
-  reg \$115 ;
-  reg [17:0] \$116 ;
+  reg \$111 ;
+  reg \$112 ;
+  reg [7:0] \$113 ;
+  reg [21:0] \$114 ;
+  reg [22:0] \$115 ;
+  reg [4:0] \$116 ;
   reg \$117 ;
   reg \$118 ;
-  reg [16:0] \$119 ;
+  reg \$119 ;
   wire [22:0] \$12 ;
-  reg \$120 ;
+  reg [22:0] \$120 ;
+  reg [4:0] \$121 ;
+  reg \$122 ;
+  reg \$123 ;
+  reg \$124 ;
+  reg [17:0] \$125 ;
+  reg \$126 ;
+  reg \$127 ;
+  reg [16:0] \$128 ;
+  reg \$129 ;
   wire [22:0] \$13 ;
   wire [53:0] \$14 ;
   wire [17:0] \$15 ;
@@ -70910,13 +70905,16 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   reg \$97 ;
   reg \$98 ;
   reg \$99 ;
+  reg [21:0] a1b = 22'h000000;
   reg [21:0] a2 = 22'h000000;
   reg big1 = 1'h0;
+  reg big1b = 1'h0;
   reg big2 = 1'h0;
   reg big3 = 1'h0;
   reg big4 = 1'h0;
   input clk;
   wire clk;
+  reg [14:0] d1b = 15'h0000;
   output en;
   wire en;
   input [24:0] i__payload;
@@ -70928,6 +70926,7 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   wire i__valid;
   reg [22:0] m3 = 23'h000000;
   reg min1 = 1'h0;
+  reg min1b = 1'h0;
   reg min2 = 1'h0;
   reg min3 = 1'h0;
   reg min4 = 1'h0;
@@ -70943,12 +70942,14 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   reg over5 = 1'h0;
   reg [22:0] p2 = 23'h000000;
   reg [7:0] r1 = 8'h00;
+  reg [7:0] r1b = 8'h00;
   wire [7:0] rd__addr;
   wire [36:0] rd__data;
   wire rd__en;
   input rst;
   wire rst;
   reg [4:0] shift1 = 5'h00;
+  reg [4:0] shift1b = 5'h00;
   reg [4:0] shift2 = 5'h00;
   reg [4:0] shift3 = 5'h00;
   reg tag1 = 1'h0;
@@ -70956,17 +70957,21 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   reg tag3 = 1'h0;
   reg tag4 = 1'h0;
   reg tag5 = 1'h0;
+  reg tag6 = 1'h0;
   reg valid1 = 1'h0;
   reg valid2 = 1'h0;
   reg valid3 = 1'h0;
   reg valid4 = 1'h0;
-  output valid5;
   reg valid5 = 1'h0;
+  output valid6;
+  reg valid6 = 1'h0;
   reg [16:0] value5 = 17'h00000;
   reg [17:0] w4 = 18'h00000;
   reg zero1 = 1'h0;
+  reg zero1b = 1'h0;
   reg zero2 = 1'h0;
   reg zero3 = 1'h0;
+  (* rom_style = "block" *)
   reg [36:0] exp_table [255:0];
   initial begin
     exp_table[0] = 37'h0b1b000000;
@@ -71233,7 +71238,7 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
     end
   end
   assign rd__data = _0_;
-  assign \$1  = ~ valid5;
+  assign \$1  = ~ valid6;
   assign en = \$1  | o__ready;
   assign \$2  = $signed(i__payload[23:16]) < $signed(6'h2e);
   assign \$3  = $signed(i__payload[23:16]) > $signed(1'h0);
@@ -71245,7 +71250,7 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   assign \$9  = i__payload[23:0] == 24'h800000;
   assign \$10  = \$8  | \$9 ;
   assign \$11  = i__payload[23:0] == 24'h800000;
-  assign \$12  = rd__data[36:22] * r1;
+  assign \$12  = d1b * r1b;
   assign \$13  = a2 + p2[22:8];
   assign \$14  = m3 << shift3;
   assign \$15  = zero3 ? 18'h00000 : \$14 [40:23];
@@ -71334,57 +71339,75 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   always @(posedge clk)
     valid5 <= \$94 ;
   always @(posedge clk)
-    tag1 <= \$95 ;
+    valid6 <= \$95 ;
   always @(posedge clk)
-    tag2 <= \$96 ;
+    tag1 <= \$96 ;
   always @(posedge clk)
-    tag3 <= \$97 ;
+    tag2 <= \$97 ;
   always @(posedge clk)
-    tag4 <= \$98 ;
+    tag3 <= \$98 ;
   always @(posedge clk)
-    tag5 <= \$99 ;
+    tag4 <= \$99 ;
   always @(posedge clk)
-    shift1 <= \$100 ;
+    tag5 <= \$100 ;
   always @(posedge clk)
-    big1 <= \$101 ;
+    tag6 <= \$101 ;
   always @(posedge clk)
-    zero1 <= \$102 ;
+    shift1 <= \$102 ;
   always @(posedge clk)
-    min1 <= \$103 ;
+    big1 <= \$103 ;
   always @(posedge clk)
-    r1 <= \$104 ;
+    zero1 <= \$104 ;
   always @(posedge clk)
-    a2 <= \$105 ;
+    min1 <= \$105 ;
   always @(posedge clk)
-    p2 <= \$106 ;
+    r1 <= \$106 ;
   always @(posedge clk)
-    shift2 <= \$107 ;
+    a1b <= \$107 ;
   always @(posedge clk)
-    big2 <= \$108 ;
+    d1b <= \$108 ;
   always @(posedge clk)
-    zero2 <= \$109 ;
+    shift1b <= \$109 ;
   always @(posedge clk)
-    min2 <= \$110 ;
+    big1b <= \$110 ;
   always @(posedge clk)
-    m3 <= \$111 ;
+    zero1b <= \$111 ;
   always @(posedge clk)
-    shift3 <= \$112 ;
+    min1b <= \$112 ;
   always @(posedge clk)
-    big3 <= \$113 ;
+    r1b <= \$113 ;
   always @(posedge clk)
-    zero3 <= \$114 ;
+    a2 <= \$114 ;
   always @(posedge clk)
-    min3 <= \$115 ;
+    p2 <= \$115 ;
   always @(posedge clk)
-    w4 <= \$116 ;
+    shift2 <= \$116 ;
   always @(posedge clk)
-    big4 <= \$117 ;
+    big2 <= \$117 ;
   always @(posedge clk)
-    min4 <= \$118 ;
+    zero2 <= \$118 ;
   always @(posedge clk)
-    value5 <= \$119 ;
+    min2 <= \$119 ;
   always @(posedge clk)
-    over5 <= \$120 ;
+    m3 <= \$120 ;
+  always @(posedge clk)
+    shift3 <= \$121 ;
+  always @(posedge clk)
+    big3 <= \$122 ;
+  always @(posedge clk)
+    zero3 <= \$123 ;
+  always @(posedge clk)
+    min3 <= \$124 ;
+  always @(posedge clk)
+    w4 <= \$125 ;
+  always @(posedge clk)
+    big4 <= \$126 ;
+  always @(posedge clk)
+    min4 <= \$127 ;
+  always @(posedge clk)
+    value5 <= \$128 ;
+  always @(posedge clk)
+    over5 <= \$129 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$90  = valid1;
@@ -71437,188 +71460,254 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$95  = tag1;
+    \$95  = valid6;
     if (en) begin
-      \$95  = i__payload[24];
+      \$95  = valid5;
+    end
+    if (rst) begin
+      \$95  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$96  = tag2;
+    \$96  = tag1;
     if (en) begin
-      \$96  = tag1;
+      \$96  = i__payload[24];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$97  = tag3;
+    \$97  = tag2;
     if (en) begin
-      \$97  = tag2;
+      \$97  = tag1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$98  = tag4;
+    \$98  = tag3;
     if (en) begin
-      \$98  = tag3;
+      \$98  = tag2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$99  = tag5;
+    \$99  = tag4;
     if (en) begin
-      \$99  = tag4;
+      \$99  = tag3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$100  = shift1;
+    \$100  = tag5;
     if (en) begin
-      \$100  = \$6 ;
+      \$100  = tag4;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$101  = big1;
+    \$101  = tag6;
     if (en) begin
-      \$101  = \$7 ;
+      \$101  = tag5;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$102  = zero1;
+    \$102  = shift1;
     if (en) begin
-      \$102  = \$10 ;
+      \$102  = \$6 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$103  = min1;
+    \$103  = big1;
     if (en) begin
-      \$103  = \$11 ;
+      \$103  = \$7 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$104  = r1;
+    \$104  = zero1;
     if (en) begin
-      \$104  = i__payload[7:0];
+      \$104  = \$10 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$105  = a2;
+    \$105  = min1;
     if (en) begin
-      \$105  = rd__data[21:0];
+      \$105  = \$11 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$106  = p2;
+    \$106  = r1;
     if (en) begin
-      \$106  = \$12 ;
+      \$106  = i__payload[7:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$107  = shift2;
+    \$107  = a1b;
     if (en) begin
-      \$107  = shift1;
+      \$107  = rd__data[21:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$108  = big2;
+    \$108  = d1b;
     if (en) begin
-      \$108  = big1;
+      \$108  = rd__data[36:22];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$109  = zero2;
+    \$109  = shift1b;
     if (en) begin
-      \$109  = zero1;
+      \$109  = shift1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$110  = min2;
+    \$110  = big1b;
     if (en) begin
-      \$110  = min1;
+      \$110  = big1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$111  = m3;
+    \$111  = zero1b;
     if (en) begin
-      \$111  = { 1'h1, \$13 [21:0] };
+      \$111  = zero1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$112  = shift3;
+    \$112  = min1b;
     if (en) begin
-      \$112  = shift2;
+      \$112  = min1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$113  = big3;
+    \$113  = r1b;
     if (en) begin
-      \$113  = big2;
+      \$113  = r1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$114  = zero3;
+    \$114  = a2;
     if (en) begin
-      \$114  = zero2;
+      \$114  = a1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$115  = min3;
+    \$115  = p2;
     if (en) begin
-      \$115  = min2;
+      \$115  = \$12 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$116  = w4;
+    \$116  = shift2;
     if (en) begin
-      \$116  = \$15 ;
+      \$116  = shift1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$117  = big4;
+    \$117  = big2;
     if (en) begin
-      \$117  = big3;
+      \$117  = big1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$118  = min4;
+    \$118  = zero2;
     if (en) begin
-      \$118  = min3;
+      \$118  = zero1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$119  = value5;
+    \$119  = min2;
     if (en) begin
-      \$119  = \$85 ;
+      \$119  = min1b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
-    \$120  = over5;
+    \$120  = m3;
     if (en) begin
-      \$120  = \$89 ;
+      \$120  = { 1'h1, \$13 [21:0] };
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$121  = shift3;
+    if (en) begin
+      \$121  = shift2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$122  = big3;
+    if (en) begin
+      \$122  = big2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$123  = zero3;
+    if (en) begin
+      \$123  = zero2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$124  = min3;
+    if (en) begin
+      \$124  = min2;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$125  = w4;
+    if (en) begin
+      \$125  = \$15 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$126  = big4;
+    if (en) begin
+      \$126  = big3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$127  = min4;
+    if (en) begin
+      \$127  = min3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$128  = value5;
+    if (en) begin
+      \$128  = \$85 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
+    \$129  = over5;
+    if (en) begin
+      \$129  = \$89 ;
     end
   end
   assign i__ready = en;
-  assign o__valid = valid5;
+  assign o__valid = valid6;
   assign rd__addr = i__payload[15:8];
   assign rd__en = en;
   assign \o__payload.value  = o__payload[16:0];
@@ -71628,11 +71717,11 @@ module \dqn_trainer_u250.core.replay.weights.exp2 (rst, en, i__payload, i__valid
   assign \i__payload.tag  = i__payload[24];
   assign o__payload[17] = over5;
   assign o__payload[16:0] = value5;
-  assign o__payload[18] = tag5;
+  assign o__payload[18] = tag6;
 endmodule
 
 (* generator = "Amaranth" *)
-module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload, o__payload, valid6, clk);
+module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload, o__payload, valid7, clk);
   reg \$auto$verilog_backend.cc:2355:dump_module$21  = 0;
 `ifndef SYNTHESIS // simulation only: wake the always @* blocks at time 0
 `ifndef VERILATOR
@@ -71655,22 +71744,29 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   reg \$110 ;
   reg \$111 ;
   reg \$112 ;
-  reg [31:0] \$113 ;
-  reg [31:0] \$114 ;
-  reg [4:0] \$115 ;
-  reg \$116 ;
-  reg [19:0] \$117 ;
-  reg [6:0] \$118 ;
-  reg \$119 ;
+  reg \$113 ;
+  reg \$114 ;
+  reg [31:0] \$115 ;
+  reg [31:0] \$116 ;
+  reg [4:0] \$117 ;
+  reg \$118 ;
+  reg [19:0] \$119 ;
   wire \$12 ;
-  reg [11:0] \$120 ;
-  reg [6:0] \$121 ;
-  reg \$122 ;
-  reg [26:0] \$123 ;
-  reg [29:0] \$124 ;
-  reg \$125 ;
-  reg [23:0] \$126 ;
+  reg [6:0] \$120 ;
+  reg \$121 ;
+  reg [11:0] \$122 ;
+  reg [6:0] \$123 ;
+  reg \$124 ;
+  reg [21:0] \$125 ;
+  reg [14:0] \$126 ;
+  reg [11:0] \$127 ;
+  reg [6:0] \$128 ;
+  reg \$129 ;
   wire \$13 ;
+  reg [26:0] \$130 ;
+  reg [29:0] \$131 ;
+  reg \$132 ;
+  reg [23:0] \$133 ;
   wire \$14 ;
   wire \$15 ;
   wire \$16 ;
@@ -71765,11 +71861,14 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   wire [37:0] \$97 ;
   wire [38:0] \$98 ;
   wire [30:0] \$99 ;
+  reg [21:0] a3b = 22'h000000;
   reg [29:0] base4 = 30'h00000000;
   input clk;
   wire clk;
+  reg [14:0] d3b = 15'h0000;
   reg [6:0] e2 = 7'h00;
   reg [6:0] e3 = 7'h00;
+  reg [6:0] e3b = 7'h00;
   output en;
   wire en;
   reg [19:0] f2 = 20'h00000;
@@ -71791,6 +71890,7 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   wire o__valid;
   reg [26:0] p4 = 27'h0000000;
   reg [11:0] r3 = 12'h000;
+  reg [11:0] r3b = 12'h000;
   wire [7:0] rd__addr;
   wire [36:0] rd__data;
   wire rd__en;
@@ -71802,19 +71902,23 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   reg tag4 = 1'h0;
   reg tag5 = 1'h0;
   reg tag6 = 1'h0;
+  reg tag7 = 1'h0;
   reg valid1 = 1'h0;
   reg valid2 = 1'h0;
   reg valid3 = 1'h0;
   reg valid4 = 1'h0;
   reg valid5 = 1'h0;
-  output valid6;
   reg valid6 = 1'h0;
+  output valid7;
+  reg valid7 = 1'h0;
   reg [31:0] x0 = 32'd0;
   reg [31:0] x1 = 32'd0;
   reg zero1 = 1'h0;
   reg zero2 = 1'h0;
   reg zero3 = 1'h0;
+  reg zero3b = 1'h0;
   reg zero4 = 1'h0;
+  (* rom_style = "block" *)
   reg [36:0] log_table [255:0];
   initial begin
     log_table[0] = 37'h1709c00020;
@@ -72079,7 +72183,7 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
     _0_ <= log_table[f2[19:12]];
   end
   assign rd__data = _0_;
-  assign \$1  = ~ valid6;
+  assign \$1  = ~ valid7;
   assign \$2  = | x0[31:16];
   assign \$3  = ~ \$2 ;
   assign \$4  = | x0[15:8];
@@ -72174,8 +72278,8 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   assign \$93  = ! x0;
   assign \$94  = x1 << lz1;
   assign \$95  = 4'hf - lz1;
-  assign \$96  = rd__data[36:22] * r3;
-  assign \$98  = $signed(\$97 ) + $signed({ 1'h0, rd__data[21:0] });
+  assign \$96  = d3b * r3b;
+  assign \$98  = $signed(\$97 ) + $signed({ 1'h0, a3b });
   assign \$99  = $signed(base4) + $signed({ 1'h0, p4[26:12] });
   assign \$100  = zero4 ? 25'h1800000 : \$99 [30:6];
   always @(posedge clk)
@@ -72191,45 +72295,59 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   always @(posedge clk)
     valid6 <= \$106 ;
   always @(posedge clk)
-    tag1 <= \$107 ;
+    valid7 <= \$107 ;
   always @(posedge clk)
-    tag2 <= \$108 ;
+    tag1 <= \$108 ;
   always @(posedge clk)
-    tag3 <= \$109 ;
+    tag2 <= \$109 ;
   always @(posedge clk)
-    tag4 <= \$110 ;
+    tag3 <= \$110 ;
   always @(posedge clk)
-    tag5 <= \$111 ;
+    tag4 <= \$111 ;
   always @(posedge clk)
-    tag6 <= \$112 ;
+    tag5 <= \$112 ;
   always @(posedge clk)
-    x0 <= \$113 ;
+    tag6 <= \$113 ;
   always @(posedge clk)
-    x1 <= \$114 ;
+    tag7 <= \$114 ;
   always @(posedge clk)
-    lz1 <= \$115 ;
+    x0 <= \$115 ;
   always @(posedge clk)
-    zero1 <= \$116 ;
+    x1 <= \$116 ;
   always @(posedge clk)
-    f2 <= \$117 ;
+    lz1 <= \$117 ;
   always @(posedge clk)
-    e2 <= \$118 ;
+    zero1 <= \$118 ;
   always @(posedge clk)
-    zero2 <= \$119 ;
+    f2 <= \$119 ;
   always @(posedge clk)
-    r3 <= \$120 ;
+    e2 <= \$120 ;
   always @(posedge clk)
-    e3 <= \$121 ;
+    zero2 <= \$121 ;
   always @(posedge clk)
-    zero3 <= \$122 ;
+    r3 <= \$122 ;
   always @(posedge clk)
-    p4 <= \$123 ;
+    e3 <= \$123 ;
   always @(posedge clk)
-    base4 <= \$124 ;
+    zero3 <= \$124 ;
   always @(posedge clk)
-    zero4 <= \$125 ;
+    a3b <= \$125 ;
   always @(posedge clk)
-    log5 <= \$126 ;
+    d3b <= \$126 ;
+  always @(posedge clk)
+    r3b <= \$127 ;
+  always @(posedge clk)
+    e3b <= \$128 ;
+  always @(posedge clk)
+    zero3b <= \$129 ;
+  always @(posedge clk)
+    p4 <= \$130 ;
+  always @(posedge clk)
+    base4 <= \$131 ;
+  always @(posedge clk)
+    zero4 <= \$132 ;
+  always @(posedge clk)
+    log5 <= \$133 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
     \$101  = valid1;
@@ -72292,147 +72410,199 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$107  = tag1;
+    \$107  = valid7;
     if (en) begin
-      \$107  = i__payload[32];
+      \$107  = valid6;
+    end
+    if (rst) begin
+      \$107  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$108  = tag2;
+    \$108  = tag1;
     if (en) begin
-      \$108  = tag1;
+      \$108  = i__payload[32];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$109  = tag3;
+    \$109  = tag2;
     if (en) begin
-      \$109  = tag2;
+      \$109  = tag1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$110  = tag4;
+    \$110  = tag3;
     if (en) begin
-      \$110  = tag3;
+      \$110  = tag2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$111  = tag5;
+    \$111  = tag4;
     if (en) begin
-      \$111  = tag4;
+      \$111  = tag3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$112  = tag6;
+    \$112  = tag5;
     if (en) begin
-      \$112  = tag5;
+      \$112  = tag4;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$113  = x0;
+    \$113  = tag6;
     if (en) begin
-      \$113  = i__payload[31:0];
+      \$113  = tag5;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$114  = x1;
+    \$114  = tag7;
     if (en) begin
-      \$114  = x0;
+      \$114  = tag6;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$115  = lz1;
+    \$115  = x0;
     if (en) begin
-      \$115  = { \$92 , \$90  };
+      \$115  = i__payload[31:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$116  = zero1;
+    \$116  = x1;
     if (en) begin
-      \$116  = \$93 ;
+      \$116  = x0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$117  = f2;
+    \$117  = lz1;
     if (en) begin
-      \$117  = \$94 [30:11];
+      \$117  = { \$92 , \$90  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$118  = e2;
+    \$118  = zero1;
     if (en) begin
-      \$118  = { \$95 [5], \$95  };
+      \$118  = \$93 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$119  = zero2;
+    \$119  = f2;
     if (en) begin
-      \$119  = zero1;
+      \$119  = \$94 [30:11];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$120  = r3;
+    \$120  = e2;
     if (en) begin
-      \$120  = f2[11:0];
+      \$120  = { \$95 [5], \$95  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$121  = e3;
+    \$121  = zero2;
     if (en) begin
-      \$121  = e2;
+      \$121  = zero1;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$122  = zero3;
+    \$122  = r3;
     if (en) begin
-      \$122  = zero2;
+      \$122  = f2[11:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$123  = p4;
+    \$123  = e3;
     if (en) begin
-      \$123  = \$96 ;
+      \$123  = e2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$124  = base4;
+    \$124  = zero3;
     if (en) begin
-      \$124  = \$98 [29:0];
+      \$124  = zero2;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$125  = zero4;
+    \$125  = a3b;
     if (en) begin
-      \$125  = zero3;
+      \$125  = rd__data[21:0];
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
-    \$126  = log5;
+    \$126  = d3b;
     if (en) begin
-      \$126  = \$100 [23:0];
+      \$126  = rd__data[36:22];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$127  = r3b;
+    if (en) begin
+      \$127  = r3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$128  = e3b;
+    if (en) begin
+      \$128  = e3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$129  = zero3b;
+    if (en) begin
+      \$129  = zero3;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$130  = p4;
+    if (en) begin
+      \$130  = \$96 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$131  = base4;
+    if (en) begin
+      \$131  = \$98 [29:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$132  = zero4;
+    if (en) begin
+      \$132  = zero3b;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$21 ) begin end
+    \$133  = log5;
+    if (en) begin
+      \$133  = \$100 [23:0];
     end
   end
   assign o__ready = 1'h1;
   assign i__ready = en;
-  assign o__valid = valid6;
+  assign o__valid = valid7;
   assign rd__addr = f2[19:12];
   assign rd__en = en;
   assign \o__payload.log  = o__payload[23:0];
@@ -72440,9 +72610,9 @@ module \dqn_trainer_u250.core.replay.weights.log2 (rst, i__valid, en, i__payload
   assign \i__payload.x  = i__payload[31:0];
   assign \i__payload.tag  = i__payload[32];
   assign o__payload[23:0] = log5;
-  assign o__payload[24] = tag6;
+  assign o__payload[24] = tag7;
   assign en = 1'h1;
-  assign \$97  = { e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3[6], e3, 22'h000000 };
+  assign \$97  = { e3b[6], e3b[6], e3b[6], e3b[6], e3b[6], e3b[6], e3b[6], e3b[6], e3b[6], e3b, 22'h000000 };
 endmodule
 
 (* generator = "Amaranth" *)
@@ -72665,6 +72835,9 @@ module \dqn_trainer_u250.core.replay.weights.scale (rst, en, o__ready, i__payloa
     if (en) begin
       \$23  = i__payload[40:24];
     end
+    if (rst) begin
+      \$23  = 17'h00000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$22 ) begin end
@@ -72850,256 +73023,387 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
 `endif
 `endif
   wire \$1 ;
-  wire [15:0] \$10 ;
-  wire [17:0] \$100 ;
-  wire [6:0] \$101 ;
-  wire [7:0] \$102 ;
-  wire [6:0] \$103 ;
-  wire [7:0] \$104 ;
-  wire [10:0] \$105 ;
-  wire [16:0] \$106 ;
-  wire [10:0] \$107 ;
-  wire [10:0] \$108 ;
-  wire [17:0] \$109 ;
-  wire [64:0] \$11 ;
-  reg [17:0] \$110 ;
-  wire [6:0] \$111 ;
-  wire [9:0] \$112 ;
-  wire [6:0] \$113 ;
-  wire [9:0] \$114 ;
-  wire [12:0] \$115 ;
-  wire [15:0] \$116 ;
-  wire [10:0] \$117 ;
-  wire [10:0] \$118 ;
-  wire [16:0] \$119 ;
-  wire [9:0] \$12 ;
-  wire [6:0] \$120 ;
-  wire [9:0] \$121 ;
-  wire [6:0] \$122 ;
-  wire [9:0] \$123 ;
-  wire [12:0] \$124 ;
-  wire [15:0] \$125 ;
-  wire [10:0] \$126 ;
-  wire [10:0] \$127 ;
-  wire [16:0] \$128 ;
-  wire [6:0] \$129 ;
-  wire [9:0] \$13 ;
-  wire [7:0] \$130 ;
-  wire [6:0] \$131 ;
-  wire [7:0] \$132 ;
-  wire [10:0] \$133 ;
-  wire [15:0] \$134 ;
-  wire [10:0] \$135 ;
-  wire [10:0] \$136 ;
-  wire [16:0] \$137 ;
-  reg [16:0] \$138 ;
-  wire [17:0] \$139 ;
-  wire \$14 ;
-  wire [10:0] \$140 ;
-  wire [10:0] \$141 ;
-  wire [10:0] \$142 ;
-  reg [6:0] \$143 ;
-  wire [10:0] \$144 ;
-  wire [10:0] \$145 ;
-  wire [10:0] \$146 ;
-  reg [6:0] \$147 ;
-  wire [6:0] \$148 ;
-  wire [6:0] \$149 ;
-  wire \$15 ;
-  wire [128:0] \$150 ;
-  wire [15:0] \$151 ;
-  wire [10:0] \$152 ;
-  wire [10:0] \$153 ;
-  wire [10:0] \$154 ;
-  reg [6:0] \$155 ;
-  wire [10:0] \$156 ;
-  wire [10:0] \$157 ;
-  wire [10:0] \$158 ;
-  reg [6:0] \$159 ;
-  reg [6:0] \$16 ;
-  wire [6:0] \$160 ;
-  wire [142:0] \$161 ;
-  wire [9:0] \$162 ;
-  wire \$163 ;
-  wire [6:0] \$164 ;
-  wire [9:0] \$165 ;
-  wire [6:0] \$166 ;
-  wire [9:0] \$167 ;
-  wire [12:0] \$168 ;
+  wire \$10 ;
+  wire \$100 ;
+  wire [7:0] \$101 ;
+  wire \$102 ;
+  wire [5:0] \$103 ;
+  wire \$104 ;
+  wire [5:0] \$105 ;
+  wire \$106 ;
+  wire \$107 ;
+  wire \$108 ;
+  wire \$109 ;
+  wire \$11 ;
+  wire \$110 ;
+  wire \$111 ;
+  wire \$112 ;
+  wire \$113 ;
+  wire \$114 ;
+  wire \$115 ;
+  wire \$116 ;
+  wire \$117 ;
+  wire \$118 ;
+  wire \$119 ;
+  wire [7:0] \$12 ;
+  wire \$120 ;
+  wire \$121 ;
+  wire \$122 ;
+  wire \$123 ;
+  wire \$124 ;
+  wire \$125 ;
+  wire \$126 ;
+  wire \$127 ;
+  wire \$128 ;
+  wire \$129 ;
+  wire [64:0] \$13 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
+  wire \$133 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
+  wire \$138 ;
+  wire \$139 ;
+  wire [64:0] \$14 ;
+  wire \$140 ;
+  wire \$141 ;
+  wire \$142 ;
+  wire \$143 ;
+  wire \$144 ;
+  wire \$145 ;
+  wire \$146 ;
+  wire \$147 ;
+  wire \$148 ;
+  wire \$149 ;
+  wire [64:0] \$15 ;
+  wire \$150 ;
+  wire \$151 ;
+  wire [31:0] \$152 ;
+  wire [31:0] \$153 ;
+  wire [6:0] \$154 ;
+  wire [15:0] \$155 ;
+  wire [15:0] \$156 ;
+  wire [15:0] \$157 ;
+  wire [15:0] \$158 ;
+  wire [15:0] \$159 ;
+  wire [65:0] \$16 ;
+  wire [15:0] \$160 ;
+  wire [15:0] \$161 ;
+  wire [15:0] \$162 ;
+  wire [15:0] \$163 ;
+  wire [15:0] \$164 ;
+  wire [15:0] \$165 ;
+  wire [15:0] \$166 ;
+  wire [15:0] \$167 ;
+  wire [15:0] \$168 ;
   wire [15:0] \$169 ;
-  wire \$17 ;
-  wire [10:0] \$170 ;
-  wire [10:0] \$171 ;
-  wire [16:0] \$172 ;
-  wire [6:0] \$173 ;
-  wire [9:0] \$174 ;
-  wire [6:0] \$175 ;
-  wire [9:0] \$176 ;
-  wire [12:0] \$177 ;
+  wire [64:0] \$17 ;
+  wire [15:0] \$170 ;
+  wire [15:0] \$171 ;
+  wire [15:0] \$172 ;
+  wire [15:0] \$173 ;
+  wire [15:0] \$174 ;
+  wire [15:0] \$175 ;
+  wire [15:0] \$176 ;
+  wire [15:0] \$177 ;
   wire [15:0] \$178 ;
-  wire [10:0] \$179 ;
-  wire [7:0] \$18 ;
-  wire [10:0] \$180 ;
-  wire [16:0] \$181 ;
-  wire [6:0] \$182 ;
-  wire [7:0] \$183 ;
-  wire [6:0] \$184 ;
-  wire [7:0] \$185 ;
-  wire [10:0] \$186 ;
-  wire [15:0] \$187 ;
-  wire [10:0] \$188 ;
-  wire [10:0] \$189 ;
-  wire [7:0] \$19 ;
-  wire [16:0] \$190 ;
-  reg [16:0] \$191 ;
-  wire \$192 ;
-  wire [31:0] \$193 ;
-  wire \$194 ;
-  wire [63:0] \$195 ;
-  wire \$196 ;
-  wire \$197 ;
-  wire \$198 ;
-  wire \$199 ;
+  wire [15:0] \$179 ;
+  wire [64:0] \$18 ;
+  wire [15:0] \$180 ;
+  wire [15:0] \$181 ;
+  wire [15:0] \$182 ;
+  wire [15:0] \$183 ;
+  wire [15:0] \$184 ;
+  wire [15:0] \$185 ;
+  wire [15:0] \$186 ;
+  wire [25:0] \$187 ;
+  wire [64:0] \$188 ;
+  wire [64:0] \$189 ;
+  wire \$19 ;
+  wire [14:0] \$190 ;
+  wire [65:0] \$191 ;
+  wire [638:0] \$192 ;
+  wire [8:0] \$193 ;
+  wire [526:0] \$194 ;
+  wire [9:0] \$195 ;
+  wire [6:0] \$196 ;
+  wire [9:0] \$197 ;
+  wire [6:0] \$198 ;
+  wire [9:0] \$199 ;
   wire \$2 ;
-  reg [6:0] \$20 ;
-  wire \$200 ;
-  wire \$201 ;
-  wire \$202 ;
-  wire \$203 ;
-  wire \$204 ;
-  wire \$205 ;
-  wire \$206 ;
-  reg [15:0] \$207 ;
-  reg \$208 ;
-  reg [15:0] \$209 ;
+  wire \$20 ;
+  wire [12:0] \$200 ;
+  wire [15:0] \$201 ;
+  wire [10:0] \$202 ;
+  wire [10:0] \$203 ;
+  wire [16:0] \$204 ;
+  wire [6:0] \$205 ;
+  wire [9:0] \$206 ;
+  wire [6:0] \$207 ;
+  wire [9:0] \$208 ;
+  wire [12:0] \$209 ;
   wire \$21 ;
-  reg [127:0] \$210 ;
-  reg [8:0] \$211 ;
-  reg \$212 ;
-  reg \$213 ;
-  reg \$214 ;
-  reg \$215 ;
-  reg \$216 ;
-  reg \$217 ;
-  reg \$218 ;
-  reg \$219 ;
+  wire [16:0] \$210 ;
+  wire [10:0] \$211 ;
+  wire [10:0] \$212 ;
+  wire [17:0] \$213 ;
+  wire [6:0] \$214 ;
+  wire [7:0] \$215 ;
+  wire [6:0] \$216 ;
+  wire [7:0] \$217 ;
+  wire [10:0] \$218 ;
+  wire [16:0] \$219 ;
   wire [7:0] \$22 ;
-  reg [4:0] \$220 ;
-  reg [4:0] \$221 ;
-  reg [4:0] \$222 ;
-  reg [4:0] \$223 ;
-  reg [8:0] \$224 ;
-  reg [8:0] \$225 ;
-  reg [8:0] \$226 ;
-  reg [8:0] \$227 ;
-  reg \$228 ;
-  reg \$229 ;
+  wire [10:0] \$220 ;
+  wire [10:0] \$221 ;
+  wire [17:0] \$222 ;
+  reg [17:0] \$223 ;
+  wire [6:0] \$224 ;
+  wire [9:0] \$225 ;
+  wire [6:0] \$226 ;
+  wire [9:0] \$227 ;
+  wire [12:0] \$228 ;
+  wire [15:0] \$229 ;
   wire [7:0] \$23 ;
-  reg \$230 ;
-  reg \$231 ;
-  reg \$232 ;
-  reg [63:0] \$233 ;
-  reg [7:0] \$234 ;
-  reg [1:0] \$235 ;
-  reg [6:0] \$236 ;
-  reg [6:0] \$237 ;
-  reg [4:0] \$238 ;
-  reg [7:0] \$239 ;
+  wire [10:0] \$230 ;
+  wire [10:0] \$231 ;
+  wire [16:0] \$232 ;
+  wire [6:0] \$233 ;
+  wire [9:0] \$234 ;
+  wire [6:0] \$235 ;
+  wire [9:0] \$236 ;
+  wire [12:0] \$237 ;
+  wire [15:0] \$238 ;
+  wire [10:0] \$239 ;
   wire \$24 ;
-  reg [3:0] \$240 ;
-  reg [1:0] \$241 ;
-  reg \$242 ;
-  reg [8:0] \$243 ;
-  reg [511:0] \$244 ;
-  reg \$245 ;
-  reg [5:0] \$246 ;
-  reg [5:0] \$247 ;
-  reg \$248 ;
-  reg [4:0] \$249 ;
-  reg [7:0] \$25 ;
-  reg [8:0] \$250 ;
-  wire \$26 ;
-  wire [2:0] \$27 ;
-  wire [8:0] \$28 ;
-  wire [5:0] \$29 ;
-  wire \$3 ;
+  wire [10:0] \$240 ;
+  wire [16:0] \$241 ;
+  wire [6:0] \$242 ;
+  wire [7:0] \$243 ;
+  wire [6:0] \$244 ;
+  wire [7:0] \$245 ;
+  wire [10:0] \$246 ;
+  wire [15:0] \$247 ;
+  wire [10:0] \$248 ;
+  wire [10:0] \$249 ;
+  wire [6:0] \$25 ;
+  wire [16:0] \$250 ;
+  reg [16:0] \$251 ;
+  wire [17:0] \$252 ;
+  wire [10:0] \$253 ;
+  wire [10:0] \$254 ;
+  wire [10:0] \$255 ;
+  reg [6:0] \$256 ;
+  wire [10:0] \$257 ;
+  wire [10:0] \$258 ;
+  wire [10:0] \$259 ;
+  wire [6:0] \$26 ;
+  reg [6:0] \$260 ;
+  wire [6:0] \$261 ;
+  wire [6:0] \$262 ;
+  wire [128:0] \$263 ;
+  wire [10:0] \$264 ;
+  wire [10:0] \$265 ;
+  wire [10:0] \$266 ;
+  reg [6:0] \$267 ;
+  wire [10:0] \$268 ;
+  wire [10:0] \$269 ;
+  wire [15:0] \$27 ;
+  wire [10:0] \$270 ;
+  reg [6:0] \$271 ;
+  wire [6:0] \$272 ;
+  wire [142:0] \$273 ;
+  wire \$274 ;
+  wire \$275 ;
+  wire [9:0] \$276 ;
+  wire \$277 ;
+  wire \$278 ;
+  wire [6:0] \$279 ;
+  wire [64:0] \$28 ;
+  wire [9:0] \$280 ;
+  wire [6:0] \$281 ;
+  wire [9:0] \$282 ;
+  wire [12:0] \$283 ;
+  wire [15:0] \$284 ;
+  wire [10:0] \$285 ;
+  wire [10:0] \$286 ;
+  wire [16:0] \$287 ;
+  wire [6:0] \$288 ;
+  wire [9:0] \$289 ;
+  wire [9:0] \$29 ;
+  wire [6:0] \$290 ;
+  wire [9:0] \$291 ;
+  wire [12:0] \$292 ;
+  wire [15:0] \$293 ;
+  wire [10:0] \$294 ;
+  wire [10:0] \$295 ;
+  wire [16:0] \$296 ;
+  wire [6:0] \$297 ;
+  wire [7:0] \$298 ;
+  wire [6:0] \$299 ;
+  wire [13:0] \$3 ;
   wire \$30 ;
-  wire \$31 ;
+  wire [7:0] \$300 ;
+  wire [10:0] \$301 ;
+  wire [15:0] \$302 ;
+  wire [10:0] \$303 ;
+  wire [10:0] \$304 ;
+  wire [16:0] \$305 ;
+  reg [16:0] \$306 ;
+  wire \$307 ;
+  wire \$308 ;
+  wire [31:0] \$309 ;
+  wire [9:0] \$31 ;
+  wire \$310 ;
+  wire [63:0] \$311 ;
+  wire \$312 ;
+  wire \$313 ;
+  wire \$314 ;
+  reg [15:0] \$315 ;
+  reg \$316 ;
+  reg [15:0] \$317 ;
+  reg [127:0] \$318 ;
+  reg \$319 ;
   wire \$32 ;
-  wire [15:0] \$33 ;
-  wire [64:0] \$34 ;
-  wire [9:0] \$35 ;
-  wire \$36 ;
-  wire \$37 ;
-  wire [10:0] \$38 ;
-  wire [10:0] \$39 ;
-  wire \$4 ;
-  wire [10:0] \$40 ;
-  wire [9:0] \$403 ;
-  reg [6:0] \$41 ;
-  wire [6:0] \$42 ;
-  reg [6:0] \$43 ;
-  wire \$44 ;
-  wire [7:0] \$45 ;
-  wire [7:0] \$46 ;
-  reg [6:0] \$47 ;
+  reg \$320 ;
+  reg [6:0] \$321 ;
+  reg \$322 ;
+  reg \$323 ;
+  reg [8:0] \$324 ;
+  reg \$325 ;
+  reg \$326 ;
+  reg \$327 ;
+  reg \$328 ;
+  reg \$329 ;
+  wire \$33 ;
+  reg \$330 ;
+  reg \$331 ;
+  reg \$332 ;
+  reg [4:0] \$333 ;
+  reg [4:0] \$334 ;
+  reg [4:0] \$335 ;
+  reg [4:0] \$336 ;
+  reg [8:0] \$337 ;
+  reg [8:0] \$338 ;
+  reg [8:0] \$339 ;
+  wire \$34 ;
+  reg [8:0] \$340 ;
+  reg \$341 ;
+  reg [63:0] \$342 ;
+  reg [63:0] \$343 ;
+  reg \$344 ;
+  reg \$345 ;
+  reg \$346 ;
+  reg \$347 ;
+  reg \$348 ;
+  reg \$349 ;
+  wire [511:0] \$35 ;
+  reg [1:0] \$350 ;
+  reg [4:0] \$351 ;
+  reg \$352 ;
+  reg [6:0] \$353 ;
+  reg [6:0] \$354 ;
+  reg \$355 ;
+  reg [7:0] \$356 ;
+  reg \$357 ;
+  reg \$358 ;
+  reg \$359 ;
+  wire [7:0] \$36 ;
+  reg [1:0] \$360 ;
+  reg \$361 ;
+  reg [63:0] \$362 ;
+  reg [7:0] \$363 ;
+  reg [8:0] \$364 ;
+  reg \$365 ;
+  reg [511:0] \$366 ;
+  reg \$367 ;
+  reg [5:0] \$368 ;
+  reg [5:0] \$369 ;
+  wire [7:0] \$37 ;
+  reg \$370 ;
+  reg [4:0] \$371 ;
+  reg [8:0] \$372 ;
+  reg \$373 ;
+  reg \$374 ;
+  reg \$375 ;
+  reg \$376 ;
+  reg \$377 ;
+  reg \$378 ;
+  reg \$379 ;
+  wire [7:0] \$38 ;
+  reg \$380 ;
+  reg \$381 ;
+  reg [31:0] \$382 ;
+  wire [7:0] \$39 ;
+  wire [13:0] \$4 ;
+  reg \$40 ;
+  wire \$41 ;
+  wire \$42 ;
+  wire \$43 ;
+  reg \$44 ;
+  wire \$45 ;
+  wire \$46 ;
+  wire \$47 ;
   wire \$48 ;
-  wire [7:0] \$49 ;
+  wire \$49 ;
   wire [8:0] \$5 ;
-  wire [7:0] \$50 ;
-  wire \$51 ;
-  reg [7:0] \$52 ;
-  wire \$53 ;
-  wire [2:0] \$54 ;
-  wire [8:0] \$55 ;
-  wire [5:0] \$56 ;
+  reg \$50 ;
+  wire [2:0] \$51 ;
+  reg [15:0] \$52 ;
+  reg [15:0] \$53 ;
+  reg [15:0] \$54 ;
+  reg [15:0] \$55 ;
+  wire [8:0] \$56 ;
   wire \$57 ;
-  wire [9:0] \$58 ;
+  wire [5:0] \$58 ;
   wire \$59 ;
   wire [8:0] \$6 ;
-  wire [1:0] \$60 ;
-  wire \$61 ;
-  wire \$62 ;
+  wire [15:0] \$60 ;
+  wire [64:0] \$61 ;
+  wire [9:0] \$62 ;
   wire \$63 ;
   wire \$64 ;
-  wire \$65 ;
-  wire [64:0] \$66 ;
-  wire [5:0] \$67 ;
-  wire \$68 ;
+  wire [10:0] \$65 ;
+  wire [10:0] \$66 ;
+  wire [10:0] \$67 ;
+  reg [6:0] \$68 ;
   wire [6:0] \$69 ;
-  wire [64:0] \$7 ;
-  wire [15:0] \$70 ;
-  reg [6:0] \$71 ;
-  wire [13:0] \$72 ;
-  wire [13:0] \$73 ;
-  wire [25:0] \$74 ;
-  wire [64:0] \$75 ;
-  wire [64:0] \$76 ;
-  wire [14:0] \$77 ;
-  wire [65:0] \$78 ;
-  wire [638:0] \$79 ;
+  wire \$7 ;
+  wire [7:0] \$70 ;
+  wire [7:0] \$71 ;
+  wire [7:0] \$72 ;
+  wire [7:0] \$73 ;
+  reg \$74 ;
+  wire \$75 ;
+  wire \$76 ;
+  wire \$77 ;
+  reg \$78 ;
+  wire \$79 ;
   wire \$8 ;
-  wire [8:0] \$80 ;
-  wire [526:0] \$81 ;
-  wire [9:0] \$82 ;
-  wire [6:0] \$83 ;
-  wire [9:0] \$84 ;
-  wire [6:0] \$85 ;
-  wire [9:0] \$86 ;
-  wire [12:0] \$87 ;
-  wire [15:0] \$88 ;
-  wire [10:0] \$89 ;
-  wire [64:0] \$9 ;
-  wire [10:0] \$90 ;
-  wire [16:0] \$91 ;
-  wire [6:0] \$92 ;
-  wire [9:0] \$93 ;
-  wire [6:0] \$94 ;
-  wire [9:0] \$95 ;
-  wire [12:0] \$96 ;
-  wire [16:0] \$97 ;
-  wire [10:0] \$98 ;
-  wire [10:0] \$99 ;
+  wire \$80 ;
+  wire \$81 ;
+  wire \$82 ;
+  wire \$83 ;
+  reg \$84 ;
+  wire [2:0] \$85 ;
+  reg [15:0] \$86 ;
+  reg [15:0] \$87 ;
+  reg [15:0] \$88 ;
+  reg [15:0] \$89 ;
+  wire \$9 ;
+  wire [8:0] \$90 ;
+  wire \$91 ;
+  wire [5:0] \$92 ;
+  wire \$93 ;
+  wire [9:0] \$94 ;
+  wire \$95 ;
+  wire \$96 ;
+  wire [1:0] \$97 ;
+  wire \$98 ;
+  wire [2:0] \$99 ;
   output [63:0] araddr;
   reg [63:0] araddr;
   output [7:0] arlen;
@@ -73140,11 +73444,14 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg [63:0] io_addr = 64'h0000000000000000;
   reg [5:0] io_arrived = 6'h00;
   reg [8:0] io_bcnt = 9'h000;
+  reg io_bcnt_nz = 1'h0;
   reg [511:0] io_beat = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] io_col = 7'h00;
+  reg io_go_any = 1'h0;
   reg io_go_load = 1'h0;
   reg io_go_snapshot = 1'h0;
   reg io_go_trace = 1'h0;
+  reg io_go_write = 1'h0;
   reg [15:0] io_hp_addr;
   reg io_hp_re;
   reg [127:0] io_hp_wdata;
@@ -73152,9 +73459,17 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg [5:0] io_issued = 6'h00;
   reg [1:0] io_job = 2'h0;
   reg [4:0] io_lane = 5'h00;
+  reg [31:0] io_lane_we = 32'd0;
+  reg io_last_beat = 1'h0;
+  reg io_last_col = 1'h0;
+  reg io_last_lane = 1'h0;
+  reg io_last_row = 1'h0;
+  reg io_last_word = 1'h0;
   reg [1:0] io_layer = 2'h0;
-  reg [7:0] io_layer_word = 8'h00;
   reg [7:0] io_left = 8'h00;
+  reg io_left_le_max = 1'h0;
+  reg io_left_lt_page = 1'h0;
+  reg io_left_nz = 1'h0;
   reg [8:0] io_next_len = 9'h000;
   reg [8:0] io_off0 = 9'h000;
   reg [8:0] io_off1 = 9'h000;
@@ -73166,8 +73481,9 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg [4:0] io_otag2 = 5'h00;
   reg [4:0] io_otag3 = 5'h00;
   reg [4:0] io_otag4 = 5'h00;
+  reg [63:0] io_part_addr = 64'h0000000000000000;
   reg io_phase = 1'h0;
-  wire io_real;
+  reg io_real = 1'h1;
   reg [6:0] io_row = 7'h00;
   reg io_rtag0 = 1'h0;
   reg io_rtag1 = 1'h0;
@@ -73175,17 +73491,44 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg io_rtag3 = 1'h0;
   reg io_rtag4 = 1'h0;
   wire [63:0] io_slot;
+  reg io_st_done = 1'h0;
+  reg io_st_done_to_idle;
+  reg io_st_idle = 1'h1;
+  reg io_st_idle_to_l_ar;
+  reg io_st_idle_to_w_aw;
+  reg io_st_l_ar = 1'h0;
+  reg io_st_l_ar_to_l_r;
+  reg io_st_l_lane = 1'h0;
+  reg io_st_l_lane_to_done;
+  reg io_st_l_lane_to_l_ar;
+  reg io_st_l_lane_to_l_r;
+  reg io_st_l_r = 1'h0;
+  reg io_st_l_r_to_l_lane;
+  reg io_st_w_aw = 1'h0;
+  reg io_st_w_aw_to_w_beat;
+  reg io_st_w_aw_to_w_fetch;
+  reg io_st_w_b = 1'h0;
+  reg io_st_w_b_to_done;
+  reg io_st_w_b_to_w_aw;
+  reg \io_st_w_b_to_w_aw$94 ;
+  reg io_st_w_beat = 1'h0;
+  reg io_st_w_beat_to_w_b;
+  reg io_st_w_beat_to_w_fetch;
+  reg io_st_w_fetch = 1'h0;
+  reg io_st_w_fetch_to_w_beat;
+  reg [63:0] io_start_addr = 64'h0000000000000000;
   reg io_tag0 = 1'h0;
   reg io_tag1 = 1'h0;
   reg io_tag2 = 1'h0;
   reg io_tag3 = 1'h0;
   reg io_tag4 = 1'h0;
-  wire [6:0] io_to_page;
+  reg [6:0] io_to_page = 7'h00;
   wire [63:0] io_trace_addr;
   wire [511:0] io_trace_data;
   wire [8:0] io_trace_shift;
   wire [63:0] io_trace_strb;
   reg io_widx = 1'h0;
+  reg [7:0] io_words_left = 8'h00;
   input load;
   wire load;
   input [511:0] rdata;
@@ -73204,7 +73547,6 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   wire snapshot;
   input [31:0] steps_total;
   wire [31:0] steps_total;
-  reg [3:0] storage_io_state = 4'h0;
   input trace;
   wire trace;
   input [31:0] trace_index;
@@ -73223,1767 +73565,2167 @@ module \dqn_trainer_u250.core.storage_io (arready, rdata, rvalid, awready, wread
   reg [63:0] wstrb;
   output wvalid;
   reg wvalid;
-  assign \$1  = io_left < \$73 [6:0];
-  assign \$2  = io_left <= 9'h100;
-  assign \$3  = \$1  & \$2 ;
-  assign \$4  = \$73 [6:0] <= 9'h100;
-  assign \$5  = \$4  ? { 2'h0, \$73 [6:0] } : 9'h100;
-  assign \$6  = \$3  ? { 1'h0, io_left } : \$5 ;
-  assign \$7  = base + 26'h2000000;
-  assign \$11  = io_addr + \$10 ;
-  assign \$12  = io_left - io_next_len;
-  assign \$13  = io_bcnt - 1'h1;
-  assign \$14  = ~ io_phase;
-  assign \$15  = io_real & \$14 ;
-  assign \$17  = \$16  == io_col;
-  assign \$18  = io_col + 1'h1;
-  assign \$19  = \$17  ? 8'h00 : \$18 ;
-  assign \$21  = \$20  == io_col;
-  assign \$22  = io_row + 1'h1;
-  assign \$23  = \$21  ? \$22  : { 1'h0, io_row };
-  assign \$24  = io_lane == 5'h1f;
-  assign \$26  = \$25  == io_layer_word;
-  assign \$27  = io_layer + 1'h1;
-  assign \$28  = io_layer_word + 1'h1;
-  assign \$29  = io_lane + 1'h1;
-  assign \$30  = io_lane == 5'h1f;
-  assign \$31  = | io_bcnt;
-  assign \$32  = | io_left;
-  assign \$34  = io_addr + \$33 ;
-  assign \$35  = io_left - io_next_len;
-  assign \$36  = io_job == 1'h1;
-  assign \$37  = io_issued < 6'h20;
-  assign \$38  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$39  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$40  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$42  = io_issued + 1'h1;
-  assign \$44  = \$43  == io_col;
-  assign \$45  = io_col + 1'h1;
-  assign \$46  = \$44  ? 8'h00 : \$45 ;
-  assign \$48  = \$47  == io_col;
-  assign \$49  = io_row + 1'h1;
-  assign \$50  = \$48  ? \$49  : { 1'h0, io_row };
-  assign \$51  = io_lane == 5'h1f;
-  assign \$53  = \$52  == io_layer_word;
-  assign \$54  = io_layer + 1'h1;
-  assign \$55  = io_layer_word + 1'h1;
-  assign \$56  = io_lane + 1'h1;
-  assign \$57  = io_arrived == 6'h20;
-  assign \$58  = io_bcnt - 1'h1;
-  assign \$59  = io_job == 2'h3;
-  assign \$60  = io_widx + 1'h1;
-  assign \$61  = io_bcnt == 1'h1;
-  assign \$62  = io_job == 1'h1;
-  assign \$63  = | io_left;
-  assign \$64  = ! io_job;
-  assign \$65  = io_job == 1'h1;
-  assign \$66  = \$75 [63:0] + 7'h40;
-  assign \$69  = io_arrived + 1'h1;
-  assign \$70  = host_rdata >> io_off4;
-  assign io_real = \$71  > io_row;
-  assign \$72  = 13'h1000 - io_addr[11:0];
-  assign \$74  = seq[0] ? 26'h2006000 : 26'h2003000;
-  assign \$75  = base + \$74 ;
-  assign \$76  = base + 26'h2009000;
-  assign \$78  = \$76  + \$77 ;
-  assign \$79  = { trace_n, trace_sum, consumed, steps_total } << io_trace_shift;
-  assign \$81  = 16'hffff << \$80 ;
-  assign \$82  = io_next_len - 1'h1;
-  assign \$86  = \$84  | { 3'h0, \$85  };
-  assign \$88  = 15'h7800 + \$87 ;
-  assign \$89  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$91  = \$88  + \$90 ;
-  assign \$95  = \$93  | { 3'h0, \$94  };
-  assign \$97  = 16'h8000 + \$96 ;
-  assign \$98  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$100  = \$97  + \$99 ;
-  assign \$104  = \$102  | { 1'h0, \$103  };
-  assign \$106  = 16'h8800 + \$105 ;
-  assign \$107  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$109  = \$106  + \$108 ;
-  assign \$114  = \$112  | { 3'h0, \$113  };
-  assign \$116  = 15'h6000 + \$115 ;
-  assign \$117  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$119  = \$116  + \$118 ;
-  assign \$123  = \$121  | { 3'h0, \$122  };
-  assign \$125  = 15'h6800 + \$124 ;
-  assign \$126  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$128  = \$125  + \$127 ;
-  assign \$132  = \$130  | { 1'h0, \$131  };
-  assign \$134  = 15'h7000 + \$133 ;
-  assign \$135  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$137  = \$134  + \$136 ;
-  assign \$139  = io_phase ? \$110  : { 1'h0, \$138  };
-  assign \$140  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$141  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$142  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$144  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$145  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$146  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$148  = io_phase ? \$143  : \$147 ;
-  assign \$150  = 2'h3 << \$149 ;
-  assign \$403  = io_lane * 5'h10;
-  assign \$151  = io_beat >> \$403 ;
-  assign \$152  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$153  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$154  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$156  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$157  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$158  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$160  = io_phase ? \$155  : \$159 ;
-  assign \$161  = \$151  << \$160 ;
-  assign \$162  = io_next_len - 1'h1;
-  assign \$163  = io_issued < 6'h20;
-  assign \$167  = \$165  | { 3'h0, \$166  };
-  assign \$169  = 15'h6000 + \$168 ;
-  assign \$170  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$172  = \$169  + \$171 ;
-  assign \$176  = \$174  | { 3'h0, \$175  };
-  assign \$178  = 15'h6800 + \$177 ;
-  assign \$179  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$181  = \$178  + \$180 ;
-  assign \$185  = \$183  | { 1'h0, \$184  };
-  assign \$187  = 15'h7000 + \$186 ;
-  assign \$188  = { io_row[2:0], io_col[2:0] } * 5'h10;
-  assign \$190  = \$187  + \$189 ;
-  assign \$192  = io_bcnt == 1'h1;
-  assign \$193  = \$192  ? 32'd4294967295 : 32'd0;
-  assign \$194  = io_bcnt == 1'h1;
-  assign \$195  = \$194  ? { steps_total, seq } : 64'h0000000000000000;
-  assign \$196  = io_bcnt == 1'h1;
-  assign \$197  = io_job == 2'h3;
-  assign \$198  = ! storage_io_state;
-  assign \$199  = storage_io_state == 1'h1;
-  assign \$200  = storage_io_state == 2'h2;
-  assign \$201  = storage_io_state == 2'h3;
-  assign \$202  = storage_io_state == 3'h4;
-  assign \$203  = storage_io_state == 3'h5;
-  assign \$204  = storage_io_state == 3'h6;
-  assign \$205  = storage_io_state == 3'h7;
-  assign \$206  = storage_io_state == 4'h8;
+  assign \$1  = | io_bcnt;
+  assign \$2  = | io_left;
+  assign \$3  = 13'h1000 - io_addr[11:0];
+  assign \$5  = io_addr[11:6] + io_left;
+  assign \$7  = ! \$6 ;
+  assign \$8  = io_left <= 9'h100;
+  assign \$9  = io_st_l_ar | io_st_w_aw;
+  assign \$10  = ~ \$9 ;
+  assign \$11  = io_left_lt_page & io_left_le_max;
+  assign \$12  = \$11  ? io_left : { 1'h0, io_to_page };
+  assign \$14  = base + 26'h2000000;
+  assign \$15  = snapshot ? { 1'h0, \$188 [63:0] } : \$14 ;
+  assign \$16  = trace ? { \$13 [64], \$13  } : { 1'h0, \$15  };
+  assign \$17  = \$188 [63:0] + 7'h40;
+  assign \$18  = io_job[0] ? { 1'h0, \$188 [63:0] } : \$17 ;
+  assign \$19  = load | snapshot;
+  assign \$20  = \$19  | trace;
+  assign \$21  = snapshot | trace;
+  assign \$22  = io_go_snapshot ? 8'h01 : 8'h91;
+  assign \$23  = io_go_trace ? 8'h01 : \$22 ;
+  assign \$25  = io_go_snapshot ? 7'h01 : 7'h40;
+  assign \$26  = io_go_trace ? 7'h01 : \$25 ;
+  assign \$28  = io_addr + \$27 ;
+  assign \$29  = io_left - io_next_len;
+  assign \$30  = io_next_len == 1'h1;
+  assign \$31  = io_bcnt - 1'h1;
+  assign \$32  = io_bcnt == 2'h2;
+  assign \$33  = ~ io_phase;
+  assign \$34  = io_real & \$33 ;
+  assign \$36  = io_col + 1'h1;
+  assign \$37  = io_last_col ? 8'h00 : \$36 ;
+  assign \$38  = io_row + 1'h1;
+  assign \$39  = io_last_col ? \$38  : { 1'h0, io_row };
+  assign \$41  = io_col == 6'h3e;
+  assign \$42  = io_col == 6'h3e;
+  assign \$43  = ! io_col;
+  assign \$45  = io_last_col ? \$40  : \$44 ;
+  assign \$46  = ~ io_last_row;
+  assign \$47  = io_row == 2'h3;
+  assign \$48  = io_row == 6'h3f;
+  assign \$49  = io_row == 6'h3f;
+  assign \$51  = io_layer + 1'h1;
+  assign \$56  = io_words_left - 1'h1;
+  assign \$57  = io_words_left == 1'h1;
+  assign \$58  = io_lane + 1'h1;
+  assign \$59  = io_lane == 5'h1e;
+  assign \$61  = io_addr + \$60 ;
+  assign \$62  = io_left - io_next_len;
+  assign \$63  = io_next_len == 1'h1;
+  assign \$64  = ~ io_issued[5];
+  assign \$65  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$66  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$67  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$69  = io_issued + 1'h1;
+  assign \$70  = io_col + 1'h1;
+  assign \$71  = io_last_col ? 8'h00 : \$70 ;
+  assign \$72  = io_row + 1'h1;
+  assign \$73  = io_last_col ? \$72  : { 1'h0, io_row };
+  assign \$75  = io_col == 6'h3e;
+  assign \$76  = io_col == 6'h3e;
+  assign \$77  = ! io_col;
+  assign \$79  = io_last_col ? \$74  : \$78 ;
+  assign \$80  = ~ io_last_row;
+  assign \$81  = io_row == 2'h3;
+  assign \$82  = io_row == 6'h3f;
+  assign \$83  = io_row == 6'h3f;
+  assign \$85  = io_layer + 1'h1;
+  assign \$90  = io_words_left - 1'h1;
+  assign \$91  = io_words_left == 1'h1;
+  assign \$92  = io_lane + 1'h1;
+  assign \$93  = io_lane == 5'h1e;
+  assign \$94  = io_bcnt - 1'h1;
+  assign \$95  = io_bcnt == 2'h2;
+  assign \$96  = io_job == 2'h3;
+  assign \$97  = io_widx + 1'h1;
+  assign \$98  = ~ io_job[1];
+  assign \$99  = io_job + 1'h1;
+  assign \$100  = ~ io_job[0];
+  assign \$101  = io_job[0] ? 8'h01 : 8'h91;
+  assign \$102  = ~ io_job[0];
+  assign \$105  = io_job[0] ? 6'h01 : 6'h3f;
+  assign \$107  = | { 1'h0, io_st_idle_to_l_ar, io_st_idle_to_w_aw };
+  assign \$108  = ~ \$107 ;
+  assign \$109  = io_st_idle & \$108 ;
+  assign \$110  = \$106  | \$109 ;
+  assign \$111  = | { 1'h0, io_st_l_lane_to_l_ar, io_st_idle_to_l_ar };
+  assign \$113  = ~ \$112 ;
+  assign \$114  = io_st_l_ar & \$113 ;
+  assign \$115  = \$111  | \$114 ;
+  assign \$116  = | { 1'h0, io_st_l_lane_to_l_r, io_st_l_ar_to_l_r };
+  assign \$118  = ~ \$117 ;
+  assign \$119  = io_st_l_r & \$118 ;
+  assign \$120  = \$116  | \$119 ;
+  assign \$122  = | { 1'h0, io_st_l_lane_to_done, io_st_l_lane_to_l_ar, io_st_l_lane_to_l_r };
+  assign \$123  = ~ \$122 ;
+  assign \$124  = io_st_l_lane & \$123 ;
+  assign \$125  = \$121  | \$124 ;
+  assign \$126  = | { 1'h0, \io_st_w_b_to_w_aw$94 , io_st_w_b_to_w_aw, io_st_idle_to_w_aw };
+  assign \$127  = | { 1'h0, io_st_w_aw_to_w_beat, io_st_w_aw_to_w_fetch };
+  assign \$128  = ~ \$127 ;
+  assign \$129  = io_st_w_aw & \$128 ;
+  assign \$130  = \$126  | \$129 ;
+  assign \$131  = | { 1'h0, io_st_w_beat_to_w_fetch, io_st_w_aw_to_w_fetch };
+  assign \$133  = ~ \$132 ;
+  assign \$134  = io_st_w_fetch & \$133 ;
+  assign \$135  = \$131  | \$134 ;
+  assign \$136  = | { 1'h0, io_st_w_fetch_to_w_beat, io_st_w_aw_to_w_beat };
+  assign \$137  = | { 1'h0, io_st_w_beat_to_w_fetch, io_st_w_beat_to_w_b };
+  assign \$138  = ~ \$137 ;
+  assign \$139  = io_st_w_beat & \$138 ;
+  assign \$140  = \$136  | \$139 ;
+  assign \$142  = | { 1'h0, io_st_w_b_to_done, \io_st_w_b_to_w_aw$94 , io_st_w_b_to_w_aw };
+  assign \$143  = ~ \$142 ;
+  assign \$144  = io_st_w_b & \$143 ;
+  assign \$145  = \$141  | \$144 ;
+  assign \$146  = | { 1'h0, io_st_w_b_to_done, io_st_l_lane_to_done };
+  assign \$148  = ~ \$147 ;
+  assign \$149  = io_st_done & \$148 ;
+  assign \$150  = \$146  | \$149 ;
+  assign \$151  = io_tag3 & io_rtag3;
+  assign \$152  = 1'h1 << io_otag3;
+  assign \$153  = \$151  ? \$152  : 32'd0;
+  assign \$154  = io_arrived + 1'h1;
+  assign \$155  = host_rdata >> io_off4;
+  assign \$156  = host_rdata >> io_off4;
+  assign \$157  = host_rdata >> io_off4;
+  assign \$158  = host_rdata >> io_off4;
+  assign \$159  = host_rdata >> io_off4;
+  assign \$160  = host_rdata >> io_off4;
+  assign \$161  = host_rdata >> io_off4;
+  assign \$162  = host_rdata >> io_off4;
+  assign \$163  = host_rdata >> io_off4;
+  assign \$164  = host_rdata >> io_off4;
+  assign \$165  = host_rdata >> io_off4;
+  assign \$166  = host_rdata >> io_off4;
+  assign \$167  = host_rdata >> io_off4;
+  assign \$168  = host_rdata >> io_off4;
+  assign \$169  = host_rdata >> io_off4;
+  assign \$170  = host_rdata >> io_off4;
+  assign \$171  = host_rdata >> io_off4;
+  assign \$172  = host_rdata >> io_off4;
+  assign \$173  = host_rdata >> io_off4;
+  assign \$174  = host_rdata >> io_off4;
+  assign \$175  = host_rdata >> io_off4;
+  assign \$176  = host_rdata >> io_off4;
+  assign \$177  = host_rdata >> io_off4;
+  assign \$178  = host_rdata >> io_off4;
+  assign \$179  = host_rdata >> io_off4;
+  assign \$180  = host_rdata >> io_off4;
+  assign \$181  = host_rdata >> io_off4;
+  assign \$182  = host_rdata >> io_off4;
+  assign \$183  = host_rdata >> io_off4;
+  assign \$184  = host_rdata >> io_off4;
+  assign \$185  = host_rdata >> io_off4;
+  assign \$186  = host_rdata >> io_off4;
+  assign \$187  = seq[0] ? 26'h2006000 : 26'h2003000;
+  assign \$188  = base + \$187 ;
+  assign \$189  = base + 26'h2009000;
+  assign \$191  = \$189  + \$190 ;
+  assign \$192  = { trace_n, trace_sum, consumed, steps_total } << io_trace_shift;
+  assign \$194  = 16'hffff << \$193 ;
+  assign \$195  = io_next_len - 1'h1;
+  assign \$199  = \$197  | { 3'h0, \$198  };
+  assign \$201  = 15'h7800 + \$200 ;
+  assign \$202  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$204  = \$201  + \$203 ;
+  assign \$208  = \$206  | { 3'h0, \$207  };
+  assign \$210  = 16'h8000 + \$209 ;
+  assign \$211  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$213  = \$210  + \$212 ;
+  assign \$217  = \$215  | { 1'h0, \$216  };
+  assign \$219  = 16'h8800 + \$218 ;
+  assign \$220  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$222  = \$219  + \$221 ;
+  assign \$227  = \$225  | { 3'h0, \$226  };
+  assign \$229  = 15'h6000 + \$228 ;
+  assign \$230  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$232  = \$229  + \$231 ;
+  assign \$236  = \$234  | { 3'h0, \$235  };
+  assign \$238  = 15'h6800 + \$237 ;
+  assign \$239  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$241  = \$238  + \$240 ;
+  assign \$245  = \$243  | { 1'h0, \$244  };
+  assign \$247  = 15'h7000 + \$246 ;
+  assign \$248  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$250  = \$247  + \$249 ;
+  assign \$252  = io_phase ? \$223  : { 1'h0, \$251  };
+  assign \$253  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$254  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$255  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$257  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$258  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$259  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$261  = io_phase ? \$256  : \$260 ;
+  assign \$263  = 2'h3 << \$262 ;
+  assign \$264  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$265  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$266  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$268  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$269  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$270  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$272  = io_phase ? \$267  : \$271 ;
+  assign \$273  = io_beat[15:0] << \$272 ;
+  assign \$274  = ~ io_phase;
+  assign \$275  = io_real & \$274 ;
+  assign \$276  = io_next_len - 1'h1;
+  assign \$277  = io_job == 1'h1;
+  assign \$278  = ~ io_issued[5];
+  assign \$282  = \$280  | { 3'h0, \$281  };
+  assign \$284  = 15'h6000 + \$283 ;
+  assign \$285  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$287  = \$284  + \$286 ;
+  assign \$291  = \$289  | { 3'h0, \$290  };
+  assign \$293  = 15'h6800 + \$292 ;
+  assign \$294  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$296  = \$293  + \$295 ;
+  assign \$300  = \$298  | { 1'h0, \$299  };
+  assign \$302  = 15'h7000 + \$301 ;
+  assign \$303  = { io_row[2:0], io_col[2:0] } * 5'h10;
+  assign \$305  = \$302  + \$304 ;
+  assign \$307  = io_arrived == 6'h20;
+  assign \$308  = io_bcnt == 1'h1;
+  assign \$309  = \$308  ? 32'd4294967295 : 32'd0;
+  assign \$310  = io_bcnt == 1'h1;
+  assign \$311  = \$310  ? { steps_total, seq } : 64'h0000000000000000;
+  assign \$312  = io_job == 2'h3;
+  assign \$313  = io_job == 1'h1;
+  assign \$314  = ~ io_job[1];
   always @(posedge clk)
-    host_addr <= \$207 ;
+    host_addr <= \$315 ;
   always @(posedge clk)
-    host_re <= \$208 ;
+    host_re <= \$316 ;
   always @(posedge clk)
-    host_we <= \$209 ;
+    host_we <= \$317 ;
   always @(posedge clk)
-    host_wdata <= \$210 ;
+    host_wdata <= \$318 ;
   always @(posedge clk)
-    io_next_len <= \$211 ;
+    io_bcnt_nz <= \$319 ;
   always @(posedge clk)
-    io_rtag1 <= \$212 ;
+    io_left_nz <= \$320 ;
   always @(posedge clk)
-    io_rtag2 <= \$213 ;
+    io_to_page <= \$321 ;
   always @(posedge clk)
-    io_rtag3 <= \$214 ;
+    io_left_lt_page <= \$322 ;
   always @(posedge clk)
-    io_rtag4 <= \$215 ;
+    io_left_le_max <= \$323 ;
   always @(posedge clk)
-    io_tag1 <= \$216 ;
+    io_next_len <= \$324 ;
   always @(posedge clk)
-    io_tag2 <= \$217 ;
+    io_rtag1 <= \$325 ;
   always @(posedge clk)
-    io_tag3 <= \$218 ;
+    io_rtag2 <= \$326 ;
   always @(posedge clk)
-    io_tag4 <= \$219 ;
+    io_rtag3 <= \$327 ;
   always @(posedge clk)
-    io_otag1 <= \$220 ;
+    io_rtag4 <= \$328 ;
   always @(posedge clk)
-    io_otag2 <= \$221 ;
+    io_tag1 <= \$329 ;
   always @(posedge clk)
-    io_otag3 <= \$222 ;
+    io_tag2 <= \$330 ;
   always @(posedge clk)
-    io_otag4 <= \$223 ;
+    io_tag3 <= \$331 ;
   always @(posedge clk)
-    io_off1 <= \$224 ;
+    io_tag4 <= \$332 ;
   always @(posedge clk)
-    io_off2 <= \$225 ;
+    io_otag1 <= \$333 ;
   always @(posedge clk)
-    io_off3 <= \$226 ;
+    io_otag2 <= \$334 ;
   always @(posedge clk)
-    io_off4 <= \$227 ;
+    io_otag3 <= \$335 ;
   always @(posedge clk)
-    io_tag0 <= \$228 ;
+    io_otag4 <= \$336 ;
   always @(posedge clk)
-    io_go_load <= \$229 ;
+    io_off1 <= \$337 ;
   always @(posedge clk)
-    io_go_snapshot <= \$230 ;
+    io_off2 <= \$338 ;
   always @(posedge clk)
-    io_go_trace <= \$231 ;
+    io_off3 <= \$339 ;
   always @(posedge clk)
-    reading <= \$232 ;
+    io_off4 <= \$340 ;
   always @(posedge clk)
-    io_addr <= \$233 ;
+    io_tag0 <= \$341 ;
   always @(posedge clk)
-    io_left <= \$234 ;
+    io_start_addr <= \$342 ;
   always @(posedge clk)
-    io_layer <= \$235 ;
+    io_part_addr <= \$343 ;
   always @(posedge clk)
-    io_row <= \$236 ;
+    io_go_load <= \$344 ;
   always @(posedge clk)
-    io_col <= \$237 ;
+    io_go_snapshot <= \$345 ;
   always @(posedge clk)
-    io_lane <= \$238 ;
+    io_go_trace <= \$346 ;
   always @(posedge clk)
-    io_layer_word <= \$239 ;
+    io_go_any <= \$347 ;
   always @(posedge clk)
-    storage_io_state <= \$240 ;
+    io_go_write <= \$348 ;
   always @(posedge clk)
-    io_job <= \$241 ;
+    reading <= \$349 ;
   always @(posedge clk)
-    io_widx <= \$242 ;
+    io_layer <= \$350 ;
   always @(posedge clk)
-    io_bcnt <= \$243 ;
+    io_lane <= \$351 ;
   always @(posedge clk)
-    io_beat <= \$244 ;
+    io_last_lane <= \$352 ;
   always @(posedge clk)
-    io_phase <= \$245 ;
+    io_row <= \$353 ;
   always @(posedge clk)
-    io_issued <= \$246 ;
+    io_col <= \$354 ;
   always @(posedge clk)
-    io_arrived <= \$247 ;
+    io_real <= \$355 ;
   always @(posedge clk)
-    io_rtag0 <= \$248 ;
+    io_words_left <= \$356 ;
   always @(posedge clk)
-    io_otag0 <= \$249 ;
+    io_last_col <= \$357 ;
   always @(posedge clk)
-    io_off0 <= \$250 ;
+    io_last_row <= \$358 ;
+  always @(posedge clk)
+    io_last_word <= \$359 ;
+  always @(posedge clk)
+    io_job <= \$360 ;
+  always @(posedge clk)
+    io_widx <= \$361 ;
+  always @(posedge clk)
+    io_addr <= \$362 ;
+  always @(posedge clk)
+    io_left <= \$363 ;
+  always @(posedge clk)
+    io_bcnt <= \$364 ;
+  always @(posedge clk)
+    io_last_beat <= \$365 ;
+  always @(posedge clk)
+    io_beat <= \$366 ;
+  always @(posedge clk)
+    io_phase <= \$367 ;
+  always @(posedge clk)
+    io_issued <= \$368 ;
+  always @(posedge clk)
+    io_arrived <= \$369 ;
+  always @(posedge clk)
+    io_rtag0 <= \$370 ;
+  always @(posedge clk)
+    io_otag0 <= \$371 ;
+  always @(posedge clk)
+    io_off0 <= \$372 ;
+  always @(posedge clk)
+    io_st_idle <= \$373 ;
+  always @(posedge clk)
+    io_st_l_ar <= \$374 ;
+  always @(posedge clk)
+    io_st_l_r <= \$375 ;
+  always @(posedge clk)
+    io_st_l_lane <= \$376 ;
+  always @(posedge clk)
+    io_st_w_aw <= \$377 ;
+  always @(posedge clk)
+    io_st_w_fetch <= \$378 ;
+  always @(posedge clk)
+    io_st_w_beat <= \$379 ;
+  always @(posedge clk)
+    io_st_w_b <= \$380 ;
+  always @(posedge clk)
+    io_st_done <= \$381 ;
+  always @(posedge clk)
+    io_lane_we <= \$382 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$16  = 7'h00;
+    \$40  = 1'h0;
     casez (io_layer)
       2'h0:
-          \$16  = 7'h3f;
+          \$40  = 1'h0;
       2'h1:
-          \$16  = 7'h3f;
+          \$40  = 1'h0;
       2'h2:
-          \$16  = 7'h01;
+          \$40  = 1'h0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$20  = 7'h00;
+    \$44  = 1'h0;
     casez (io_layer)
       2'h0:
-          \$20  = 7'h3f;
+          \$44  = \$41 ;
       2'h1:
-          \$20  = 7'h3f;
+          \$44  = \$42 ;
       2'h2:
-          \$20  = 7'h01;
+          \$44  = \$43 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$25  = 8'h00;
+    \$50  = 1'h0;
     casez (io_layer)
       2'h0:
-          \$25  = 8'h09;
+          \$50  = \$47 ;
       2'h1:
-          \$25  = 8'h81;
+          \$50  = \$48 ;
       2'h2:
-          \$25  = 8'h04;
+          \$50  = \$49 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$41  = 7'h00;
+    \$52  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$41  = \$38 [6:0];
+          \$52  = 16'h0081;
       2'h1:
-          \$41  = \$39 [6:0];
+          \$52  = 16'h0004;
       2'h2:
-          \$41  = \$40 [6:0];
+          \$52  = 16'h0009;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$43  = 7'h00;
+    \$53  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$43  = 7'h3f;
+          \$53  = 16'h0000;
       2'h1:
-          \$43  = 7'h3f;
+          \$53  = 16'h0000;
       2'h2:
-          \$43  = 7'h01;
+          \$53  = 16'h0000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$47  = 7'h00;
+    \$54  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$47  = 7'h3f;
+          \$54  = 16'h0000;
       2'h1:
-          \$47  = 7'h3f;
+          \$54  = 16'h0000;
       2'h2:
-          \$47  = 7'h01;
+          \$54  = 16'h0000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$52  = 8'h00;
+    \$55  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$52  = 8'h09;
+          \$55  = 16'h0000;
       2'h1:
-          \$52  = 8'h81;
+          \$55  = 16'h0000;
       2'h2:
-          \$52  = 8'h04;
+          \$55  = 16'h0000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$71  = 7'h00;
+    \$68  = 7'h00;
     casez (io_layer)
       2'h0:
-          \$71  = 7'h05;
+          \$68  = \$65 [6:0];
       2'h1:
-          \$71  = 7'h41;
+          \$68  = \$66 [6:0];
       2'h2:
-          \$71  = 7'h41;
+          \$68  = \$67 [6:0];
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$110  = 18'h00000;
+    \$74  = 1'h0;
     casez (io_layer)
       2'h0:
-          \$110  = { 1'h0, \$91  };
+          \$74  = 1'h0;
       2'h1:
-          \$110  = \$100 ;
+          \$74  = 1'h0;
       2'h2:
-          \$110  = \$109 ;
+          \$74  = 1'h0;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$138  = 17'h00000;
+    \$78  = 1'h0;
     casez (io_layer)
       2'h0:
-          \$138  = \$119 ;
+          \$78  = \$75 ;
       2'h1:
-          \$138  = \$128 ;
+          \$78  = \$76 ;
       2'h2:
-          \$138  = \$137 ;
+          \$78  = \$77 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$143  = 7'h00;
+    \$84  = 1'h0;
     casez (io_layer)
       2'h0:
-          \$143  = \$140 [6:0];
+          \$84  = \$81 ;
       2'h1:
-          \$143  = \$141 [6:0];
+          \$84  = \$82 ;
       2'h2:
-          \$143  = \$142 [6:0];
+          \$84  = \$83 ;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$147  = 7'h00;
+    \$86  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$147  = \$144 [6:0];
+          \$86  = 16'h0081;
       2'h1:
-          \$147  = \$145 [6:0];
+          \$86  = 16'h0004;
       2'h2:
-          \$147  = \$146 [6:0];
+          \$86  = 16'h0009;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$155  = 7'h00;
+    \$87  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$155  = \$152 [6:0];
+          \$87  = 16'h0000;
       2'h1:
-          \$155  = \$153 [6:0];
+          \$87  = 16'h0000;
       2'h2:
-          \$155  = \$154 [6:0];
+          \$87  = 16'h0000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$159  = 7'h00;
+    \$88  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$159  = \$156 [6:0];
+          \$88  = 16'h0000;
       2'h1:
-          \$159  = \$157 [6:0];
+          \$88  = 16'h0000;
       2'h2:
-          \$159  = \$158 [6:0];
+          \$88  = 16'h0000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$191  = 17'h00000;
+    \$89  = 16'h0000;
     casez (io_layer)
       2'h0:
-          \$191  = \$172 ;
+          \$89  = 16'h0000;
       2'h1:
-          \$191  = \$181 ;
+          \$89  = 16'h0000;
       2'h2:
-          \$191  = \$190 ;
+          \$89  = 16'h0000;
     endcase
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$207  = io_hp_addr;
+    \$223  = 18'h00000;
+    casez (io_layer)
+      2'h0:
+          \$223  = { 1'h0, \$204  };
+      2'h1:
+          \$223  = \$213 ;
+      2'h2:
+          \$223  = \$222 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$251  = 17'h00000;
+    casez (io_layer)
+      2'h0:
+          \$251  = \$232 ;
+      2'h1:
+          \$251  = \$241 ;
+      2'h2:
+          \$251  = \$250 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$256  = 7'h00;
+    casez (io_layer)
+      2'h0:
+          \$256  = \$253 [6:0];
+      2'h1:
+          \$256  = \$254 [6:0];
+      2'h2:
+          \$256  = \$255 [6:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$260  = 7'h00;
+    casez (io_layer)
+      2'h0:
+          \$260  = \$257 [6:0];
+      2'h1:
+          \$260  = \$258 [6:0];
+      2'h2:
+          \$260  = \$259 [6:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$267  = 7'h00;
+    casez (io_layer)
+      2'h0:
+          \$267  = \$264 [6:0];
+      2'h1:
+          \$267  = \$265 [6:0];
+      2'h2:
+          \$267  = \$266 [6:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$271  = 7'h00;
+    casez (io_layer)
+      2'h0:
+          \$271  = \$268 [6:0];
+      2'h1:
+          \$271  = \$269 [6:0];
+      2'h2:
+          \$271  = \$270 [6:0];
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$306  = 17'h00000;
+    casez (io_layer)
+      2'h0:
+          \$306  = \$287 ;
+      2'h1:
+          \$306  = \$296 ;
+      2'h2:
+          \$306  = \$305 ;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$315  = io_hp_addr;
     if (rst) begin
-      \$207  = 16'h0000;
+      \$315  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$208  = io_hp_re;
+    \$316  = io_hp_re;
     if (rst) begin
-      \$208  = 1'h0;
+      \$316  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$209  = io_hp_we;
+    \$317  = io_hp_we;
     if (rst) begin
-      \$209  = 16'h0000;
+      \$317  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$210  = io_hp_wdata;
+    \$318  = io_hp_wdata;
     if (rst) begin
-      \$210  = 128'h00000000000000000000000000000000;
+      \$318  = 128'h00000000000000000000000000000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$211  = \$6 ;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$211  = 9'h040;
-          end
-          if (io_go_snapshot) begin
-            \$211  = { 8'h00, \$8  };
-          end
-          if (io_go_trace) begin
-            \$211  = 9'h001;
-          end
+    \$319  = \$1 ;
+    if (rst) begin
+      \$319  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$320  = \$2 ;
+    if (rst) begin
+      \$320  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$321  = \$4 [6:0];
+    if (rst) begin
+      \$321  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$322  = \$7 ;
+    if (rst) begin
+      \$322  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$323  = \$8 ;
+    if (rst) begin
+      \$323  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$324  = io_next_len;
+    if (\$10 ) begin
+      \$324  = { 1'h0, \$12  };
+    end
+    if (io_st_idle) begin
+      if (io_go_any) begin
+        \$324  = { 2'h0, \$26  };
+      end
+    end
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        if (io_left_nz) begin
+        end else if (\$98 ) begin
+          \$324  = { 3'h0, \$105  };
         end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$63 ) begin
-            end else if (\$64 ) begin
-              \$211  = { 3'h0, \$67  };
-            end else if (\$65 ) begin
-              \$211  = { 8'h00, \$68  };
-            end
-          end
-    endcase
-    if (rst) begin
-      \$211  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$212  = io_rtag0;
-    if (rst) begin
-      \$212  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$213  = io_rtag1;
-    if (rst) begin
-      \$213  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$214  = io_rtag2;
-    if (rst) begin
-      \$214  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$215  = io_rtag3;
-    if (rst) begin
-      \$215  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$216  = io_tag0;
-    if (rst) begin
-      \$216  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$217  = io_tag1;
-    if (rst) begin
-      \$217  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$218  = io_tag2;
-    if (rst) begin
-      \$218  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$219  = io_tag3;
-    if (rst) begin
-      \$219  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$220  = io_otag0;
-    if (rst) begin
-      \$220  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$221  = io_otag1;
-    if (rst) begin
-      \$221  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$222  = io_otag2;
-    if (rst) begin
-      \$222  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$223  = io_otag3;
-    if (rst) begin
-      \$223  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$224  = io_off0;
-    if (rst) begin
-      \$224  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$225  = io_off1;
-    if (rst) begin
-      \$225  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$226  = io_off2;
-    if (rst) begin
-      \$226  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$227  = io_off3;
-    if (rst) begin
-      \$227  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$228  = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            \$228  = 1'h1;
-          end
-    endcase
-    if (rst) begin
-      \$228  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$229  = load;
-    if (rst) begin
-      \$229  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$230  = snapshot;
-    if (rst) begin
-      \$230  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$231  = trace;
-    if (rst) begin
-      \$231  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$232  = reading;
-    casez (storage_io_state)
-      4'h0:
-          if (io_go_load) begin
-            \$232  = 1'h1;
-          end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            if (\$30 ) begin
-              (* full_case = 32'd1 *)
-              if (\$31 ) begin
-              end else if (\$32 ) begin
-              end else begin
-                \$232  = 1'h0;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$232  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$233  = io_addr;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$233  = \$7 [63:0];
-          end
-          if (io_go_snapshot) begin
-            \$233  = \$75 [63:0];
-          end
-          if (io_go_trace) begin
-            \$233  = \$9 [63:0];
-          end
-        end
-      4'h1:
-          if (arready) begin
-            \$233  = \$11 [63:0];
-          end
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$233  = \$34 [63:0];
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$63 ) begin
-            end else if (\$64 ) begin
-              \$233  = \$66 [63:0];
-            end else if (\$65 ) begin
-              \$233  = \$75 [63:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$233  = 64'h0000000000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$234  = io_left;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$234  = 8'h91;
-          end
-          if (io_go_snapshot) begin
-            \$234  = 8'h01;
-          end
-          if (io_go_trace) begin
-            \$234  = 8'h01;
-          end
-        end
-      4'h1:
-          if (arready) begin
-            \$234  = \$12 [7:0];
-          end
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$234  = \$35 [7:0];
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$63 ) begin
-            end else if (\$64 ) begin
-              \$234  = 8'h91;
-            end else if (\$65 ) begin
-              \$234  = 8'h01;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$234  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$235  = io_layer;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$235  = 2'h0;
-          end
-          if (io_go_snapshot) begin
-            \$235  = 2'h0;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            if (\$24 ) begin
-              if (\$26 ) begin
-                \$235  = \$27 [1:0];
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            if (\$51 ) begin
-              if (\$53 ) begin
-                \$235  = \$54 [1:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$235  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$236  = io_row;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$236  = 7'h00;
-          end
-          if (io_go_snapshot) begin
-            \$236  = 7'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            if (io_real) begin
-              \$236  = \$23 [6:0];
-            end
-            if (\$24 ) begin
-              if (\$26 ) begin
-                \$236  = 7'h00;
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            if (io_real) begin
-              \$236  = \$50 [6:0];
-            end
-            if (\$51 ) begin
-              if (\$53 ) begin
-                \$236  = 7'h00;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$236  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$237  = io_col;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$237  = 7'h00;
-          end
-          if (io_go_snapshot) begin
-            \$237  = 7'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            if (io_real) begin
-              \$237  = \$19 [6:0];
-            end
-            if (\$24 ) begin
-              if (\$26 ) begin
-                \$237  = 7'h00;
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            if (io_real) begin
-              \$237  = \$46 [6:0];
-            end
-            if (\$51 ) begin
-              if (\$53 ) begin
-                \$237  = 7'h00;
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$237  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$238  = io_lane;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$238  = 5'h00;
-          end
-          if (io_go_snapshot) begin
-            \$238  = 5'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            (* full_case = 32'd1 *)
-            if (\$24 ) begin
-              \$238  = 5'h00;
-            end else begin
-              \$238  = \$29 [4:0];
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            (* full_case = 32'd1 *)
-            if (\$51 ) begin
-              \$238  = 5'h00;
-            end else begin
-              \$238  = \$56 [4:0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$238  = 5'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$239  = io_layer_word;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$239  = 8'h00;
-          end
-          if (io_go_snapshot) begin
-            \$239  = 8'h00;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            if (\$24 ) begin
-              (* full_case = 32'd1 *)
-              if (\$26 ) begin
-                \$239  = 8'h00;
-              end else begin
-                \$239  = \$28 [7:0];
-              end
-            end
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            if (\$51 ) begin
-              (* full_case = 32'd1 *)
-              if (\$53 ) begin
-                \$239  = 8'h00;
-              end else begin
-                \$239  = \$55 [7:0];
-              end
-            end
-          end
-    endcase
-    if (rst) begin
-      \$239  = 8'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$240  = storage_io_state;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_load) begin
-            \$240  = 4'h1;
-          end
-          if (io_go_snapshot) begin
-            \$240  = 4'h2;
-          end
-          if (io_go_trace) begin
-            \$240  = 4'h2;
-          end
-        end
-      4'h1:
-          if (arready) begin
-            \$240  = 4'h3;
-          end
-      4'h3:
-          if (rvalid) begin
-            \$240  = 4'h4;
-          end
-      4'h4:
-          (* full_case = 32'd1 *)
-          if (\$15 ) begin
-          end else begin
-            if (\$30 ) begin
-              (* full_case = 32'd1 *)
-              if (\$31 ) begin
-                \$240  = 4'h3;
-              end else if (\$32 ) begin
-                \$240  = 4'h1;
-              end else begin
-                \$240  = 4'h5;
-              end
-            end
-          end
-      4'h2:
-          if (awready) begin
-            (* full_case = 32'd1 *)
-            if (\$36 ) begin
-              \$240  = 4'h6;
-            end else begin
-              \$240  = 4'h7;
-            end
-          end
-      4'h6:
-          if (\$57 ) begin
-            \$240  = 4'h7;
-          end
-      4'h7:
-          if (wready) begin
-            if (\$61 ) begin
-              \$240  = 4'h8;
-            end else if (\$62 ) begin
-              \$240  = 4'h6;
-            end
-          end
-      4'h8:
-          if (bvalid) begin
-            (* full_case = 32'd1 *)
-            if (\$63 ) begin
-              \$240  = 4'h2;
-            end else if (\$64 ) begin
-              \$240  = 4'h2;
-            end else if (\$65 ) begin
-              \$240  = 4'h2;
-            end else begin
-              \$240  = 4'h5;
-            end
-          end
-      4'h5:
-          \$240  = 4'h0;
-    endcase
-    if (rst) begin
-      \$240  = 4'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$241  = io_job;
-    casez (storage_io_state)
-      4'h0:
-        begin
-          if (io_go_snapshot) begin
-            \$241  = 2'h0;
-          end
-          if (io_go_trace) begin
-            \$241  = 2'h3;
-          end
-        end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          if (bvalid) begin
-            if (\$63 ) begin
-            end else if (\$64 ) begin
-              \$241  = 2'h1;
-            end else if (\$65 ) begin
-              \$241  = 2'h2;
-            end
-          end
-    endcase
-    if (rst) begin
-      \$241  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$242  = io_widx;
-    casez (storage_io_state)
-      4'h0:
-          if (io_go_trace) begin
-            \$242  = 1'h0;
-          end
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            if (\$59 ) begin
-              \$242  = \$60 [0];
-            end
-          end
-    endcase
-    if (rst) begin
-      \$242  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$243  = io_bcnt;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          if (arready) begin
-            \$243  = io_next_len;
-          end
-      4'h3:
-          if (rvalid) begin
-            \$243  = \$13 [8:0];
-          end
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$243  = io_next_len;
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            \$243  = \$58 [8:0];
-          end
-    endcase
-    if (rst) begin
-      \$243  = 9'h000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$244  = io_beat;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          if (rvalid) begin
-            \$244  = rdata;
-          end
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$244  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-          end
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            \$244  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-          end
-    endcase
-    if (io_tag4) begin
-      if (io_rtag4) begin
-        (* full_case = 32'd1 *)
-        casez (io_otag4)
-          5'h00:
-              \$244 [15:0] = \$70 ;
-          5'h01:
-              \$244 [31:16] = \$70 ;
-          5'h02:
-              \$244 [47:32] = \$70 ;
-          5'h03:
-              \$244 [63:48] = \$70 ;
-          5'h04:
-              \$244 [79:64] = \$70 ;
-          5'h05:
-              \$244 [95:80] = \$70 ;
-          5'h06:
-              \$244 [111:96] = \$70 ;
-          5'h07:
-              \$244 [127:112] = \$70 ;
-          5'h08:
-              \$244 [143:128] = \$70 ;
-          5'h09:
-              \$244 [159:144] = \$70 ;
-          5'h0a:
-              \$244 [175:160] = \$70 ;
-          5'h0b:
-              \$244 [191:176] = \$70 ;
-          5'h0c:
-              \$244 [207:192] = \$70 ;
-          5'h0d:
-              \$244 [223:208] = \$70 ;
-          5'h0e:
-              \$244 [239:224] = \$70 ;
-          5'h0f:
-              \$244 [255:240] = \$70 ;
-          5'h10:
-              \$244 [271:256] = \$70 ;
-          5'h11:
-              \$244 [287:272] = \$70 ;
-          5'h12:
-              \$244 [303:288] = \$70 ;
-          5'h13:
-              \$244 [319:304] = \$70 ;
-          5'h14:
-              \$244 [335:320] = \$70 ;
-          5'h15:
-              \$244 [351:336] = \$70 ;
-          5'h16:
-              \$244 [367:352] = \$70 ;
-          5'h17:
-              \$244 [383:368] = \$70 ;
-          5'h18:
-              \$244 [399:384] = \$70 ;
-          5'h19:
-              \$244 [415:400] = \$70 ;
-          5'h1a:
-              \$244 [431:416] = \$70 ;
-          5'h1b:
-              \$244 [447:432] = \$70 ;
-          5'h1c:
-              \$244 [463:448] = \$70 ;
-          5'h1d:
-              \$244 [479:464] = \$70 ;
-          5'h1e:
-              \$244 [495:480] = \$70 ;
-          5'h1f:
-              \$244 [511:496] = \$70 ;
-        endcase
       end
     end
     if (rst) begin
-      \$244  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      \$324  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$245  = io_phase;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          if (rvalid) begin
-            \$245  = 1'h0;
-          end
-      4'h4:
+    \$325  = io_rtag0;
+    if (rst) begin
+      \$325  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$326  = io_rtag1;
+    if (rst) begin
+      \$326  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$327  = io_rtag2;
+    if (rst) begin
+      \$327  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$328  = io_rtag3;
+    if (rst) begin
+      \$328  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$329  = io_tag0;
+    if (rst) begin
+      \$329  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$330  = io_tag1;
+    if (rst) begin
+      \$330  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$331  = io_tag2;
+    if (rst) begin
+      \$331  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$332  = io_tag3;
+    if (rst) begin
+      \$332  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$333  = io_otag0;
+    if (rst) begin
+      \$333  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$334  = io_otag1;
+    if (rst) begin
+      \$334  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$335  = io_otag2;
+    if (rst) begin
+      \$335  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$336  = io_otag3;
+    if (rst) begin
+      \$336  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$337  = io_off0;
+    if (rst) begin
+      \$337  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$338  = io_off1;
+    if (rst) begin
+      \$338  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$339  = io_off2;
+    if (rst) begin
+      \$339  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$340  = io_off3;
+    if (rst) begin
+      \$340  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$341  = 1'h0;
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        \$341  = 1'h1;
+      end
+    end
+    if (rst) begin
+      \$341  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$342  = \$16 [63:0];
+    if (rst) begin
+      \$342  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$343  = \$18 [63:0];
+    if (rst) begin
+      \$343  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$344  = load;
+    if (rst) begin
+      \$344  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$345  = snapshot;
+    if (rst) begin
+      \$345  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$346  = trace;
+    if (rst) begin
+      \$346  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$347  = \$20 ;
+    if (rst) begin
+      \$347  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$348  = \$21 ;
+    if (rst) begin
+      \$348  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$349  = reading;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$349  = 1'h1;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_last_lane) begin
           (* full_case = 32'd1 *)
-          if (\$15 ) begin
-            \$245  = 1'h1;
+          if (io_bcnt_nz) begin
+          end else if (io_left_nz) begin
           end else begin
-            \$245  = 1'h0;
+            \$349  = 1'h0;
           end
-    endcase
+        end
+      end
+    end
     if (rst) begin
-      \$245  = 1'h0;
+      \$349  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$246  = io_issued;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$246  = 6'h00;
+    \$350  = io_layer;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$350  = 2'h0;
+      end
+      if (io_go_snapshot) begin
+        \$350  = 2'h0;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$350  = \$51 [1:0];
           end
-      4'h6:
-          if (\$37 ) begin
-            \$246  = \$42 [5:0];
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$350  = \$85 [1:0];
           end
-      4'h7:
-          if (wready) begin
-            \$246  = 6'h00;
-          end
-    endcase
+        end
+      end
+    end
     if (rst) begin
-      \$246  = 6'h00;
+      \$350  = 2'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$247  = io_arrived;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          if (awready) begin
-            \$247  = 6'h00;
+    \$351  = io_lane;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$351  = 5'h00;
+      end
+      if (io_go_snapshot) begin
+        \$351  = 5'h00;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        (* full_case = 32'd1 *)
+        if (io_last_lane) begin
+          \$351  = 5'h00;
+        end else begin
+          \$351  = \$58 [4:0];
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        (* full_case = 32'd1 *)
+        if (io_last_lane) begin
+          \$351  = 5'h00;
+        end else begin
+          \$351  = \$92 [4:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$351  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$352  = io_last_lane;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$352  = 1'h0;
+      end
+      if (io_go_snapshot) begin
+        \$352  = 1'h0;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        (* full_case = 32'd1 *)
+        if (io_last_lane) begin
+          \$352  = 1'h0;
+        end else begin
+          \$352  = \$59 ;
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        (* full_case = 32'd1 *)
+        if (io_last_lane) begin
+          \$352  = 1'h0;
+        end else begin
+          \$352  = \$93 ;
+        end
+      end
+    end
+    if (rst) begin
+      \$352  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$353  = io_row;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$353  = 7'h00;
+      end
+      if (io_go_snapshot) begin
+        \$353  = 7'h00;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_real) begin
+          \$353  = \$39 [6:0];
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$353  = 7'h00;
           end
-      4'h6:
-          /* empty */;
-      4'h7:
-          if (wready) begin
-            \$247  = 6'h00;
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_real) begin
+          \$353  = \$73 [6:0];
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$353  = 7'h00;
           end
-    endcase
+        end
+      end
+    end
+    if (rst) begin
+      \$353  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$354  = io_col;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$354  = 7'h00;
+      end
+      if (io_go_snapshot) begin
+        \$354  = 7'h00;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_real) begin
+          \$354  = \$37 [6:0];
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$354  = 7'h00;
+          end
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_real) begin
+          \$354  = \$71 [6:0];
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$354  = 7'h00;
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$354  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$355  = io_real;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$355  = 1'h1;
+      end
+      if (io_go_snapshot) begin
+        \$355  = 1'h1;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_real) begin
+          if (io_last_col) begin
+            \$355  = \$46 ;
+          end
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$355  = 1'h1;
+          end
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_real) begin
+          if (io_last_col) begin
+            \$355  = \$80 ;
+          end
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$355  = 1'h1;
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$355  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$356  = io_words_left;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$356  = 8'h09;
+      end
+      if (io_go_snapshot) begin
+        \$356  = 8'h09;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_last_lane) begin
+          (* full_case = 32'd1 *)
+          if (io_last_word) begin
+            \$356  = \$52 [7:0];
+          end else begin
+            \$356  = \$56 [7:0];
+          end
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_last_lane) begin
+          (* full_case = 32'd1 *)
+          if (io_last_word) begin
+            \$356  = \$86 [7:0];
+          end else begin
+            \$356  = \$90 [7:0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$356  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$357  = io_last_col;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$357  = 1'h0;
+      end
+      if (io_go_snapshot) begin
+        \$357  = 1'h0;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_real) begin
+          \$357  = \$45 ;
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$357  = \$53 [0];
+          end
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_real) begin
+          \$357  = \$79 ;
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$357  = \$87 [0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$357  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$358  = io_last_row;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$358  = 1'h0;
+      end
+      if (io_go_snapshot) begin
+        \$358  = 1'h0;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_real) begin
+          if (io_last_col) begin
+            \$358  = \$50 ;
+          end
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$358  = \$54 [0];
+          end
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_real) begin
+          if (io_last_col) begin
+            \$358  = \$84 ;
+          end
+        end
+        if (io_last_lane) begin
+          if (io_last_word) begin
+            \$358  = \$88 [0];
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$358  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$359  = io_last_word;
+    if (io_st_idle) begin
+      if (io_go_load) begin
+        \$359  = 1'h0;
+      end
+      if (io_go_snapshot) begin
+        \$359  = 1'h0;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        if (io_last_lane) begin
+          (* full_case = 32'd1 *)
+          if (io_last_word) begin
+            \$359  = \$55 [0];
+          end else begin
+            \$359  = \$57 ;
+          end
+        end
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        if (io_last_lane) begin
+          (* full_case = 32'd1 *)
+          if (io_last_word) begin
+            \$359  = \$89 [0];
+          end else begin
+            \$359  = \$91 ;
+          end
+        end
+      end
+    end
+    if (rst) begin
+      \$359  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$360  = io_job;
+    if (io_st_idle) begin
+      if (io_go_snapshot) begin
+        \$360  = 2'h0;
+      end
+      if (io_go_trace) begin
+        \$360  = 2'h3;
+      end
+    end
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        if (io_left_nz) begin
+        end else if (\$98 ) begin
+          \$360  = \$99 [1:0];
+        end
+      end
+    end
+    if (rst) begin
+      \$360  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$361  = io_widx;
+    if (io_st_idle) begin
+      if (io_go_trace) begin
+        \$361  = 1'h0;
+      end
+    end
+    if (io_st_w_beat) begin
+      if (wready) begin
+        if (\$96 ) begin
+          \$361  = \$97 [0];
+        end
+      end
+    end
+    if (rst) begin
+      \$361  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$362  = io_addr;
+    if (io_st_idle) begin
+      if (io_go_any) begin
+        \$362  = io_start_addr;
+      end
+    end
+    if (io_st_l_ar) begin
+      if (arready) begin
+        \$362  = \$28 [63:0];
+      end
+    end
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$362  = \$61 [63:0];
+      end
+    end
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        if (io_left_nz) begin
+        end else if (\$98 ) begin
+          \$362  = io_part_addr;
+        end
+      end
+    end
+    if (rst) begin
+      \$362  = 64'h0000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$363  = io_left;
+    if (io_st_idle) begin
+      if (io_go_any) begin
+        \$363  = \$23 ;
+      end
+    end
+    if (io_st_l_ar) begin
+      if (arready) begin
+        \$363  = \$29 [7:0];
+      end
+    end
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$363  = \$62 [7:0];
+      end
+    end
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        if (io_left_nz) begin
+        end else if (\$98 ) begin
+          \$363  = \$101 ;
+        end
+      end
+    end
+    if (rst) begin
+      \$363  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$364  = io_bcnt;
+    if (io_st_l_ar) begin
+      if (arready) begin
+        \$364  = io_next_len;
+      end
+    end
+    if (io_st_l_r) begin
+      if (rvalid) begin
+        \$364  = \$31 [8:0];
+      end
+    end
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$364  = io_next_len;
+      end
+    end
+    if (io_st_w_beat) begin
+      if (wready) begin
+        \$364  = \$94 [8:0];
+      end
+    end
+    if (rst) begin
+      \$364  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$365  = io_last_beat;
+    if (io_st_l_ar) begin
+      if (arready) begin
+        \$365  = \$30 ;
+      end
+    end
+    if (io_st_l_r) begin
+      if (rvalid) begin
+        \$365  = \$32 ;
+      end
+    end
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$365  = \$63 ;
+      end
+    end
+    if (io_st_w_beat) begin
+      if (wready) begin
+        \$365  = \$95 ;
+      end
+    end
+    if (rst) begin
+      \$365  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$366  = io_beat;
+    if (io_st_l_r) begin
+      if (rvalid) begin
+        \$366  = rdata;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+      end else begin
+        \$366  = \$35 ;
+      end
+    end
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$366  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      end
+    end
+    if (io_st_w_beat) begin
+      if (wready) begin
+        \$366  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+      end
+    end
+    if (io_lane_we[0]) begin
+      \$366 [15:0] = \$155 ;
+    end
+    if (io_lane_we[1]) begin
+      \$366 [31:16] = \$156 ;
+    end
+    if (io_lane_we[2]) begin
+      \$366 [47:32] = \$157 ;
+    end
+    if (io_lane_we[3]) begin
+      \$366 [63:48] = \$158 ;
+    end
+    if (io_lane_we[4]) begin
+      \$366 [79:64] = \$159 ;
+    end
+    if (io_lane_we[5]) begin
+      \$366 [95:80] = \$160 ;
+    end
+    if (io_lane_we[6]) begin
+      \$366 [111:96] = \$161 ;
+    end
+    if (io_lane_we[7]) begin
+      \$366 [127:112] = \$162 ;
+    end
+    if (io_lane_we[8]) begin
+      \$366 [143:128] = \$163 ;
+    end
+    if (io_lane_we[9]) begin
+      \$366 [159:144] = \$164 ;
+    end
+    if (io_lane_we[10]) begin
+      \$366 [175:160] = \$165 ;
+    end
+    if (io_lane_we[11]) begin
+      \$366 [191:176] = \$166 ;
+    end
+    if (io_lane_we[12]) begin
+      \$366 [207:192] = \$167 ;
+    end
+    if (io_lane_we[13]) begin
+      \$366 [223:208] = \$168 ;
+    end
+    if (io_lane_we[14]) begin
+      \$366 [239:224] = \$169 ;
+    end
+    if (io_lane_we[15]) begin
+      \$366 [255:240] = \$170 ;
+    end
+    if (io_lane_we[16]) begin
+      \$366 [271:256] = \$171 ;
+    end
+    if (io_lane_we[17]) begin
+      \$366 [287:272] = \$172 ;
+    end
+    if (io_lane_we[18]) begin
+      \$366 [303:288] = \$173 ;
+    end
+    if (io_lane_we[19]) begin
+      \$366 [319:304] = \$174 ;
+    end
+    if (io_lane_we[20]) begin
+      \$366 [335:320] = \$175 ;
+    end
+    if (io_lane_we[21]) begin
+      \$366 [351:336] = \$176 ;
+    end
+    if (io_lane_we[22]) begin
+      \$366 [367:352] = \$177 ;
+    end
+    if (io_lane_we[23]) begin
+      \$366 [383:368] = \$178 ;
+    end
+    if (io_lane_we[24]) begin
+      \$366 [399:384] = \$179 ;
+    end
+    if (io_lane_we[25]) begin
+      \$366 [415:400] = \$180 ;
+    end
+    if (io_lane_we[26]) begin
+      \$366 [431:416] = \$181 ;
+    end
+    if (io_lane_we[27]) begin
+      \$366 [447:432] = \$182 ;
+    end
+    if (io_lane_we[28]) begin
+      \$366 [463:448] = \$183 ;
+    end
+    if (io_lane_we[29]) begin
+      \$366 [479:464] = \$184 ;
+    end
+    if (io_lane_we[30]) begin
+      \$366 [495:480] = \$185 ;
+    end
+    if (io_lane_we[31]) begin
+      \$366 [511:496] = \$186 ;
+    end
+    if (rst) begin
+      \$366  = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$367  = io_phase;
+    if (io_st_l_r) begin
+      if (rvalid) begin
+        \$367  = 1'h0;
+      end
+    end
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$34 ) begin
+        \$367  = 1'h1;
+      end else begin
+        \$367  = 1'h0;
+      end
+    end
+    if (rst) begin
+      \$367  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$368  = io_issued;
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$368  = 6'h00;
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        \$368  = \$69 [5:0];
+      end
+    end
+    if (io_st_w_beat) begin
+      if (wready) begin
+        \$368  = 6'h00;
+      end
+    end
+    if (rst) begin
+      \$368  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$369  = io_arrived;
+    if (io_st_w_aw) begin
+      if (awready) begin
+        \$369  = 6'h00;
+      end
+    end
+    if (io_st_w_beat) begin
+      if (wready) begin
+        \$369  = 6'h00;
+      end
+    end
     if (io_tag4) begin
-      \$247  = \$69 [5:0];
+      \$369  = \$154 [5:0];
     end
     if (rst) begin
-      \$247  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$248  = io_rtag0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            \$248  = io_real;
-          end
-    endcase
-    if (rst) begin
-      \$248  = 1'h0;
+      \$369  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$249  = io_otag0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            \$249  = io_lane;
-          end
-    endcase
+    \$370  = io_rtag0;
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        \$370  = io_real;
+      end
+    end
     if (rst) begin
-      \$249  = 5'h00;
+      \$370  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
-    \$250  = io_off0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$37 ) begin
-            \$250  = { 2'h0, \$41  };
-          end
-    endcase
+    \$371  = io_otag0;
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        \$371  = io_lane;
+      end
+    end
     if (rst) begin
-      \$250  = 9'h000;
+      \$371  = 5'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$372  = io_off0;
+    if (io_st_w_fetch) begin
+      if (\$64 ) begin
+        \$372  = { 2'h0, \$68  };
+      end
+    end
+    if (rst) begin
+      \$372  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$373  = \$110 ;
+    if (rst) begin
+      \$373  = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$374  = \$115 ;
+    if (rst) begin
+      \$374  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$375  = \$120 ;
+    if (rst) begin
+      \$375  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$376  = \$125 ;
+    if (rst) begin
+      \$376  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$377  = \$130 ;
+    if (rst) begin
+      \$377  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$378  = \$135 ;
+    if (rst) begin
+      \$378  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$379  = \$140 ;
+    if (rst) begin
+      \$379  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$380  = \$145 ;
+    if (rst) begin
+      \$380  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$381  = \$150 ;
+    if (rst) begin
+      \$381  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \$382  = \$153 ;
+    if (rst) begin
+      \$382  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_idle_to_w_aw = 1'h0;
+    if (io_st_idle) begin
+      if (io_go_write) begin
+        io_st_idle_to_w_aw = 1'h1;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_idle_to_l_ar = 1'h0;
+    if (io_st_idle) begin
+      if (io_go_write) begin
+      end else if (io_go_load) begin
+        io_st_idle_to_l_ar = 1'h1;
+      end
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     arvalid = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          arvalid = 1'h1;
-    endcase
+    if (io_st_l_ar) begin
+      arvalid = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     araddr = 64'h0000000000000000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          araddr = io_addr;
-    endcase
+    if (io_st_l_ar) begin
+      araddr = io_addr;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     arlen = 8'h00;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          arlen = \$82 [7:0];
-    endcase
+    if (io_st_l_ar) begin
+      arlen = \$195 [7:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_l_ar_to_l_r = 1'h0;
+    if (io_st_l_ar) begin
+      if (arready) begin
+        io_st_l_ar_to_l_r = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     rready = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          rready = 1'h1;
-    endcase
+    if (io_st_l_r) begin
+      rready = 1'h1;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_l_r_to_l_lane = 1'h0;
+    if (io_st_l_r) begin
+      if (rvalid) begin
+        io_st_l_r_to_l_lane = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     io_hp_addr = 16'h0000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (io_real) begin
-            io_hp_addr = \$139 [15:0];
-          end
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$163 ) begin
-            io_hp_addr = \$191 [15:0];
-          end
-    endcase
+    if (io_st_l_lane) begin
+      if (io_real) begin
+        io_hp_addr = \$252 [15:0];
+      end
+    end
+    if (io_st_w_fetch) begin
+      if (\$278 ) begin
+        io_hp_addr = \$306 [15:0];
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     io_hp_we = 16'h0000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (io_real) begin
-            io_hp_we = \$150 [15:0];
-          end
-    endcase
+    if (io_st_l_lane) begin
+      if (io_real) begin
+        io_hp_we = \$263 [15:0];
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     io_hp_wdata = 128'h00000000000000000000000000000000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          if (io_real) begin
-            io_hp_wdata = \$161 [127:0];
+    if (io_st_l_lane) begin
+      if (io_real) begin
+        io_hp_wdata = \$273 [127:0];
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_l_lane_to_l_r = 1'h0;
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$275 ) begin
+      end else begin
+        if (io_last_lane) begin
+          if (io_bcnt_nz) begin
+            io_st_l_lane_to_l_r = 1'h1;
           end
-    endcase
+        end
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_l_lane_to_l_ar = 1'h0;
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$275 ) begin
+      end else begin
+        if (io_last_lane) begin
+          if (io_bcnt_nz) begin
+          end else if (io_left_nz) begin
+            io_st_l_lane_to_l_ar = 1'h1;
+          end
+        end
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_l_lane_to_done = 1'h0;
+    if (io_st_l_lane) begin
+      (* full_case = 32'd1 *)
+      if (\$275 ) begin
+      end else begin
+        if (io_last_lane) begin
+          (* full_case = 32'd1 *)
+          if (io_bcnt_nz) begin
+          end else if (io_left_nz) begin
+          end else begin
+            io_st_l_lane_to_done = 1'h1;
+          end
+        end
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     awvalid = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          awvalid = 1'h1;
-    endcase
+    if (io_st_w_aw) begin
+      awvalid = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     awaddr = 64'h0000000000000000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          awaddr = io_addr;
-    endcase
+    if (io_st_w_aw) begin
+      awaddr = io_addr;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     awlen = 8'h00;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          awlen = \$162 [7:0];
-    endcase
+    if (io_st_w_aw) begin
+      awlen = \$276 [7:0];
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_aw_to_w_fetch = 1'h0;
+    if (io_st_w_aw) begin
+      if (awready) begin
+        if (\$277 ) begin
+          io_st_w_aw_to_w_fetch = 1'h1;
+        end
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_aw_to_w_beat = 1'h0;
+    if (io_st_w_aw) begin
+      if (awready) begin
+        (* full_case = 32'd1 *)
+        if (\$277 ) begin
+        end else begin
+          io_st_w_aw_to_w_beat = 1'h1;
+        end
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     io_hp_re = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          if (\$163 ) begin
-            io_hp_re = io_real;
-          end
-    endcase
+    if (io_st_w_fetch) begin
+      if (\$278 ) begin
+        io_hp_re = io_real;
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_fetch_to_w_beat = 1'h0;
+    if (io_st_w_fetch) begin
+      if (\$307 ) begin
+        io_st_w_fetch_to_w_beat = 1'h1;
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     wdata = 512'h00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          (* full_case = 32'd1 *)
-          casez (io_job)
-            2'h0:
-                wdata = { 480'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$193  };
-            2'h1:
-                wdata = io_beat;
-            2'h2:
-                wdata = { 448'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$195  };
-            2'h3:
-                wdata = \$79 [511:0];
-          endcase
-    endcase
+    if (io_st_w_beat) begin
+      (* full_case = 32'd1 *)
+      casez (io_job)
+        2'h0:
+            wdata = { 480'h000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$309  };
+        2'h1:
+            wdata = io_beat;
+        2'h2:
+            wdata = { 448'h0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000, \$311  };
+        2'h3:
+            wdata = \$192 [511:0];
+      endcase
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     wvalid = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          wvalid = 1'h1;
-    endcase
+    if (io_st_w_beat) begin
+      wvalid = 1'h1;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     wlast = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          wlast = \$196 ;
-    endcase
+    if (io_st_w_beat) begin
+      wlast = io_last_beat;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     wstrb = 64'h0000000000000000;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-        begin
-          wstrb = 64'hffffffffffffffff;
-          if (\$197 ) begin
-            wstrb = \$81 [63:0];
-          end
+    if (io_st_w_beat) begin
+      wstrb = 64'hffffffffffffffff;
+      if (\$312 ) begin
+        wstrb = \$194 [63:0];
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_beat_to_w_b = 1'h0;
+    if (io_st_w_beat) begin
+      if (wready) begin
+        if (io_last_beat) begin
+          io_st_w_beat_to_w_b = 1'h1;
         end
-    endcase
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_beat_to_w_fetch = 1'h0;
+    if (io_st_w_beat) begin
+      if (wready) begin
+        if (io_last_beat) begin
+        end else if (\$313 ) begin
+          io_st_w_beat_to_w_fetch = 1'h1;
+        end
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_b_to_w_aw = 1'h0;
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        if (io_left_nz) begin
+          io_st_w_b_to_w_aw = 1'h1;
+        end
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    \io_st_w_b_to_w_aw$94  = 1'h0;
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        if (io_left_nz) begin
+        end else if (\$314 ) begin
+          \io_st_w_b_to_w_aw$94  = 1'h1;
+        end
+      end
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_w_b_to_done = 1'h0;
+    if (io_st_w_b) begin
+      if (bvalid) begin
+        (* full_case = 32'd1 *)
+        if (io_left_nz) begin
+        end else if (\$314 ) begin
+        end else begin
+          io_st_w_b_to_done = 1'h1;
+        end
+      end
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
     done = 1'h0;
-    casez (storage_io_state)
-      4'h0:
-          /* empty */;
-      4'h1:
-          /* empty */;
-      4'h3:
-          /* empty */;
-      4'h4:
-          /* empty */;
-      4'h2:
-          /* empty */;
-      4'h6:
-          /* empty */;
-      4'h7:
-          /* empty */;
-      4'h8:
-          /* empty */;
-      4'h5:
-          done = 1'h1;
-    endcase
+    if (io_st_done) begin
+      done = 1'h1;
+    end
   end
-  assign io_to_page = \$73 [6:0];
-  assign io_slot = \$75 [63:0];
-  assign io_trace_addr = \$78 [63:0];
-  assign io_trace_data = \$79 [511:0];
-  assign io_trace_strb = \$81 [63:0];
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$24 ) begin end
+    io_st_done_to_idle = 1'h0;
+    if (io_st_done) begin
+      io_st_done_to_idle = 1'h1;
+    end
+  end
+  assign io_slot = \$188 [63:0];
+  assign io_trace_addr = \$191 [63:0];
+  assign io_trace_data = \$192 [511:0];
+  assign io_trace_strb = \$194 [63:0];
   assign bready = 1'h1;
-  assign \$73  = { \$72 [13], \$72 [13], \$72 [13], \$72 [13], \$72 [13], \$72 [13], \$72 [13:6] };
-  assign \$8  = 1'h1;
-  assign \$77  = { 3'h0, trace_index[7:0], 4'h0 };
-  assign \$9 [5:0] = 6'h00;
-  assign \$9 [64:6] = { 1'h0, \$78 [63:6] };
-  assign \$10  = { 1'h0, io_next_len, 6'h00 };
-  assign \$33  = { 1'h0, io_next_len, 6'h00 };
-  assign \$67  = 6'h3f;
-  assign \$68  = 1'h1;
-  assign io_trace_shift = { \$78 [5:0], 3'h0 };
-  assign \$80  = { 3'h0, io_trace_shift[8:3] };
-  assign \$83  = { 3'h0, io_row[6:3] };
-  assign \$84  = { \$83 , 3'h0 };
-  assign \$85  = { 3'h0, io_col[6:3] };
-  assign \$87  = { \$86 , 3'h0 };
-  assign \$90  = { 7'h00, \$89 [10:7] };
-  assign \$92  = { 3'h0, io_row[6:3] };
-  assign \$93  = { \$92 , 3'h0 };
-  assign \$94  = { 3'h0, io_col[6:3] };
-  assign \$96  = { \$95 , 3'h0 };
-  assign \$99  = { 7'h00, \$98 [10:7] };
-  assign \$101  = { 3'h0, io_row[6:3] };
-  assign \$102  = { 1'h0, \$101  };
-  assign \$103  = { 3'h0, io_col[6:3] };
-  assign \$105  = { \$104 , 3'h0 };
-  assign \$108  = { 7'h00, \$107 [10:7] };
-  assign \$111  = { 3'h0, io_row[6:3] };
-  assign \$112  = { \$111 , 3'h0 };
-  assign \$113  = { 3'h0, io_col[6:3] };
-  assign \$115  = { \$114 , 3'h0 };
-  assign \$118  = { 7'h00, \$117 [10:7] };
-  assign \$120  = { 3'h0, io_row[6:3] };
-  assign \$121  = { \$120 , 3'h0 };
-  assign \$122  = { 3'h0, io_col[6:3] };
-  assign \$124  = { \$123 , 3'h0 };
-  assign \$127  = { 7'h00, \$126 [10:7] };
-  assign \$129  = { 3'h0, io_row[6:3] };
-  assign \$130  = { 1'h0, \$129  };
-  assign \$131  = { 3'h0, io_col[6:3] };
-  assign \$133  = { \$132 , 3'h0 };
-  assign \$136  = { 7'h00, \$135 [10:7] };
-  assign \$149  = { 3'h0, \$148 [6:3] };
-  assign \$164  = { 3'h0, io_row[6:3] };
-  assign \$165  = { \$164 , 3'h0 };
-  assign \$166  = { 3'h0, io_col[6:3] };
-  assign \$168  = { \$167 , 3'h0 };
-  assign \$171  = { 7'h00, \$170 [10:7] };
-  assign \$173  = { 3'h0, io_row[6:3] };
-  assign \$174  = { \$173 , 3'h0 };
-  assign \$175  = { 3'h0, io_col[6:3] };
-  assign \$177  = { \$176 , 3'h0 };
-  assign \$180  = { 7'h00, \$179 [10:7] };
-  assign \$182  = { 3'h0, io_row[6:3] };
-  assign \$183  = { 1'h0, \$182  };
-  assign \$184  = { 3'h0, io_col[6:3] };
-  assign \$186  = { \$185 , 3'h0 };
-  assign \$189  = { 7'h00, \$188 [10:7] };
+  assign \$4  = { \$3 [13], \$3 [13], \$3 [13], \$3 [13], \$3 [13], \$3 [13], \$3 [13:6] };
+  assign \$6  = { 6'h00, \$5 [8:6] };
+  assign \$190  = { 3'h0, trace_index[7:0], 4'h0 };
+  assign \$13 [5:0] = 6'h00;
+  assign \$13 [64:6] = { 1'h0, \$191 [63:6] };
+  assign \$24  = 1'h1;
+  assign \$27  = { 1'h0, io_next_len, 6'h00 };
+  assign \$35  = { 16'h0000, io_beat[511:16] };
+  assign \$60  = { 1'h0, io_next_len, 6'h00 };
+  assign \$103  = 6'h3f;
+  assign \$104  = 1'h1;
+  assign \$106  = io_st_done_to_idle;
+  assign \$112  = io_st_l_ar_to_l_r;
+  assign \$117  = io_st_l_r_to_l_lane;
+  assign \$121  = io_st_l_r_to_l_lane;
+  assign \$132  = io_st_w_fetch_to_w_beat;
+  assign \$141  = io_st_w_beat_to_w_b;
+  assign \$147  = io_st_done_to_idle;
+  assign io_trace_shift = { \$191 [5:0], 3'h0 };
+  assign \$193  = { 3'h0, io_trace_shift[8:3] };
+  assign \$196  = { 3'h0, io_row[6:3] };
+  assign \$197  = { \$196 , 3'h0 };
+  assign \$198  = { 3'h0, io_col[6:3] };
+  assign \$200  = { \$199 , 3'h0 };
+  assign \$203  = { 7'h00, \$202 [10:7] };
+  assign \$205  = { 3'h0, io_row[6:3] };
+  assign \$206  = { \$205 , 3'h0 };
+  assign \$207  = { 3'h0, io_col[6:3] };
+  assign \$209  = { \$208 , 3'h0 };
+  assign \$212  = { 7'h00, \$211 [10:7] };
+  assign \$214  = { 3'h0, io_row[6:3] };
+  assign \$215  = { 1'h0, \$214  };
+  assign \$216  = { 3'h0, io_col[6:3] };
+  assign \$218  = { \$217 , 3'h0 };
+  assign \$221  = { 7'h00, \$220 [10:7] };
+  assign \$224  = { 3'h0, io_row[6:3] };
+  assign \$225  = { \$224 , 3'h0 };
+  assign \$226  = { 3'h0, io_col[6:3] };
+  assign \$228  = { \$227 , 3'h0 };
+  assign \$231  = { 7'h00, \$230 [10:7] };
+  assign \$233  = { 3'h0, io_row[6:3] };
+  assign \$234  = { \$233 , 3'h0 };
+  assign \$235  = { 3'h0, io_col[6:3] };
+  assign \$237  = { \$236 , 3'h0 };
+  assign \$240  = { 7'h00, \$239 [10:7] };
+  assign \$242  = { 3'h0, io_row[6:3] };
+  assign \$243  = { 1'h0, \$242  };
+  assign \$244  = { 3'h0, io_col[6:3] };
+  assign \$246  = { \$245 , 3'h0 };
+  assign \$249  = { 7'h00, \$248 [10:7] };
+  assign \$262  = { 3'h0, \$261 [6:3] };
+  assign \$279  = { 3'h0, io_row[6:3] };
+  assign \$280  = { \$279 , 3'h0 };
+  assign \$281  = { 3'h0, io_col[6:3] };
+  assign \$283  = { \$282 , 3'h0 };
+  assign \$286  = { 7'h00, \$285 [10:7] };
+  assign \$288  = { 3'h0, io_row[6:3] };
+  assign \$289  = { \$288 , 3'h0 };
+  assign \$290  = { 3'h0, io_col[6:3] };
+  assign \$292  = { \$291 , 3'h0 };
+  assign \$295  = { 7'h00, \$294 [10:7] };
+  assign \$297  = { 3'h0, io_row[6:3] };
+  assign \$298  = { 1'h0, \$297  };
+  assign \$299  = { 3'h0, io_col[6:3] };
+  assign \$301  = { \$300 , 3'h0 };
+  assign \$304  = { 7'h00, \$303 [10:7] };
 endmodule
 
 (* generator = "Amaranth" *)
