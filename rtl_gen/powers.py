@@ -240,9 +240,11 @@ class Log2Unit(wiring.Component):
         a3, d3 = rd.data[:aw], rd.data[aw:]
         r3, e3 = reg(f2[:R], R, "r3"), reg(e2, e_shape, "e3")
         zero3 = reg(zero2, 1, "zero3")
-        if self._tables == "block":     # 3b: the block RAM's word registered
-            a3, d3 = reg(a3, aw, "a3b"), reg(d3, dw, "d3b")
-            r3, e3, zero3 = reg(r3, R, "r3b"), reg(e3, e_shape, "e3b"), reg(zero3, 1, "zero3b")
+        if self._tables == "block":     # 3b: the block RAM's word registered; the others
+            a3, d3 = reg(a3, aw, "a3b"), reg(d3, dw, "d3b")    # with resets, no shift register
+            r3 = reg(r3, R, "r3b", reset_less=False)
+            e3 = reg(e3, e_shape, "e3b", reset_less=False)
+            zero3 = reg(zero3, 1, "zero3b", reset_less=False)
 
         # 4: interpolation multiply; beside it, the exponent and the table entry.
         base_shape = signed(e_shape.width + Ft + 1)
@@ -372,8 +374,12 @@ class Exp2Unit(wiring.Component):
         frac = a2 if p2 is None else (a2 + p2[R:])[:Ft]
         m3 = reg(Cat(frac, Const(0, Ft - len(frac)) if len(frac) < Ft else Const(0, 0),
                      Const(1, 1)), Ft + 1, "m3")
-        shift3, big3 = reg(shift2, shift_range, "shift3"), reg(big2, 1, "big3")
-        zero3, min3 = reg(zero2, 1, "zero3"), reg(min2, 1, "min3")
+        # with resets: not merged into a shift register with the stages before (an SRL's
+        # output is slow into the barrel shifter)
+        shift3 = reg(shift2, shift_range, "shift3", reset_less=False)
+        big3 = reg(big2, 1, "big3", reset_less=False)
+        zero3 = reg(zero2, 1, "zero3", reset_less=False)
+        min3 = reg(min2, 1, "min3", reset_less=False)
 
         # 4: barrel shifter: m·2**(shift - Ft - 1), truncated, with one bit below the result
         # (the rounding bit): the golden's m·2**s rounded is (w4 + 1) >> 1.

@@ -308,8 +308,6 @@ class TrainerReplay(wiring.Component):
         m.submodules.q_slots = r.q_slots = Memory(shape=tc.index_width, depth=depth, init=[])
         m.submodules.q_prios = r.q_prios = Memory(shape=tc.input_width, depth=depth, init=[])
         r.word = Signal(COUNT_BITS, name="word")
-        # CONSUMED + 1 (mod 2**32), kept beside it: BOUNDARY compares PRODUCER with both
-        r.consumed_p1 = Signal(COUNT_BITS, name="consumed_p1", init=1)
         r.td_active = Signal()
         r.td_slot = Signal(r.slot_shape, name="td_slot")
         r.td_start = Signal()
@@ -413,7 +411,7 @@ class TrainerReplay(wiring.Component):
         with m.If(r.state[_S.CLR_WAIT]):
             with m.If(~r.td_active):
                 m.d.sync += [*r.state.go(_S.CLR_WAIT, _S.CLR_RESET), self.consumed.eq(0),
-                             r.consumed_p1.eq(1),
+
                              r.cmod.eq(0), r.head.eq(0), r.count.eq(0), r.last_n.eq(0),
                              r.last_slot.eq(0)]
         self._load(r, _S.CLR_RESET, SumTreeOp.RESET)
@@ -432,9 +430,14 @@ class TrainerReplay(wiring.Component):
         cap, W, D = tc.capacity, cfg.append_window, cfg.delay
         pw = tc.priority_width
         ahead = Signal(COUNT_BITS, name="ahead")
+        # PRODUCER - CONSUMED from the command's word while IDLE (for a BOUNDARY), so that
+        # B_START registers its tests and B_WAIT decides from flip-flops
         ahead_m1 = Signal(COUNT_BITS, name="ahead_m1")     # ahead - 1
-        a_zero = Signal(name="ahead_zero")                 # ahead == 0, registered with it
+        a_zero = Signal(name="ahead_zero")                 # ahead == 0
         a_one = Signal(name="ahead_one")                   # ahead == 1
+        a_over = Signal(name="ahead_over")                 # ahead > W
+        with m.If(r.state[_S.IDLE]):
+            m.d.sync += ahead.eq(self.cmd.payload.word - self.consumed)
         k = Signal(range(W + 1), name="k")
         k_last = Signal(range(W + 1), name="k_last")        # k - 1 (k > 0 where read)
         k_zero = Signal(name="k_zero")
@@ -479,10 +482,10 @@ class TrainerReplay(wiring.Component):
                          sat.eq(Mux(prio_rd.data[pw:].any(), (1 << pw) - 1,
                                     prio_rd.data[:pw]))]
         inside = Mux(wrap, ge_lo | lt_hi, ge_lo & lt_hi)
-        over = _greater(ahead, W)                       # more than W records ahead
+        over = a_over                                   # more than W records ahead
         k_next = Mux(over, W, ahead)
-        # k_next == 0 and == 1 (W >= 1) from PRODUCER == CONSUMED and == CONSUMED + 1,
-        # registered with ``ahead``; k_next - 1 from PRODUCER - CONSUMED - 1, also beside it
+        # k_next == 0 and == 1 (W >= 1), k_next - 1 and the compare with W from the flags
+        # B_START registered
         one = ~a_zero if W == 1 else a_one
         k_less = Mux(over, W - 1, ahead_m1[:len(k_last)])
         mx = tree.max_priority
@@ -499,9 +502,8 @@ class TrainerReplay(wiring.Component):
         with m.If(state[_S.B_START]):
             h = r.cmod + W
             m.d.sync += [
-                *state.go(_S.B_START, _S.B_WAIT), ahead.eq(r.word - self.consumed),
-                ahead_m1.eq(r.word - self.consumed - 1),
-                a_zero.eq(r.word == self.consumed), a_one.eq(r.word == r.consumed_p1),
+                *state.go(_S.B_START, _S.B_WAIT), ahead_m1.eq(ahead - 1),
+                a_zero.eq(ahead == 0), a_one.eq(ahead == 1), a_over.eq(_greater(ahead, W)),
                 lo.eq(r.cmod), wrap.eq(h > cap), hi.eq(Mux(h > cap, h - cap, h)),
                 ins.eq(r.cmod), ev.eq(Mux(h >= cap, h - cap, h)), pop.eq(r.count > D),
                 wb_n.eq(r.nb[r.head]), wb_max.eq(0), j.eq(0), rv.eq(0), rv2.eq(0),
@@ -523,8 +525,8 @@ class TrainerReplay(wiring.Component):
             with m.If(r.tc_free):
                 m.d.sync += [rv.eq(~j_end), j.eq(j + ~j_end),
                              j_end.eq(j_end | (j == wb_last))]
-                with m.If(rv2 & ~inside & (sat > wb_max)):
-                    m.d.sync += wb_max.eq(sat)
+                # the compare into the data, tc_free into the enable only
+                m.d.sync += wb_max.eq(Mux(rv2 & ~inside & (sat > wb_max), sat, wb_max))
                 with m.If(j_end & ~rv):
                     m.d.sync += [*state.go_either(_S.B_WB, k_zero, _S.B_SETTLE, _S.B_INS),
                                  r.head.eq(Mux(r.head == D, 0, r.head + 1)),
@@ -554,8 +556,7 @@ class TrainerReplay(wiring.Component):
         with m.If(state[_S.B_SETTLE]):
             m.d.sync += [wait.eq(wait - 1), wait_end.eq(wait == 1)]
             with m.If(wait_end):
-                m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next),
-                             r.consumed_p1.eq(end[:COUNT_BITS] + 1)]
+                m.d.sync += [self.consumed.eq(end[:COUNT_BITS]), r.cmod.eq(cmod_next)]
                 self._finish(m, r, _S.B_SETTLE)
 
     def _sample(self, m, r):
