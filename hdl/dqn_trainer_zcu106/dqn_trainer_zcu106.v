@@ -48180,214 +48180,201 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
 `endif
   wire \$1 ;
   wire \$10 ;
-  wire [1:0] \$100 ;
-  wire [1:0] \$101 ;
-  wire [2:0] \$102 ;
-  wire \$103 ;
-  wire [16:0] \$104 ;
-  wire [16:0] \$105 ;
+  wire [16:0] \$100 ;
+  wire [8:0] \$101 ;
+  wire \$102 ;
+  wire [9:0] \$103 ;
+  wire [9:0] \$104 ;
+  wire \$105 ;
   wire \$106 ;
-  wire [16:0] \$107 ;
-  wire [16:0] \$108 ;
+  wire \$107 ;
+  wire [3:0] \$108 ;
   wire \$109 ;
   wire \$11 ;
   wire \$110 ;
   wire \$111 ;
   wire \$112 ;
-  wire [8:0] \$113 ;
+  wire [2:0] \$113 ;
   wire \$114 ;
-  wire [9:0] \$115 ;
-  wire [9:0] \$116 ;
-  wire \$117 ;
-  wire \$118 ;
-  wire \$119 ;
+  wire [2:0] \$115 ;
+  wire [3:0] \$116 ;
+  wire [2:0] \$117 ;
+  wire [3:0] \$118 ;
+  wire [2:0] \$119 ;
   wire \$12 ;
-  wire [3:0] \$120 ;
-  wire \$121 ;
-  wire [32:0] \$122 ;
-  wire \$123 ;
-  wire \$124 ;
+  wire \$120 ;
+  wire [2:0] \$121 ;
+  wire [3:0] \$122 ;
+  wire [2:0] \$123 ;
+  wire [3:0] \$124 ;
   wire \$125 ;
-  wire [2:0] \$126 ;
-  wire \$127 ;
-  wire [2:0] \$128 ;
-  wire [3:0] \$129 ;
+  wire \$126 ;
+  wire [7:0] \$127 ;
+  wire [7:0] \$128 ;
+  wire \$129 ;
   wire \$13 ;
-  wire [2:0] \$130 ;
-  wire [3:0] \$131 ;
-  wire [2:0] \$132 ;
+  wire \$130 ;
+  wire \$131 ;
+  wire \$132 ;
   wire \$133 ;
-  wire [2:0] \$134 ;
-  wire [3:0] \$135 ;
-  wire [2:0] \$136 ;
-  wire [3:0] \$137 ;
+  wire \$134 ;
+  wire \$135 ;
+  wire \$136 ;
+  wire \$137 ;
   wire \$138 ;
   wire \$139 ;
   wire \$14 ;
-  wire [7:0] \$140 ;
-  wire [7:0] \$141 ;
-  wire \$142 ;
+  wire [16:0] \$140 ;
+  wire [16:0] \$141 ;
+  wire [17:0] \$142 ;
   wire \$143 ;
   wire \$144 ;
-  wire \$145 ;
+  wire [17:0] \$145 ;
   wire \$146 ;
   wire \$147 ;
   wire \$148 ;
   wire \$149 ;
   wire \$15 ;
   wire \$150 ;
-  wire \$151 ;
+  wire [7:0] \$151 ;
   wire \$152 ;
-  wire [16:0] \$153 ;
-  wire [16:0] \$154 ;
-  wire [17:0] \$155 ;
-  wire \$156 ;
+  wire [2:0] \$153 ;
+  wire \$154 ;
+  wire \$155 ;
+  wire [7:0] \$156 ;
   wire \$157 ;
-  wire [17:0] \$158 ;
-  wire \$159 ;
+  wire \$158 ;
+  wire [17:0] \$159 ;
   wire \$16 ;
-  wire \$160 ;
+  wire [17:0] \$160 ;
   wire \$161 ;
-  wire \$162 ;
-  wire \$163 ;
+  wire [23:0] \$162 ;
+  wire [24:0] \$163 ;
   wire [7:0] \$164 ;
   wire \$165 ;
-  wire [2:0] \$166 ;
+  wire \$166 ;
   wire \$167 ;
   wire \$168 ;
-  wire [7:0] \$169 ;
+  wire \$169 ;
   wire \$17 ;
   wire \$170 ;
   wire \$171 ;
-  wire [17:0] \$172 ;
-  wire [17:0] \$173 ;
-  wire \$174 ;
-  wire [23:0] \$175 ;
-  wire [24:0] \$176 ;
-  wire [7:0] \$177 ;
-  wire \$178 ;
+  wire \$172 ;
+  wire [2:0] \$173 ;
+  wire [2:0] \$174 ;
+  wire [2:0] \$175 ;
+  wire [2:0] \$176 ;
+  wire [2:0] \$177 ;
+  wire [2:0] \$178 ;
   wire \$179 ;
   wire \$18 ;
-  wire \$180 ;
-  wire \$181 ;
-  wire \$182 ;
-  wire \$183 ;
-  wire \$184 ;
+  wire [15:0] \$180 ;
+  wire [15:0] \$181 ;
+  wire [15:0] \$182 ;
+  wire [15:0] \$183 ;
+  wire [15:0] \$184 ;
   wire \$185 ;
-  wire [2:0] \$186 ;
-  wire [2:0] \$187 ;
-  wire [2:0] \$188 ;
-  wire [2:0] \$189 ;
+  wire [31:0] \$186 ;
+  wire \$187 ;
+  wire [39:0] \$188 ;
+  wire [39:0] \$189 ;
   wire \$19 ;
-  wire [2:0] \$190 ;
-  wire [2:0] \$191 ;
-  wire \$192 ;
-  wire [15:0] \$193 ;
-  wire [15:0] \$194 ;
-  wire [15:0] \$195 ;
-  wire [15:0] \$196 ;
-  wire [15:0] \$197 ;
-  wire \$198 ;
-  wire [31:0] \$199 ;
+  wire [39:0] \$190 ;
+  wire [39:0] \$191 ;
+  wire [39:0] \$192 ;
+  wire \$193 ;
+  wire \$194 ;
+  wire \$195 ;
+  wire \$196 ;
+  wire [31:0] \$197 ;
+  wire [31:0] \$198 ;
+  reg \$199 ;
   wire \$2 ;
   wire \$20 ;
-  wire \$200 ;
-  wire [39:0] \$201 ;
-  wire [39:0] \$202 ;
-  wire [39:0] \$203 ;
-  wire [39:0] \$204 ;
-  wire [39:0] \$205 ;
-  wire \$206 ;
-  wire \$207 ;
-  wire \$208 ;
-  wire \$209 ;
+  reg \$200 ;
+  reg \$201 ;
+  reg \$202 ;
+  reg [14:0] \$203 ;
+  reg [31:0] \$204 ;
+  reg [6:0] \$205 ;
+  reg [16:0] \$206 ;
+  reg [6:0] \$207 ;
+  reg \$208 ;
+  reg \$209 ;
   wire \$21 ;
-  wire [31:0] \$210 ;
-  wire [31:0] \$211 ;
-  reg \$212 ;
-  reg \$213 ;
+  reg [16:0] \$210 ;
+  reg [23:0] \$211 ;
+  reg [31:0] \$212 ;
+  reg [15:0] \$213 ;
   reg \$214 ;
-  reg \$215 ;
-  reg [14:0] \$216 ;
-  reg [31:0] \$217 ;
-  reg [6:0] \$218 ;
-  reg [16:0] \$219 ;
+  reg [1:0] \$215 ;
+  reg [6:0] \$216 ;
+  reg \$217 ;
+  reg [31:0] \$218 ;
+  reg [15:0] \$219 ;
   wire \$22 ;
-  reg [6:0] \$220 ;
+  reg [39:0] \$220 ;
   reg \$221 ;
   reg \$222 ;
-  reg [16:0] \$223 ;
-  reg [23:0] \$224 ;
-  reg [31:0] \$225 ;
-  reg [31:0] \$226 ;
-  reg [15:0] \$227 ;
+  reg \$223 ;
+  reg [31:0] \$224 ;
+  reg [2:0] \$225 ;
+  reg \$226 ;
+  reg [31:0] \$227 ;
   reg \$228 ;
-  reg [1:0] \$229 ;
+  reg \$229 ;
   wire \$23 ;
-  reg [6:0] \$230 ;
-  reg \$231 ;
-  reg [15:0] \$232 ;
-  reg [39:0] \$233 ;
-  reg \$234 ;
-  reg \$235 ;
+  reg \$230 ;
+  reg [15:0] \$231 ;
+  reg \$232 ;
+  reg [16:0] \$233 ;
+  reg [15:0] \$234 ;
+  reg [15:0] \$235 ;
   reg \$236 ;
-  reg [31:0] \$237 ;
-  reg [2:0] \$238 ;
-  reg \$239 ;
+  reg [6:0] \$237 ;
+  reg [31:0] \$238 ;
+  reg [6:0] \$239 ;
   wire \$24 ;
-  reg [31:0] \$240 ;
-  reg [31:0] \$241 ;
-  reg \$242 ;
-  reg \$243 ;
-  reg [15:0] \$244 ;
+  reg \$240 ;
+  reg \$241 ;
+  reg [5:0] \$242 ;
+  reg [8:0] \$243 ;
+  reg [8:0] \$244 ;
   reg \$245 ;
-  reg [16:0] \$246 ;
-  reg [15:0] \$247 ;
-  reg [15:0] \$248 ;
+  reg \$246 ;
+  reg [8:0] \$247 ;
+  reg \$248 ;
   reg \$249 ;
   wire \$25 ;
   reg [6:0] \$250 ;
-  reg [31:0] \$251 ;
-  reg [6:0] \$252 ;
-  reg \$253 ;
-  reg \$254 ;
-  reg [5:0] \$255 ;
-  reg [8:0] \$256 ;
-  reg [8:0] \$257 ;
+  reg [6:0] \$251 ;
+  reg \$252 ;
+  reg [15:0] \$253 ;
+  reg [16:0] \$254 ;
+  reg [16:0] \$255 ;
+  reg \$256 ;
+  reg \$257 ;
   reg \$258 ;
   reg \$259 ;
   wire \$26 ;
-  reg [8:0] \$260 ;
-  reg \$261 ;
+  reg [6:0] \$260 ;
+  reg [5:0] \$261 ;
   reg \$262 ;
-  reg [6:0] \$263 ;
-  reg [6:0] \$264 ;
-  reg \$265 ;
-  reg [15:0] \$266 ;
-  reg [16:0] \$267 ;
-  reg [16:0] \$268 ;
+  reg [16:0] \$263 ;
+  reg [23:0] \$264 ;
+  reg [6:0] \$265 ;
+  reg [6:0] \$266 ;
+  reg [6:0] \$267 ;
+  reg [6:0] \$268 ;
   reg \$269 ;
   wire [17:0] \$27 ;
-  reg \$270 ;
+  reg [16:0] \$270 ;
   reg \$271 ;
-  reg \$272 ;
-  reg [6:0] \$273 ;
-  reg [5:0] \$274 ;
-  reg \$275 ;
-  reg [16:0] \$276 ;
-  reg [23:0] \$277 ;
-  reg [6:0] \$278 ;
-  reg [6:0] \$279 ;
+  reg [24:0] \$272 ;
+  reg \$273 ;
+  reg \$274 ;
+  reg [93:0] \$275 ;
   wire \$28 ;
-  reg [6:0] \$280 ;
-  reg [6:0] \$281 ;
-  reg \$282 ;
-  reg [16:0] \$283 ;
-  reg \$284 ;
-  reg [24:0] \$285 ;
-  reg \$286 ;
-  reg \$287 ;
-  reg [93:0] \$288 ;
   wire \$29 ;
   wire \$3 ;
   wire \$30 ;
@@ -48396,52 +48383,52 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   wire \$33 ;
   wire \$34 ;
   wire \$35 ;
-  wire \$36 ;
+  wire [32:0] \$36 ;
   wire \$37 ;
   wire \$38 ;
-  wire [31:0] \$39 ;
+  wire \$39 ;
   wire \$4 ;
-  wire \$40 ;
-  wire [32:0] \$41 ;
+  wire [31:0] \$40 ;
+  wire \$41 ;
   wire [32:0] \$42 ;
-  wire [33:0] \$43 ;
+  wire \$43 ;
   wire \$44 ;
   wire \$45 ;
-  wire [16:0] \$46 ;
+  wire \$46 ;
   wire \$47 ;
-  wire [16:0] \$48 ;
-  wire \$49 ;
+  wire \$48 ;
+  wire [16:0] \$49 ;
   wire \$5 ;
-  wire [16:0] \$50 ;
-  wire [17:0] \$51 ;
-  wire [16:0] \$52 ;
-  wire [17:0] \$53 ;
-  wire [16:0] \$54 ;
-  wire \$55 ;
-  wire [16:0] \$56 ;
-  wire [17:0] \$57 ;
-  wire [16:0] \$58 ;
-  wire [17:0] \$59 ;
+  wire \$50 ;
+  wire [16:0] \$51 ;
+  wire \$52 ;
+  wire [16:0] \$53 ;
+  wire [17:0] \$54 ;
+  wire [16:0] \$55 ;
+  wire [17:0] \$56 ;
+  wire [16:0] \$57 ;
+  wire \$58 ;
+  wire [16:0] \$59 ;
   wire \$6 ;
-  wire \$60 ;
-  reg [6:0] \$61 ;
-  reg [6:0] \$62 ;
+  wire [17:0] \$60 ;
+  wire [16:0] \$61 ;
+  wire [17:0] \$62 ;
   wire \$63 ;
   reg [6:0] \$64 ;
-  wire [7:0] \$65 ;
+  reg [6:0] \$65 ;
   wire \$66 ;
-  wire \$67 ;
-  wire \$68 ;
-  wire \$69 ;
+  reg [6:0] \$67 ;
+  wire [7:0] \$68 ;
+  wire [31:0] \$69 ;
   wire \$7 ;
-  wire [31:0] \$70 ;
+  wire [8:0] \$70 ;
   wire \$71 ;
   wire \$72 ;
   wire \$73 ;
   wire \$74 ;
-  wire [8:0] \$75 ;
+  wire \$75 ;
   wire \$76 ;
-  wire \$77 ;
+  wire [7:0] \$77 ;
   wire \$78 ;
   wire \$79 ;
   wire \$8 ;
@@ -48451,27 +48438,28 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   wire \$83 ;
   wire \$84 ;
   wire \$85 ;
-  wire [7:0] \$86 ;
-  wire \$87 ;
+  wire \$86 ;
+  wire [31:0] \$87 ;
   wire \$88 ;
   wire \$89 ;
   wire \$9 ;
   wire \$90 ;
   wire \$91 ;
-  wire \$92 ;
-  wire \$93 ;
-  wire \$94 ;
+  wire [1:0] \$92 ;
+  wire [1:0] \$93 ;
+  wire [2:0] \$94 ;
   wire \$95 ;
-  wire \$96 ;
-  wire \$97 ;
+  wire [16:0] \$96 ;
+  wire [16:0] \$97 ;
   wire \$98 ;
-  wire \$99 ;
+  wire [16:0] \$99 ;
   wire [6:0] \$signature__addr ;
   wire [15:0] \$signature__data ;
   wire \$signature__en ;
   reg [31:0] ahead = 32'd0;
   reg [31:0] ahead_m1 = 32'd0;
   reg ahead_one = 1'h0;
+  reg ahead_over = 1'h0;
   reg ahead_zero = 1'h0;
   reg [16:0] alpha = 17'h00000;
   reg [6:0] batch = 7'h00;
@@ -48524,7 +48512,6 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   reg [31:0] consumed = 32'd0;
   reg [15:0] consumed_mod = 16'h0000;
   wire [32:0] consumed_next;
-  reg [31:0] consumed_p1 = 32'd1;
   output done;
   reg done = 1'h0;
   reg [23:0] eps = 24'h000000;
@@ -48788,325 +48775,312 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   assign \$33  = ~ cmd__valid;
   assign \$34  = ~ \busy$24 ;
   assign \$35  = \$33  & \$34 ;
-  assign \$36  = \$signature__data  >= win_lo;
-  assign \$37  = \$signature__data  < win_hi;
-  assign \$38  = | prio_rd__data[39:32];
-  assign \$39  = \$38  ? 32'd4294967295 : prio_rd__data[31:0];
-  assign \$40  = ~ state[10];
-  assign \$41  = seed - consumed;
-  assign \$42  = seed - consumed;
-  assign \$43  = $signed(\$42 ) - $signed(2'h1);
-  assign \$44  = seed == consumed;
-  assign \$45  = seed == consumed_p1;
-  assign \$46  = consumed_mod + 9'h100;
-  assign \$47  = \$46  > 17'h10000;
-  assign \$48  = consumed_mod + 9'h100;
-  assign \$49  = \$48  > 17'h10000;
-  assign \$50  = consumed_mod + 9'h100;
-  assign \$51  = \$50  - 17'h10000;
-  assign \$52  = consumed_mod + 9'h100;
-  assign \$53  = \$49  ? \$51  : { 1'h0, \$52  };
-  assign \$54  = consumed_mod + 9'h100;
-  assign \$55  = \$54  >= 17'h10000;
-  assign \$56  = consumed_mod + 9'h100;
-  assign \$57  = \$56  - 17'h10000;
-  assign \$58  = consumed_mod + 9'h100;
-  assign \$59  = \$55  ? \$57  : { 1'h0, \$58  };
-  assign \$60  = queued > 1'h1;
-  assign \$63  = ! \$62 ;
-  assign \$65  = \$64  - 1'h1;
-  assign \$66  = | ahead[31:9];
-  assign \$67  = | ahead[7:0];
-  assign \$68  = ahead[8] & \$67 ;
-  assign \$69  = \$66  | \$68 ;
-  assign \$70  = \$69  ? 32'd256 : ahead;
-  assign \$71  = | ahead[31:9];
-  assign \$72  = | ahead[7:0];
-  assign \$73  = ahead[8] & \$72 ;
-  assign \$74  = \$71  | \$73 ;
-  assign \$75  = \$74  ? 9'h0ff : ahead_m1[8:0];
-  assign \$76  = | ahead[31:9];
-  assign \$77  = | ahead[7:0];
-  assign \$78  = ahead[8] & \$77 ;
-  assign \$79  = \$76  | \$78 ;
-  assign \$80  = pop & td_busy;
-  assign \$81  = td_slot == q_head;
-  assign \$82  = \$80  & \$81 ;
-  assign \$83  = ~ ahead_zero;
-  assign \$84  = ~ wb_j_end;
-  assign \$85  = ~ wb_j_end;
-  assign \$86  = wb_j + \$85 ;
-  assign \$87  = wb_j == wb_last;
-  assign \$88  = wb_j_end | \$87 ;
-  assign \$89  = wb_ge_lo | wb_lt_hi;
-  assign \$90  = wb_ge_lo & wb_lt_hi;
-  assign \$91  = win_wrap ? \$89  : \$90 ;
-  assign \$92  = ~ \$91 ;
-  assign \$93  = wb_valid2 & \$92 ;
-  assign \$94  = wb_sat > wb_max;
-  assign \$95  = \$93  & \$94 ;
-  assign \$96  = ~ wb_valid;
-  assign \$97  = wb_j_end & \$96 ;
-  assign \$98  = ~ k_zero;
-  assign \$100  = q_head + 1'h1;
-  assign \$101  = \$99  ? 2'h0 : \$100 ;
-  assign \$102  = queued - 1'h1;
-  assign \$103  = ins_slot == 16'hffff;
-  assign \$104  = ins_slot + 1'h1;
-  assign \$105  = \$103  ? 17'h00000 : \$104 ;
-  assign \$106  = ev_slot == 16'hffff;
-  assign \$107  = ev_slot + 1'h1;
-  assign \$108  = \$106  ? 17'h00000 : \$107 ;
-  assign \$109  = | ahead[31:9];
-  assign \$110  = | ahead[7:0];
-  assign \$111  = ahead[8] & \$110 ;
-  assign \$112  = \$109  | \$111 ;
-  assign \$113  = \$112  ? 9'h0ff : ahead_m1[8:0];
-  assign \$114  = state[8] & i_last;
-  assign \$115  = ins_left - 1'h1;
-  assign \$116  = \$114  ? { 1'h0, k_last } : \$115 ;
-  assign \$117  = state[8] & i_last;
-  assign \$118  = ins_left == 1'h1;
-  assign \$119  = \$117  ? k_one : \$118 ;
-  assign \$120  = settle - 1'h1;
-  assign \$121  = settle == 1'h1;
-  assign \$122  = consumed_next[31:0] + 1'h1;
-  assign \$123  = weight__valid & o__ready;
-  assign \$124  = ! o__payload[16:0];
-  assign \$125  = \$123  & \$124 ;
-  assign \$126  = q_head + queued;
-  assign \$127  = \$126  > 1'h1;
-  assign \$128  = q_head + queued;
-  assign \$129  = \$128  - 2'h2;
-  assign \$130  = q_head + queued;
-  assign \$131  = \$127  ? \$129  : { 1'h0, \$130  };
-  assign \$132  = q_head + queued;
-  assign \$133  = \$132  > 1'h1;
-  assign \$134  = q_head + queued;
-  assign \$135  = \$134  - 2'h2;
-  assign \$136  = q_head + queued;
-  assign \$137  = \$133  ? \$135  : { 1'h0, \$136  };
-  assign \$138  = ! sample_n_last;
-  assign \$139  = rsp__valid & rsp__ready;
-  assign \$140  = rsp_j + 1'h1;
-  assign \$141  = rsp_j_left - 1'h1;
-  assign \$142  = rsp_j_left == 1'h1;
-  assign \$143  = ~ \busy$133 ;
-  assign \$144  = sample_empty & \$143 ;
-  assign \$145  = weight__valid & o__ready;
-  assign \$146  = \$145  & o__payload[17];
-  assign \$147  = ~ state[13];
-  assign \$148  = | \cmd__payload$95 [51:35];
-  assign \$149  = \cmd__payload$95 [51:35] == 1'h1;
-  assign \$150  = ! \cmd__payload$95 [51:35];
-  assign \$151  = tc_free & read_issuing;
-  assign \$152  = read_slot == 16'hffff;
-  assign \$153  = read_slot + 1'h1;
-  assign \$154  = \$152  ? 17'h00000 : \$153 ;
-  assign \$155  = read_to_issue - 1'h1;
-  assign \$156  = read_to_issue != 1'h1;
-  assign \$157  = rsp__valid & rsp__ready;
-  assign \$158  = read_to_get - 1'h1;
-  assign \$159  = read_to_get == 2'h2;
-  assign \$160  = rsp__valid & rsp__ready;
-  assign \$161  = \$160  & read_get_one;
-  assign \$162  = read_none | \$161 ;
-  assign \$163  = ~ td_busy;
-  assign \$164  = last_n - 1'h1;
-  assign \$165  = | last_n;
-  assign \$166  = queued + 1'h1;
-  assign \$167  = ! last_n;
-  assign \$168  = td__valid & td__ready;
-  assign \$169  = td_in + 1'h1;
-  assign \$170  = td_in != td_last;
-  assign \$171  = $signed(td__payload) < $signed(1'h0);
-  assign \$172  = - $signed(td__payload);
-  assign \$173  = \$171  ? \$172  : { td__payload[16], td__payload };
-  assign \$174  = td__valid & td__ready;
-  assign \$176  = \$175  + td_eps;
-  assign \$177  = td_out + 1'h1;
-  assign \$178  = td_out == td_last;
-  assign \$179  = ~ sample_empty;
-  assign \$180  = state[3] ? 1'h1 : 1'h0;
-  assign \$181  = state[7] ? 1'h1 : \$180 ;
-  assign \$182  = state[8] ? 1'h1 : \$181 ;
-  assign \$183  = state[9] ? 1'h1 : \$182 ;
-  assign \$184  = state[12] ? \$179  : \$183 ;
-  assign \$185  = state[13] ? 1'h1 : \$184 ;
-  assign \$186  = state[3] ? 3'h7 : 3'h0;
-  assign \$187  = state[7] ? 3'h2 : \$186 ;
-  assign \$188  = state[8] ? 3'h2 : \$187 ;
-  assign \$189  = state[9] ? 3'h2 : \$188 ;
-  assign \$190  = state[12] ? 3'h0 : \$189 ;
-  assign \$191  = state[13] ? 3'h5 : \$190 ;
-  assign \$193  = state[7] ? wb_slot : 16'h0000;
-  assign \$194  = state[8] ? ins_slot : \$193 ;
-  assign \$195  = state[9] ? ev_slot : \$194 ;
-  assign \$196  = state[12] ? 16'h0000 : \$195 ;
-  assign \$197  = state[13] ? read_slot : \$196 ;
-  assign \$198  = max_priority > wb_max;
-  assign \$199  = \$198  ? max_priority : wb_max;
-  assign \$201  = state[7] ? wb_prio : 40'h0000000000;
-  assign \$202  = state[8] ? { 8'h00, \$199  } : \$201 ;
-  assign \$203  = state[9] ? 40'h0000000000 : \$202 ;
-  assign \$204  = state[12] ? 40'h0000000000 : \$203 ;
-  assign \$205  = state[13] ? 40'h0000000000 : \$204 ;
-  assign \$210  = state[12] ? \o__payload$147 [31:0] : 32'd0;
-  assign \$211  = state[13] ? 32'd0 : \$210 ;
+  assign \$36  = \cmd__payload$95 [34:3] - consumed;
+  assign \$37  = \$signature__data  >= win_lo;
+  assign \$38  = \$signature__data  < win_hi;
+  assign \$39  = | prio_rd__data[39:32];
+  assign \$40  = \$39  ? 32'd4294967295 : prio_rd__data[31:0];
+  assign \$41  = ~ state[10];
+  assign \$42  = ahead - 1'h1;
+  assign \$43  = ! ahead;
+  assign \$44  = ahead == 1'h1;
+  assign \$45  = | ahead[31:9];
+  assign \$46  = | ahead[7:0];
+  assign \$47  = ahead[8] & \$46 ;
+  assign \$48  = \$45  | \$47 ;
+  assign \$49  = consumed_mod + 9'h100;
+  assign \$50  = \$49  > 17'h10000;
+  assign \$51  = consumed_mod + 9'h100;
+  assign \$52  = \$51  > 17'h10000;
+  assign \$53  = consumed_mod + 9'h100;
+  assign \$54  = \$53  - 17'h10000;
+  assign \$55  = consumed_mod + 9'h100;
+  assign \$56  = \$52  ? \$54  : { 1'h0, \$55  };
+  assign \$57  = consumed_mod + 9'h100;
+  assign \$58  = \$57  >= 17'h10000;
+  assign \$59  = consumed_mod + 9'h100;
+  assign \$60  = \$59  - 17'h10000;
+  assign \$61  = consumed_mod + 9'h100;
+  assign \$62  = \$58  ? \$60  : { 1'h0, \$61  };
+  assign \$63  = queued > 1'h1;
+  assign \$66  = ! \$65 ;
+  assign \$68  = \$67  - 1'h1;
+  assign \$69  = ahead_over ? 32'd256 : ahead;
+  assign \$70  = ahead_over ? 9'h0ff : ahead_m1[8:0];
+  assign \$71  = pop & td_busy;
+  assign \$72  = td_slot == q_head;
+  assign \$73  = \$71  & \$72 ;
+  assign \$74  = ~ ahead_zero;
+  assign \$75  = ~ wb_j_end;
+  assign \$76  = ~ wb_j_end;
+  assign \$77  = wb_j + \$76 ;
+  assign \$78  = wb_j == wb_last;
+  assign \$79  = wb_j_end | \$78 ;
+  assign \$80  = wb_ge_lo | wb_lt_hi;
+  assign \$81  = wb_ge_lo & wb_lt_hi;
+  assign \$82  = win_wrap ? \$80  : \$81 ;
+  assign \$83  = ~ \$82 ;
+  assign \$84  = wb_valid2 & \$83 ;
+  assign \$85  = wb_sat > wb_max;
+  assign \$86  = \$84  & \$85 ;
+  assign \$87  = \$86  ? wb_sat : wb_max;
+  assign \$88  = ~ wb_valid;
+  assign \$89  = wb_j_end & \$88 ;
+  assign \$90  = ~ k_zero;
+  assign \$92  = q_head + 1'h1;
+  assign \$93  = \$91  ? 2'h0 : \$92 ;
+  assign \$94  = queued - 1'h1;
+  assign \$95  = ins_slot == 16'hffff;
+  assign \$96  = ins_slot + 1'h1;
+  assign \$97  = \$95  ? 17'h00000 : \$96 ;
+  assign \$98  = ev_slot == 16'hffff;
+  assign \$99  = ev_slot + 1'h1;
+  assign \$100  = \$98  ? 17'h00000 : \$99 ;
+  assign \$101  = ahead_over ? 9'h0ff : ahead_m1[8:0];
+  assign \$102  = state[8] & i_last;
+  assign \$103  = ins_left - 1'h1;
+  assign \$104  = \$102  ? { 1'h0, k_last } : \$103 ;
+  assign \$105  = state[8] & i_last;
+  assign \$106  = ins_left == 1'h1;
+  assign \$107  = \$105  ? k_one : \$106 ;
+  assign \$108  = settle - 1'h1;
+  assign \$109  = settle == 1'h1;
+  assign \$110  = weight__valid & o__ready;
+  assign \$111  = ! o__payload[16:0];
+  assign \$112  = \$110  & \$111 ;
+  assign \$113  = q_head + queued;
+  assign \$114  = \$113  > 1'h1;
+  assign \$115  = q_head + queued;
+  assign \$116  = \$115  - 2'h2;
+  assign \$117  = q_head + queued;
+  assign \$118  = \$114  ? \$116  : { 1'h0, \$117  };
+  assign \$119  = q_head + queued;
+  assign \$120  = \$119  > 1'h1;
+  assign \$121  = q_head + queued;
+  assign \$122  = \$121  - 2'h2;
+  assign \$123  = q_head + queued;
+  assign \$124  = \$120  ? \$122  : { 1'h0, \$123  };
+  assign \$125  = ! sample_n_last;
+  assign \$126  = rsp__valid & rsp__ready;
+  assign \$127  = rsp_j + 1'h1;
+  assign \$128  = rsp_j_left - 1'h1;
+  assign \$129  = rsp_j_left == 1'h1;
+  assign \$130  = ~ \busy$133 ;
+  assign \$131  = sample_empty & \$130 ;
+  assign \$132  = weight__valid & o__ready;
+  assign \$133  = \$132  & o__payload[17];
+  assign \$134  = ~ state[13];
+  assign \$135  = | \cmd__payload$95 [51:35];
+  assign \$136  = \cmd__payload$95 [51:35] == 1'h1;
+  assign \$137  = ! \cmd__payload$95 [51:35];
+  assign \$138  = tc_free & read_issuing;
+  assign \$139  = read_slot == 16'hffff;
+  assign \$140  = read_slot + 1'h1;
+  assign \$141  = \$139  ? 17'h00000 : \$140 ;
+  assign \$142  = read_to_issue - 1'h1;
+  assign \$143  = read_to_issue != 1'h1;
+  assign \$144  = rsp__valid & rsp__ready;
+  assign \$145  = read_to_get - 1'h1;
+  assign \$146  = read_to_get == 2'h2;
+  assign \$147  = rsp__valid & rsp__ready;
+  assign \$148  = \$147  & read_get_one;
+  assign \$149  = read_none | \$148 ;
+  assign \$150  = ~ td_busy;
+  assign \$151  = last_n - 1'h1;
+  assign \$152  = | last_n;
+  assign \$153  = queued + 1'h1;
+  assign \$154  = ! last_n;
+  assign \$155  = td__valid & td__ready;
+  assign \$156  = td_in + 1'h1;
+  assign \$157  = td_in != td_last;
+  assign \$158  = $signed(td__payload) < $signed(1'h0);
+  assign \$159  = - $signed(td__payload);
+  assign \$160  = \$158  ? \$159  : { td__payload[16], td__payload };
+  assign \$161  = td__valid & td__ready;
+  assign \$163  = \$162  + td_eps;
+  assign \$164  = td_out + 1'h1;
+  assign \$165  = td_out == td_last;
+  assign \$166  = ~ sample_empty;
+  assign \$167  = state[3] ? 1'h1 : 1'h0;
+  assign \$168  = state[7] ? 1'h1 : \$167 ;
+  assign \$169  = state[8] ? 1'h1 : \$168 ;
+  assign \$170  = state[9] ? 1'h1 : \$169 ;
+  assign \$171  = state[12] ? \$166  : \$170 ;
+  assign \$172  = state[13] ? 1'h1 : \$171 ;
+  assign \$173  = state[3] ? 3'h7 : 3'h0;
+  assign \$174  = state[7] ? 3'h2 : \$173 ;
+  assign \$175  = state[8] ? 3'h2 : \$174 ;
+  assign \$176  = state[9] ? 3'h2 : \$175 ;
+  assign \$177  = state[12] ? 3'h0 : \$176 ;
+  assign \$178  = state[13] ? 3'h5 : \$177 ;
+  assign \$180  = state[7] ? wb_slot : 16'h0000;
+  assign \$181  = state[8] ? ins_slot : \$180 ;
+  assign \$182  = state[9] ? ev_slot : \$181 ;
+  assign \$183  = state[12] ? 16'h0000 : \$182 ;
+  assign \$184  = state[13] ? read_slot : \$183 ;
+  assign \$185  = max_priority > wb_max;
+  assign \$186  = \$185  ? max_priority : wb_max;
+  assign \$188  = state[7] ? wb_prio : 40'h0000000000;
+  assign \$189  = state[8] ? { 8'h00, \$186  } : \$188 ;
+  assign \$190  = state[9] ? 40'h0000000000 : \$189 ;
+  assign \$191  = state[12] ? 40'h0000000000 : \$190 ;
+  assign \$192  = state[13] ? 40'h0000000000 : \$191 ;
+  assign \$197  = state[12] ? \o__payload$147 [31:0] : 32'd0;
+  assign \$198  = state[13] ? 32'd0 : \$197 ;
   always @(posedge clk)
-    done <= \$212 ;
+    done <= \$199 ;
   always @(posedge clk)
-    td_done <= \$213 ;
+    td_done <= \$200 ;
   always @(posedge clk)
-    underflow <= \$214 ;
+    underflow <= \$201 ;
   always @(posedge clk)
-    overrun <= \$215 ;
+    overrun <= \$202 ;
   always @(posedge clk)
-    state <= \$216 ;
+    state <= \$203 ;
   always @(posedge clk)
-    seed <= \$217 ;
+    seed <= \$204 ;
   always @(posedge clk)
-    batch <= \$218 ;
+    batch <= \$205 ;
   always @(posedge clk)
-    beta <= \$219 ;
+    beta <= \$206 ;
   always @(posedge clk)
-    sample_n_last <= \$220 ;
+    sample_n_last <= \$207 ;
   always @(posedge clk)
-    sample_bad <= \$221 ;
+    sample_bad <= \$208 ;
   always @(posedge clk)
-    sample_empty <= \$222 ;
+    sample_empty <= \$209 ;
   always @(posedge clk)
-    alpha <= \$223 ;
+    alpha <= \$210 ;
   always @(posedge clk)
-    eps <= \$224 ;
+    eps <= \$211 ;
   always @(posedge clk)
-    consumed <= \$225 ;
+    consumed <= \$212 ;
   always @(posedge clk)
-    consumed_p1 <= \$226 ;
+    consumed_mod <= \$213 ;
   always @(posedge clk)
-    consumed_mod <= \$227 ;
+    q_head <= \$214 ;
   always @(posedge clk)
-    q_head <= \$228 ;
+    queued <= \$215 ;
   always @(posedge clk)
-    queued <= \$229 ;
+    last_n <= \$216 ;
   always @(posedge clk)
-    last_n <= \$230 ;
+    last_slot <= \$217 ;
   always @(posedge clk)
-    last_slot <= \$231 ;
+    ahead <= \$218 ;
   always @(posedge clk)
-    wb_slot <= \$232 ;
+    wb_slot <= \$219 ;
   always @(posedge clk)
-    wb_prio <= \$233 ;
+    wb_prio <= \$220 ;
   always @(posedge clk)
-    wb_valid2 <= \$234 ;
+    wb_valid2 <= \$221 ;
   always @(posedge clk)
-    wb_ge_lo <= \$235 ;
+    wb_ge_lo <= \$222 ;
   always @(posedge clk)
-    wb_lt_hi <= \$236 ;
+    wb_lt_hi <= \$223 ;
   always @(posedge clk)
-    wb_sat <= \$237 ;
+    wb_sat <= \$224 ;
   always @(posedge clk)
-    settle <= \$238 ;
+    settle <= \$225 ;
   always @(posedge clk)
-    settle_end <= \$239 ;
+    settle_end <= \$226 ;
   always @(posedge clk)
-    ahead <= \$240 ;
+    ahead_m1 <= \$227 ;
   always @(posedge clk)
-    ahead_m1 <= \$241 ;
+    ahead_zero <= \$228 ;
   always @(posedge clk)
-    ahead_zero <= \$242 ;
+    ahead_one <= \$229 ;
   always @(posedge clk)
-    ahead_one <= \$243 ;
+    ahead_over <= \$230 ;
   always @(posedge clk)
-    win_lo <= \$244 ;
+    win_lo <= \$231 ;
   always @(posedge clk)
-    win_wrap <= \$245 ;
+    win_wrap <= \$232 ;
   always @(posedge clk)
-    win_hi <= \$246 ;
+    win_hi <= \$233 ;
   always @(posedge clk)
-    ins_slot <= \$247 ;
+    ins_slot <= \$234 ;
   always @(posedge clk)
-    ev_slot <= \$248 ;
+    ev_slot <= \$235 ;
   always @(posedge clk)
-    pop <= \$249 ;
+    pop <= \$236 ;
   always @(posedge clk)
-    wb_n <= \$250 ;
+    wb_n <= \$237 ;
   always @(posedge clk)
-    wb_max <= \$251 ;
+    wb_max <= \$238 ;
   always @(posedge clk)
-    wb_j <= \$252 ;
+    wb_j <= \$239 ;
   always @(posedge clk)
-    wb_valid <= \$253 ;
+    wb_valid <= \$240 ;
   always @(posedge clk)
-    wb_j_end <= \$254 ;
+    wb_j_end <= \$241 ;
   always @(posedge clk)
-    wb_last <= \$255 ;
+    wb_last <= \$242 ;
   always @(posedge clk)
-    k <= \$256 ;
+    k <= \$243 ;
   always @(posedge clk)
-    k_last <= \$257 ;
+    k_last <= \$244 ;
   always @(posedge clk)
-    k_zero <= \$258 ;
+    k_zero <= \$245 ;
   always @(posedge clk)
-    k_one <= \$259 ;
+    k_one <= \$246 ;
   always @(posedge clk)
-    ins_left <= \$260 ;
+    ins_left <= \$247 ;
   always @(posedge clk)
-    i_last <= \$261 ;
+    i_last <= \$248 ;
   always @(posedge clk)
-    sample_slot <= \$262 ;
+    sample_slot <= \$249 ;
   always @(posedge clk)
-    rsp_j <= \$263 ;
+    rsp_j <= \$250 ;
   always @(posedge clk)
-    rsp_j_left <= \$264 ;
+    rsp_j_left <= \$251 ;
   always @(posedge clk)
-    rsp_j_last <= \$265 ;
+    rsp_j_last <= \$252 ;
   always @(posedge clk)
-    read_slot <= \$266 ;
+    read_slot <= \$253 ;
   always @(posedge clk)
-    read_to_issue <= \$267 ;
+    read_to_issue <= \$254 ;
   always @(posedge clk)
-    read_to_get <= \$268 ;
+    read_to_get <= \$255 ;
   always @(posedge clk)
-    read_issuing <= \$269 ;
+    read_issuing <= \$256 ;
   always @(posedge clk)
-    read_get_one <= \$270 ;
+    read_get_one <= \$257 ;
   always @(posedge clk)
-    read_none <= \$271 ;
+    read_none <= \$258 ;
   always @(posedge clk)
-    td_slot <= \$272 ;
+    td_slot <= \$259 ;
   always @(posedge clk)
-    td_n <= \$273 ;
+    td_n <= \$260 ;
   always @(posedge clk)
-    td_last <= \$274 ;
+    td_last <= \$261 ;
   always @(posedge clk)
-    td_open <= \$275 ;
+    td_open <= \$262 ;
   always @(posedge clk)
-    td_alpha <= \$276 ;
+    td_alpha <= \$263 ;
   always @(posedge clk)
-    td_eps <= \$277 ;
+    td_eps <= \$264 ;
   always @(posedge clk)
-    td_in <= \$278 ;
+    td_in <= \$265 ;
   always @(posedge clk)
-    td_out <= \$279 ;
+    td_out <= \$266 ;
   always @(posedge clk)
-    q_n0 <= \$280 ;
+    q_n0 <= \$267 ;
   always @(posedge clk)
-    q_n1 <= \$281 ;
+    q_n1 <= \$268 ;
   always @(posedge clk)
-    td_busy <= \$282 ;
+    td_busy <= \$269 ;
   always @(posedge clk)
-    td_mag <= \$283 ;
+    td_mag <= \$270 ;
   always @(posedge clk)
-    td_mag_valid <= \$284 ;
+    td_mag_valid <= \$271 ;
   always @(posedge clk)
-    td_u <= \$285 ;
+    td_u <= \$272 ;
   always @(posedge clk)
-    td_u_valid <= \$286 ;
+    td_u_valid <= \$273 ;
   always @(posedge clk)
-    cmd__valid <= \$287 ;
+    cmd__valid <= \$274 ;
   always @(posedge clk)
-    cmd__payload <= \$288 ;
+    cmd__payload <= \$275 ;
   \dqn_trainer_zcu106.core.replay.power  power (
     .clk(clk),
     .\i__payload$3 (\i__payload$70 ),
@@ -49159,29 +49133,29 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
     (* full_case = 32'd1 *)
     casez (q_head)
       1'h0:
-          \$61  = q_n0;
-      1'h1:
-          \$61  = q_n1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    (* full_case = 32'd1 *)
-    casez (q_head)
-      1'h0:
-          \$62  = q_n0;
-      1'h1:
-          \$62  = q_n1;
-    endcase
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    (* full_case = 32'd1 *)
-    casez (q_head)
-      1'h0:
           \$64  = q_n0;
       1'h1:
           \$64  = q_n1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    (* full_case = 32'd1 *)
+    casez (q_head)
+      1'h0:
+          \$65  = q_n0;
+      1'h1:
+          \$65  = q_n1;
+    endcase
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    (* full_case = 32'd1 *)
+    casez (q_head)
+      1'h0:
+          \$67  = q_n0;
+      1'h1:
+          \$67  = q_n1;
     endcase
   end
   always @* begin
@@ -49249,7 +49223,7 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$212  = 1'h0;
+    \$199  = 1'h0;
     if (\$26 ) begin
       (* full_case = 32'd1 *)
       casez (\cmd__payload$95 [2:0])
@@ -49264,243 +49238,243 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
         3'h4:
             /* empty */;
         default:
-            \$212  = 1'h1;
+            \$199  = 1'h1;
       endcase
     end
     if (state[4]) begin
       if (\$35 ) begin
-        \$212  = 1'h1;
+        \$199  = 1'h1;
       end
     end
     if (state[10]) begin
       if (settle_end) begin
-        \$212  = 1'h1;
+        \$199  = 1'h1;
       end
     end
     if (state[11]) begin
       if (sample_bad) begin
-        \$212  = 1'h1;
+        \$199  = 1'h1;
       end
     end
     if (state[12]) begin
-      if (\$144 ) begin
-        \$212  = 1'h1;
+      if (\$131 ) begin
+        \$199  = 1'h1;
       end
-      if (\$146 ) begin
-        \$212  = 1'h1;
+      if (\$133 ) begin
+        \$199  = 1'h1;
       end
     end
     if (state[13]) begin
-      if (\$162 ) begin
-        \$212  = 1'h1;
+      if (\$149 ) begin
+        \$199  = 1'h1;
       end
     end
     if (state[14]) begin
-      if (\$163 ) begin
-        \$212  = 1'h1;
+      if (\$150 ) begin
+        \$199  = 1'h1;
       end
     end
     if (rst) begin
-      \$212  = 1'h0;
+      \$199  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$213  = 1'h0;
+    \$200  = 1'h0;
     if (td_start) begin
-      if (\$167 ) begin
-        \$213  = 1'h1;
+      if (\$154 ) begin
+        \$200  = 1'h1;
       end
     end
     if (pr_wr__en) begin
-      if (\$178 ) begin
-        \$213  = 1'h1;
+      if (\$165 ) begin
+        \$200  = 1'h1;
       end
     end
     if (rst) begin
-      \$213  = 1'h0;
+      \$200  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$214  = underflow;
+    \$201  = underflow;
     if (clear) begin
-      \$214  = 1'h0;
+      \$201  = 1'h0;
     end
-    if (\$125 ) begin
-      \$214  = 1'h1;
+    if (\$112 ) begin
+      \$201  = 1'h1;
     end
     if (rst) begin
-      \$214  = 1'h0;
+      \$201  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$215  = overrun;
+    \$202  = overrun;
     if (clear) begin
-      \$215  = 1'h0;
+      \$202  = 1'h0;
     end
     if (state[6]) begin
-      if (\$79 ) begin
-        \$215  = 1'h1;
+      if (ahead_over) begin
+        \$202  = 1'h1;
       end
     end
     if (rst) begin
-      \$215  = 1'h0;
+      \$202  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$216  = state;
+    \$203  = state;
     if (state[0]) begin
       if (\$25 ) begin
-        \$216 [0] = 1'h0;
-        \$216 [1] = 1'h1;
+        \$203 [0] = 1'h0;
+        \$203 [1] = 1'h1;
       end
     end
     if (\$26 ) begin
       casez (\cmd__payload$95 [2:0])
         3'h0:
           begin
-            \$216 [1] = 1'h0;
-            \$216 [2] = 1'h1;
+            \$203 [1] = 1'h0;
+            \$203 [2] = 1'h1;
           end
         3'h1:
           begin
-            \$216 [1] = 1'h0;
-            \$216 [5] = 1'h1;
+            \$203 [1] = 1'h0;
+            \$203 [5] = 1'h1;
           end
         3'h2:
           begin
-            \$216 [1] = 1'h0;
-            \$216 [11] = 1'h1;
+            \$203 [1] = 1'h0;
+            \$203 [11] = 1'h1;
           end
         3'h3:
           begin
-            \$216 [1] = 1'h0;
-            \$216 [14] = 1'h1;
+            \$203 [1] = 1'h0;
+            \$203 [14] = 1'h1;
           end
         3'h4:
           begin
-            \$216 [1] = 1'h0;
-            \$216 [13] = 1'h1;
+            \$203 [1] = 1'h0;
+            \$203 [13] = 1'h1;
           end
       endcase
     end
     if (state[2]) begin
       if (\$32 ) begin
-        \$216 [2] = 1'h0;
-        \$216 [3] = 1'h1;
+        \$203 [2] = 1'h0;
+        \$203 [3] = 1'h1;
       end
     end
     if (state[3]) begin
       if (tc_free) begin
-        \$216 [3] = 1'h0;
-        \$216 [4] = 1'h1;
+        \$203 [3] = 1'h0;
+        \$203 [4] = 1'h1;
       end
     end
     if (state[4]) begin
       if (\$35 ) begin
-        \$216 [4] = 1'h0;
-        \$216 [1] = 1'h1;
+        \$203 [4] = 1'h0;
+        \$203 [1] = 1'h1;
       end
     end
     if (state[5]) begin
-      \$216 [5] = 1'h0;
-      \$216 [6] = 1'h1;
+      \$203 [5] = 1'h0;
+      \$203 [6] = 1'h1;
     end
     if (state[6]) begin
       (* full_case = 32'd1 *)
-      if (\$82 ) begin
+      if (\$73 ) begin
       end else if (pop) begin
-        \$216 [6] = 1'h0;
-        \$216 [7] = 1'h1;
+        \$203 [6] = 1'h0;
+        \$203 [7] = 1'h1;
       end else begin
-        \$216 [6] = 1'h0;
-        \$216 [10] = ahead_zero;
-        \$216 [8] = \$83 ;
+        \$203 [6] = 1'h0;
+        \$203 [10] = ahead_zero;
+        \$203 [8] = \$74 ;
       end
     end
     if (state[7]) begin
       if (tc_free) begin
-        if (\$97 ) begin
-          \$216 [7] = 1'h0;
-          \$216 [10] = k_zero;
-          \$216 [8] = \$98 ;
+        if (\$89 ) begin
+          \$203 [7] = 1'h0;
+          \$203 [10] = k_zero;
+          \$203 [8] = \$90 ;
         end
       end
     end
     if (state[8]) begin
       if (tc_free) begin
         if (i_last) begin
-          \$216 [8] = 1'h0;
-          \$216 [9] = 1'h1;
+          \$203 [8] = 1'h0;
+          \$203 [9] = 1'h1;
         end
       end
     end
     if (state[9]) begin
       if (tc_free) begin
         if (i_last) begin
-          \$216 [9] = 1'h0;
-          \$216 [10] = 1'h1;
+          \$203 [9] = 1'h0;
+          \$203 [10] = 1'h1;
         end
       end
     end
     if (state[10]) begin
       if (settle_end) begin
-        \$216 [10] = 1'h0;
-        \$216 [1] = 1'h1;
+        \$203 [10] = 1'h0;
+        \$203 [1] = 1'h1;
       end
     end
     if (state[11]) begin
       (* full_case = 32'd1 *)
       if (sample_bad) begin
-        \$216 [11] = 1'h0;
-        \$216 [1] = 1'h1;
+        \$203 [11] = 1'h0;
+        \$203 [1] = 1'h1;
       end else begin
-        \$216 [11] = 1'h0;
-        \$216 [12] = 1'h1;
+        \$203 [11] = 1'h0;
+        \$203 [12] = 1'h1;
       end
     end
     if (state[12]) begin
-      if (\$144 ) begin
-        \$216 [12] = 1'h0;
-        \$216 [1] = 1'h1;
+      if (\$131 ) begin
+        \$203 [12] = 1'h0;
+        \$203 [1] = 1'h1;
       end
-      if (\$146 ) begin
-        \$216 [12] = 1'h0;
-        \$216 [1] = 1'h1;
+      if (\$133 ) begin
+        \$203 [12] = 1'h0;
+        \$203 [1] = 1'h1;
       end
     end
     if (state[13]) begin
-      if (\$162 ) begin
-        \$216 [13] = 1'h0;
-        \$216 [1] = 1'h1;
+      if (\$149 ) begin
+        \$203 [13] = 1'h0;
+        \$203 [1] = 1'h1;
       end
     end
     if (state[14]) begin
-      if (\$163 ) begin
-        \$216 [14] = 1'h0;
-        \$216 [1] = 1'h1;
+      if (\$150 ) begin
+        \$203 [14] = 1'h0;
+        \$203 [1] = 1'h1;
       end
     end
     if (rst) begin
-      \$216  = 15'h0001;
+      \$203  = 15'h0001;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$217  = seed;
+    \$204  = seed;
     if (\$26 ) begin
-      \$217  = \cmd__payload$95 [34:3];
+      \$204  = \cmd__payload$95 [34:3];
     end
     if (rst) begin
-      \$217  = 32'd0;
+      \$204  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$218  = batch;
+    \$205  = batch;
     if (\$26 ) begin
       casez (\cmd__payload$95 [2:0])
         3'h0:
@@ -49508,16 +49482,16 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
         3'h1:
             /* empty */;
         3'h2:
-            \$218  = \cmd__payload$95 [41:35];
+            \$205  = \cmd__payload$95 [41:35];
       endcase
     end
     if (rst) begin
-      \$218  = 7'h00;
+      \$205  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$219  = beta;
+    \$206  = beta;
     if (\$26 ) begin
       casez (\cmd__payload$95 [2:0])
         3'h0:
@@ -49525,16 +49499,16 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
         3'h1:
             /* empty */;
         3'h2:
-            \$219  = \cmd__payload$95 [68:52];
+            \$206  = \cmd__payload$95 [68:52];
       endcase
     end
     if (rst) begin
-      \$219  = 17'h00000;
+      \$206  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$220  = sample_n_last;
+    \$207  = sample_n_last;
     if (\$26 ) begin
       casez (\cmd__payload$95 [2:0])
         3'h0:
@@ -49542,16 +49516,16 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
         3'h1:
             /* empty */;
         3'h2:
-            \$220  = \$27 [6:0];
+            \$207  = \$27 [6:0];
       endcase
     end
     if (rst) begin
-      \$220  = 7'h00;
+      \$207  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$221  = sample_bad;
+    \$208  = sample_bad;
     if (\$26 ) begin
       casez (\cmd__payload$95 [2:0])
         3'h0:
@@ -49559,8 +49533,219 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
         3'h1:
             /* empty */;
         3'h2:
-            \$221  = \$30 ;
+            \$208  = \$30 ;
       endcase
+    end
+    if (rst) begin
+      \$208  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$209  = sample_empty;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            \$209  = \$31 ;
+      endcase
+    end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$210  = alpha;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            \$210  = \cmd__payload$95 [68:52];
+      endcase
+    end
+    if (rst) begin
+      \$210  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$211  = eps;
+    if (\$26 ) begin
+      casez (\cmd__payload$95 [2:0])
+        3'h0:
+            /* empty */;
+        3'h1:
+            /* empty */;
+        3'h2:
+            /* empty */;
+        3'h3:
+            \$211  = \cmd__payload$95 [92:69];
+      endcase
+    end
+    if (rst) begin
+      \$211  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$212  = consumed;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$212  = 32'd0;
+      end
+    end
+    if (state[10]) begin
+      if (settle_end) begin
+        \$212  = consumed_next[31:0];
+      end
+    end
+    if (rst) begin
+      \$212  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$213  = consumed_mod;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$213  = 16'h0000;
+      end
+    end
+    if (state[10]) begin
+      if (settle_end) begin
+        \$213  = ins_slot;
+      end
+    end
+    if (rst) begin
+      \$213  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$214  = q_head;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$214  = 1'h0;
+      end
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        if (\$89 ) begin
+          \$214  = \$93 [0];
+        end
+      end
+    end
+    if (rst) begin
+      \$214  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$215  = queued;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$215  = 2'h0;
+      end
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        if (\$89 ) begin
+          \$215  = \$94 [1:0];
+        end
+      end
+    end
+    if (td_start) begin
+      \$215  = \$153 [1:0];
+    end
+    if (rst) begin
+      \$215  = 2'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$216  = last_n;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$216  = 7'h00;
+      end
+    end
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$216  = batch;
+      end
+    end
+    if (rst) begin
+      \$216  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$217  = last_slot;
+    if (state[2]) begin
+      if (\$32 ) begin
+        \$217  = 1'h0;
+      end
+    end
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$217  = \$124 [0];
+      end
+    end
+    if (rst) begin
+      \$217  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$218  = ahead;
+    if (state[1]) begin
+      \$218  = \$36 [31:0];
+    end
+    if (rst) begin
+      \$218  = 32'd0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$219  = wb_slot;
+    if (tc_free) begin
+      \$219  = \$signature__data ;
+    end
+    if (rst) begin
+      \$219  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$220  = wb_prio;
+    if (tc_free) begin
+      \$220  = prio_rd__data;
+    end
+    if (rst) begin
+      \$220  = 40'h0000000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$221  = wb_valid2;
+    if (tc_free) begin
+      \$221  = wb_valid;
+    end
+    if (state[5]) begin
+      \$221  = 1'h0;
     end
     if (rst) begin
       \$221  = 1'h0;
@@ -49568,16 +49753,9 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$222  = sample_empty;
-    if (\$26 ) begin
-      casez (\cmd__payload$95 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            \$222  = \$31 ;
-      endcase
+    \$222  = wb_ge_lo;
+    if (tc_free) begin
+      \$222  = \$37 ;
     end
     if (rst) begin
       \$222  = 1'h0;
@@ -49585,107 +49763,65 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$223  = alpha;
-    if (\$26 ) begin
-      casez (\cmd__payload$95 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            \$223  = \cmd__payload$95 [68:52];
-      endcase
+    \$223  = wb_lt_hi;
+    if (tc_free) begin
+      \$223  = \$38 ;
     end
     if (rst) begin
-      \$223  = 17'h00000;
+      \$223  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$224  = eps;
-    if (\$26 ) begin
-      casez (\cmd__payload$95 [2:0])
-        3'h0:
-            /* empty */;
-        3'h1:
-            /* empty */;
-        3'h2:
-            /* empty */;
-        3'h3:
-            \$224  = \cmd__payload$95 [92:69];
-      endcase
+    \$224  = wb_sat;
+    if (tc_free) begin
+      \$224  = \$40 ;
     end
     if (rst) begin
-      \$224  = 24'h000000;
+      \$224  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$225  = consumed;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$225  = 32'd0;
-      end
+    \$225  = settle;
+    if (\$41 ) begin
+      \$225  = 3'h6;
     end
     if (state[10]) begin
-      if (settle_end) begin
-        \$225  = consumed_next[31:0];
-      end
+      \$225  = \$108 [2:0];
     end
     if (rst) begin
-      \$225  = 32'd0;
+      \$225  = 3'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$226  = consumed_p1;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$226  = 32'd1;
-      end
+    \$226  = settle_end;
+    if (\$41 ) begin
+      \$226  = 1'h0;
     end
     if (state[10]) begin
-      if (settle_end) begin
-        \$226  = \$122 [31:0];
-      end
+      \$226  = \$109 ;
     end
     if (rst) begin
-      \$226  = 32'd1;
+      \$226  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$227  = consumed_mod;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$227  = 16'h0000;
-      end
-    end
-    if (state[10]) begin
-      if (settle_end) begin
-        \$227  = ins_slot;
-      end
+    \$227  = ahead_m1;
+    if (state[5]) begin
+      \$227  = \$42 [31:0];
     end
     if (rst) begin
-      \$227  = 16'h0000;
+      \$227  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$228  = q_head;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$228  = 1'h0;
-      end
-    end
-    if (state[7]) begin
-      if (tc_free) begin
-        if (\$97 ) begin
-          \$228  = \$101 [0];
-        end
-      end
+    \$228  = ahead_zero;
+    if (state[5]) begin
+      \$228  = \$43 ;
     end
     if (rst) begin
       \$228  = 1'h0;
@@ -49693,112 +49829,89 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$229  = queued;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$229  = 2'h0;
-      end
-    end
-    if (state[7]) begin
-      if (tc_free) begin
-        if (\$97 ) begin
-          \$229  = \$102 [1:0];
-        end
-      end
-    end
-    if (td_start) begin
-      \$229  = \$166 [1:0];
-    end
-    if (rst) begin
-      \$229  = 2'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$230  = last_n;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$230  = 7'h00;
-      end
-    end
-    if (state[11]) begin
-      (* full_case = 32'd1 *)
-      if (sample_bad) begin
-      end else begin
-        \$230  = batch;
-      end
-    end
-    if (rst) begin
-      \$230  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$231  = last_slot;
-    if (state[2]) begin
-      if (\$32 ) begin
-        \$231  = 1'h0;
-      end
-    end
-    if (state[11]) begin
-      (* full_case = 32'd1 *)
-      if (sample_bad) begin
-      end else begin
-        \$231  = \$137 [0];
-      end
-    end
-    if (rst) begin
-      \$231  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$232  = wb_slot;
-    if (tc_free) begin
-      \$232  = \$signature__data ;
-    end
-    if (rst) begin
-      \$232  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$233  = wb_prio;
-    if (tc_free) begin
-      \$233  = prio_rd__data;
-    end
-    if (rst) begin
-      \$233  = 40'h0000000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$234  = wb_valid2;
-    if (tc_free) begin
-      \$234  = wb_valid;
-    end
+    \$229  = ahead_one;
     if (state[5]) begin
-      \$234  = 1'h0;
+      \$229  = \$44 ;
     end
     if (rst) begin
-      \$234  = 1'h0;
+      \$229  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$235  = wb_ge_lo;
-    if (tc_free) begin
-      \$235  = \$36 ;
+    \$230  = ahead_over;
+    if (state[5]) begin
+      \$230  = \$48 ;
     end
     if (rst) begin
-      \$235  = 1'h0;
+      \$230  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$236  = wb_lt_hi;
-    if (tc_free) begin
-      \$236  = \$37 ;
+    \$231  = win_lo;
+    if (state[5]) begin
+      \$231  = consumed_mod;
+    end
+    if (rst) begin
+      \$231  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$232  = win_wrap;
+    if (state[5]) begin
+      \$232  = \$50 ;
+    end
+    if (rst) begin
+      \$232  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$233  = win_hi;
+    if (state[5]) begin
+      \$233  = \$56 [16:0];
+    end
+    if (rst) begin
+      \$233  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$234  = ins_slot;
+    if (state[5]) begin
+      \$234  = consumed_mod;
+    end
+    if (state[8]) begin
+      if (tc_free) begin
+        \$234  = \$97 [15:0];
+      end
+    end
+    if (rst) begin
+      \$234  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$235  = ev_slot;
+    if (state[5]) begin
+      \$235  = \$62 [15:0];
+    end
+    if (state[9]) begin
+      if (tc_free) begin
+        \$235  = \$100 [15:0];
+      end
+    end
+    if (rst) begin
+      \$235  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$236  = pop;
+    if (state[5]) begin
+      \$236  = \$63 ;
     end
     if (rst) begin
       \$236  = 1'h0;
@@ -49806,95 +49919,109 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$237  = wb_sat;
-    if (tc_free) begin
-      \$237  = \$39 ;
-    end
-    if (rst) begin
-      \$237  = 32'd0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$238  = settle;
-    if (\$40 ) begin
-      \$238  = 3'h6;
-    end
-    if (state[10]) begin
-      \$238  = \$120 [2:0];
-    end
-    if (rst) begin
-      \$238  = 3'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$239  = settle_end;
-    if (\$40 ) begin
-      \$239  = 1'h0;
-    end
-    if (state[10]) begin
-      \$239  = \$121 ;
-    end
-    if (rst) begin
-      \$239  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$240  = ahead;
+    \$237  = wb_n;
     if (state[5]) begin
-      \$240  = \$41 [31:0];
+      \$237  = \$64 ;
     end
     if (rst) begin
-      \$240  = 32'd0;
+      \$237  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$241  = ahead_m1;
+    \$238  = wb_max;
     if (state[5]) begin
-      \$241  = \$43 [31:0];
+      \$238  = 32'd0;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$238  = \$87 ;
+      end
     end
     if (rst) begin
-      \$241  = 32'd0;
+      \$238  = 32'd0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$242  = ahead_zero;
+    \$239  = wb_j;
     if (state[5]) begin
-      \$242  = \$44 ;
+      \$239  = 7'h00;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$239  = \$77 [6:0];
+      end
     end
     if (rst) begin
-      \$242  = 1'h0;
+      \$239  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$243  = ahead_one;
+    \$240  = wb_valid;
     if (state[5]) begin
-      \$243  = \$45 ;
+      \$240  = 1'h0;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$240  = \$75 ;
+      end
     end
     if (rst) begin
-      \$243  = 1'h0;
+      \$240  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$244  = win_lo;
+    \$241  = wb_j_end;
     if (state[5]) begin
-      \$244  = consumed_mod;
+      \$241  = \$66 ;
+    end
+    if (state[7]) begin
+      if (tc_free) begin
+        \$241  = \$79 ;
+      end
     end
     if (rst) begin
-      \$244  = 16'h0000;
+      \$241  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$245  = win_wrap;
+    \$242  = wb_last;
     if (state[5]) begin
-      \$245  = \$47 ;
+      \$242  = \$68 [5:0];
+    end
+    if (rst) begin
+      \$242  = 6'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$243  = k;
+    if (state[6]) begin
+      \$243  = \$69 [8:0];
+    end
+    if (rst) begin
+      \$243  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$244  = k_last;
+    if (state[6]) begin
+      \$244  = \$70 ;
+    end
+    if (rst) begin
+      \$244  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$245  = k_zero;
+    if (state[6]) begin
+      \$245  = ahead_zero;
     end
     if (rst) begin
       \$245  = 1'h0;
@@ -49902,49 +50029,47 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$246  = win_hi;
-    if (state[5]) begin
-      \$246  = \$53 [16:0];
+    \$246  = k_one;
+    if (state[6]) begin
+      \$246  = ahead_one;
     end
     if (rst) begin
-      \$246  = 17'h00000;
+      \$246  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$247  = ins_slot;
-    if (state[5]) begin
-      \$247  = consumed_mod;
+    \$247  = ins_left;
+    if (state[6]) begin
+      \$247  = \$101 ;
+    end else if (ins_advance) begin
+      \$247  = \$104 [8:0];
     end
-    if (state[8]) begin
-      if (tc_free) begin
-        \$247  = \$105 [15:0];
+    if (rst) begin
+      \$247  = 9'h000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$248  = i_last;
+    if (state[6]) begin
+      \$248  = ahead_one;
+    end else if (ins_advance) begin
+      \$248  = \$107 ;
+    end
+    if (rst) begin
+      \$248  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$249  = sample_slot;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$249  = \$118 [0];
       end
-    end
-    if (rst) begin
-      \$247  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$248  = ev_slot;
-    if (state[5]) begin
-      \$248  = \$59 [15:0];
-    end
-    if (state[9]) begin
-      if (tc_free) begin
-        \$248  = \$108 [15:0];
-      end
-    end
-    if (rst) begin
-      \$248  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$249  = pop;
-    if (state[5]) begin
-      \$249  = \$60 ;
     end
     if (rst) begin
       \$249  = 1'h0;
@@ -49952,9 +50077,18 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$250  = wb_n;
-    if (state[5]) begin
-      \$250  = \$61 ;
+    \$250  = rsp_j;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$250  = 7'h00;
+      end
+    end
+    if (state[12]) begin
+      if (\$126 ) begin
+        \$250  = \$127 [6:0];
+      end
     end
     if (rst) begin
       \$250  = 7'h00;
@@ -49962,101 +50096,122 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$251  = wb_max;
-    if (state[5]) begin
-      \$251  = 32'd0;
+    \$251  = rsp_j_left;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$251  = sample_n_last;
+      end
     end
-    if (state[7]) begin
-      if (tc_free) begin
-        if (\$95 ) begin
-          \$251  = wb_sat;
-        end
+    if (state[12]) begin
+      if (\$126 ) begin
+        \$251  = \$128 [6:0];
       end
     end
     if (rst) begin
-      \$251  = 32'd0;
+      \$251  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$252  = wb_j;
-    if (state[5]) begin
-      \$252  = 7'h00;
+    \$252  = rsp_j_last;
+    if (state[11]) begin
+      (* full_case = 32'd1 *)
+      if (sample_bad) begin
+      end else begin
+        \$252  = \$125 ;
+      end
     end
-    if (state[7]) begin
-      if (tc_free) begin
-        \$252  = \$86 [6:0];
+    if (state[12]) begin
+      if (\$126 ) begin
+        \$252  = \$129 ;
       end
     end
     if (rst) begin
-      \$252  = 7'h00;
+      \$252  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$253  = wb_valid;
-    if (state[5]) begin
-      \$253  = 1'h0;
+    \$253  = read_slot;
+    if (\$134 ) begin
+      \$253  = \cmd__payload$95 [18:3];
     end
-    if (state[7]) begin
-      if (tc_free) begin
-        \$253  = \$84 ;
+    if (state[13]) begin
+      if (\$138 ) begin
+        \$253  = \$141 [15:0];
       end
     end
     if (rst) begin
-      \$253  = 1'h0;
+      \$253  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$254  = wb_j_end;
-    if (state[5]) begin
-      \$254  = \$63 ;
+    \$254  = read_to_issue;
+    if (\$134 ) begin
+      \$254  = \cmd__payload$95 [51:35];
     end
-    if (state[7]) begin
-      if (tc_free) begin
-        \$254  = \$88 ;
+    if (state[13]) begin
+      if (\$138 ) begin
+        \$254  = \$142 [16:0];
       end
     end
     if (rst) begin
-      \$254  = 1'h0;
+      \$254  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$255  = wb_last;
-    if (state[5]) begin
-      \$255  = \$65 [5:0];
+    \$255  = read_to_get;
+    if (\$134 ) begin
+      \$255  = \cmd__payload$95 [51:35];
+    end
+    if (state[13]) begin
+      if (\$144 ) begin
+        \$255  = \$145 [16:0];
+      end
     end
     if (rst) begin
-      \$255  = 6'h00;
+      \$255  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$256  = k;
-    if (state[6]) begin
-      \$256  = \$70 [8:0];
+    \$256  = read_issuing;
+    if (\$134 ) begin
+      \$256  = \$135 ;
+    end
+    if (state[13]) begin
+      if (\$138 ) begin
+        \$256  = \$143 ;
+      end
     end
     if (rst) begin
-      \$256  = 9'h000;
+      \$256  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$257  = k_last;
-    if (state[6]) begin
-      \$257  = \$75 ;
+    \$257  = read_get_one;
+    if (\$134 ) begin
+      \$257  = \$136 ;
+    end
+    if (state[13]) begin
+      if (\$144 ) begin
+        \$257  = \$146 ;
+      end
     end
     if (rst) begin
-      \$257  = 9'h000;
+      \$257  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$258  = k_zero;
-    if (state[6]) begin
-      \$258  = ahead_zero;
+    \$258  = read_none;
+    if (\$134 ) begin
+      \$258  = \$137 ;
     end
     if (rst) begin
       \$258  = 1'h0;
@@ -50064,9 +50219,9 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$259  = k_one;
-    if (state[6]) begin
-      \$259  = ahead_one;
+    \$259  = td_slot;
+    if (td_start) begin
+      \$259  = last_slot;
     end
     if (rst) begin
       \$259  = 1'h0;
@@ -50074,37 +50229,32 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$260  = ins_left;
-    if (state[6]) begin
-      \$260  = \$113 ;
-    end else if (ins_advance) begin
-      \$260  = \$116 [8:0];
+    \$260  = td_n;
+    if (td_start) begin
+      \$260  = last_n;
     end
     if (rst) begin
-      \$260  = 9'h000;
+      \$260  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$261  = i_last;
-    if (state[6]) begin
-      \$261  = ahead_one;
-    end else if (ins_advance) begin
-      \$261  = \$119 ;
+    \$261  = td_last;
+    if (td_start) begin
+      \$261  = \$151 [5:0];
     end
     if (rst) begin
-      \$261  = 1'h0;
+      \$261  = 6'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$262  = sample_slot;
-    if (state[11]) begin
-      (* full_case = 32'd1 *)
-      if (sample_bad) begin
-      end else begin
-        \$262  = \$131 [0];
-      end
+    \$262  = td_open;
+    if (td_start) begin
+      \$262  = \$152 ;
+    end
+    if (\$155 ) begin
+      \$262  = \$157 ;
     end
     if (rst) begin
       \$262  = 1'h0;
@@ -50112,115 +50262,92 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$263  = rsp_j;
-    if (state[11]) begin
+    \$263  = td_alpha;
+    if (td_start) begin
+      \$263  = alpha;
+    end
+    if (rst) begin
+      \$263  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$264  = td_eps;
+    if (td_start) begin
+      \$264  = eps;
+    end
+    if (rst) begin
+      \$264  = 24'h000000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$265  = td_in;
+    if (td_start) begin
+      \$265  = 7'h00;
+    end
+    if (\$155 ) begin
+      \$265  = \$156 [6:0];
+    end
+    if (rst) begin
+      \$265  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$266  = td_out;
+    if (td_start) begin
+      \$266  = 7'h00;
+    end
+    if (pr_wr__en) begin
+      \$266  = \$164 [6:0];
+    end
+    if (rst) begin
+      \$266  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$267  = q_n0;
+    if (td_start) begin
+      casez (last_slot)
+        1'h0:
+            \$267  = last_n;
+      endcase
+    end
+    if (rst) begin
+      \$267  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
+    \$268  = q_n1;
+    if (td_start) begin
       (* full_case = 32'd1 *)
-      if (sample_bad) begin
-      end else begin
-        \$263  = 7'h00;
-      end
-    end
-    if (state[12]) begin
-      if (\$139 ) begin
-        \$263  = \$140 [6:0];
-      end
+      casez (last_slot)
+        1'h0:
+            /* empty */;
+        1'h1:
+            \$268  = last_n;
+      endcase
     end
     if (rst) begin
-      \$263  = 7'h00;
+      \$268  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$264  = rsp_j_left;
-    if (state[11]) begin
+    \$269  = td_busy;
+    if (td_start) begin
       (* full_case = 32'd1 *)
-      if (sample_bad) begin
+      if (\$154 ) begin
       end else begin
-        \$264  = sample_n_last;
+        \$269  = 1'h1;
       end
     end
-    if (state[12]) begin
-      if (\$139 ) begin
-        \$264  = \$141 [6:0];
-      end
-    end
-    if (rst) begin
-      \$264  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$265  = rsp_j_last;
-    if (state[11]) begin
-      (* full_case = 32'd1 *)
-      if (sample_bad) begin
-      end else begin
-        \$265  = \$138 ;
-      end
-    end
-    if (state[12]) begin
-      if (\$139 ) begin
-        \$265  = \$142 ;
-      end
-    end
-    if (rst) begin
-      \$265  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$266  = read_slot;
-    if (\$147 ) begin
-      \$266  = \cmd__payload$95 [18:3];
-    end
-    if (state[13]) begin
-      if (\$151 ) begin
-        \$266  = \$154 [15:0];
-      end
-    end
-    if (rst) begin
-      \$266  = 16'h0000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$267  = read_to_issue;
-    if (\$147 ) begin
-      \$267  = \cmd__payload$95 [51:35];
-    end
-    if (state[13]) begin
-      if (\$151 ) begin
-        \$267  = \$155 [16:0];
-      end
-    end
-    if (rst) begin
-      \$267  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$268  = read_to_get;
-    if (\$147 ) begin
-      \$268  = \cmd__payload$95 [51:35];
-    end
-    if (state[13]) begin
-      if (\$157 ) begin
-        \$268  = \$158 [16:0];
-      end
-    end
-    if (rst) begin
-      \$268  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$269  = read_issuing;
-    if (\$147 ) begin
-      \$269  = \$148 ;
-    end
-    if (state[13]) begin
-      if (\$151 ) begin
-        \$269  = \$156 ;
+    if (pr_wr__en) begin
+      if (\$165 ) begin
+        \$269  = 1'h0;
       end
     end
     if (rst) begin
@@ -50229,24 +50356,19 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$270  = read_get_one;
-    if (\$147 ) begin
-      \$270  = \$149 ;
-    end
-    if (state[13]) begin
-      if (\$157 ) begin
-        \$270  = \$159 ;
-      end
+    \$270  = td_mag;
+    if (td_en) begin
+      \$270  = \$160 [16:0];
     end
     if (rst) begin
-      \$270  = 1'h0;
+      \$270  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$271  = read_none;
-    if (\$147 ) begin
-      \$271  = \$150 ;
+    \$271  = td_mag_valid;
+    if (td_en) begin
+      \$271  = \$161 ;
     end
     if (rst) begin
       \$271  = 1'h0;
@@ -50254,206 +50376,49 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$272  = td_slot;
-    if (td_start) begin
-      \$272  = last_slot;
-    end
-    if (rst) begin
-      \$272  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$273  = td_n;
-    if (td_start) begin
-      \$273  = last_n;
-    end
-    if (rst) begin
-      \$273  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$274  = td_last;
-    if (td_start) begin
-      \$274  = \$164 [5:0];
-    end
-    if (rst) begin
-      \$274  = 6'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$275  = td_open;
-    if (td_start) begin
-      \$275  = \$165 ;
-    end
-    if (\$168 ) begin
-      \$275  = \$170 ;
-    end
-    if (rst) begin
-      \$275  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$276  = td_alpha;
-    if (td_start) begin
-      \$276  = alpha;
-    end
-    if (rst) begin
-      \$276  = 17'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$277  = td_eps;
-    if (td_start) begin
-      \$277  = eps;
-    end
-    if (rst) begin
-      \$277  = 24'h000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$278  = td_in;
-    if (td_start) begin
-      \$278  = 7'h00;
-    end
-    if (\$168 ) begin
-      \$278  = \$169 [6:0];
-    end
-    if (rst) begin
-      \$278  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$279  = td_out;
-    if (td_start) begin
-      \$279  = 7'h00;
-    end
-    if (pr_wr__en) begin
-      \$279  = \$177 [6:0];
-    end
-    if (rst) begin
-      \$279  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$280  = q_n0;
-    if (td_start) begin
-      casez (last_slot)
-        1'h0:
-            \$280  = last_n;
-      endcase
-    end
-    if (rst) begin
-      \$280  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$281  = q_n1;
-    if (td_start) begin
-      (* full_case = 32'd1 *)
-      casez (last_slot)
-        1'h0:
-            /* empty */;
-        1'h1:
-            \$281  = last_n;
-      endcase
-    end
-    if (rst) begin
-      \$281  = 7'h00;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$282  = td_busy;
-    if (td_start) begin
-      (* full_case = 32'd1 *)
-      if (\$167 ) begin
-      end else begin
-        \$282  = 1'h1;
-      end
-    end
-    if (pr_wr__en) begin
-      if (\$178 ) begin
-        \$282  = 1'h0;
-      end
-    end
-    if (rst) begin
-      \$282  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$283  = td_mag;
+    \$272  = td_u;
     if (td_en) begin
-      \$283  = \$173 [16:0];
+      \$272  = \$163 ;
     end
     if (rst) begin
-      \$283  = 17'h00000;
+      \$272  = 25'h0000000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$284  = td_mag_valid;
+    \$273  = td_u_valid;
     if (td_en) begin
-      \$284  = \$174 ;
+      \$273  = td_mag_valid;
     end
     if (rst) begin
-      \$284  = 1'h0;
+      \$273  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$285  = td_u;
-    if (td_en) begin
-      \$285  = \$176 ;
-    end
-    if (rst) begin
-      \$285  = 25'h0000000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$286  = td_u_valid;
-    if (td_en) begin
-      \$286  = td_mag_valid;
-    end
-    if (rst) begin
-      \$286  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$287  = cmd__valid;
+    \$274  = cmd__valid;
     if (tc_free) begin
-      \$287  = 1'h0;
+      \$274  = 1'h0;
     end
     if (tc_load) begin
-      \$287  = \$185 ;
+      \$274  = \$172 ;
     end
     if (rst) begin
-      \$287  = 1'h0;
+      \$274  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$6 ) begin end
-    \$288  = cmd__payload;
+    \$275  = cmd__payload;
     if (tc_load) begin
-      \$288 [2:0] = \$191 ;
-      \$288 [21:6] = \$197 ;
-      \$288 [61:22] = \$205 ;
-      \$288 [93:62] = \$211 ;
-      \$288 [5:3] = 3'h0;
+      \$275 [2:0] = \$178 ;
+      \$275 [21:6] = \$184 ;
+      \$275 [61:22] = \$192 ;
+      \$275 [93:62] = \$198 ;
+      \$275 [5:3] = 3'h0;
     end
     if (rst) begin
-      \$288  = 94'h000000000000000000000000;
+      \$275  = 94'h000000000000000000000000;
     end
   end
   assign q_count = queued;
@@ -50523,14 +50488,14 @@ module \dqn_trainer_zcu106.core.replay (rst, td__ready, sample__ready, clear, \c
   assign \$13  = state[3];
   assign \$20  = state[8];
   assign \$21  = state[9];
-  assign \$99  = q_head;
-  assign \$175  = { 1'h0, td_mag, 6'h00 };
-  assign \$192  = 1'h0;
-  assign \$200  = 1'h0;
-  assign \$206  = 1'h0;
-  assign \$207  = \$206 ;
-  assign \$208  = \$207 ;
-  assign \$209  = \$208 ;
+  assign \$91  = q_head;
+  assign \$162  = { 1'h0, td_mag, 6'h00 };
+  assign \$179  = 1'h0;
+  assign \$187  = 1'h0;
+  assign \$193  = 1'h0;
+  assign \$194  = \$193 ;
+  assign \$195  = \$194 ;
+  assign \$196  = \$195 ;
 endmodule
 
 (* generator = "Amaranth" *)
@@ -51640,12 +51605,18 @@ module \dqn_trainer_zcu106.core.replay.power.exp2 (rst, en, i__valid, i__payload
     if (en) begin
       \$207  = shift2;
     end
+    if (rst) begin
+      \$207  = 6'h00;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$208  = big3;
     if (en) begin
       \$208  = big2;
+    end
+    if (rst) begin
+      \$208  = 1'h0;
     end
   end
   always @* begin
@@ -51654,12 +51625,18 @@ module \dqn_trainer_zcu106.core.replay.power.exp2 (rst, en, i__valid, i__payload
     if (en) begin
       \$209  = zero2;
     end
+    if (rst) begin
+      \$209  = 1'h0;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$7 ) begin end
     \$210  = min3;
     if (en) begin
       \$210  = min2;
+    end
+    if (rst) begin
+      \$210  = 1'h0;
     end
   end
   always @* begin
@@ -52542,6 +52519,9 @@ module \dqn_trainer_zcu106.core.replay.power.log2 (rst, en, o__ready, i__valid, 
     if (en) begin
       \$127  = r3;
     end
+    if (rst) begin
+      \$127  = 12'h000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
@@ -52549,12 +52529,18 @@ module \dqn_trainer_zcu106.core.replay.power.log2 (rst, en, o__ready, i__valid, 
     if (en) begin
       \$128  = e3;
     end
+    if (rst) begin
+      \$128  = 6'h00;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$8 ) begin end
     \$129  = zero3b;
     if (en) begin
       \$129  = zero3;
+    end
+    if (rst) begin
+      \$129  = 1'h0;
     end
   end
   always @* begin
@@ -68815,12 +68801,18 @@ module \dqn_trainer_zcu106.core.replay.weights.exp2 (rst, en, i__payload, i__val
     if (en) begin
       \$121  = shift2;
     end
+    if (rst) begin
+      \$121  = 5'h00;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$122  = big3;
     if (en) begin
       \$122  = big2;
+    end
+    if (rst) begin
+      \$122  = 1'h0;
     end
   end
   always @* begin
@@ -68829,12 +68821,18 @@ module \dqn_trainer_zcu106.core.replay.weights.exp2 (rst, en, i__payload, i__val
     if (en) begin
       \$123  = zero2;
     end
+    if (rst) begin
+      \$123  = 1'h0;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$19 ) begin end
     \$124  = min3;
     if (en) begin
       \$124  = min2;
+    end
+    if (rst) begin
+      \$124  = 1'h0;
     end
   end
   always @* begin
@@ -69723,6 +69721,9 @@ module \dqn_trainer_zcu106.core.replay.weights.log2 (rst, i__valid, en, i__paylo
     if (en) begin
       \$127  = r3;
     end
+    if (rst) begin
+      \$127  = 12'h000;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
@@ -69730,12 +69731,18 @@ module \dqn_trainer_zcu106.core.replay.weights.log2 (rst, i__valid, en, i__paylo
     if (en) begin
       \$128  = e3;
     end
+    if (rst) begin
+      \$128  = 7'h00;
+    end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$20 ) begin end
     \$129  = zero3b;
     if (en) begin
       \$129  = zero3;
+    end
+    if (rst) begin
+      \$129  = 1'h0;
     end
   end
   always @* begin
